@@ -1,0 +1,80 @@
+# tilesieve — `make help` lists the targets.
+
+SHELL        := /bin/bash
+GO           ?= go
+GOBIN        ?= $(shell $(GO) env GOPATH)/bin
+export PATH  := $(GOBIN):$(PATH)
+
+# Pinned tools, installed from the Go module proxy by `make tools`.
+RIE_VERSION         := v0.0.0-20261030222936-bef5c4ba774d
+STATICCHECK_VERSION := v0.8.2
+
+# Lambda runs provided.al2023 on arm64; SAM's makefile builds set ARTIFACTS_DIR.
+LAMBDA_GOARCH ?= arm64
+LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -trimpath -tags lambda.norpc -ldflags='-s -w'
+ARTIFACTS_DIR ?= build
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: ## Run the whole loop locally: embedded S3, tile function on :8080, worker, viewer
+	$(GO) run ./infra/devstack
+
+.PHONY: test
+test: fmt-check vet tools ## gofmt check, go vet, go test -race (incl. fuzz seeds, RIE smoke tests)
+	TILESIEVE_REQUIRE_RIE=1 $(GO) test -race -count=1 -timeout 20m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+.PHONY: fmt-check
+fmt-check: ## Fail if gofmt would change a file
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: vet
+vet: ## go vet
+	$(GO) vet ./...
+
+.PHONY: lint
+lint: vet tools ## staticcheck on the product module and the bench module
+	staticcheck ./...
+	cd bench && staticcheck ./...
+
+.PHONY: fuzz
+fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
+	$(GO) test -run '^$$' -fuzz '^FuzzKeyFromPath$$' -fuzztime $(or $(FUZZTIME),30s) ./shared/tile/
+	$(GO) test -run '^$$' -fuzz '^FuzzOps$$' -fuzztime $(or $(FUZZTIME),30s) ./shared/cache/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(or $(FUZZTIME),30s) ./shared/s3event/
+
+.PHONY: tools
+tools: $(GOBIN)/aws-lambda-rie $(GOBIN)/staticcheck ## Install the pinned test tools (Lambda RIE, staticcheck)
+
+$(GOBIN)/aws-lambda-rie:
+	$(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+$(GOBIN)/staticcheck:
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+.PHONY: build
+build: ## Build both Lambda bootstraps for linux/$(LAMBDA_GOARCH) into build/
+	$(LAMBDA_BUILD) -o build/tiles/bootstrap ./functions/tiles
+	$(LAMBDA_BUILD) -o build/worker/bootstrap ./worker
+
+.PHONY: build-TilesFunction
+build-TilesFunction: ## SAM makefile build of the tile function (writes $(ARTIFACTS_DIR)/bootstrap)
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tiles
+
+.PHONY: build-SyncWorker
+build-SyncWorker: ## SAM makefile build of the sync worker (writes $(ARTIFACTS_DIR)/bootstrap)
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./worker
+
+.PHONY: bench-cache
+bench-cache: ## Memory-tier benchmarks vs peers; writes docs/BENCHMARKS.md
+	cd bench && $(GO) run ./cmd/benchreport -out ../docs/BENCHMARKS.md
+
+.PHONY: clean
+clean: ## Remove build output
+	rm -rf build .aws-sam

@@ -1,0 +1,280 @@
+// Package cachebench measures the memory tier (shared/cache) against the
+// caches a Go engineer would otherwise reach for, on a workload shaped like a
+// tile origin's: clustered `layer/z/x/y` keys, bodies of 1–500 KB, Zipf
+// popularity and prefix purges. Everything is generated from fixed seeds, so
+// two runs see the same keys, sizes and request traces.
+package cachebench
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// Shape of the generated tile set.
+const (
+	NumKeys     = 131072     // tile keys in the workload
+	MinBody     = 1 << 10    // smallest body, bytes
+	MaxBody     = 500 << 10  // largest body, bytes
+	PyramidZoom = 6          // zoom levels 0..PyramidZoom are complete in every layer
+	MaxZoom     = 14         // deepest zoom of the regional blocks
+	TraceLen    = 1 << 21    // requests in a precomputed trace
+	MixedMaxCov = 8          // a Mixed702010 prefix covers at most this many keys
+	BulkTarget  = 3500       // the bulk prefix covers about this many keys
+	seedKeys    = 0x7115e5e5 // seeds: fixed so runs are comparable
+	seedSizes   = 0x5175e5
+	seedRanks   = 0x4a4b5
+)
+
+// Layers are the tile sets; NumKeys is split evenly between them.
+var Layers = []string{"osm", "satellite", "terrain", "transit"}
+
+// Workload is the generated tile set. Keys are grouped by layer, then zoom,
+// then x, then y, as a real pyramid is laid out in S3.
+type Workload struct {
+	Keys       []string
+	Tiles      []*tile.Tile // Tiles[i] belongs to Keys[i]; bodies share one buffer
+	Weights    []int64      // len(key)+len(body), the charge every byte-bounded peer uses
+	TotalBytes int64        // sum of Weights
+
+	// rank[i] is the popularity rank (0 = hottest) of key i; byRank is its inverse.
+	rank   []int32
+	byRank []int32
+
+	// MixedPrefixes are `layer/z/x/` columns at high zoom covering 1..MixedMaxCov keys.
+	MixedPrefixes []string
+	// BulkPrefix is the `layer/z/` prefix whose key count is closest to BulkTarget.
+	BulkPrefix string
+	BulkKeys   []int32 // indices of the keys under BulkPrefix
+}
+
+var (
+	wlOnce sync.Once
+	wl     *Workload
+)
+
+// Default returns the shared workload, built once per process.
+func Default() *Workload {
+	wlOnce.Do(func() { wl = Generate() })
+	return wl
+}
+
+type tileID struct{ z, x, y int }
+
+// Generate builds the workload. Per layer: a complete pyramid for zooms
+// 0..PyramidZoom, then regions (think cities) from zoom 7 to MaxZoom, each a
+// contiguous block around a random centre whose width doubles every zoom
+// and whose height doubles every other zoom, capped at 8 rows. So a column
+// prefix `layer/z/x/` at high zoom names a handful of tiles, and a zoom
+// prefix `layer/z/` names thousands.
+func Generate() *Workload {
+	rng := rand.New(rand.NewPCG(seedKeys, 1))
+	perLayer := NumKeys / len(Layers)
+	w := &Workload{}
+	for _, layer := range Layers {
+		seen := make(map[tileID]bool, perLayer)
+		var ids []tileID
+		add := func(id tileID) {
+			if len(ids) < perLayer && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		for z := 0; z <= PyramidZoom; z++ {
+			n := 1 << z
+			for x := 0; x < n; x++ {
+				for y := 0; y < n; y++ {
+					add(tileID{z, x, y})
+				}
+			}
+		}
+		for len(ids) < perLayer {
+			// A region centre in unit coordinates, kept off the edges.
+			cx, cy := 0.05+0.9*rng.Float64(), 0.05+0.9*rng.Float64()
+			for z := PyramidZoom + 1; z <= MaxZoom && len(ids) < perLayer; z++ {
+				d := z - PyramidZoom
+				bw := 1 << (d / 2)         // 1,2,2,4,4,8,8,16 columns for z=7..14
+				bh := min(8, 1<<((d-1)/2)) // 1,1,2,2,4,4,8,8 rows, never more than 8
+				n := 1 << z
+				x0 := int(cx*float64(n)) - bw/2
+				y0 := int(cy*float64(n)) - bh/2
+				for x := x0; x < x0+bw; x++ {
+					for y := y0; y < y0+bh; y++ {
+						add(tileID{z, x, y})
+					}
+				}
+			}
+		}
+		sort.Slice(ids, func(i, j int) bool {
+			a, b := ids[i], ids[j]
+			if a.z != b.z {
+				return a.z < b.z
+			}
+			if a.x != b.x {
+				return a.x < b.x
+			}
+			return a.y < b.y
+		})
+		for _, id := range ids {
+			w.Keys = append(w.Keys, fmt.Sprintf("%s/%d/%d/%d", layer, id.z, id.x, id.y))
+		}
+	}
+
+	// Bodies: log-uniform sizes, all slices of one buffer so 10 GB of
+	// "tiles" cost 500 KB of memory.
+	buf := make([]byte, MaxBody)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	srng := rand.New(rand.NewPCG(seedSizes, 2))
+	lo, hi := math.Log(MinBody), math.Log(MaxBody)
+	w.Tiles = make([]*tile.Tile, len(w.Keys))
+	w.Weights = make([]int64, len(w.Keys))
+	for i, k := range w.Keys {
+		n := int(math.Exp(lo + (hi-lo)*srng.Float64()))
+		n = min(max(n, MinBody), MaxBody)
+		w.Tiles[i] = &tile.Tile{
+			Body:        buf[:n:n],
+			ContentType: "application/vnd.mapbox-vector-tile",
+			ETag:        fmt.Sprintf(`"%08x"`, i),
+		}
+		w.Weights[i] = int64(len(k) + n)
+		w.TotalBytes += w.Weights[i]
+	}
+
+	// Popularity: a seeded random permutation assigns Zipf ranks.
+	rrng := rand.New(rand.NewPCG(seedRanks, 3))
+	perm := rrng.Perm(len(w.Keys))
+	w.rank = make([]int32, len(w.Keys))
+	w.byRank = make([]int32, len(w.Keys))
+	for r, i := range perm {
+		w.byRank[r] = int32(i)
+		w.rank[i] = int32(r)
+	}
+
+	w.findPrefixes()
+	return w
+}
+
+func (w *Workload) findPrefixes() {
+	cols := map[string]int{}
+	zooms := map[string]int{}
+	for _, k := range w.Keys {
+		parts := strings.Split(k, "/")
+		var z int
+		fmt.Sscan(parts[1], &z)
+		zooms[parts[0]+"/"+parts[1]+"/"]++
+		if z > PyramidZoom {
+			cols[parts[0]+"/"+parts[1]+"/"+parts[2]+"/"]++
+		}
+	}
+	for p, n := range cols {
+		if n >= 1 && n <= MixedMaxCov {
+			w.MixedPrefixes = append(w.MixedPrefixes, p)
+		}
+	}
+	sort.Strings(w.MixedPrefixes)
+	best := -1
+	for p, n := range zooms {
+		d := n - BulkTarget
+		if d < 0 {
+			d = -d
+		}
+		if best < 0 || d < best || (d == best && p < w.BulkPrefix) {
+			best, w.BulkPrefix = d, p
+		}
+	}
+	for i, k := range w.Keys {
+		if strings.HasPrefix(k, w.BulkPrefix) {
+			w.BulkKeys = append(w.BulkKeys, int32(i))
+		}
+	}
+}
+
+// Cover returns the indices of the keys under prefix (a linear scan; for tests).
+func (w *Workload) Cover(prefix string) []int32 {
+	var out []int32
+	for i, k := range w.Keys {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, int32(i))
+		}
+	}
+	return out
+}
+
+// Zipf draws ranks 0..n-1 with P(r) ∝ 1/(r+1)^s for any s ≥ 0, by inverse
+// CDF over precomputed cumulative weights. math/rand's Zipf needs s > 1;
+// tile traffic is usually s ≈ 0.6–1.0.
+type Zipf struct {
+	cdf []float64
+	rng *rand.Rand
+}
+
+// NewZipf precomputes the CDF for n ranks and exponent s.
+func NewZipf(rng *rand.Rand, s float64, n int) *Zipf {
+	cdf := make([]float64, n)
+	sum := 0.0
+	for r := 0; r < n; r++ {
+		sum += math.Pow(float64(r+1), -s)
+		cdf[r] = sum
+	}
+	for r := range cdf {
+		cdf[r] /= sum
+	}
+	return &Zipf{cdf: cdf, rng: rng}
+}
+
+// Next returns the next rank.
+func (z *Zipf) Next() int {
+	u := z.rng.Float64()
+	r := sort.SearchFloat64s(z.cdf, u)
+	if r >= len(z.cdf) {
+		r = len(z.cdf) - 1
+	}
+	return r
+}
+
+// Trace returns n key indices drawn with Zipf exponent s, from a seed.
+func (w *Workload) Trace(s float64, n int, seed uint64) []int32 {
+	z := NewZipf(rand.New(rand.NewPCG(seed, 4)), s, len(w.Keys))
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = w.byRank[z.Next()]
+	}
+	return out
+}
+
+// ScanTrace is a Zipf trace with a one-off sequential scan mixed in: from a
+// third of the way in, every other request walks the coldest scanLen keys
+// in key order (as a crawler or a re-seed job would), once.
+func (w *Workload) ScanTrace(s float64, n, scanLen int, seed uint64) []int32 {
+	base := w.Trace(s, n, seed)
+	cold := make([]int32, 0, scanLen)
+	for r := len(w.byRank) - 1; r >= 0 && len(cold) < scanLen; r-- {
+		cold = append(cold, w.byRank[r])
+	}
+	sort.Slice(cold, func(i, j int) bool { return cold[i] < cold[j] })
+	out := make([]int32, 0, n+scanLen)
+	start := n / 3
+	out = append(out, base[:start]...)
+	bi := start
+	for _, c := range cold {
+		out = append(out, c)
+		if bi < n {
+			out = append(out, base[bi])
+			bi++
+		}
+	}
+	return append(out, base[bi:]...)
+}
+
+// Rank reports key i's popularity rank (0 = hottest).
+func (w *Workload) Rank(i int32) int { return int(w.rank[i]) }
+
+// MeanWeight is the average charge of one entry.
+func (w *Workload) MeanWeight() float64 { return float64(w.TotalBytes) / float64(len(w.Keys)) }

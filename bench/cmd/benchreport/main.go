@@ -1,0 +1,300 @@
+// Command benchreport runs the memory-tier benchmarks, the hit-ratio
+// simulation and the memory checks, and writes the cache section of
+// docs/BENCHMARKS.md (between <!-- cache:begin --> and <!-- cache:end -->),
+// leaving the rest of the file as it was. It is what `make bench-cache` runs:
+//
+//	cd bench && go run ./cmd/benchreport -out ../docs/BENCHMARKS.md
+//
+// Every ratio compares numbers from the same run: the median of -count runs
+// of each benchmark at each -cpu value.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tilesieve/tilesieve/bench/cachebench"
+)
+
+const (
+	beginMarker = "<!-- cache:begin -->"
+	endMarker   = "<!-- cache:end -->"
+	docHeader   = "# Benchmarks\n\nGenerated sections; each names the command that regenerates it.\n\n"
+)
+
+type options struct {
+	out       string
+	count     int
+	benchtime string
+	bulktime  string
+	cpu       string
+	tags      string
+	raw       string // write the raw go test output here
+	input     string // parse this file instead of running go test
+	skipHits  bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "../docs/BENCHMARKS.md", "markdown file whose cache section is (re)written")
+	flag.IntVar(&o.count, "count", 5, "go test -count: runs per benchmark; the tables show the median")
+	flag.StringVar(&o.benchtime, "benchtime", "400ms", "go test -benchtime for the throughput benchmarks")
+	flag.StringVar(&o.bulktime, "bulktime", "64x", "go test -benchtime for BenchmarkDeletePrefixBulk (its refill is untimed, so time-based b.N would run long)")
+	flag.StringVar(&o.cpu, "cpu", "1,2", "go test -cpu")
+	flag.StringVar(&o.tags, "tags", "", "build tags for go test")
+	flag.StringVar(&o.raw, "raw", "", "also write the raw benchmark output to this file")
+	flag.StringVar(&o.input, "input", "", "parse benchmark output from this file instead of running go test")
+	flag.BoolVar(&o.skipHits, "skip-hits", false, "leave out the hit-ratio simulation (for quick checks)")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("benchreport: ")
+	if err := run(o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(o options) error {
+	start := time.Now()
+	mi := machine()
+	cmds := benchCommands(o)
+
+	var raw []byte
+	if o.input != "" {
+		b, err := os.ReadFile(o.input)
+		if err != nil {
+			return err
+		}
+		raw = b
+	} else {
+		for _, args := range cmds {
+			log.Printf("running %s", strings.Join(args, " "))
+			out, err := runGo(args)
+			if err != nil {
+				return fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+			}
+			raw = append(raw, out...)
+		}
+		if o.raw != "" {
+			if err := os.WriteFile(o.raw, raw, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	res, err := parseBench(bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	if len(res) == 0 {
+		return errors.New("no benchmark results parsed")
+	}
+
+	w := cachebench.Default()
+	log.Printf("measuring bookkeeping bytes per entry")
+	mem := map[string]float64{}
+	for _, name := range []string{"tilesieve", "otter"} {
+		im, _ := cachebench.ImplByName(name)
+		// Median of three: a heap delta is noisy.
+		var pers []float64
+		for range 3 {
+			per, err := cachebench.BookkeepingPerEntry(im, w, cachebench.NumKeys)
+			if err != nil {
+				return err
+			}
+			pers = append(pers, per)
+		}
+		slices.Sort(pers)
+		mem[name] = pers[1]
+	}
+	log.Printf("checking the byte bound")
+	boundSeen, boundMax, boundErr := cachebench.BoundCheck(w, 0.01)
+
+	var hits []cachebench.HitResult
+	if !o.skipHits {
+		for _, tr := range cachebench.HitTraces(w) {
+			for _, frac := range hitFracs {
+				for _, im := range cachebench.HitRatio() {
+					r, err := cachebench.SimulateHits(im, w, tr, frac)
+					if err != nil {
+						return err
+					}
+					log.Printf("hit ratio %-16s %3.0f%% %-10s obj %.4f byte %.4f (%v)", tr.Name, frac*100, im.Name, r.ObjectHit, r.ByteHit, r.Elapsed.Round(time.Millisecond))
+					hits = append(hits, r)
+				}
+			}
+		}
+	}
+
+	rep := report{
+		machine: mi, cmds: cmds, opts: o, res: res, hits: hits, mem: mem,
+		boundSeen: boundSeen, boundMax: boundMax, boundErr: boundErr,
+		w: w, took: time.Since(start),
+	}
+	section := rep.render()
+	if err := writeSection(o.out, section); err != nil {
+		return err
+	}
+	log.Printf("wrote %s in %v", o.out, time.Since(start).Round(time.Second))
+	return nil
+}
+
+var hitFracs = []float64{0.05, 0.10}
+
+func benchCommands(o options) [][]string {
+	common := []string{"test", "-run", "^$", "-benchmem", "-cpu", o.cpu, "-count", strconv.Itoa(o.count)}
+	if o.tags != "" {
+		common = append(common, "-tags", o.tags)
+	}
+	main := append(slices.Clone(common), "-bench", "^Benchmark(Get|GetSet7525|Mixed702010)$", "-benchtime", o.benchtime, "./cachebench/")
+	bulk := append(slices.Clone(common), "-bench", "^BenchmarkDeletePrefixBulk$", "-benchtime", o.bulktime, "./cachebench/")
+	return [][]string{main, bulk}
+}
+
+// runGo runs `go args...` in the bench module, echoing its output to stderr
+// as it comes so a long run shows progress.
+func runGo(args []string) ([]byte, error) {
+	cmd := exec.Command("go", args...)
+	var buf bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
+	cmd.Stderr = os.Stderr
+	err := cmd.Run()
+	return buf.Bytes(), err
+}
+
+// ---- machine ----------------------------------------------------------------
+
+type machineInfo struct{ goVersion, cpuModel, nproc, goos string }
+
+func machine() machineInfo {
+	m := machineInfo{goos: runtime.GOOS + "/" + runtime.GOARCH, nproc: strconv.Itoa(runtime.NumCPU())}
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		m.goVersion = strings.TrimSpace(string(out))
+	} else {
+		m.goVersion = runtime.Version()
+	}
+	if out, err := exec.Command("nproc").Output(); err == nil {
+		m.nproc = strings.TrimSpace(string(out))
+	}
+	m.cpuModel = "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpuModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// ---- parsing ------------------------------------------------------------------
+
+// key identifies one benchmark result line: BenchmarkGet/otter-2 is
+// {Get, otter, 2}.
+type key struct {
+	bench, impl string
+	procs       int
+}
+
+// results holds every sample of every unit (ns/op, B/op, allocs/op, ns/key…).
+type results map[key]map[string][]float64
+
+func parseBench(r io.Reader) (results, error) {
+	res := results{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue // not a result line
+		}
+		name := strings.TrimPrefix(f[0], "Benchmark")
+		procs := 1
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			if p, err := strconv.Atoi(name[i+1:]); err == nil {
+				procs, name = p, name[:i]
+			}
+		}
+		bench, impl, _ := strings.Cut(name, "/")
+		k := key{bench, impl, procs}
+		if res[k] == nil {
+			res[k] = map[string][]float64{}
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("parse %q: %w", sc.Text(), err)
+			}
+			res[k][f[i+1]] = append(res[k][f[i+1]], v)
+		}
+	}
+	return res, sc.Err()
+}
+
+// median of the samples of unit for k; ok is false if there are none.
+func (r results) median(k key, unit string) (float64, bool) {
+	s := slices.Clone(r[k][unit])
+	if len(s) == 0 {
+		return 0, false
+	}
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2], true
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
+}
+
+func (r results) procs() []int {
+	var ps []int
+	for k := range r {
+		if !slices.Contains(ps, k.procs) {
+			ps = append(ps, k.procs)
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// ---- writing ------------------------------------------------------------------
+
+func writeSection(path, section string) error {
+	old, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		old = []byte(docHeader)
+	} else if err != nil {
+		return err
+	}
+	doc := string(old)
+	block := beginMarker + "\n" + section + endMarker
+	b, e := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
+	switch {
+	case b >= 0 && e > b:
+		doc = doc[:b] + block + doc[e+len(endMarker):]
+	case b >= 0 || e >= 0:
+		return fmt.Errorf("%s: unbalanced %s / %s markers", path, beginMarker, endMarker)
+	default:
+		if !strings.HasSuffix(doc, "\n") {
+			doc += "\n"
+		}
+		doc += "\n" + block + "\n"
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
+}

@@ -1,0 +1,389 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/tilesieve/tilesieve/bench/cachebench"
+)
+
+type report struct {
+	machine   machineInfo
+	cmds      [][]string
+	opts      options
+	res       results
+	hits      []cachebench.HitResult
+	mem       map[string]float64
+	boundSeen int64
+	boundMax  int64
+	boundErr  error
+	w         *cachebench.Workload
+	took      time.Duration
+}
+
+// benches in report order, with what each measures.
+var benches = []struct{ name, what string }{
+	{"Get", "cache sized to hold every tile, pre-filled; Zipf(0.9) Gets, all hits."},
+	{"GetSet7525", "cache at 25% of the workload's bytes (it evicts), warmed by demand fill; 75% Get, 25% Set of the requested key."},
+	{"Mixed702010", "cache sized to hold every tile, pre-filled; 70% Get, 20% Set, 10% DeletePrefix of a `layer/z/x/` column covering 1–8 keys."},
+	{"DeletePrefixBulk", "cache holding all 131,072 tiles; delete one `layer/z/` prefix (see keys/op) and put its keys back with the timer stopped. Serial, not RunParallel."},
+}
+
+func (r *report) render() string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+
+	p("## Memory tier (`shared/cache`)\n\n")
+	p("Regenerate with `make bench-cache`, which runs `cd bench && go run ./cmd/benchreport -out ../docs/BENCHMARKS.md`. ")
+	p("That runs, in the separate `bench/` module:\n\n```\n")
+	for _, c := range r.cmds {
+		p("go %s\n", shellJoin(c))
+	}
+	p("```\n\nthen the hit-ratio simulation and the memory checks in-process. ")
+	p("Ratios compare medians of the %d runs of the same invocation.\n\n", r.opts.count)
+	p("| machine | |\n|---|---|\n")
+	p("| Go | `%s` |\n| CPU | %s |\n| nproc | %s |\n| generated | %s, whole report took %v |\n\n",
+		r.machine.goVersion, r.machine.cpuModel, r.machine.nproc, time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.took.Round(time.Second))
+
+	r.renderTargets(p)
+	r.renderWorkload(p)
+	r.renderThroughput(p)
+	r.renderHits(p)
+	r.renderMemory(p)
+	r.renderCaveats(p)
+	return b.String()
+}
+
+type printer func(format string, a ...any)
+
+// ---- targets ------------------------------------------------------------------
+
+func (r *report) speedups(bench, peer string) (vals []float64, desc []string, ok bool) {
+	ok = true
+	for _, procs := range r.res.procs() {
+		ts, ok1 := r.res.median(key{bench, "tilesieve", procs}, "ns/op")
+		pe, ok2 := r.res.median(key{bench, peer, procs}, "ns/op")
+		if !ok1 || !ok2 {
+			ok = false
+			continue
+		}
+		vals = append(vals, pe/ts)
+		desc = append(desc, fmt.Sprintf("%s (-cpu %d)", fmtX(pe/ts), procs))
+	}
+	return vals, desc, ok && len(vals) > 0
+}
+
+func (r *report) renderTargets(p printer) {
+	p("### Targets\n\n| target | measured | result |\n|---|---|---|\n")
+	row := func(target, measured string, met, ran bool) {
+		res := "**met**"
+		switch {
+		case !ran:
+			res = "not measured"
+		case !met:
+			res = "**missed**"
+		}
+		p("| %s | %s | %s |\n", target, measured, res)
+	}
+	speedTarget := func(bench, peer string, want float64, target string, zeroAllocs bool) {
+		vals, desc, ok := r.speedups(bench, peer)
+		met := ok
+		for _, v := range vals {
+			met = met && v >= want
+		}
+		measured := strings.Join(desc, ", ")
+		if zeroAllocs {
+			var allocs []string
+			for _, procs := range r.res.procs() {
+				a, ok := r.res.median(key{bench, "tilesieve", procs}, "allocs/op")
+				if !ok {
+					continue
+				}
+				met = met && a == 0
+				allocs = append(allocs, fmt.Sprintf("%g", a))
+			}
+			measured += "; allocs/op " + strings.Join(allocs, " / ")
+		}
+		if !ok {
+			measured = "no result"
+		}
+		row(target, measured, met, ok)
+	}
+	speedTarget("Get", "otter", 1.0, "Get ≥ 1.0x otter, 0 allocs/op", true)
+	speedTarget("GetSet7525", "otter", 1.25, "GetSet7525 ≥ 1.25x otter", false)
+	speedTarget("Mixed702010", "mapmutex", 850, "Mixed702010 ≥ 850x mapmutex", false)
+
+	var nsKey []string
+	worst, ran := 0.0, false
+	for _, procs := range r.res.procs() {
+		v, ok := r.res.median(key{"DeletePrefixBulk", "tilesieve", procs}, "ns/key")
+		if ok {
+			ran = true
+			worst = math.Max(worst, v)
+			nsKey = append(nsKey, fmt.Sprintf("%.1f ns/key (-cpu %d)", v, procs))
+		}
+	}
+	row("bulk prefix delete ≤ 40 ns per deleted key", strings.Join(nsKey, ", "), worst <= 40, ran)
+
+	// Hit ratio at 10% of bytes, object hit ratio, every trace.
+	var parts []string
+	met, ran := true, false
+	for _, tr := range r.traceNames() {
+		ts, ok1 := r.hit("tilesieve", tr, 0.10)
+		th, ok2 := r.hit("theine", tr, 0.10)
+		lr, ok3 := r.hit("lru", tr, 0.10)
+		if !ok1 || !ok2 || !ok3 {
+			continue
+		}
+		ran = true
+		dTh, dLRU := 100*(ts.ObjectHit-th.ObjectHit), 100*(ts.ObjectHit-lr.ObjectHit)
+		met = met && dTh >= -1 && dLRU >= 5
+		parts = append(parts, fmt.Sprintf("%s: %+.2f pt vs theine, %+.2f pt vs LRU", tr, dTh, dLRU))
+	}
+	row("hit ratio at 10% of bytes: within 1 point of theine (or above) and ≥ 5 points above LRU (object hit ratio, each trace)", strings.Join(parts, "; "), met, ran)
+
+	per, ok := r.mem["tilesieve"]
+	row("metadata ≤ 100 bytes per entry", fmt.Sprintf("%.1f bytes/entry", per), ok && per <= 100, ok)
+	bound := fmt.Sprintf("max Bytes seen %d ≤ MaxBytes %d", r.boundSeen, r.boundMax)
+	if r.boundErr != nil {
+		bound = r.boundErr.Error()
+	}
+	row("byte bound: Stats().Bytes ≤ MaxBytes while filling ~100x past it", bound, r.boundErr == nil, true)
+	p("\nSpeedups are peer ns/op ÷ tilesieve ns/op (above 1x: tilesieve is faster). A target is met only if it holds at every -cpu value.\n\n")
+}
+
+// ---- workload -------------------------------------------------------------------
+
+func (r *report) renderWorkload(p printer) {
+	w := r.w
+	p("### Workload\n\n")
+	p("- %d tile keys `layer/z/x/y` in %d layers (%s): zooms 0–%d complete in every layer, then regions (contiguous x/y blocks, at most 8 rows) from zoom %d to %d. Keys are generated from fixed seeds.\n",
+		len(w.Keys), len(cachebench.Layers), strings.Join(cachebench.Layers, ", "), cachebench.PyramidZoom, cachebench.PyramidZoom+1, cachebench.MaxZoom)
+	p("- Bodies 1 KiB–500 KiB, log-uniform (mean %.0f bytes), all slices of one shared buffer: %.2f GB of tiles in %d KiB of memory.\n",
+		w.MeanWeight(), float64(w.TotalBytes)/1e9, cachebench.MaxBody>>10)
+	p("- Popularity Zipf with exponent 0.9 over a seeded random ranking of the keys (inverse CDF over precomputed weights, since math/rand's Zipf needs s > 1); one %d-request trace, each RunParallel goroutine starting at its own offset.\n", cachebench.TraceLen)
+	p("- Every entry weighs len(key)+len(body) for every byte-bounded cache; tilesieve charges `cache.EntryOverhead` (%d bytes) on top.\n", cachebench.TilesieveOverhead)
+	p("- Mixed702010 prefixes: %d `layer/z/x/` columns at zoom > %d covering 1–8 keys each (checked by `go test ./...` in bench/). Bulk prefix: `%s`, %d keys.\n\n",
+		len(w.MixedPrefixes), cachebench.PyramidZoom, w.BulkPrefix, len(w.BulkKeys))
+}
+
+// ---- throughput -----------------------------------------------------------------
+
+func (r *report) impls(bench string) []string {
+	var out []string
+	for _, im := range cachebench.Throughput() {
+		for k := range r.res {
+			if k.bench == bench && k.impl == im.Name {
+				out = append(out, im.Name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (r *report) renderThroughput(p printer) {
+	procs := r.res.procs()
+	for _, bn := range benches {
+		impls := r.impls(bn.name)
+		if len(impls) == 0 {
+			continue
+		}
+		bulk := bn.name == "DeletePrefixBulk"
+		p("### Benchmark%s\n\n%s\n\n", bn.name, bn.what)
+		hdr := "| impl |"
+		sep := "|---|"
+		for _, pr := range procs {
+			hdr += fmt.Sprintf(" ns/op -cpu %d |", pr)
+			sep += "---:|"
+		}
+		if bulk {
+			for _, pr := range procs {
+				hdr += fmt.Sprintf(" ns/key -cpu %d |", pr)
+				sep += "---:|"
+			}
+			hdr += " keys/op |"
+			sep += "---:|"
+		}
+		hdr += " allocs/op | B/op |"
+		sep += "---:|---:|"
+		for _, pr := range procs {
+			hdr += fmt.Sprintf(" tilesieve speedup -cpu %d |", pr)
+			sep += "---:|"
+		}
+		p("%s\n%s\n", hdr, sep)
+		for _, im := range impls {
+			line := "| " + im + " |"
+			for _, pr := range procs {
+				line += " " + r.cell(key{bn.name, im, pr}, "ns/op", fmtNs) + " |"
+			}
+			if bulk {
+				for _, pr := range procs {
+					line += " " + r.cell(key{bn.name, im, pr}, "ns/key", func(v float64) string { return fmt.Sprintf("%.1f", v) }) + " |"
+				}
+				line += " " + r.cell(key{bn.name, im, procs[0]}, "keys/op", func(v float64) string { return fmt.Sprintf("%.0f", v) }) + " |"
+			}
+			var allocs, bytes []string
+			for _, pr := range procs {
+				allocs = append(allocs, r.cell(key{bn.name, im, pr}, "allocs/op", func(v float64) string { return fmt.Sprintf("%g", v) }))
+				bytes = append(bytes, r.cell(key{bn.name, im, pr}, "B/op", func(v float64) string { return fmt.Sprintf("%g", v) }))
+			}
+			line += " " + strings.Join(allocs, " / ") + " | " + strings.Join(bytes, " / ") + " |"
+			for _, pr := range procs {
+				ts, ok1 := r.res.median(key{bn.name, "tilesieve", pr}, "ns/op")
+				pe, ok2 := r.res.median(key{bn.name, im, pr}, "ns/op")
+				switch {
+				case im == "tilesieve":
+					line += " — |"
+				case ok1 && ok2:
+					line += " " + fmtX(pe/ts) + " |"
+				default:
+					line += " n/a |"
+				}
+			}
+			p("%s\n", line)
+		}
+		p("\n")
+	}
+	if len(procs) > 1 {
+		p("allocs/op and B/op are given per -cpu value, separated by /.\n\n")
+	}
+}
+
+func (r *report) cell(k key, unit string, f func(float64) string) string {
+	v, ok := r.res.median(k, unit)
+	if !ok {
+		return "n/a"
+	}
+	return f(v)
+}
+
+// ---- hit ratio ------------------------------------------------------------------
+
+func (r *report) traceNames() []string {
+	var out []string
+	for _, h := range r.hits {
+		if len(out) == 0 || out[len(out)-1] != h.Trace {
+			out = append(out, h.Trace)
+		}
+	}
+	return out
+}
+
+func (r *report) hit(impl, trace string, frac float64) (cachebench.HitResult, bool) {
+	for _, h := range r.hits {
+		if h.Impl == impl && h.Trace == trace && h.BudgetFrac == frac {
+			return h, true
+		}
+	}
+	return cachebench.HitResult{}, false
+}
+
+func (r *report) renderHits(p printer) {
+	p("### Hit ratio\n\n")
+	if len(r.hits) == 0 {
+		p("Not run (-skip-hits).\n\n")
+		return
+	}
+	p("Deterministic replay of %d-request traces (seeded); Get, and Set of the key on a miss (demand fill). The first %.0f%% of each trace warms the cache and is not counted. ",
+		cachebench.HitTraceLen, cachebench.WarmupFrac*100)
+	p("Cache size is a fraction of the workload's %.2f GB. The scan trace is the Zipf(0.9) trace with the %d coldest keys read once, in key order, interleaved one-for-one from a third of the way in. ",
+		float64(r.w.TotalBytes)/1e9, cachebench.ScanLen)
+	p("Object hit ratio = hits/requests; byte hit ratio = body bytes hit / body bytes requested.\n\n")
+	for _, tr := range r.traceNames() {
+		p("**%s**\n\n| impl |", tr)
+		for _, f := range hitFracs {
+			p(" object %.0f%% | byte %.0f%% |", f*100, f*100)
+		}
+		p("\n|---|")
+		for range hitFracs {
+			p("---:|---:|")
+		}
+		p("\n")
+		for _, im := range cachebench.HitRatio() {
+			p("| %s |", im.Name)
+			for _, f := range hitFracs {
+				h, ok := r.hit(im.Name, tr, f)
+				if !ok {
+					p(" n/a | n/a |")
+					continue
+				}
+				p(" %.2f%% | %.2f%% |", 100*h.ObjectHit, 100*h.ByteHit)
+			}
+			p("\n")
+		}
+		p("\n")
+	}
+}
+
+// ---- memory -------------------------------------------------------------------
+
+func (r *report) renderMemory(p printer) {
+	p("### Memory\n\n")
+	p("Bookkeeping per entry: heap held after inserting all %d workload keys with a 1-byte body (one shared `*tile.Tile`), minus the key bytes, divided by the entry count (`runtime.ReadMemStats` after GC, before and after; median of three measurements). The keys are this workload's (sparse, realistic); shared/cache's own TestBookkeepingBytes uses 200,000 dense `osm/14/x/y.mvt` keys held outside the measurement, which shares more radix inner nodes per key.\n\n", cachebench.NumKeys)
+	p("| impl | bytes/entry |\n|---|---:|\n")
+	for _, name := range []string{"tilesieve", "otter"} {
+		if v, ok := r.mem[name]; ok {
+			p("| %s | %.1f |\n", name, v)
+		}
+	}
+	p("\nByte bound: a tilesieve cache with MaxBytes = 1%% of the workload was filled with every tile twice (~200x its budget), checking `Stats().Bytes ≤ MaxBytes` after every Set: ")
+	if r.boundErr != nil {
+		p("**failed**: %v.\n\n", r.boundErr)
+	} else {
+		p("held; largest Bytes seen %d of MaxBytes %d.\n\n", r.boundSeen, r.boundMax)
+	}
+}
+
+// ---- caveats --------------------------------------------------------------------
+
+func (r *report) renderCaveats(p printer) {
+	p(`### Fairness notes
+
+- **Same budget, same weights.** Every byte-bounded cache gets the same byte budget and weighs an entry as len(key)+len(body): otter through its Weigher, theine and ristretto through the cost passed to Set (ristretto with IgnoreInternalCost, so it adds nothing of its own). tilesieve adds its own EntryOverhead per entry on top, so it holds slightly fewer tiles at the same budget.
+- **hashicorp LRU is entry-bounded**: it gets budget ÷ mean entry weight entries (the count that matches the byte budget at the mean size), so its byte use varies around the budget.
+- **mapmutex** is one map under one sync.Mutex, bounded by bytes with random eviction (the first key a map iteration yields); its DeletePrefix scans the whole map under the lock. It is the baseline, not a contender.
+- **Prefix delete on peers** is what a user would write: otter iterates Keys() and Invalidates matches; theine collects matches with Range (which holds a shard read lock, so it cannot delete inside) then Deletes; hashicorp LRU scans Keys(); ristretto keeps only key hashes, so its values are wrapped with their key (one extra allocation per Set) and it scans IterValues.
+- **Asynchronous writers.** ristretto applies Sets from a buffer, and may drop them under contention (that is its design); theine applies policy updates asynchronously. In the throughput benchmarks nothing waits, except that caches are synced (ristretto Wait, theine Wait, otter CleanUp) after pre-fill and after each untimed refill of the bulk benchmark. In the hit-ratio replay they are synced after every Set, so each Set is visible to the next request as in the synchronous caches.
+- **Bulk delete timing** runs serially with a fixed -benchtime (iterations), because its refill is untimed and a time-based b.N would spend minutes refilling; ns/key is timed ns ÷ keys actually deleted.
+- **Shared machine.** The run shares 2 cores with whatever else runs; compare ratios from the same run rather than absolute numbers across runs.
+
+`)
+}
+
+// ---- formatting ---------------------------------------------------------------------
+
+func fmtNs(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f ms", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.1f µs", v/1e3)
+	default:
+		return fmt.Sprintf("%.1f ns", v)
+	}
+}
+
+func fmtX(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0fx", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1fx", v)
+	default:
+		return fmt.Sprintf("%.2fx", v)
+	}
+}
+
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, "^$|()* ") {
+			a = "'" + a + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,124 @@
+// Package app composes the tile function from its configuration: the S3
+// client, the memory and disk tiers, staging, the purge journal follower, the
+// CDN invalidator and the handler, each built once. The Lambda entry
+// (functions/tiles) and the local stack (infra/devstack) both start here, so
+// what runs locally is what runs on Lambda.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
+
+	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/stage"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
+)
+
+// App is a composed tile function.
+type App struct {
+	Handler  http.Handler // the tile server, behind the journal follower
+	Server   *tileserver.Server
+	Origin   *origin.Client
+	Memory   *cache.Cache
+	Disk     *disk.Store // nil when the disk tier is off or could not open
+	Journal  *purge.Journal
+	Follower *purge.Follower
+	Staged   stage.Report
+}
+
+// New builds the tile function. Problems with optional parts (the disk tier,
+// staging, the journal's head) are logged and the function runs without
+// them; only what it cannot serve without is an error.
+func New(ctx context.Context, cfg config.Tiles, log *slog.Logger) (*App, error) {
+	o, err := origin.New(ctx, origin.Config{
+		Bucket:    cfg.Bucket,
+		Prefix:    cfg.TilesPrefix,
+		Endpoint:  cfg.Endpoint,
+		PathStyle: cfg.PathStyle,
+		Timeout:   cfg.OriginTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return NewWithOrigin(ctx, cfg, o, log)
+}
+
+// NewWithOrigin is New with a ready origin client (tests, the local stack).
+func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log *slog.Logger) (*App, error) {
+	mem, err := cache.New(cache.Config{MaxBytes: cfg.MemBytes})
+	if err != nil {
+		return nil, fmt.Errorf("app: memory tier: %w", err)
+	}
+	a := &App{Origin: o, Memory: mem}
+
+	if cfg.DiskAuto || cfg.DiskBytes > 0 {
+		d, err := disk.Open(disk.Config{Dir: cfg.DiskDir, MaxBytes: cfg.DiskBytes, Fsync: cfg.DiskFsync}, log)
+		if err != nil {
+			log.Warn("disk tier off: it could not open; serving from memory and S3", "dir", cfg.DiskDir, "err", err)
+		} else {
+			a.Disk = d
+		}
+	}
+	if a.Disk != nil && (len(cfg.StagePrefixes) > 0 || cfg.StageManifest != "") {
+		a.Staged = stage.Run(ctx, stage.Config{
+			Prefixes: cfg.StagePrefixes,
+			Manifest: cfg.StageManifest,
+			Budget:   cfg.StageBudget,
+		}, o, a.Disk, log)
+	}
+
+	var inv *cdn.Invalidator
+	if cfg.DistributionID != "" {
+		inv, err = newInvalidator(ctx, cfg.Common, log)
+		if err != nil {
+			return nil, err
+		}
+	}
+	a.Journal = purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{})
+	srv, err := tileserver.New(tileserver.Config{
+		CacheControl:         cfg.CacheControl,
+		NegativeCacheControl: cfg.NegativeCacheControl,
+		MissingTile:          cfg.MissingTile,
+		RevalidateAfter:      cfg.RevalidateAfter,
+		OriginTimeout:        cfg.OriginTimeout,
+		AdminToken:           cfg.AdminToken,
+	}, tileserver.Deps{
+		Memory:  mem,
+		Disk:    a.Disk,
+		Origin:  o,
+		Journal: a.Journal,
+		CDN:     inv,
+		Logger:  log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.Server = srv
+	a.Follower = purge.NewFollower(a.Journal, srv, purge.FollowerConfig{Interval: cfg.SyncInterval}, log)
+	if err := a.Follower.Start(ctx); err != nil {
+		// The next request's check retries; until then the tiers are empty or
+		// freshly staged, so nothing stale can be served from them.
+		log.Warn("purge journal head not read at start; the first requests will retry", "err", err)
+	}
+	a.Handler = tileserver.WithSync(a.Follower, srv)
+	return a, nil
+}
+
+// newInvalidator builds the CloudFront client for admin purges.
+func newInvalidator(ctx context.Context, c config.Common, log *slog.Logger) (*cdn.Invalidator, error) {
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("app: CloudFront client: %w", err)
+	}
+	return cdn.New(cloudfront.NewFromConfig(awsCfg), cdn.Config{DistributionID: c.DistributionID, PathPrefix: c.CDNPathPrefix}, log), nil
+}

@@ -1,0 +1,120 @@
+// Command tiles is the tile function. On Lambda (AWS_LAMBDA_RUNTIME_API set)
+// it answers function-URL invocations, buffered (the default) or streamed
+// (INVOKE_MODE=RESPONSE_STREAM); anywhere else it serves the same handler on
+// LISTEN_ADDR:PORT until SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdaurl"
+
+	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/obs"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "tiles:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg, err := config.LoadTiles(config.OS)
+	if err != nil {
+		return err
+	}
+	log := obs.NewLogger(os.Stdout, cfg.LogLevel)
+	setMemoryLimit(cfg, log)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	log.Info("tile function ready", "memory_bytes", cfg.MemBytes, "disk", a.Disk != nil,
+		"staged_objects", a.Staged.Staged, "staged_bytes", a.Staged.Bytes, "invoke_mode", cfg.InvokeMode, "on_lambda", cfg.OnLambda)
+
+	h := withDeadlineMargin(a.Handler)
+	if cfg.OnLambda {
+		if cfg.InvokeMode == "RESPONSE_STREAM" {
+			lambdaurl.Start(h)
+		} else {
+			lambda.Start(bufferedHandler(h, log))
+		}
+		return nil
+	}
+	return serve(ctx, cfg.ListenAddr, h, log)
+}
+
+// setMemoryLimit keeps the Go heap inside the function's memory: the garbage
+// collector works harder as the heap nears the limit instead of letting
+// Lambda kill the process. GOMEMLIMIT, when set, wins.
+func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
+	if cfg.FunctionMemoryBytes == 0 || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := cfg.FunctionMemoryBytes * 9 / 10
+	debug.SetMemoryLimit(limit)
+	log.Info("Go memory limit set from the function's memory", "limit_bytes", limit)
+}
+
+// deadlineMargin is kept back from the invocation's deadline so the handler
+// can still answer 504 itself rather than let Lambda cut it off.
+const deadlineMargin = 300 * time.Millisecond
+
+func withDeadlineMargin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if dl, ok := r.Context().Deadline(); ok {
+			ctx, cancel := context.WithDeadline(r.Context(), dl.Add(-deadlineMargin))
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// serve runs the handler as a plain HTTP server until ctx ends, then drains.
+func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	log.Info("listening", "addr", "http://"+ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

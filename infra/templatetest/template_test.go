@@ -1,0 +1,794 @@
+package templatetest
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/awslabs/goformation/v7/cloudformation"
+	"github.com/awslabs/goformation/v7/cloudformation/serverless"
+
+	"github.com/tilesieve/tilesieve/shared/config"
+)
+
+const (
+	managedAllViewerExceptHost = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+	managedCachingDisabled     = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
+)
+
+func function(t *testing.T, tpl *cloudformation.Template, name string) *serverless.Function {
+	t.Helper()
+	fn, err := tpl.GetServerlessFunctionWithName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// templateVars are the variables the template must set: the documented ones
+// minus those for local runs only.
+func templateVars(vars []config.Var) []string {
+	var out []string
+	for _, v := range vars {
+		if !v.LocalOnly {
+			out = append(out, v.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestFunctionsRuntime(t *testing.T) {
+	t.Parallel()
+	tpl := open(t, nil)
+	rawTpl := raw(t)
+	for _, name := range []string{"TilesFunction", "SyncWorker"} {
+		t.Run(name, func(t *testing.T) {
+			fn := function(t, tpl, name)
+			// SAM merges Globals into the function; check the merged view, and
+			// goformation's (unmerged) view where the function sets the property.
+			props := at(t, rawTpl, "Resources", name, "Properties")
+			if got := at(t, props, "Handler"); got != "bootstrap" {
+				t.Errorf("Handler %v, want bootstrap", got)
+			}
+			if got := at(t, props, "Runtime"); got != "provided.al2023" {
+				t.Errorf("Runtime %v, want provided.al2023", got)
+			}
+			if got := strs(t, at(t, props, "Architectures")); !slices.Equal(got, []string{"arm64"}) {
+				t.Errorf("Architectures %v, want [arm64]", got)
+			}
+			if got := at(t, props, "CodeUri"); got != "." {
+				t.Errorf("CodeUri %v, want . (the Makefile builds from the module root)", got)
+			}
+			if fn.Handler != nil && *fn.Handler != "bootstrap" || fn.Runtime != nil && *fn.Runtime != "provided.al2023" {
+				t.Errorf("goformation sees Handler %v Runtime %v", deref(fn.Handler), deref(fn.Runtime))
+			}
+			if fn.Architectures != nil && !slices.Equal(fn.Architectures, []string{"arm64"}) {
+				t.Errorf("goformation sees Architectures %v", fn.Architectures)
+			}
+			if got := fn.AWSCloudFormationMetadata["BuildMethod"]; got != "makefile" {
+				t.Errorf("Metadata.BuildMethod %v, want makefile (make build-%s)", got, name)
+			}
+		})
+	}
+}
+
+func TestFunctionSizesFollowParameters(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fn, mem, timeout, storage string
+	}{
+		{"TilesFunction", "TilesMemorySize", "TilesTimeout", "TilesEphemeralStorage"},
+		{"SyncWorker", "WorkerMemorySize", "WorkerTimeout", "WorkerEphemeralStorage"},
+	} {
+		t.Run(tc.fn, func(t *testing.T) {
+			fn := function(t, open(t, map[string]string{tc.mem: "1769", tc.timeout: "41", tc.storage: "3072"}), tc.fn)
+			if deref(fn.MemorySize) != 1769 || deref(fn.Timeout) != 41 || fn.EphemeralStorage == nil || fn.EphemeralStorage.Size != 3072 {
+				t.Fatalf("memory %d timeout %d storage %+v: want the parameters' 1769, 41, 3072",
+					deref(fn.MemorySize), deref(fn.Timeout), fn.EphemeralStorage)
+			}
+			def := function(t, open(t, nil), tc.fn)
+			if deref(def.MemorySize) < 128 || deref(def.Timeout) < 3 || def.EphemeralStorage == nil || def.EphemeralStorage.Size < 512 {
+				t.Fatalf("defaults: memory %d timeout %d storage %+v", deref(def.MemorySize), deref(def.Timeout), def.EphemeralStorage)
+			}
+		})
+	}
+}
+
+func TestWorkerS3Event(t *testing.T) {
+	t.Parallel()
+	for _, prefix := range []string{"", "probe/tiles/"} {
+		t.Run("TilesPrefix="+prefix, func(t *testing.T) {
+			params := map[string]string{}
+			want := "tiles/"
+			if prefix != "" {
+				params["TilesPrefix"], want = prefix, prefix
+			}
+			tpl := open(t, params)
+			if n := len(function(t, tpl, "TilesFunction").Events); n != 0 {
+				t.Errorf("TilesFunction has %d events, want none (it is reached through its URL)", n)
+			}
+			events := function(t, tpl, "SyncWorker").Events
+			if len(events) != 1 {
+				t.Fatalf("SyncWorker events %v, want one S3 event", slices.Collect(maps.Keys(events)))
+			}
+			for name, ev := range events {
+				if ev.Type != "S3" || ev.Properties == nil || ev.Properties.S3Event == nil {
+					t.Fatalf("event %s: type %q, want S3", name, ev.Type)
+				}
+				s3 := ev.Properties.S3Event
+				if s3.Bucket != ref("TilesBucket") {
+					t.Errorf("event bucket %q, want %s (SAM needs the bucket of this template)", s3.Bucket, ref("TilesBucket"))
+				}
+				var got []string
+				if s3.Events != nil && s3.Events.StringArray != nil {
+					got = slices.Clone(*s3.Events.StringArray)
+				}
+				slices.Sort(got)
+				if want := []string{"s3:LifecycleExpiration:*", "s3:ObjectCreated:*", "s3:ObjectRemoved:*"}; !slices.Equal(got, want) {
+					t.Errorf("event names %v, want %v", got, want)
+				}
+				if s3.Filter == nil || s3.Filter.S3Key == nil || len(s3.Filter.S3Key.Rules) != 1 {
+					t.Fatalf("filter %+v, want one prefix rule", s3.Filter)
+				}
+				rule := s3.Filter.S3Key.Rules[0]
+				if rule.Name != "prefix" || rule.Value != want {
+					t.Errorf("filter rule %s=%q, want prefix=%q (TILES_PREFIX only; the journal lies outside)", rule.Name, rule.Value, want)
+				}
+			}
+		})
+	}
+}
+
+func TestWorkerAsyncInvokeAndDLQ(t *testing.T) {
+	t.Parallel()
+	tpl := open(t, map[string]string{"WorkerMaxRetryAttempts": "1", "WorkerMaxEventAge": "900"})
+	cfg := function(t, tpl, "SyncWorker").EventInvokeConfig
+	if cfg == nil {
+		t.Fatal("SyncWorker has no EventInvokeConfig")
+	}
+	if deref(cfg.MaximumRetryAttempts) != 1 || deref(cfg.MaximumEventAgeInSeconds) != 900 {
+		t.Errorf("retries %d, max age %d: want the parameters' 1 and 900", deref(cfg.MaximumRetryAttempts), deref(cfg.MaximumEventAgeInSeconds))
+	}
+	if cfg.DestinationConfig == nil || cfg.DestinationConfig.OnFailure == nil {
+		t.Fatal("no OnFailure destination")
+	}
+	onFailure := cfg.DestinationConfig.OnFailure
+	if deref(onFailure.Type) != "SQS" || onFailure.Destination != getAtt("DeadLetterQueue", "Arn") {
+		t.Errorf("OnFailure %s %q, want SQS %s", deref(onFailure.Type), onFailure.Destination, getAtt("DeadLetterQueue", "Arn"))
+	}
+	q, err := tpl.GetSQSQueueWithName("DeadLetterQueue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deref(q.MessageRetentionPeriod) < 4*24*3600 {
+		t.Errorf("DLQ keeps messages %d s; want days, to leave time to replay them", deref(q.MessageRetentionPeriod))
+	}
+	if _, ok := tpl.Outputs["DeadLetterQueueUrl"]; !ok {
+		t.Error("no DeadLetterQueueUrl output")
+	}
+	def := function(t, open(t, nil), "SyncWorker").EventInvokeConfig
+	if r := deref(def.MaximumRetryAttempts); r < 0 || r > 2 {
+		t.Errorf("default MaximumRetryAttempts %d outside Lambda's 0-2", r)
+	}
+}
+
+func TestBucket(t *testing.T) {
+	t.Parallel()
+	tpl := open(t, nil)
+	b, err := tpl.GetS3BucketWithName("TilesBucket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := deref(b.BucketName); got != wantBucket {
+		t.Errorf("bucket name %q, want %q (derived from the stack, so policies need no !Ref)", got, wantBucket)
+	}
+	if pab := b.PublicAccessBlockConfiguration; pab == nil || !deref(pab.BlockPublicAcls) || !deref(pab.BlockPublicPolicy) ||
+		!deref(pab.IgnorePublicAcls) || !deref(pab.RestrictPublicBuckets) {
+		t.Errorf("public access block %+v, want all on", pab)
+	}
+	if b.AWSCloudFormationDeletionPolicy != "Retain" {
+		t.Errorf("DeletionPolicy %q, want Retain: tiles are data", b.AWSCloudFormationDeletionPolicy)
+	}
+	if len(wantBucket) > 63 {
+		t.Errorf("bucket name %q longer than 63", wantBucket)
+	}
+}
+
+// statement is one IAM policy statement, as goformation leaves it.
+type statement struct {
+	sid       string
+	actions   []string
+	resources []string
+	condition map[string]any
+}
+
+func asStrings(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, x := range v {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	return nil
+}
+
+func statements(t *testing.T, fn *serverless.Function) []statement {
+	t.Helper()
+	if fn.Policies == nil || fn.Policies.IAMPolicyDocumentArray == nil {
+		t.Fatalf("policies %+v: want a list of inline policy documents", fn.Policies)
+	}
+	var out []statement
+	for _, doc := range *fn.Policies.IAMPolicyDocumentArray {
+		for _, s := range doc.Statement {
+			if s == nil { // an !If that chose AWS::NoValue
+				continue
+			}
+			m, ok := s.(map[string]any)
+			if !ok {
+				t.Fatalf("statement %v is a %T", s, s)
+			}
+			if m["Effect"] != "Allow" {
+				t.Fatalf("statement %v: only Allow statements expected", m)
+			}
+			if _, ok := m["NotAction"]; ok {
+				t.Fatalf("statement %v uses NotAction", m)
+			}
+			if _, ok := m["NotResource"]; ok {
+				t.Fatalf("statement %v uses NotResource", m)
+			}
+			cond, _ := m["Condition"].(map[string]any)
+			out = append(out, statement{
+				sid: fmt.Sprint(m["Sid"]), actions: asStrings(m["Action"]), resources: asStrings(m["Resource"]), condition: cond,
+			})
+		}
+	}
+	return out
+}
+
+// grants lists "action on resource" pairs (with the s3:prefix condition of
+// ListBucket folded in as "resource?prefix=...").
+func grants(t *testing.T, stmts []statement) []string {
+	t.Helper()
+	var out []string
+	for _, s := range stmts {
+		for _, a := range s.actions {
+			if strings.Contains(a, "*") {
+				t.Errorf("statement %s: wildcard action %q", s.sid, a)
+			}
+			for _, r := range s.resources {
+				if r == "*" || r == "" {
+					t.Errorf("statement %s: resource %q for %s", s.sid, r, a)
+				}
+				if a == "s3:ListBucket" {
+					like, _ := s.condition["StringLike"].(map[string]any)
+					prefixes := asStrings(like["s3:prefix"])
+					if len(prefixes) == 0 {
+						t.Errorf("statement %s: s3:ListBucket without an s3:prefix condition", s.sid)
+					}
+					for _, p := range prefixes {
+						out = append(out, a+" "+r+"?prefix="+p)
+					}
+					continue
+				}
+				out = append(out, a+" "+r)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestLeastPrivilege(t *testing.T) {
+	t.Parallel()
+	const (
+		tiles   = "probe/tiles/"
+		journal = "probe/journal/"
+		dist    = "arn:aws:cloudfront::123456789012:distribution/"
+	)
+	base := map[string]string{"TilesPrefix": tiles, "JournalPrefix": journal}
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(base)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tilesGrants := []string{
+		"s3:GetObject " + wantBucketARN + "/" + journal + "*",
+		"s3:GetObject " + wantBucketARN + "/" + tiles + "*",
+		"s3:ListBucket " + wantBucketARN + "?prefix=" + journal + "*",
+		"s3:ListBucket " + wantBucketARN + "?prefix=" + tiles + "*",
+		"s3:PutObject " + wantBucketARN + "/" + journal + "*",
+	}
+	workerGrants := []string{
+		"s3:GetObject " + wantBucketARN + "/" + journal + "*",
+		"s3:ListBucket " + wantBucketARN + "?prefix=" + journal + "*",
+		"s3:PutObject " + wantBucketARN + "/" + journal + "*",
+	}
+	plus := func(l []string, extra ...string) []string {
+		out := append(slices.Clone(l), extra...)
+		slices.Sort(out)
+		return out
+	}
+	for _, tc := range []struct {
+		name                string
+		params              map[string]string
+		wantTiles, wantWork []string
+	}{
+		{"no CDN", base, tilesGrants, workerGrants},
+		{"CDN created", with("CreateCdn", "true", "UrlAuthType", "AWS_IAM"),
+			tilesGrants, plus(workerGrants, "cloudfront:CreateInvalidation "+dist+ref("Distribution"))},
+		{"CDN created, ID handed back", with("CreateCdn", "true", "UrlAuthType", "AWS_IAM", "DistributionId", "E2EXAMPLE"),
+			plus(tilesGrants, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, "cloudfront:CreateInvalidation "+dist+ref("Distribution"))},
+		{"external CDN", with("DistributionId", "E2EXAMPLE"),
+			plus(tilesGrants, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tpl := open(t, tc.params)
+			if got := grants(t, statements(t, function(t, tpl, "TilesFunction"))); !slices.Equal(got, tc.wantTiles) {
+				t.Errorf("TilesFunction grants\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.wantTiles, "\n"))
+			}
+			if got := grants(t, statements(t, function(t, tpl, "SyncWorker"))); !slices.Equal(got, tc.wantWork) {
+				t.Errorf("SyncWorker grants\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.wantWork, "\n"))
+			}
+		})
+	}
+}
+
+func TestEnvironmentMatchesConfig(t *testing.T) {
+	t.Parallel()
+	tpl := open(t, nil)
+	for _, tc := range []struct {
+		fn   string
+		vars []config.Var
+	}{
+		{"TilesFunction", config.TilesVars()},
+		{"SyncWorker", config.WorkerVars()},
+	} {
+		t.Run(tc.fn, func(t *testing.T) {
+			fn := function(t, tpl, tc.fn)
+			if fn.Environment == nil {
+				t.Fatal("no environment")
+			}
+			got := slices.Sorted(maps.Keys(fn.Environment.Variables))
+			if want := templateVars(tc.vars); !slices.Equal(got, want) {
+				t.Errorf("environment %v\nwant (config's list minus local-only) %v", got, want)
+			}
+			for _, name := range got {
+				if strings.HasPrefix(name, "AWS_") {
+					t.Errorf("%s: the template must not set AWS_* variables (reserved, or local-only)", name)
+				}
+			}
+			env := fn.Environment.Variables
+			if env["TILES_BUCKET"] != wantBucket || env["TILES_PREFIX"] != "tiles/" || env["JOURNAL_PREFIX"] != "_tilesieve/journal/" {
+				t.Errorf("TILES_BUCKET %q TILES_PREFIX %q JOURNAL_PREFIX %q", env["TILES_BUCKET"], env["TILES_PREFIX"], env["JOURNAL_PREFIX"])
+			}
+			if env["DISTRIBUTION_ID"] != "" {
+				t.Errorf("DISTRIBUTION_ID %q without a CDN, want empty", env["DISTRIBUTION_ID"])
+			}
+		})
+	}
+}
+
+func TestDistributionIDHandedToFunctions(t *testing.T) {
+	t.Parallel()
+	tpl := open(t, map[string]string{"CreateCdn": "true", "UrlAuthType": "AWS_IAM"})
+	if got := function(t, tpl, "SyncWorker").Environment.Variables["DISTRIBUTION_ID"]; got != ref("Distribution") {
+		t.Errorf("worker DISTRIBUTION_ID %q, want %s", got, ref("Distribution"))
+	}
+	// The tile function is the distribution's origin: it gets the ID through the
+	// DistributionId parameter on a second deploy, never by reference (a cycle).
+	if got := function(t, tpl, "TilesFunction").Environment.Variables["DISTRIBUTION_ID"]; got != "" {
+		t.Errorf("tile function DISTRIBUTION_ID %q, want the (empty) parameter", got)
+	}
+	tpl = open(t, map[string]string{"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "DistributionId": "E2EXAMPLE"})
+	if got := function(t, tpl, "TilesFunction").Environment.Variables["DISTRIBUTION_ID"]; got != "E2EXAMPLE" {
+		t.Errorf("tile function DISTRIBUTION_ID %q, want E2EXAMPLE", got)
+	}
+	if _, ok := tpl.Outputs["DistributionIdForTilesFunction"]; !ok {
+		t.Error("no DistributionIdForTilesFunction output to hand back")
+	}
+}
+
+// TestEnvironmentLoads feeds each function's resolved environment to the config
+// package, as Lambda would at init, for every allowed value of the enumerated
+// parameters.
+func TestEnvironmentLoads(t *testing.T) {
+	t.Parallel()
+	rawTpl := raw(t)
+	cases := []map[string]string{nil, {"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "DistributionId": "E2EXAMPLE", "CdnPathPrefix": "maps/"}}
+	for _, p := range []string{"UrlInvokeMode", "LogLevel", "MissingTile", "DiskFsync", "S3ForcePathStyle"} {
+		for _, v := range strs(t, allowedValues(t, rawTpl, p)) {
+			cases = append(cases, map[string]string{p: v})
+		}
+	}
+	for _, params := range cases {
+		t.Run(fmt.Sprint(sortedPairs(params)), func(t *testing.T) {
+			tpl := open(t, params)
+			tiles := function(t, tpl, "TilesFunction")
+			env := maps.Clone(tiles.Environment.Variables)
+			env["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:9001"
+			env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = strconv.Itoa(deref(tiles.MemorySize))
+			c, err := config.LoadTiles(func(k string) string { return env[k] })
+			if err != nil {
+				t.Fatalf("tile function environment %v: %v", tiles.Environment.Variables, err)
+			}
+			if tiles.FunctionUrlConfig == nil {
+				t.Fatal("TilesFunction has no FunctionUrlConfig")
+			}
+			if got, want := c.InvokeMode, deref(tiles.FunctionUrlConfig.InvokeMode); got != want {
+				t.Errorf("INVOKE_MODE %q, function URL InvokeMode %q: they must agree", got, want)
+			}
+			worker := function(t, tpl, "SyncWorker")
+			wenv := worker.Environment.Variables
+			if _, err := config.LoadWorker(func(k string) string { return wenv[k] }); err != nil {
+				t.Fatalf("worker environment %v: %v", wenv, err)
+			}
+		})
+	}
+}
+
+func allowedValues(t *testing.T, rawTpl map[string]any, param string) any {
+	t.Helper()
+	return at(t, rawTpl, "Parameters", param, "AllowedValues")
+}
+
+func TestFunctionURL(t *testing.T) {
+	t.Parallel()
+	url := function(t, open(t, nil), "TilesFunction").FunctionUrlConfig
+	if url == nil || url.AuthType != "NONE" || deref(url.InvokeMode) != "BUFFERED" {
+		t.Fatalf("default function URL %+v, want AuthType NONE, InvokeMode BUFFERED", url)
+	}
+	url = function(t, open(t, map[string]string{"UrlAuthType": "AWS_IAM", "UrlInvokeMode": "RESPONSE_STREAM"}), "TilesFunction").FunctionUrlConfig
+	if url.AuthType != "AWS_IAM" || deref(url.InvokeMode) != "RESPONSE_STREAM" {
+		t.Fatalf("function URL %+v does not follow UrlAuthType/UrlInvokeMode", url)
+	}
+
+	// goformation drops Cors: read it from the YAML.
+	rawTpl := raw(t)
+	cfg := at(t, rawTpl, "Resources", "TilesFunction", "Properties", "FunctionUrlConfig")
+	if got := at(t, cfg, "AuthType"); fmt.Sprint(got) != fmt.Sprint(map[string]any{"Ref": "UrlAuthType"}) {
+		t.Errorf("AuthType %v, want !Ref UrlAuthType", got)
+	}
+	if got := strs(t, allowedValues(t, rawTpl, "UrlAuthType")); !slices.Equal(got, []string{"NONE", "AWS_IAM"}) {
+		t.Errorf("UrlAuthType allows %v", got)
+	}
+	if got := strs(t, allowedValues(t, rawTpl, "UrlInvokeMode")); !slices.Equal(got, []string{"BUFFERED", "RESPONSE_STREAM"}) {
+		t.Errorf("UrlInvokeMode allows %v", got)
+	}
+	if got := at(t, rawTpl, "Parameters", "UrlInvokeMode", "Default"); got != "BUFFERED" {
+		t.Errorf("UrlInvokeMode default %v", got)
+	}
+	invoke := at(t, cfg, "InvokeMode")
+	env := at(t, rawTpl, "Resources", "TilesFunction", "Properties", "Environment", "Variables", "INVOKE_MODE")
+	if fmt.Sprint(invoke) != fmt.Sprint(env) {
+		t.Errorf("INVOKE_MODE is %v but the URL's InvokeMode is %v: one parameter must feed both", env, invoke)
+	}
+	cors := at(t, cfg, "Cors")
+	if got := strs(t, at(t, cors, "AllowMethods")); !slices.Equal(got, []string{"GET", "HEAD"}) {
+		t.Errorf("Cors.AllowMethods %v, want [GET HEAD]", got)
+	}
+	if got := at(t, cors, "AllowOrigins"); fmt.Sprint(got) != fmt.Sprint(map[string]any{"Ref": "CorsAllowOrigins"}) {
+		t.Errorf("Cors.AllowOrigins %v, want !Ref CorsAllowOrigins", got)
+	}
+	if typ, def := at(t, rawTpl, "Parameters", "CorsAllowOrigins", "Type"), at(t, rawTpl, "Parameters", "CorsAllowOrigins", "Default"); typ != "CommaDelimitedList" || def != "*" {
+		t.Errorf("CorsAllowOrigins is %v defaulting to %v, want a CommaDelimitedList defaulting to *", typ, def)
+	}
+	expose := strs(t, at(t, cors, "ExposeHeaders"))
+	for _, h := range []string{"X-Cache", "ETag", "Server-Timing", "Content-Length", "Content-Range"} {
+		if !slices.Contains(expose, h) {
+			t.Errorf("Cors.ExposeHeaders %v lacks %s", expose, h)
+		}
+	}
+}
+
+func TestPublicURLPermissions(t *testing.T) {
+	t.Parallel()
+	// SAM adds these itself only when AuthType is a literal NONE.
+	tpl := open(t, nil)
+	rawTpl := raw(t)
+	for name, action := range map[string]string{
+		"TilesFunctionUrlPublicInvokeUrl": "lambda:InvokeFunctionUrl",
+		"TilesFunctionUrlPublicInvoke":    "lambda:InvokeFunction",
+	} {
+		p, err := tpl.GetLambdaPermissionWithName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.AWSCloudFormationCondition != "UrlIsPublic" || p.Action != action || p.Principal != "*" || p.FunctionName != ref("TilesFunction") {
+			t.Errorf("%s: %s %s to %s if %s", name, p.Action, p.FunctionName, p.Principal, p.AWSCloudFormationCondition)
+		}
+	}
+	if got := at(t, rawTpl, "Resources", "TilesFunctionUrlPublicInvokeUrl", "Properties", "FunctionUrlAuthType"); got != "NONE" {
+		t.Errorf("public URL permission FunctionUrlAuthType %v", got)
+	}
+	// goformation does not know InvokedViaFunctionUrl.
+	if got := at(t, rawTpl, "Resources", "TilesFunctionUrlPublicInvoke", "Properties", "InvokedViaFunctionUrl"); got != true {
+		t.Errorf("public invoke permission InvokedViaFunctionUrl %v, want true (invocations through the URL only)", got)
+	}
+	if got := at(t, rawTpl, "Conditions", "UrlIsPublic"); fmt.Sprint(got) != fmt.Sprint(map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "UrlAuthType"}, "NONE"}}) {
+		t.Errorf("UrlIsPublic is %v", got)
+	}
+}
+
+func TestCDN(t *testing.T) {
+	t.Parallel()
+	tpl := open(t, map[string]string{"CreateCdn": "true", "UrlAuthType": "AWS_IAM"})
+	rawTpl := raw(t)
+
+	// Every CloudFront resource and CDN permission exists only with CreateCdn.
+	for name, res := range rawTpl["Resources"].(map[string]any) {
+		typ := fmt.Sprint(res.(map[string]any)["Type"])
+		cdnPermission := strings.HasPrefix(name, "Cdn")
+		if strings.HasPrefix(typ, "AWS::CloudFront::") || cdnPermission {
+			if got := res.(map[string]any)["Condition"]; got != "CreateCdn" {
+				t.Errorf("%s (%s) has Condition %v, want CreateCdn", name, typ, got)
+			}
+		}
+	}
+
+	oac, err := tpl.GetCloudFrontOriginAccessControlWithName("OriginAccessControl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := oac.OriginAccessControlConfig; c == nil || c.OriginAccessControlOriginType != "lambda" || c.SigningBehavior != "always" || c.SigningProtocol != "sigv4" {
+		t.Errorf("origin access control %+v, want lambda / always / sigv4", c)
+	}
+
+	d, err := tpl.GetCloudFrontDistributionWithName("Distribution")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := d.DistributionConfig
+	if cfg == nil || !cfg.Enabled || len(cfg.Origins) != 1 {
+		t.Fatalf("distribution config %+v: want one enabled origin", cfg)
+	}
+	o := cfg.Origins[0]
+	if o.DomainName != fakeURLHost {
+		t.Errorf("origin domain %q, want the function URL's host %q", o.DomainName, fakeURLHost)
+	}
+	if deref(o.OriginAccessControlId) != getAtt("OriginAccessControl", "Id") {
+		t.Errorf("origin OAC %q", deref(o.OriginAccessControlId))
+	}
+	if o.CustomOriginConfig == nil || o.CustomOriginConfig.OriginProtocolPolicy != "https-only" {
+		t.Errorf("origin must be reached over HTTPS: %+v", o.CustomOriginConfig)
+	}
+	def := cfg.DefaultCacheBehavior
+	if def == nil || def.TargetOriginId != o.Id || deref(def.CachePolicyId) != ref("TilesCachePolicy") ||
+		deref(def.OriginRequestPolicyId) != managedAllViewerExceptHost || def.ViewerProtocolPolicy != "redirect-to-https" {
+		t.Errorf("default behaviour %+v", def)
+	}
+	if def != nil && (slices.Contains(def.AllowedMethods, "POST") || !slices.Contains(def.AllowedMethods, "HEAD")) {
+		t.Errorf("tile behaviour allows %v, want GET/HEAD(/OPTIONS)", def.AllowedMethods)
+	}
+	if len(cfg.CacheBehaviors) != 1 {
+		t.Fatalf("cache behaviours %+v, want the admin one", cfg.CacheBehaviors)
+	}
+	admin := cfg.CacheBehaviors[0]
+	if admin.PathPattern != "/_tilesieve/*" || deref(admin.CachePolicyId) != managedCachingDisabled ||
+		deref(admin.OriginRequestPolicyId) != managedAllViewerExceptHost || !slices.Contains(admin.AllowedMethods, "POST") {
+		t.Errorf("admin behaviour %+v", admin)
+	}
+
+	cp, err := tpl.GetCloudFrontCachePolicyWithName("TilesCachePolicy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := cp.CachePolicyConfig
+	if pc == nil || pc.MinTTL != 0 || pc.DefaultTTL != 86400 || pc.MaxTTL != 31536000 {
+		t.Fatalf("cache policy TTLs %+v, want 0 / 86400 / 31536000 (honour the origin's Cache-Control)", pc)
+	}
+	key := pc.ParametersInCacheKeyAndForwardedToOrigin
+	if key == nil || !key.EnableAcceptEncodingGzip || !deref(key.EnableAcceptEncodingBrotli) {
+		t.Fatalf("cache key %+v: want gzip and brotli", key)
+	}
+	if key.CookiesConfig == nil || key.CookiesConfig.CookieBehavior != "none" || key.QueryStringsConfig == nil || key.QueryStringsConfig.QueryStringBehavior != "none" {
+		t.Errorf("cache key has cookies %+v or query strings %+v", key.CookiesConfig, key.QueryStringsConfig)
+	}
+	if key.HeadersConfig == nil || key.HeadersConfig.HeaderBehavior != "none" {
+		t.Errorf("with CORS * the cache key has headers %+v", key.HeadersConfig)
+	}
+	// With a list of origins, Origin joins the key (the URL answers each origin differently).
+	cp, _ = open(t, map[string]string{"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "CorsAllowOrigins": "https://a.example,https://b.example"}).GetCloudFrontCachePolicyWithName("TilesCachePolicy")
+	if h := cp.CachePolicyConfig.ParametersInCacheKeyAndForwardedToOrigin.HeadersConfig; h == nil || h.HeaderBehavior != "whitelist" || !slices.Equal(h.Headers, []string{"Origin"}) {
+		t.Errorf("with listed CORS origins the cache key headers are %+v, want Origin", h)
+	}
+
+	sourceARN := "arn:aws:cloudfront::123456789012:distribution/" + ref("Distribution")
+	for name, action := range map[string]string{
+		"CdnInvokeFunctionUrlPermission": "lambda:InvokeFunctionUrl",
+		"CdnInvokeFunctionPermission":    "lambda:InvokeFunction",
+	} {
+		p, err := tpl.GetLambdaPermissionWithName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Action != action || p.Principal != "cloudfront.amazonaws.com" || deref(p.SourceArn) != sourceARN || p.FunctionName != ref("TilesFunction") {
+			t.Errorf("%s: %s on %s for %s from %s", name, p.Action, p.FunctionName, p.Principal, deref(p.SourceArn))
+		}
+		if action == "lambda:InvokeFunctionUrl" && deref(p.FunctionUrlAuthType) != "AWS_IAM" {
+			t.Errorf("%s: FunctionUrlAuthType %q, want AWS_IAM", name, deref(p.FunctionUrlAuthType))
+		}
+	}
+	if got := at(t, rawTpl, "Resources", "CdnInvokeFunctionPermission", "Properties", "InvokedViaFunctionUrl"); got != true {
+		t.Errorf("CloudFront's lambda:InvokeFunction is not limited to the URL: InvokedViaFunctionUrl %v", got)
+	}
+	if o, ok := tpl.Outputs["DistributionDomainName"]; !ok || deref(o.Condition) != "CreateCdn" {
+		t.Errorf("DistributionDomainName output %+v, want one under CreateCdn", o)
+	}
+}
+
+func TestCdnNeedsIamAuthRule(t *testing.T) {
+	t.Parallel()
+	rawTpl := raw(t)
+	rule := at(t, rawTpl, "Rules", "CdnNeedsIamAuth")
+	if got := at(t, rule, "RuleCondition"); fmt.Sprint(got) != fmt.Sprint(map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "CreateCdn"}, "true"}}) {
+		t.Errorf("RuleCondition %v", got)
+	}
+	want := fmt.Sprint(map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "UrlAuthType"}, "AWS_IAM"}})
+	found := false
+	for _, a := range at(t, rule, "Assertions").([]any) {
+		found = found || fmt.Sprint(at(t, a, "Assert")) == want
+	}
+	if !found {
+		t.Error("no assertion UrlAuthType == AWS_IAM under CreateCdn")
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	t.Parallel()
+	tpl := open(t, nil)
+	for _, name := range []string{"TilesFunctionUrl", "TilesBucketName", "DeadLetterQueueUrl", "DistributionDomainName", "TilesFunctionName", "SyncWorkerName"} {
+		if _, ok := tpl.Outputs[name]; !ok {
+			t.Errorf("no output %s", name)
+		}
+	}
+	if got := fmt.Sprint(tpl.Outputs["TilesFunctionUrl"].Value); got != fakeFunctionURL {
+		t.Errorf("TilesFunctionUrl output %v", got)
+	}
+}
+
+// TestNoBucketCycle guards the bucket/notification/role cycle: the functions may
+// name the bucket only as a string, and refer to the bucket resource only in the
+// worker's S3 event.
+func TestNoBucketCycle(t *testing.T) {
+	t.Parallel()
+	rawTpl := raw(t)
+	for _, fn := range []string{"TilesFunction", "SyncWorker"} {
+		props := at(t, rawTpl, "Resources", fn, "Properties")
+		walk(props, fn, func(path string, v any) {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			bad := m["Ref"] == "TilesBucket"
+			if ga, ok := m["Fn::GetAtt"].([]any); ok && len(ga) > 0 && ga[0] == "TilesBucket" {
+				bad = true
+			}
+			if s, ok := m["Fn::Sub"].(string); ok && strings.Contains(s, "${TilesBucket") {
+				bad = true
+			}
+			if bad && path != "SyncWorker.Events.TileChanges.Properties.Bucket" {
+				t.Errorf("%s refers to the TilesBucket resource: a dependency cycle with the S3 event", path)
+			}
+			for k := range m {
+				if strings.HasPrefix(k, "S3") && strings.HasSuffix(k, "Policy") {
+					t.Errorf("%s uses the SAM policy template %s, which takes the bucket by reference", path, k)
+				}
+			}
+		})
+	}
+	// The tile function is the distribution's origin: no reference back to it.
+	walk(at(t, rawTpl, "Resources", "TilesFunction"), "TilesFunction", func(path string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			if m["Ref"] == "Distribution" {
+				t.Errorf("%s refers to the Distribution: a dependency cycle through the function URL", path)
+			}
+			if s, ok := m["Fn::Sub"].(string); ok && strings.Contains(s, "${Distribution}") {
+				t.Errorf("%s refers to the Distribution: a dependency cycle through the function URL", path)
+			}
+		}
+	})
+}
+
+// TestParameters checks every parameter's default against its own constraints
+// (CloudFormation rejects a stack otherwise), that each parameter is used, and the
+// few facts the functions rely on.
+func TestParameters(t *testing.T) {
+	t.Parallel()
+	rawTpl := raw(t)
+	params := rawTpl["Parameters"].(map[string]any)
+	used := map[string]bool{}
+	for _, section := range []string{"Resources", "Conditions", "Rules", "Outputs"} {
+		walk(rawTpl[section], section, func(_ string, v any) {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			if name, ok := m["Ref"].(string); ok {
+				used[name] = true
+			}
+			sub := m["Fn::Sub"]
+			if l, ok := sub.([]any); ok && len(l) > 0 {
+				sub = l[0]
+			}
+			if s, ok := sub.(string); ok {
+				for _, mm := range subVar.FindAllStringSubmatch(s, -1) {
+					used[mm[1]] = true
+				}
+			}
+		})
+	}
+	for name, p := range params {
+		p := p.(map[string]any)
+		if !used[name] {
+			t.Errorf("parameter %s is never used", name)
+		}
+		if _, ok := p["Description"]; !ok {
+			t.Errorf("parameter %s has no Description", name)
+		}
+		def, hasDef := p["Default"]
+		if !hasDef {
+			t.Errorf("parameter %s has no default: every setting has one", name)
+			continue
+		}
+		ds := scalarString(def)
+		if pat, ok := p["AllowedPattern"].(string); ok && !regexp.MustCompile(pat).MatchString(ds) {
+			t.Errorf("parameter %s: default %q does not match its AllowedPattern %s", name, ds, pat)
+		}
+		if av, ok := p["AllowedValues"].([]any); ok {
+			found := false
+			for _, a := range av {
+				found = found || scalarString(a) == ds
+			}
+			if !found {
+				t.Errorf("parameter %s: default %q not among %v", name, ds, av)
+			}
+		}
+		if p["Type"] == "Number" {
+			n, err := strconv.ParseFloat(ds, 64)
+			if err != nil {
+				t.Errorf("parameter %s: default %q is not a number", name, ds)
+			}
+			if lo, ok := p["MinValue"]; ok && n < toFloat(lo) {
+				t.Errorf("parameter %s: default %v below MinValue %v", name, n, lo)
+			}
+			if hi, ok := p["MaxValue"]; ok && n > toFloat(hi) {
+				t.Errorf("parameter %s: default %v above MaxValue %v", name, n, hi)
+			}
+		}
+	}
+	if p := params["AdminToken"].(map[string]any); p["NoEcho"] != true || p["Default"] != "" {
+		t.Errorf("AdminToken: NoEcho %v, default %q: want a NoEcho parameter defaulting to empty (admin API off)", p["NoEcho"], p["Default"])
+	}
+	tilesPrefix := scalarString(at(t, params, "TilesPrefix", "Default"))
+	journal := scalarString(at(t, params, "JournalPrefix", "Default"))
+	if strings.HasPrefix(journal, tilesPrefix) || strings.HasPrefix(tilesPrefix, journal) {
+		t.Errorf("JournalPrefix %q and TilesPrefix %q overlap: the worker would trigger itself", journal, tilesPrefix)
+	}
+	if got := rawTpl["Transform"]; got != "AWS::Serverless-2016-10-31" {
+		t.Errorf("Transform %v", got)
+	}
+}
+
+func toFloat(v any) float64 {
+	f, _ := strconv.ParseFloat(scalarString(v), 64)
+	return f
+}

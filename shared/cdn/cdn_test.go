@@ -1,0 +1,185 @@
+package cdn_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+)
+
+func newInvalidator(t *testing.T, cfg cdn.Config) (*cdn.Invalidator, *cdntest.Server) {
+	t.Helper()
+	srv := cdntest.New(t)
+	if cfg.DistributionID == "" {
+		cfg.DistributionID = "E2QWRUHEXAMPLE"
+	}
+	if cfg.BaseDelay == 0 {
+		cfg.BaseDelay = time.Millisecond
+	}
+	return cdn.New(srv.Client(), cfg, nil), srv
+}
+
+func TestPaths(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		pathPrefix string
+		prefixes   []string
+		want       []string
+	}{
+		{"", []string{""}, []string{"/*"}},
+		{"tiles/", []string{""}, []string{"/tiles/*"}},
+		{"", []string{"osm/12/2048/", "osm/1/0/0.png"}, []string{"/osm/12/2048/*", "/osm/1/0/0.png*"}},
+		{"", []string{"city maps/c++/100%/"}, []string{"/city%20maps/c++/100%25/*"}},
+		{"", []string{"café/地図/"}, []string{"/caf%C3%A9/%E5%9C%B0%E5%9B%B3/*"}},
+		{"", []string{"a*b?c#d\"e<f>{g}|h\\i^j~k[l]m`n"}, []string{"/a%2Ab%3Fc%23d%22e%3Cf%3E%7Bg%7D%7Ch%5Ci%5Ej%7Ek%5Bl%5Dm%60n*"}},
+		{"", []string{"iiif/page=7/0,0,512,512/full/0/default.jpg"}, []string{"/iiif/page=7/0,0,512,512/full/0/default.jpg*"}},
+	}
+	for _, tt := range tests {
+		if got := cdn.Paths(tt.pathPrefix, tt.prefixes); !slices.Equal(got, tt.want) {
+			t.Errorf("Paths(%q, %q): got %q, want %q", tt.pathPrefix, tt.prefixes, got, tt.want)
+		}
+	}
+}
+
+func TestCallerReference(t *testing.T) {
+	t.Parallel()
+	a := cdn.CallerReference("batch-1", []string{"/a*", "/b*"})
+	if len(a) != 64 {
+		t.Errorf("length %d", len(a))
+	}
+	if b := cdn.CallerReference("batch-1", []string{"/b*", "/a*"}); b != a {
+		t.Errorf("order changed the reference: %s vs %s", a, b)
+	}
+	if b := cdn.CallerReference("batch-2", []string{"/a*", "/b*"}); b == a {
+		t.Error("another batch got the same reference")
+	}
+	if b := cdn.CallerReference("batch-1", []string{"/a*"}); b == a {
+		t.Error("other paths got the same reference")
+	}
+	// No ambiguity from concatenation.
+	if cdn.CallerReference("x", []string{"/ab*"}) == cdn.CallerReference("x/a", []string{"b*"}) {
+		t.Error("ambiguous reference")
+	}
+}
+
+func TestInvalidate(t *testing.T) {
+	t.Parallel()
+	inv, srv := newInvalidator(t, cdn.Config{PathPrefix: "/maps/"})
+	ctx := context.Background()
+	paths, err := inv.Invalidate(ctx, []string{"osm/12/", "sat/1/0/0.png"}, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/maps/osm/12/*", "/maps/sat/1/0/0.png*"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("paths: got %q, want %q", paths, want)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("requests: got %d, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.DistributionID != "E2QWRUHEXAMPLE" || !slices.Equal(r.Paths, want) || r.Quantity != 2 {
+		t.Errorf("request: got %+v", r)
+	}
+	if r.CallerReference != cdn.CallerReference("b1", want) {
+		t.Errorf("caller reference: got %s", r.CallerReference)
+	}
+	// The same batch again: the same reference, so no second invalidation.
+	if _, err := inv.Invalidate(ctx, []string{"sat/1/0/0.png", "osm/12/"}, "b1"); err != nil {
+		t.Fatal(err)
+	}
+	reqs = srv.Requests()
+	if reqs[1].CallerReference != r.CallerReference {
+		t.Errorf("retried batch: reference %s, want %s", reqs[1].CallerReference, r.CallerReference)
+	}
+	if srv.Invalidations() != 1 {
+		t.Errorf("invalidations: got %d, want 1", srv.Invalidations())
+	}
+}
+
+func TestInvalidateRetriesThenSucceeds(t *testing.T) {
+	t.Parallel()
+	inv, srv := newInvalidator(t, cdn.Config{})
+	srv.Fail(cdntest.TooMany, cdntest.Throttling, cdntest.Unavailable)
+	if _, err := inv.Invalidate(context.Background(), []string{"osm/"}, "b"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("requests: got %d, want 4", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.CallerReference != reqs[0].CallerReference {
+			t.Errorf("reference changed between attempts")
+		}
+	}
+	if srv.Invalidations() != 1 {
+		t.Errorf("invalidations: got %d, want 1", srv.Invalidations())
+	}
+}
+
+func TestInvalidateGivesUp(t *testing.T) {
+	t.Parallel()
+	inv, srv := newInvalidator(t, cdn.Config{MaxAttempts: 3})
+	srv.Fail(cdntest.TooMany, cdntest.TooMany, cdntest.TooMany, cdntest.TooMany)
+	_, err := inv.Invalidate(context.Background(), []string{"osm/"}, "b")
+	if err == nil {
+		t.Fatal("no error after MaxAttempts failures")
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("requests: got %d, want 3", n)
+	}
+}
+
+func TestInvalidateNoRetryOnBadRequest(t *testing.T) {
+	t.Parallel()
+	inv, srv := newInvalidator(t, cdn.Config{})
+	srv.Fail(cdntest.BadPath)
+	if _, err := inv.Invalidate(context.Background(), []string{"osm/"}, "b"); err == nil {
+		t.Fatal("no error")
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("requests: got %d, want 1", n)
+	}
+}
+
+func TestInvalidateHonoursContext(t *testing.T) {
+	t.Parallel()
+	inv, srv := newInvalidator(t, cdn.Config{BaseDelay: time.Hour, MaxDelay: time.Hour})
+	srv.Fail(cdntest.TooMany)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := inv.Invalidate(ctx, []string{"osm/"}, "b")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want deadline exceeded", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	t.Parallel()
+	srv := cdntest.New(t)
+	inv := cdn.New(srv.Client(), cdn.Config{}, nil)
+	if inv.Enabled() {
+		t.Error("enabled without a distribution")
+	}
+	paths, err := inv.Invalidate(context.Background(), []string{"osm/"}, "b")
+	if paths != nil || err != nil {
+		t.Errorf("got %v, %v", paths, err)
+	}
+	var none *cdn.Invalidator
+	if paths, err := none.Invalidate(context.Background(), []string{"osm/"}, "b"); paths != nil || err != nil {
+		t.Errorf("nil invalidator: got %v, %v", paths, err)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Error("a disabled invalidator called CloudFront")
+	}
+}

@@ -1,0 +1,206 @@
+// Package config reads the environment of the two Lambda functions once, at
+// init, into typed settings. Every variable has a default and a line of
+// documentation (TilesVars, WorkerVars), which the README table and the SAM
+// template test are checked against. Validation lists every problem in one
+// error, so a misconfigured function says all that is wrong at once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Var documents one environment variable.
+type Var struct {
+	Name    string
+	Default string
+	Doc     string
+	// LocalOnly marks variables for local runs (make run, LocalStack); the SAM
+	// template does not set them.
+	LocalOnly bool
+}
+
+// Common variables, shared by both functions.
+var (
+	varBucket    = Var{Name: "TILES_BUCKET", Default: "(required)", Doc: "S3 bucket that holds the tiles and the purge journal."}
+	varPrefix    = Var{Name: "TILES_PREFIX", Default: "", Doc: "Key prefix of the tiles in the bucket; a tile's S3 key is TILES_PREFIX + its URL path. Empty or ending in /."}
+	varEndpoint  = Var{Name: "AWS_ENDPOINT_URL", Default: "", Doc: "S3-compatible endpoint (LocalStack, the embedded stack). Read by the AWS SDK.", LocalOnly: true}
+	varPathStyle = Var{Name: "S3_FORCE_PATH_STYLE", Default: "false", Doc: "Path-style S3 addressing (needed by most S3-compatible endpoints)."}
+	varJournal   = Var{Name: "JOURNAL_PREFIX", Default: "_tilesieve/journal/", Doc: "Where the purge journal lives in the bucket; must be outside TILES_PREFIX."}
+	varDist      = Var{Name: "DISTRIBUTION_ID", Default: "", Doc: "CloudFront distribution to invalidate on purges; empty disables CDN invalidation."}
+	varCDNPrefix = Var{Name: "CDN_PATH_PREFIX", Default: "", Doc: "Path prefix of the tiles on the CDN (invalidation paths are /CDN_PATH_PREFIX<prefix>*)."}
+	varLogLevel  = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error. Requests are logged at debug."}
+)
+
+// TilesVars lists every variable the tile function reads.
+func TilesVars() []Var {
+	return []Var{
+		varBucket, varPrefix, varEndpoint, varPathStyle,
+		{Name: "MEM_CACHE_BYTES", Default: "half the function memory (256 MiB off Lambda)", Doc: "Byte bound of the memory tier. Accepts 512MiB, 1GiB, or bytes."},
+		{Name: "DISK_CACHE_DIR", Default: "/tmp/tilesieve", Doc: "Directory of the disk tier."},
+		{Name: "DISK_CACHE_BYTES", Default: "80% of the free space, at most 10 GiB", Doc: "Byte bound of the disk tier; 0 turns the disk tier off."},
+		{Name: "DISK_FSYNC", Default: "false", Doc: "fsync each disk-tier file before it is renamed into place."},
+		{Name: "STAGE_PREFIXES", Default: "", Doc: "Comma-separated tile-key prefixes copied to the disk tier at cold start."},
+		{Name: "STAGE_MANIFEST", Default: "", Doc: "S3 key of a manifest (one tile key per line) staged at cold start."},
+		{Name: "STAGE_BUDGET", Default: "5s", Doc: "Time allowed for staging at cold start (Lambda's init phase is limited to 10 s)."},
+		{Name: "CACHE_CONTROL", Default: DefaultCacheControl, Doc: "Cache-Control of tile responses; its stale-if-error also bounds serving stale copies when S3 fails."},
+		{Name: "NEGATIVE_CACHE_CONTROL", Default: DefaultNegativeCacheControl, Doc: "Cache-Control of 404 and sparse-tile answers."},
+		{Name: "MISSING_TILE", Default: "404", Doc: "Answer for a tile that does not exist: 404, 204, or empty (an empty tile of the requested format)."},
+		{Name: "REVALIDATE_AFTER", Default: "1h", Doc: "Age after which a cached tile is revalidated against S3 with If-None-Match."},
+		{Name: "ORIGIN_TIMEOUT", Default: "10s", Doc: "Deadline of one S3 fetch (capped by the invocation's own deadline)."},
+		{Name: "SYNC_INTERVAL", Default: "1s", Doc: "How often a busy instance reads the purge journal; the staleness bound after an upload is this plus the worker's latency."},
+		varJournal, varDist, varCDNPrefix,
+		{Name: "ADMIN_TOKEN", Default: "", Doc: "Bearer token of the admin API (/_tilesieve/purge, keys, stats); empty disables it. Never logged."},
+		{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."},
+		{Name: "PORT", Default: "8080", Doc: "Port of the local HTTP server (off Lambda).", LocalOnly: true},
+		{Name: "LISTEN_ADDR", Default: "127.0.0.1", Doc: "Address of the local HTTP server (off Lambda).", LocalOnly: true},
+		varLogLevel,
+	}
+}
+
+// WorkerVars lists every variable the sync worker reads.
+func WorkerVars() []Var {
+	return []Var{
+		varBucket, varPrefix, varEndpoint, varPathStyle, varJournal, varDist, varCDNPrefix,
+		{Name: "COALESCE_THRESHOLD", Default: "8", Doc: "Changed keys under one directory beyond which the whole directory is purged."},
+		{Name: "COALESCE_CAP", Default: "15", Doc: "Most prefixes per batch (CloudFront allows 15 wildcard invalidations in progress)."},
+		varLogLevel,
+	}
+}
+
+// Defaults of the HTTP contract.
+const (
+	DefaultCacheControl         = "public, max-age=86400, stale-while-revalidate=60, stale-if-error=86400"
+	DefaultNegativeCacheControl = "public, max-age=60"
+)
+
+// Env reads variables; os.Getenv in production, a map in tests.
+type Env func(string) string
+
+// OS is the process environment.
+var OS Env = os.Getenv
+
+// reader collects every problem instead of stopping at the first.
+type reader struct {
+	env  Env
+	errs []error
+}
+
+func (r *reader) str(name, def string) string {
+	if v, ok := r.lookup(name); ok {
+		return v
+	}
+	return def
+}
+
+func (r *reader) lookup(name string) (string, bool) {
+	v := strings.TrimSpace(r.env(name))
+	return v, v != ""
+}
+
+func (r *reader) bool(name string, def bool) bool {
+	v, ok := r.lookup(name)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q: want true or false", name, v))
+		return def
+	}
+	return b
+}
+
+func (r *reader) int(name string, def int) int {
+	v, ok := r.lookup(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q: want a non-negative whole number", name, v))
+		return def
+	}
+	return n
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	v, ok := r.lookup(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q: want a duration such as 500ms, 5s or 1h", name, v))
+		return def
+	}
+	return d
+}
+
+// bytes reads a size; ok is false when the variable is unset.
+func (r *reader) bytes(name string) (n int64, ok bool) {
+	v, ok := r.lookup(name)
+	if !ok {
+		return 0, false
+	}
+	n, err := ParseBytes(v)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q: %w", name, v, err))
+		return 0, false
+	}
+	return n, true
+}
+
+func (r *reader) list(name string) []string {
+	v, ok := r.lookup(name)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (r *reader) fail(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Errorf(format, args...))
+}
+
+func (r *reader) err(what string) error {
+	if len(r.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("config: invalid %s configuration:\n%w", what, errors.Join(r.errs...))
+}
+
+// ParseBytes reads a byte size: a whole number of bytes, or a number with a
+// unit B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
+func ParseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1},
+	}
+	mult := int64(1)
+	for _, u := range units {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, errors.New("want a size such as 268435456, 256MiB or 1GiB")
+	}
+	return n * mult, nil
+}

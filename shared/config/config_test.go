@@ -1,0 +1,136 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) Env { return func(k string) string { return m[k] } }
+
+// recordingEnv notes every name read, so the documented lists can be checked
+// against what the loaders really read.
+func recordingEnv(m map[string]string) (Env, map[string]bool) {
+	seen := map[string]bool{}
+	return func(k string) string { seen[k] = true; return m[k] }, seen
+}
+
+func names(vars []Var) []string {
+	var out []string
+	for _, v := range vars {
+		out = append(out, v.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lambdaReserved are set by Lambda itself, not by the template.
+var lambdaReserved = map[string]bool{"AWS_LAMBDA_RUNTIME_API": true, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": true}
+
+func TestDocumentedVarsAreTheOnesRead(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		load func(Env) error
+		vars []Var
+	}{
+		{"tiles", func(e Env) error { _, err := LoadTiles(e); return err }, TilesVars()},
+		{"worker", func(e Env) error { _, err := LoadWorker(e); return err }, WorkerVars()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, seen := recordingEnv(map[string]string{"TILES_BUCKET": "b"})
+			if err := tc.load(env); err != nil {
+				t.Fatal(err)
+			}
+			var read []string
+			for k := range maps.Keys(seen) {
+				if !lambdaReserved[k] {
+					read = append(read, k)
+				}
+			}
+			slices.Sort(read)
+			if want := names(tc.vars); !slices.Equal(read, want) {
+				t.Fatalf("read %v, documented %v", read, want)
+			}
+		})
+	}
+}
+
+func TestTilesDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := LoadTiles(envOf(map[string]string{"TILES_BUCKET": "b"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MemBytes != DefaultMemBytesOffLambda || !c.DiskAuto || c.ListenAddr != "127.0.0.1:8080" ||
+		c.SyncInterval != time.Second || c.CacheControl != DefaultCacheControl || c.InvokeMode != "BUFFERED" || c.OnLambda {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+}
+
+func TestTilesOnLambdaMemory(t *testing.T) {
+	t.Parallel()
+	c, err := LoadTiles(envOf(map[string]string{
+		"TILES_BUCKET": "b", "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.OnLambda || c.FunctionMemoryBytes != 1<<30 || c.MemBytes != 512<<20 {
+		t.Fatalf("got OnLambda=%v mem=%d cache=%d, want true 1GiB 512MiB", c.OnLambda, c.FunctionMemoryBytes, c.MemBytes)
+	}
+}
+
+func TestEveryProblemInOneError(t *testing.T) {
+	t.Parallel()
+	_, err := LoadTiles(envOf(map[string]string{
+		"TILES_PREFIX":    "tiles",
+		"MEM_CACHE_BYTES": "lots",
+		"SYNC_INTERVAL":   "soon",
+		"MISSING_TILE":    "418",
+		"INVOKE_MODE":     "carrier-pigeon",
+		"ADMIN_TOKEN":     "s3cr3t-token",
+	}))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{"TILES_BUCKET", "TILES_PREFIX", "MEM_CACHE_BYTES", "SYNC_INTERVAL", "MISSING_TILE", "INVOKE_MODE"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not mention %s:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "s3cr3t-token") {
+		t.Errorf("error leaks the admin token:\n%s", msg)
+	}
+}
+
+func TestJournalOutsideTiles(t *testing.T) {
+	t.Parallel()
+	_, err := LoadWorker(envOf(map[string]string{"TILES_BUCKET": "b", "TILES_PREFIX": "tiles/", "JOURNAL_PREFIX": "tiles/_j/"}))
+	if err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Fatalf("journal inside TILES_PREFIX: got %v, want an error", err)
+	}
+	if _, err := LoadWorker(envOf(map[string]string{"TILES_BUCKET": "b", "TILES_PREFIX": "tiles/"})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1024", 1024, true}, {"256MiB", 256 << 20, true}, {"1 GiB", 1 << 30, true}, {"5MB", 5e6, true},
+		{"10B", 10, true}, {"", 0, false}, {"-1", 0, false}, {"1.5GiB", 0, false}, {"9999999999GiB", 0, false},
+	} {
+		got, err := ParseBytes(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// Common holds the settings both functions share.
+type Common struct {
+	Bucket         string
+	TilesPrefix    string
+	Endpoint       string
+	PathStyle      bool
+	JournalPrefix  string
+	DistributionID string
+	CDNPathPrefix  string
+	LogLevel       string
+}
+
+// Tiles is the tile function's configuration.
+type Tiles struct {
+	Common
+	MemBytes             int64
+	DiskDir              string
+	DiskBytes            int64 // 0 with DiskAuto: choose from the free space
+	DiskAuto             bool
+	DiskFsync            bool
+	StagePrefixes        []string
+	StageManifest        string
+	StageBudget          time.Duration
+	CacheControl         string
+	NegativeCacheControl string
+	MissingTile          string // "404", "204" or "empty"
+	RevalidateAfter      time.Duration
+	OriginTimeout        time.Duration
+	SyncInterval         time.Duration
+	AdminToken           string
+	InvokeMode           string // "BUFFERED" or "RESPONSE_STREAM"
+	ListenAddr           string // host:port off Lambda
+	OnLambda             bool
+	FunctionMemoryBytes  int64 // from AWS_LAMBDA_FUNCTION_MEMORY_SIZE; 0 off Lambda
+}
+
+// Worker is the sync worker's configuration.
+type Worker struct {
+	Common
+	CoalesceThreshold int
+	CoalesceCap       int
+}
+
+// DefaultMemBytesOffLambda is the memory tier's size when neither
+// MEM_CACHE_BYTES nor the Lambda memory size says otherwise.
+const DefaultMemBytesOffLambda = 256 << 20
+
+func (r *reader) common() Common {
+	c := Common{
+		Bucket:         r.str("TILES_BUCKET", ""),
+		TilesPrefix:    r.str("TILES_PREFIX", ""),
+		Endpoint:       r.str("AWS_ENDPOINT_URL", ""),
+		PathStyle:      r.bool("S3_FORCE_PATH_STYLE", false),
+		JournalPrefix:  r.str("JOURNAL_PREFIX", "_tilesieve/journal/"),
+		DistributionID: r.str("DISTRIBUTION_ID", ""),
+		CDNPathPrefix:  r.str("CDN_PATH_PREFIX", ""),
+		LogLevel:       strings.ToLower(r.str("LOG_LEVEL", "info")),
+	}
+	if c.Bucket == "" {
+		r.fail("TILES_BUCKET is required")
+	}
+	if c.TilesPrefix != "" && !strings.HasSuffix(c.TilesPrefix, "/") {
+		r.fail("TILES_PREFIX=%q: must be empty or end in /", c.TilesPrefix)
+	}
+	if !strings.HasSuffix(c.JournalPrefix, "/") {
+		r.fail("JOURNAL_PREFIX=%q: must end in /", c.JournalPrefix)
+	}
+	if c.TilesPrefix != "" && strings.HasPrefix(c.JournalPrefix, c.TilesPrefix) {
+		// The worker's own journal writes would trigger the worker. (With an
+		// empty TILES_PREFIX the worker skips journal keys itself, and the
+		// handler reserves the _tilesieve/ path space.)
+		r.fail("JOURNAL_PREFIX=%q is inside TILES_PREFIX=%q: the journal must live outside the tiles", c.JournalPrefix, c.TilesPrefix)
+	}
+	if c.CDNPathPrefix != "" && tile.ValidatePrefix(c.CDNPathPrefix) != nil {
+		r.fail("CDN_PATH_PREFIX=%q: not a valid path prefix", c.CDNPathPrefix)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		r.fail("LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel)
+	}
+	return c
+}
+
+// LoadTiles reads the tile function's configuration from env.
+func LoadTiles(env Env) (Tiles, error) {
+	r := &reader{env: env}
+	t := Tiles{
+		Common:               r.common(),
+		DiskDir:              r.str("DISK_CACHE_DIR", "/tmp/tilesieve"),
+		DiskFsync:            r.bool("DISK_FSYNC", false),
+		StagePrefixes:        r.list("STAGE_PREFIXES"),
+		StageManifest:        r.str("STAGE_MANIFEST", ""),
+		StageBudget:          r.duration("STAGE_BUDGET", 5*time.Second),
+		CacheControl:         r.str("CACHE_CONTROL", DefaultCacheControl),
+		NegativeCacheControl: r.str("NEGATIVE_CACHE_CONTROL", DefaultNegativeCacheControl),
+		MissingTile:          strings.ToLower(r.str("MISSING_TILE", "404")),
+		RevalidateAfter:      r.duration("REVALIDATE_AFTER", time.Hour),
+		OriginTimeout:        r.duration("ORIGIN_TIMEOUT", 10*time.Second),
+		SyncInterval:         r.duration("SYNC_INTERVAL", time.Second),
+		AdminToken:           r.str("ADMIN_TOKEN", ""),
+		InvokeMode:           strings.ToUpper(r.str("INVOKE_MODE", "BUFFERED")),
+		OnLambda:             r.str("AWS_LAMBDA_RUNTIME_API", "") != "",
+	}
+	if mb, ok := r.lookup("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"); ok {
+		n, err := strconv.ParseInt(mb, 10, 64)
+		if err != nil || n <= 0 {
+			r.fail("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%q: want megabytes", mb)
+		} else {
+			t.FunctionMemoryBytes = n << 20
+		}
+	}
+	if n, ok := r.bytes("MEM_CACHE_BYTES"); ok {
+		t.MemBytes = n
+	} else if t.FunctionMemoryBytes > 0 {
+		t.MemBytes = t.FunctionMemoryBytes / 2
+	} else {
+		t.MemBytes = DefaultMemBytesOffLambda
+	}
+	if t.MemBytes < 1<<20 {
+		r.fail("MEM_CACHE_BYTES=%d: want at least 1MiB", t.MemBytes)
+	}
+	if t.FunctionMemoryBytes > 0 && t.MemBytes > t.FunctionMemoryBytes*3/4 {
+		r.fail("MEM_CACHE_BYTES=%d leaves too little of the function's %d bytes for the runtime", t.MemBytes, t.FunctionMemoryBytes)
+	}
+	if n, ok := r.bytes("DISK_CACHE_BYTES"); ok {
+		t.DiskBytes = n
+	} else {
+		t.DiskAuto = true
+	}
+	switch t.MissingTile {
+	case "404", "204", "empty":
+	default:
+		r.fail("MISSING_TILE=%q: want 404, 204 or empty", t.MissingTile)
+	}
+	switch t.InvokeMode {
+	case "BUFFERED", "RESPONSE_STREAM":
+	default:
+		r.fail("INVOKE_MODE=%q: want BUFFERED or RESPONSE_STREAM", t.InvokeMode)
+	}
+	if t.SyncInterval <= 0 {
+		r.fail("SYNC_INTERVAL must be positive")
+	}
+	if t.OriginTimeout <= 0 {
+		r.fail("ORIGIN_TIMEOUT must be positive")
+	}
+	for _, p := range t.StagePrefixes {
+		if err := tile.ValidatePrefix(p); err != nil {
+			r.fail("STAGE_PREFIXES: %v", err)
+		}
+	}
+	port := r.int("PORT", 8080)
+	if port == 0 || port > 65535 {
+		r.fail("PORT=%d: want 1-65535", port)
+	}
+	host := r.str("LISTEN_ADDR", "127.0.0.1")
+	t.ListenAddr = joinHostPort(host, port)
+	return t, r.err("tile function")
+}
+
+// LoadWorker reads the sync worker's configuration from env.
+func LoadWorker(env Env) (Worker, error) {
+	r := &reader{env: env}
+	w := Worker{
+		Common:            r.common(),
+		CoalesceThreshold: r.int("COALESCE_THRESHOLD", 8),
+		CoalesceCap:       r.int("COALESCE_CAP", 15),
+	}
+	if w.CoalesceThreshold < 1 {
+		r.fail("COALESCE_THRESHOLD must be at least 1")
+	}
+	if w.CoalesceCap < 1 || w.CoalesceCap > 3000 {
+		r.fail("COALESCE_CAP=%d: want 1-3000 (CloudFront takes at most 3000 paths per invalidation)", w.CoalesceCap)
+	}
+	return w, r.err("sync worker")
+}
+
+func joinHostPort(host string, port int) string {
+	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(port)
+}

@@ -1,0 +1,201 @@
+package disk
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"path/filepath"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// A tile file is a fixed header, the metadata, then the body:
+//
+//	offset size
+//	 0      4   magic "TSDK"
+//	 4      2   version (1), little endian
+//	 6      2   flags (0)
+//	 8      4   metadata length
+//	12      8   body length
+//	20      4   CRC32C (Castagnoli) of the body
+//	24      4   CRC32C of bytes 0..24 and the metadata
+//	28          metadata: key, content type, content encoding, ETag (each a
+//	            uvarint length and bytes), Last-Modified and StoredAt (each a
+//	            varint of Unix nanoseconds, 0 for the zero time)
+//	28+m        body
+//
+// The header checksum lets Open rebuild the index from headers alone (keys,
+// sizes and ETags it can trust) without reading every body; Get checks both.
+// A file is whole only if its length is exactly 28 + metadata + body, which
+// is how a torn write shows.
+const (
+	magic       = "TSDK"
+	version     = 1
+	headerLen   = 28
+	maxMetaLen  = 64 << 10
+	tempPattern = ".tmp-*"
+	tempPrefix  = ".tmp-"
+	fileSuffix  = ".tile"
+	nameHexLen  = 32 // 128 bits of SHA-256
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errFormat is the class of every decoding failure.
+var errFormat = errors.New("disk: bad file")
+
+func formatErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errFormat, fmt.Sprintf(format, args...))
+}
+
+// fileName returns the path of key's file relative to Dir: the hex of the
+// first 128 bits of SHA-256(key), under a subdirectory named by its first
+// byte (256 subdirectories keep directories small). Keys never become paths.
+func fileName(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	h := hex.EncodeToString(sum[:nameHexLen/2])
+	return filepath.Join(h[:2], h+fileSuffix)
+}
+
+// meta is the decoded metadata of a file.
+type meta struct {
+	key, contentType, contentEncoding, etag string
+	lastModified, storedAt                  time.Time
+}
+
+func encodeHeader(m meta, body []byte) ([]byte, error) {
+	buf := make([]byte, headerLen, headerLen+len(m.key)+len(m.contentType)+len(m.contentEncoding)+len(m.etag)+4*binary.MaxVarintLen64)
+	for _, s := range []string{m.key, m.contentType, m.contentEncoding, m.etag} {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	buf = binary.AppendVarint(buf, unixNano(m.lastModified))
+	buf = binary.AppendVarint(buf, unixNano(m.storedAt))
+	metaLen := len(buf) - headerLen
+	if metaLen > maxMetaLen {
+		return nil, fmt.Errorf("disk: metadata of %d bytes exceeds %d", metaLen, maxMetaLen)
+	}
+	copy(buf[0:4], magic)
+	binary.LittleEndian.PutUint16(buf[4:6], version)
+	binary.LittleEndian.PutUint16(buf[6:8], 0)
+	binary.LittleEndian.PutUint32(buf[8:12], uint32(metaLen))
+	binary.LittleEndian.PutUint64(buf[12:20], uint64(len(body)))
+	binary.LittleEndian.PutUint32(buf[20:24], crc32.Checksum(body, castagnoli))
+	c := crc32.Update(crc32.Checksum(buf[:24], castagnoli), castagnoli, buf[headerLen:])
+	binary.LittleEndian.PutUint32(buf[24:28], c)
+	return buf, nil
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// parsedHeader is the fixed part of a file.
+type parsedHeader struct {
+	metaLen int
+	bodyLen int64
+	bodyCRC uint32
+	metaCRC uint32
+}
+
+func parseFixed(h []byte) (parsedHeader, error) {
+	if len(h) < headerLen {
+		return parsedHeader{}, formatErr("short header (%d bytes)", len(h))
+	}
+	if string(h[0:4]) != magic {
+		return parsedHeader{}, formatErr("bad magic")
+	}
+	if v := binary.LittleEndian.Uint16(h[4:6]); v != version {
+		return parsedHeader{}, formatErr("version %d", v)
+	}
+	p := parsedHeader{
+		metaLen: int(binary.LittleEndian.Uint32(h[8:12])),
+		bodyLen: int64(binary.LittleEndian.Uint64(h[12:20])),
+		bodyCRC: binary.LittleEndian.Uint32(h[20:24]),
+		metaCRC: binary.LittleEndian.Uint32(h[24:28]),
+	}
+	if p.metaLen > maxMetaLen || p.bodyLen < 0 {
+		return parsedHeader{}, formatErr("lengths out of range")
+	}
+	return p, nil
+}
+
+// decodeMeta checks the header checksum and decodes the metadata. h holds at
+// least the header and the metadata.
+func decodeMeta(p parsedHeader, h []byte) (meta, error) {
+	if len(h) < headerLen+p.metaLen {
+		return meta{}, formatErr("short metadata")
+	}
+	mb := h[headerLen : headerLen+p.metaLen]
+	if crc32.Update(crc32.Checksum(h[:24], castagnoli), castagnoli, mb) != p.metaCRC {
+		return meta{}, formatErr("header checksum mismatch")
+	}
+	var strs [4]string
+	for i := range strs {
+		n, k := binary.Uvarint(mb)
+		if k <= 0 || n > uint64(len(mb)-k) {
+			return meta{}, formatErr("bad metadata string")
+		}
+		strs[i] = string(mb[k : k+int(n)])
+		mb = mb[k+int(n):]
+	}
+	var times [2]int64
+	for i := range times {
+		v, k := binary.Varint(mb)
+		if k <= 0 {
+			return meta{}, formatErr("bad metadata time")
+		}
+		times[i] = v
+		mb = mb[k:]
+	}
+	if len(mb) != 0 {
+		return meta{}, formatErr("trailing metadata")
+	}
+	m := meta{key: strs[0], contentType: strs[1], contentEncoding: strs[2], etag: strs[3],
+		lastModified: fromUnixNano(times[0]), storedAt: fromUnixNano(times[1])}
+	if tile.ValidateKey(m.key) != nil {
+		return meta{}, formatErr("stored key is not a tile key")
+	}
+	return m, nil
+}
+
+// decodeFile verifies a whole file and returns its tile; the body aliases b.
+func decodeFile(b []byte) (meta, *tile.Tile, error) {
+	p, err := parseFixed(b)
+	if err != nil {
+		return meta{}, nil, err
+	}
+	if want := int64(headerLen) + int64(p.metaLen) + p.bodyLen; int64(len(b)) != want {
+		return meta{}, nil, formatErr("file is %d bytes, header says %d (torn)", len(b), want)
+	}
+	m, err := decodeMeta(p, b)
+	if err != nil {
+		return meta{}, nil, err
+	}
+	body := b[headerLen+p.metaLen:]
+	if crc32.Checksum(body, castagnoli) != p.bodyCRC {
+		return meta{}, nil, formatErr("body checksum mismatch")
+	}
+	return m, &tile.Tile{
+		Body:            body,
+		ContentType:     m.contentType,
+		ContentEncoding: m.contentEncoding,
+		ETag:            m.etag,
+		LastModified:    m.lastModified,
+		StoredAt:        m.storedAt,
+	}, nil
+}

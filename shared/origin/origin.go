@@ -1,0 +1,591 @@
+// Package origin is the S3 tier: tiles read from the bucket through
+// aws-sdk-go-v2, with the retry, deadline and body rules a tile origin needs.
+//
+// What it promises:
+//
+//   - A Tile it returns is whole. A body that is cut short (fewer bytes than
+//     Content-Length, a reset connection) or that trickles in slower than
+//     Config.MinBodyRate is an error, never a short tile. ETags are opaque
+//     version tokens (multipart ETags are not MD5s) and are never checked
+//     against the body.
+//   - A missing object is ErrNotFound and a 304 answer to If-None-Match is
+//     ErrNotModified (both matchable with errors.Is, neither retried).
+//   - Throttling (503 SlowDown, 429), 5xx answers, connection failures and
+//     broken bodies are retried with jittered exponential backoff, at most
+//     Config.MaxAttempts times and never past the caller's deadline: when the
+//     next backoff would end after the deadline the client gives up at once
+//     with the last error instead of sleeping into it.
+//   - Every error names the package and wraps its cause with %w. IsTimeout
+//     tells a deadline, a per-attempt timeout or a stalled body (the handler
+//     answers 504) from other failures (502).
+//
+// The retry loop is this package's own rather than the SDK's retryer, for
+// three reasons: an attempt here covers reading the body, which the SDK's
+// retry middleware has already returned from (so it cannot retry a truncated
+// or stalled body); each attempt gets its own timeout (Config.Timeout) that
+// also covers the body; and the backoff can see the caller's deadline and
+// give up rather than sleep past it. The SDK's own classification of
+// retryable errors (retry.DefaultRetryables) is reused, and the SDK retryer
+// is switched off per call (so retries never multiply). The *s3.Client built
+// by New keeps the SDK's standard retryer for other users of S3(), such as
+// feature/s3/manager during staging.
+package origin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxAttempts = 4
+	DefaultTimeout     = 10 * time.Second
+	DefaultMinBodyRate = 64 << 10 // bytes per second
+	DefaultBodyGrace   = 2 * time.Second
+
+	// Backoff before attempt n (n ≥ 1) is uniformly random in
+	// [0, min(backoffCap, backoffBase·2^(n-1))) ("full jitter").
+	backoffBase = 25 * time.Millisecond
+	backoffCap  = time.Second
+
+	// How often a body read slower than MinBodyRate is checked for, once the
+	// grace period is over.
+	stallCheckEvery = 100 * time.Millisecond
+
+	// Connection pool: staging runs tens of requests at once against one
+	// host; the SDK's default keeps only 10 idle connections per host.
+	maxIdleConnsPerHost = 64
+)
+
+// Sentinel errors. Match them with errors.Is.
+var (
+	ErrNotFound    = errors.New("origin: not found")
+	ErrNotModified = errors.New("origin: not modified")
+	// ErrStalled is a body that arrived slower than Config.MinBodyRate.
+	ErrStalled = errors.New("origin: body stalled")
+)
+
+// Config configures a Client. Zero values take the defaults.
+type Config struct {
+	Bucket      string        // TILES_BUCKET, required
+	Prefix      string        // TILES_PREFIX, "" or ending in "/"
+	Region      string        // AWS_REGION ("" leaves it to the SDK's environment)
+	Endpoint    string        // AWS_ENDPOINT_URL ("" leaves it to the SDK's environment)
+	PathStyle   bool          // S3_FORCE_PATH_STYLE
+	MaxAttempts int           // attempts per call including the first; default 4
+	Timeout     time.Duration // per-attempt cap (request and body) when the caller's ctx has no sooner deadline; default 10s
+	// MinBodyRate is the average rate in bytes/s below which a body read
+	// counts as stalled once BodyGrace has passed; default 64 KiB/s, negative
+	// turns the check off.
+	MinBodyRate int64
+	BodyGrace   time.Duration    // default 2s
+	Now         func() time.Time // stamps Tile.StoredAt; default time.Now
+}
+
+// Validate reports every problem with the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Bucket == "" {
+		errs = append(errs, errors.New("origin: TILES_BUCKET is required"))
+	}
+	if c.Prefix != "" {
+		if !strings.HasSuffix(c.Prefix, "/") {
+			errs = append(errs, fmt.Errorf("origin: TILES_PREFIX %q must end in /", c.Prefix))
+		}
+		if strings.HasPrefix(c.Prefix, "/") {
+			errs = append(errs, fmt.Errorf("origin: TILES_PREFIX %q must not start with /", c.Prefix))
+		}
+	}
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("origin: AWS_ENDPOINT_URL %q is not an http(s) URL", c.Endpoint))
+		}
+	}
+	if c.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("origin: MaxAttempts %d is negative", c.MaxAttempts))
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("origin: Timeout %v is negative", c.Timeout))
+	}
+	if c.BodyGrace < 0 {
+		errs = append(errs, fmt.Errorf("origin: BodyGrace %v is negative", c.BodyGrace))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MinBodyRate == 0 {
+		c.MinBodyRate = DefaultMinBodyRate
+	}
+	if c.BodyGrace == 0 {
+		c.BodyGrace = DefaultBodyGrace
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// ObjectInfo is one object found by List.
+type ObjectInfo struct {
+	Key  string // tile key (TILES_PREFIX removed)
+	Size int64
+	ETag string
+}
+
+// Client reads tiles from one bucket. It is safe for concurrent use; build it
+// once at init.
+type Client struct {
+	api *s3.Client
+	cfg Config
+
+	listPageSize int32 // test hook: MaxKeys per ListObjectsV2 page; 0 is S3's default (1000)
+}
+
+// New builds a client from the SDK's default configuration (environment,
+// shared config, the Lambda role), with cfg's region, endpoint and
+// path-style addressing applied on top.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	})
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(httpClient),
+		config.WithRetryMaxAttempts(cfg.MaxAttempts),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("origin: load AWS config: %w", err)
+	}
+	api := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		o.UsePathStyle = cfg.PathStyle
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+	return &Client{api: api, cfg: cfg}, nil
+}
+
+// NewWithS3 wraps a ready S3 client (tests, the embedded stack). cfg should
+// have passed Validate; its Region, Endpoint and PathStyle are not used.
+func NewWithS3(api *s3.Client, cfg Config) *Client {
+	return &Client{api: api, cfg: cfg.withDefaults()}
+}
+
+// S3 returns the underlying SDK client.
+func (c *Client) S3() *s3.Client { return c.api }
+
+// Bucket returns the bucket the client reads.
+func (c *Client) Bucket() string { return c.cfg.Bucket }
+
+// ObjectKey maps a tile key to its S3 object key.
+func (c *Client) ObjectKey(tileKey string) string { return c.cfg.Prefix + tileKey }
+
+// noSDKRetry switches the SDK's retryer off for one call: this package's loop
+// does the retrying.
+func noSDKRetry(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
+
+// Get reads a whole tile. With ifNoneMatch set (an ETag held by a tier
+// above), an unchanged object is ErrNotModified.
+func (c *Client) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
+	if err := tile.ValidateKey(key); err != nil {
+		return nil, fmt.Errorf("origin: get: %w", err)
+	}
+	return c.get(ctx, "get", key, c.ObjectKey(key), ifNoneMatch)
+}
+
+// GetObject is Get for a raw S3 object key, inside or outside TILES_PREFIX
+// (a staging manifest, the purge journal), with the same retry and body rules.
+func (c *Client) GetObject(ctx context.Context, objectKey, ifNoneMatch string) (*tile.Tile, error) {
+	if objectKey == "" {
+		return nil, errors.New("origin: get object: empty key")
+	}
+	return c.get(ctx, "get object", objectKey, objectKey, ifNoneMatch)
+}
+
+func (c *Client) get(ctx context.Context, op, name, objectKey, ifNoneMatch string) (*tile.Tile, error) {
+	var t *tile.Tile
+	err := c.retry(ctx, op, name, func(actx context.Context) error {
+		var err error
+		t, err = c.getOnce(actx, objectKey, ifNoneMatch)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// getOnce is one attempt: the request and the whole body.
+func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*tile.Tile, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	in := &s3.GetObjectInput{Bucket: aws.String(c.cfg.Bucket), Key: aws.String(objectKey)}
+	if ifNoneMatch != "" {
+		in.IfNoneMatch = aws.String(ifNoneMatch)
+	}
+	out, err := c.api.GetObject(ctx, in, noSDKRetry)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer out.Body.Close()
+	length := int64(-1)
+	if out.ContentLength != nil {
+		length = *out.ContentLength
+	}
+	body, err := c.readBody(ctx, cancel, out.Body, length)
+	if err != nil {
+		return nil, err
+	}
+	return &tile.Tile{
+		Body:            body,
+		ContentType:     aws.ToString(out.ContentType),
+		ContentEncoding: aws.ToString(out.ContentEncoding),
+		ETag:            aws.ToString(out.ETag),
+		LastModified:    aws.ToTime(out.LastModified),
+		StoredAt:        c.cfg.Now(),
+	}, nil
+}
+
+// bodyError is a failure while reading a body after a good status line; it
+// is retried like a connection failure.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "read body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// readBody reads all of r, refusing a short body and one that stalls. A
+// stall is detected by a watchdog that cancels the attempt's context with
+// ErrStalled, because a read that receives nothing never returns by itself.
+func (c *Client) readBody(ctx context.Context, cancel context.CancelCauseFunc, r io.Reader, length int64) ([]byte, error) {
+	cr := &countingReader{r: r}
+	if c.cfg.MinBodyRate > 0 {
+		w := startWatchdog(cr, length, c.cfg.MinBodyRate, c.cfg.BodyGrace, func() { cancel(ErrStalled) })
+		defer w.stop()
+	}
+	var buf []byte
+	if length > 0 {
+		// The header comes from S3, but cap what is reserved up front anyway.
+		buf = make([]byte, 0, min(length, 64<<20))
+	}
+	buf, err := readAll(cr, buf)
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrStalled) {
+			return nil, &bodyError{fmt.Errorf("%w: %d bytes read, below %d B/s", ErrStalled, cr.n.Load(), c.cfg.MinBodyRate)}
+		}
+		return nil, &bodyError{err}
+	}
+	if length >= 0 && int64(len(buf)) != length {
+		return nil, &bodyError{fmt.Errorf("got %d bytes, Content-Length is %d: %w", len(buf), length, io.ErrUnexpectedEOF)}
+	}
+	return buf, nil
+}
+
+// readAll is io.ReadAll into a caller-sized buffer.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				return b, nil
+			}
+			return b, err
+		}
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// watchdog checks a body's progress after the grace period and then every
+// stallCheckEvery, and fires once when the average rate since the start is
+// below the minimum (a body shorter than rate·elapsed must be complete).
+type watchdog struct {
+	cr     *countingReader
+	length int64
+	rate   int64
+	start  time.Time
+	fire   func()
+
+	mu      sync.Mutex // guards t and stopped
+	t       *time.Timer
+	stopped bool
+}
+
+func startWatchdog(cr *countingReader, length, rate int64, grace time.Duration, fire func()) *watchdog {
+	w := &watchdog{cr: cr, length: length, rate: rate, start: time.Now(), fire: fire}
+	w.mu.Lock()
+	w.t = time.AfterFunc(grace, w.check)
+	w.mu.Unlock()
+	return w
+}
+
+func (w *watchdog) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	want := int64(time.Since(w.start).Seconds() * float64(w.rate))
+	if w.length >= 0 && want > w.length {
+		want = w.length
+	}
+	if w.cr.n.Load() < want {
+		w.stopped = true
+		w.fire()
+		return
+	}
+	w.t.Reset(stallCheckEvery)
+}
+
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.t.Stop()
+}
+
+// Head reads a tile's metadata (Body is nil).
+func (c *Client) Head(ctx context.Context, key string) (*tile.Tile, error) {
+	if err := tile.ValidateKey(key); err != nil {
+		return nil, fmt.Errorf("origin: head: %w", err)
+	}
+	var t *tile.Tile
+	err := c.retry(ctx, "head", key, func(actx context.Context) error {
+		out, err := c.api.HeadObject(actx, &s3.HeadObjectInput{
+			Bucket: aws.String(c.cfg.Bucket),
+			Key:    aws.String(c.ObjectKey(key)),
+		}, noSDKRetry)
+		if err != nil {
+			return classify(err)
+		}
+		t = &tile.Tile{
+			ContentType:     aws.ToString(out.ContentType),
+			ContentEncoding: aws.ToString(out.ContentEncoding),
+			ETag:            aws.ToString(out.ETag),
+			LastModified:    aws.ToTime(out.LastModified),
+			StoredAt:        c.cfg.Now(),
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// List calls fn for every object under the tile-key prefix, in S3's key
+// order, following ListObjectsV2 pagination; fn returns false to stop.
+// Objects whose keys are not valid tile keys (directory markers, say) are
+// skipped. Each page is retried like a Get.
+func (c *Client) List(ctx context.Context, prefix string, fn func(ObjectInfo) bool) error {
+	if err := tile.ValidatePrefix(prefix); err != nil {
+		return fmt.Errorf("origin: list: %w", err)
+	}
+	var token *string
+	for {
+		in := &s3.ListObjectsV2Input{
+			Bucket:            aws.String(c.cfg.Bucket),
+			Prefix:            aws.String(c.ObjectKey(prefix)),
+			ContinuationToken: token,
+		}
+		if c.listPageSize > 0 {
+			in.MaxKeys = aws.Int32(c.listPageSize)
+		}
+		var out *s3.ListObjectsV2Output
+		err := c.retry(ctx, "list", prefix, func(actx context.Context) error {
+			var err error
+			out, err = c.api.ListObjectsV2(actx, in, noSDKRetry)
+			return classify(err)
+		})
+		if err != nil {
+			return err
+		}
+		for _, o := range out.Contents {
+			key, ok := tile.KeyFromObject(c.cfg.Prefix, aws.ToString(o.Key))
+			if !ok {
+				continue
+			}
+			if !fn(ObjectInfo{Key: key, Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag)}) {
+				return nil
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			return nil
+		}
+		token = out.NextContinuationToken
+	}
+}
+
+// classify turns SDK errors that are answers rather than failures into the
+// sentinels.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	if errors.As(err, &nsk) || errors.As(err, &nf) {
+		return fmt.Errorf("%w (%w)", ErrNotFound, err)
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		switch re.HTTPStatusCode() {
+		case http.StatusNotModified:
+			return ErrNotModified
+		case http.StatusNotFound:
+			return fmt.Errorf("%w (%w)", ErrNotFound, err)
+		}
+	}
+	return err
+}
+
+// sdkRetryables is the SDK's own judgement of which errors are worth another
+// attempt (connection errors, 500/502/503/504, throttling codes such as
+// SlowDown, unmodelled 429s).
+var sdkRetryables = retry.IsErrorRetryables(retry.DefaultRetryables)
+
+func retryable(err error) bool {
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotModified):
+		return false
+	case errors.As(err, new(*bodyError)):
+		return true
+	case errors.Is(err, context.DeadlineExceeded):
+		// Only reached for a per-attempt timeout: the caller's own deadline
+		// is checked before this.
+		return true
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		if s := re.HTTPStatusCode(); s == http.StatusTooManyRequests || (s >= 500 && s != http.StatusNotImplemented) {
+			return true
+		}
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "SlowDown" {
+		return true
+	}
+	return sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary
+}
+
+// retry runs attempt until it succeeds, fails for good, runs out of
+// attempts, or the caller's deadline leaves no room for the next backoff.
+func (c *Client) retry(ctx context.Context, op, name string, attempt func(context.Context) error) error {
+	var last error
+	for n := 0; n < c.cfg.MaxAttempts; n++ {
+		if n > 0 {
+			d := backoff(n)
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+				return fmt.Errorf("origin: %s %q: gave up after %d attempt(s), deadline too near to retry: %w", op, name, n, last)
+			}
+			if err := sleep(ctx, d); err != nil {
+				return fmt.Errorf("origin: %s %q: %w: after %d attempts: %w", op, name, err, n, last)
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+		err := attempt(actx)
+		attemptErr := actx.Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			// The caller's deadline or cancellation: say so first, so that
+			// errors.Is(err, context.DeadlineExceeded) holds whatever the SDK
+			// made of it.
+			return fmt.Errorf("origin: %s %q: %w: %w", op, name, ctx.Err(), err)
+		}
+		if attemptErr != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrStalled) {
+			err = fmt.Errorf("attempt timed out after %v: %w: %w", c.cfg.Timeout, context.DeadlineExceeded, err)
+		}
+		if errors.Is(err, ErrNotModified) {
+			return err
+		}
+		if !retryable(err) {
+			return fmt.Errorf("origin: %s %q: %w", op, name, err)
+		}
+		last = err
+	}
+	return fmt.Errorf("origin: %s %q: gave up after %d attempt(s): %w", op, name, c.cfg.MaxAttempts, last)
+}
+
+func backoff(attempt int) time.Duration {
+	ceil := backoffBase << min(attempt-1, 16)
+	if ceil > backoffCap || ceil <= 0 {
+		ceil = backoffCap
+	}
+	return rand.N(ceil)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// IsTimeout reports whether err is a timing failure: the caller's deadline,
+// a per-attempt timeout, a network timeout or a stalled body. The handler
+// answers these with 504 and other origin failures with 502.
+func IsTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStalled) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

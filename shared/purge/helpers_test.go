@@ -1,0 +1,133 @@
+package purge
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tilesieve/tilesieve/shared/s3local"
+)
+
+const testBucket = "tiles"
+
+// env is an in-process S3 endpoint reached over HTTP by the real SDK.
+type env struct {
+	srv  *s3local.Server
+	api  *s3.Client
+	reqs *requestLog
+}
+
+// requestLog counts the requests that reach the endpoint.
+type requestLog struct {
+	mu   sync.Mutex // guards seen
+	seen []string   // "METHOD path"
+	n    atomic.Int64
+}
+
+func (l *requestLog) add(r *http.Request) {
+	l.n.Add(1)
+	l.mu.Lock()
+	l.seen = append(l.seen, r.Method+" "+r.URL.Path)
+	l.mu.Unlock()
+}
+
+// since returns the requests after the first n.
+func (l *requestLog) since(n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.seen[n:]...)
+}
+
+func (l *requestLog) count() int { return int(l.n.Load()) }
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	srv, err := s3local.New(s3local.Config{Buckets: []string{testBucket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &requestLog{}
+	hs := httptest.NewServer(counting(log, atomicCreates(srv.Handler())))
+	t.Cleanup(hs.Close)
+	return &env{srv: srv, api: srv.Client(hs.URL), reqs: log}
+}
+
+func counting(log *requestLog, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.add(r)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// atomicCreates makes create-only PUTs atomic. s3local (gofakes3 over s3mem)
+// checks If-None-Match and then writes as two steps, so two racing
+// create-only PUTs of one key can both succeed there, where S3 lets exactly
+// one win; serialising them restores S3's behaviour for the tests.
+func atomicCreates(h http.Handler) http.Handler {
+	var mu sync.Mutex // serialises conditional PUTs
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") != "" {
+			mu.Lock()
+			defer mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// recorder is a Target that records what it was told.
+type recorder struct {
+	mu  sync.Mutex // guards ops
+	ops []string
+}
+
+func (r *recorder) PurgePrefix(p string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, "prefix "+p)
+}
+
+func (r *recorder) PurgeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, "all")
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ops := r.ops
+	r.ops = nil
+	return ops
+}
+
+func matchPath(method, substr string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		return r.Method == method && strings.Contains(r.URL.Path, substr)
+	}
+}

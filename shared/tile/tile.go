@@ -1,0 +1,152 @@
+// Package tile holds what every tier agrees on: the Tile value and the one key
+// space. A tile's key is its URL path without the leading slash, normalised; its
+// S3 key is the configured prefix plus that key. The memory tier, the disk tier,
+// the purge journal and the CDN paths all speak these keys, so one key prefix
+// names the same set of tiles everywhere.
+package tile
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Tile is one stored tile: its bytes exactly as held in S3, and the metadata
+// the HTTP layer answers with. A Tile is immutable once it is handed to a tier;
+// a new version is a new Tile.
+type Tile struct {
+	Body            []byte
+	ContentType     string
+	ContentEncoding string    // "gzip" for pre-compressed vector tiles, else ""
+	ETag            string    // the object's opaque version token, quoted as S3 gives it
+	LastModified    time.Time // the object's Last-Modified
+	StoredAt        time.Time // when this copy was fetched or last revalidated
+}
+
+// Size is the length of the body in bytes.
+func (t *Tile) Size() int64 { return int64(len(t.Body)) }
+
+// Limits on keys. S3 allows 1024 bytes for a whole object key; a tile key
+// leaves room for TILES_PREFIX.
+const (
+	MaxKeyBytes  = 900
+	MaxSegments  = 32
+	MaxSegBytes  = 255
+	maxPathBytes = 3 * MaxKeyBytes // escaped form may be up to three times longer
+)
+
+// ErrBadKey is the class of every key validation error.
+var ErrBadKey = errors.New("tile: bad key")
+
+// KeyError says why a path or key was refused.
+type KeyError struct {
+	Input  string
+	Reason string
+}
+
+func (e *KeyError) Error() string {
+	in := e.Input
+	if len(in) > 80 {
+		in = in[:80] + "…"
+	}
+	return fmt.Sprintf("tile: bad key %q: %s", in, e.Reason)
+}
+
+func (e *KeyError) Unwrap() error { return ErrBadKey }
+
+func bad(in, reason string) error { return &KeyError{Input: in, Reason: reason} }
+
+// KeyFromPath turns an escaped URL path (r.URL.EscapedPath(), or RawPath of a
+// Lambda event) into a tile key. It unescapes once, then refuses what could
+// name something other than one object: dot segments, empty segments,
+// backslashes, control bytes, invalid UTF-8, escaped slashes and overlong
+// input. It never touches S3, so the handler can answer 400 first.
+func KeyFromPath(escaped string) (string, error) {
+	if len(escaped) > maxPathBytes {
+		return "", bad(escaped, "path too long")
+	}
+	if !strings.HasPrefix(escaped, "/") {
+		return "", bad(escaped, "path must start with /")
+	}
+	raw := escaped[1:]
+	// An escaped slash would let one segment pose as two (or hide "..").
+	if strings.Contains(strings.ToLower(raw), "%2f") {
+		return "", bad(escaped, "escaped slash")
+	}
+	key, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", bad(escaped, "bad escape")
+	}
+	if err := ValidateKey(key); err != nil {
+		return "", bad(escaped, err.(*KeyError).Reason)
+	}
+	return key, nil
+}
+
+// ValidateKey checks an already unescaped key against the key rules.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return bad(key, "empty key")
+	case len(key) > MaxKeyBytes:
+		return bad(key, "key too long")
+	case !utf8.ValidString(key):
+		return bad(key, "invalid UTF-8")
+	}
+	segs := 0
+	for seg := range strings.SplitSeq(key, "/") {
+		segs++
+		switch {
+		case seg == "":
+			return bad(key, "empty segment")
+		case seg == "." || seg == "..":
+			return bad(key, "dot segment")
+		case len(seg) > MaxSegBytes:
+			return bad(key, "segment too long")
+		}
+	}
+	if segs > MaxSegments {
+		return bad(key, "too many segments")
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return bad(key, "control byte or backslash")
+		}
+	}
+	return nil
+}
+
+// ValidatePrefix checks a purge or scan prefix. Unlike a key it may be empty
+// (everything) and may end in a partial segment ("osm/1" covers "osm/12/…"),
+// but it follows the same character rules.
+func ValidatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	// A trailing slash or a partial last segment is fine; validate as a key
+	// with the trailing slash removed and a placeholder for a partial segment.
+	trimmed := strings.TrimSuffix(prefix, "/")
+	if trimmed == "" {
+		return bad(prefix, "empty segment")
+	}
+	if err := ValidateKey(trimmed); err != nil {
+		// A partial last segment like "osm/1." is legal as a prefix as long as
+		// it is not a whole dot segment.
+		return err
+	}
+	return nil
+}
+
+// KeyFromObject maps an S3 object key to a tile key, given TILES_PREFIX. It
+// reports ok=false for objects outside the prefix or that are not valid tile
+// keys (so they cannot be served and need no purge).
+func KeyFromObject(tilesPrefix, objectKey string) (string, bool) {
+	key, found := strings.CutPrefix(objectKey, tilesPrefix)
+	if !found || ValidateKey(key) != nil {
+		return "", false
+	}
+	return key, true
+}

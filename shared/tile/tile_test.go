@@ -1,0 +1,125 @@
+package tile
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+var pathCases = []struct {
+	in   string
+	want string // "" means refused
+}{
+	{"/osm/1/0/0.png", "osm/1/0/0.png"},
+	{"/iiif/img%20one/0,0,256,256/256,/0/default.jpg", "iiif/img one/0,0,256,256/256,/0/default.jpg"},
+	{"/t/caf%C3%A9/1.pbf", "t/café/1.pbf"},
+	{"/a+b/1.png", "a+b/1.png"},
+	{"/", ""},
+	{"", ""},
+	{"osm/1/0/0.png", ""},
+	{"/osm//1/0.png", ""},
+	{"/osm/1/0/0.png/", ""},
+	{"/../etc/passwd", ""},
+	{"/osm/../../etc/passwd", ""},
+	{"/osm/./1.png", ""},
+	{"/osm/%2e%2e/secret", ""},
+	{"/osm/%2E%2E/secret", ""},
+	{"/osm%2f..%2fsecret", ""},
+	{"/osm/%2Fetc", ""},
+	{"/osm/%zz", ""},
+	{"/osm/%", ""},
+	{"/osm/%00.png", ""},
+	{"/osm/a%0Ab.png", ""},
+	{"/osm/..%5csecret", ""},
+	{"/osm/\\..\\secret", ""},
+	{"/osm/%ff%fe.png", ""},
+	{"/" + strings.Repeat("a", MaxSegBytes+1), ""},
+	{"/" + strings.Repeat("a/", MaxSegments) + "x", ""},
+	{"/" + strings.Repeat("abcdefgh/", 101), ""},
+}
+
+func TestKeyFromPath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range pathCases {
+		got, err := KeyFromPath(tc.in)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("KeyFromPath(%q) = %q, want an error", tc.in, got)
+			} else if !errors.Is(err, ErrBadKey) {
+				t.Errorf("KeyFromPath(%q): error %v is not ErrBadKey", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("KeyFromPath(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestKeyFromObject(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		prefix, obj, want string
+		ok                bool
+	}{
+		{"tiles/", "tiles/osm/1/0/0.png", "osm/1/0/0.png", true},
+		{"", "osm/1/0/0.png", "osm/1/0/0.png", true},
+		{"tiles/", "other/osm/1.png", "", false},
+		{"tiles/", "tiles/", "", false},
+		{"tiles/", "tiles/a//b", "", false},
+		{"", "_tilesieve/journal/entries/1.json", "_tilesieve/journal/entries/1.json", true},
+	} {
+		got, ok := KeyFromObject(tc.prefix, tc.obj)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("KeyFromObject(%q, %q) = %q, %v; want %q, %v", tc.prefix, tc.obj, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestValidatePrefix(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"", "osm/", "osm/1", "osm/12/2048/", "osm/1."} {
+		if err := ValidatePrefix(p); err != nil {
+			t.Errorf("ValidatePrefix(%q) = %v, want ok", p, err)
+		}
+	}
+	for _, p := range []string{"/", "osm//", "../", "osm/../", "a\x00"} {
+		if err := ValidatePrefix(p); err == nil {
+			t.Errorf("ValidatePrefix(%q) = nil, want an error", p)
+		}
+	}
+}
+
+// FuzzKeyFromPath checks that no accepted path can name anything but a plain
+// relative key, and that accepting is stable: the key, escaped again as a
+// path, is accepted as the same key.
+func FuzzKeyFromPath(f *testing.F) {
+	for _, tc := range pathCases {
+		f.Add(tc.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		key, err := KeyFromPath(in)
+		if err != nil {
+			if !errors.Is(err, ErrBadKey) {
+				t.Fatalf("error %v is not ErrBadKey", err)
+			}
+			return
+		}
+		if err := ValidateKey(key); err != nil {
+			t.Fatalf("accepted %q as %q, which fails ValidateKey: %v", in, key, err)
+		}
+		for seg := range strings.SplitSeq(key, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				t.Fatalf("accepted %q with segment %q", in, seg)
+			}
+		}
+		if strings.ContainsAny(key, "\\\x00") || strings.HasPrefix(key, "/") {
+			t.Fatalf("accepted %q as unsafe key %q", in, key)
+		}
+		again, err := KeyFromPath("/" + (&url.URL{Path: key}).EscapedPath())
+		if err != nil || again != key {
+			t.Fatalf("round trip of %q: got %q, %v", key, again, err)
+		}
+	})
+}

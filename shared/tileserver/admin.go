@@ -1,0 +1,270 @@
+package tileserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+func hashToken(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
+
+// serveAdmin routes /_tilesieve/…: the health check (always on) and the
+// admin API (only with ADMIN_TOKEN). Nothing here may be cached by the CDN.
+func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	route := strings.TrimPrefix(r.URL.Path, adminPrefix)
+	if route == "health" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
+			return
+		}
+		s.writeJSON(w, http.StatusOK, s.health())
+		return
+	}
+	if s.cfg.AdminToken == "" {
+		s.plain(w, http.StatusNotFound, "not found")
+		return
+	}
+	if !s.authorized(w, r) {
+		return
+	}
+	switch {
+	case route == "purge" && r.Method == http.MethodPost:
+		s.adminPurge(w, r, r.URL.Query().Get("prefix"))
+	case strings.HasPrefix(route, "cache/") && r.Method == http.MethodDelete:
+		// DELETE /_tilesieve/cache/<prefix>: the prefix is the rest of the path.
+		prefix := strings.TrimPrefix(strings.TrimPrefix(r.URL.EscapedPath(), adminPrefix), "cache/")
+		unescaped, err := url.PathUnescape(prefix)
+		if err != nil {
+			s.plain(w, http.StatusBadRequest, "bad prefix escape")
+			return
+		}
+		s.adminPurge(w, r, unescaped)
+	case route == "keys" && r.Method == http.MethodGet:
+		s.adminKeys(w, r)
+	case route == "stats" && r.Method == http.MethodGet:
+		s.writeJSON(w, http.StatusOK, s.Stats())
+	case route == "purge" || strings.HasPrefix(route, "cache/") || route == "keys" || route == "stats":
+		s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
+	default:
+		s.plain(w, http.StatusNotFound, "not found")
+	}
+}
+
+// authorized checks the bearer token in constant time: 401 without one, 403
+// with a wrong one.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || tok == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tilesieve"`)
+		s.plain(w, http.StatusUnauthorized, "admin token required")
+		return false
+	}
+	got := hashToken(tok)
+	if subtle.ConstantTimeCompare(got[:], s.adminToken[:]) != 1 {
+		s.plain(w, http.StatusForbidden, "wrong admin token")
+		return false
+	}
+	return true
+}
+
+// PurgeResult is what an admin purge issued.
+type PurgeResult struct {
+	Prefix        string   `json:"prefix"`
+	JournalSeq    uint64   `json:"journal_seq,omitempty"`
+	CDNPaths      []string `json:"cdn_paths,omitempty"`
+	MemoryEntries int      `json:"memory_entries"`
+	DiskEntries   int      `json:"disk_entries"`
+	Errors        []string `json:"errors,omitempty"`
+}
+
+// adminPurge writes a journal entry (so every instance purges), purges this
+// instance at once, and invalidates the CDN.
+func (s *Server) adminPurge(w http.ResponseWriter, r *http.Request, prefix string) {
+	if err := tile.ValidatePrefix(prefix); err != nil {
+		s.plain(w, http.StatusBadRequest, "bad prefix: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	res := PurgeResult{Prefix: prefix}
+	status := http.StatusOK
+	if s.journal != nil {
+		e, err := s.journal.Append(ctx, []string{prefix}, "admin")
+		if err != nil {
+			s.log.Warn("admin purge: journal append failed", "prefix", prefix, "err", err)
+			res.Errors = append(res.Errors, "journal: "+err.Error())
+			status = http.StatusBadGateway
+		} else {
+			res.JournalSeq = e.Seq
+		}
+	}
+	s.guard.purge(prefix, func() {
+		res.MemoryEntries, _ = s.mem.DeletePrefix(prefix)
+		if s.disk != nil {
+			res.DiskEntries, _ = s.disk.DeletePrefix(prefix)
+		}
+	})
+	if s.cdn != nil {
+		batch := "admin:" + prefix + ":" + strconv.FormatInt(s.now().UnixNano(), 10)
+		paths, err := s.cdn.Invalidate(ctx, []string{prefix}, batch)
+		if err != nil {
+			s.log.Warn("admin purge: CDN invalidation failed", "prefix", prefix, "err", err)
+			res.Errors = append(res.Errors, "cdn: "+err.Error())
+			status = http.StatusBadGateway
+		}
+		res.CDNPaths = paths
+	}
+	s.log.Info("admin purge", "prefix", prefix, "journal_seq", res.JournalSeq, "memory_entries", res.MemoryEntries, "disk_entries", res.DiskEntries)
+	s.writeJSON(w, status, res)
+}
+
+// keyLine is one line of the NDJSON key listing.
+type keyLine struct {
+	Key  string `json:"key"`
+	Tier string `json:"tier"`
+	Size int64  `json:"size"`
+	ETag string `json:"etag"`
+}
+
+// adminKeys streams this instance's cached keys under a prefix as NDJSON,
+// memory tier first, then disk, flushing as it goes.
+func (s *Server) adminKeys(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	prefix := q.Get("prefix")
+	if err := tile.ValidatePrefix(prefix); err != nil {
+		s.plain(w, http.StatusBadRequest, "bad prefix: "+err.Error())
+		return
+	}
+	limit := 1000
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			s.plain(w, http.StatusBadRequest, "limit must be a positive whole number")
+			return
+		}
+		limit = n
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	ctx := r.Context()
+	sent := 0
+	emit := func(l keyLine) bool {
+		if ctx.Err() != nil || enc.Encode(l) != nil {
+			return false
+		}
+		sent++
+		if sent%64 == 0 {
+			rc.Flush()
+		}
+		return sent < limit
+	}
+	s.mem.Scan(prefix, limit, func(it cache.Item) bool {
+		return emit(keyLine{Key: it.Key, Tier: "memory", Size: it.Size, ETag: it.ETag})
+	})
+	if s.disk != nil && sent < limit {
+		s.disk.Scan(prefix, limit-sent, func(it disk.Item) bool {
+			return emit(keyLine{Key: it.Key, Tier: "disk", Size: it.Size, ETag: it.ETag})
+		})
+	}
+	rc.Flush()
+}
+
+// Health is the body of GET /_tilesieve/health.
+type Health struct {
+	Status string     `json:"status"`
+	Memory TierHealth `json:"memory"`
+	Disk   TierHealth `json:"disk"`
+}
+
+// TierHealth is the size of one tier.
+type TierHealth struct {
+	Enabled  bool  `json:"enabled"`
+	Entries  int64 `json:"entries"`
+	Bytes    int64 `json:"bytes"`
+	MaxBytes int64 `json:"max_bytes"`
+}
+
+func (s *Server) health() Health {
+	ms := s.mem.Stats()
+	h := Health{Status: "ok", Memory: TierHealth{Enabled: true, Entries: ms.Entries, Bytes: ms.Bytes, MaxBytes: ms.MaxBytes}}
+	if s.disk != nil {
+		ds := s.disk.Stats()
+		h.Disk = TierHealth{Enabled: true, Entries: ds.Entries, Bytes: ds.Bytes, MaxBytes: ds.MaxBytes}
+	}
+	return h
+}
+
+// Stats is the body of GET /_tilesieve/stats.
+type Stats struct {
+	Handler HandlerStats `json:"handler"`
+	Memory  cache.Stats  `json:"memory"`
+	Disk    *disk.Stats  `json:"disk,omitempty"`
+}
+
+// HandlerStats counts what the handler did.
+type HandlerStats struct {
+	Requests        int64 `json:"requests"`
+	MemoryHits      int64 `json:"memory_hits"`
+	DiskHits        int64 `json:"disk_hits"`
+	Misses          int64 `json:"misses"`
+	Revalidated     int64 `json:"revalidated"`
+	Stale           int64 `json:"stale"`
+	NotFound        int64 `json:"not_found"`
+	BadRequests     int64 `json:"bad_requests"`
+	OriginFetches   int64 `json:"origin_fetches"`
+	OriginErrors    int64 `json:"origin_errors"`
+	MergedMisses    int64 `json:"merged_misses"`
+	DroppedFills    int64 `json:"dropped_fills"`
+	DiskWriteErrors int64 `json:"disk_write_errors"`
+}
+
+// Stats returns the tier and handler counters.
+func (s *Server) Stats() Stats {
+	c := &s.stats
+	st := Stats{
+		Handler: HandlerStats{
+			Requests: c.requests.Load(), MemoryHits: c.memoryHits.Load(), DiskHits: c.diskHits.Load(),
+			Misses: c.misses.Load(), Revalidated: c.revalidated.Load(), Stale: c.stale.Load(),
+			NotFound: c.notFound.Load(), BadRequests: c.badRequests.Load(),
+			OriginFetches: c.originFetches.Load(), OriginErrors: c.originErrors.Load(),
+			MergedMisses: c.merged.Load(), DroppedFills: c.dropped.Load(), DiskWriteErrors: c.diskWriteErrors.Load(),
+		},
+		Memory: s.mem.Stats(),
+	}
+	if s.disk != nil {
+		ds := s.disk.Stats()
+		st.Disk = &ds
+	}
+	return st
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		s.plain(w, http.StatusInternalServerError, "encoding failed")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// adminTimeout bounds a purge's journal and CDN calls when the request has
+// no sooner deadline of its own.
+const adminTimeout = 20 * time.Second

@@ -1,0 +1,67 @@
+package tileserver
+
+import (
+	"bytes"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"mime"
+	"path"
+	"strings"
+)
+
+// emptyTiles are the answers for missing tiles of sparse tilesets
+// (MISSING_TILE=empty): a blank tile of the format the key's extension names.
+type emptyTile struct {
+	body        []byte
+	contentType string
+}
+
+const emptyTileSize = 256
+
+func makeEmptyTiles() map[string]emptyTile {
+	var pngBuf, jpgBuf bytes.Buffer
+	// A fully transparent PNG compresses to a few hundred bytes.
+	transparent := image.NewNRGBA(image.Rect(0, 0, emptyTileSize, emptyTileSize))
+	_ = png.Encode(&pngBuf, transparent) // cannot fail on an in-memory image
+	white := image.NewGray(image.Rect(0, 0, emptyTileSize, emptyTileSize))
+	for i := range white.Pix {
+		white.Pix[i] = 0xff
+	}
+	_ = jpeg.Encode(&jpgBuf, white, &jpeg.Options{Quality: 75})
+	return map[string]emptyTile{
+		".png":  {pngBuf.Bytes(), "image/png"},
+		".jpg":  {jpgBuf.Bytes(), "image/jpeg"},
+		".jpeg": {jpgBuf.Bytes(), "image/jpeg"},
+		// An empty vector tile is zero bytes: a tile with no layers.
+		".pbf":  {nil, contentTypeMVT},
+		".mvt":  {nil, contentTypeMVT},
+		".json": {[]byte("{}"), "application/json"},
+	}
+}
+
+const contentTypeMVT = "application/vnd.mapbox-vector-tile"
+
+// contentTypeFor fills in a missing or generic stored content type from the
+// key's extension.
+func contentTypeFor(key, stored string) string {
+	if stored != "" && stored != "binary/octet-stream" && stored != "application/octet-stream" {
+		return stored
+	}
+	ext := strings.ToLower(path.Ext(key))
+	switch ext {
+	case ".pbf", ".mvt":
+		return contentTypeMVT
+	case ".webp":
+		return "image/webp"
+	case ".avif":
+		return "image/avif"
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		return t
+	}
+	if stored != "" {
+		return stored
+	}
+	return "application/octet-stream"
+}

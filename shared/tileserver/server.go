@@ -1,0 +1,212 @@
+// Package tileserver is the tile origin as one http.Handler: memory tier, then
+// disk tier, then S3, with the HTTP contract of DESIGN.md (conditional
+// requests, ranges, gzip pass-through, X-Cache and Server-Timing, stale copies
+// on origin errors) and the admin API. It knows nothing of Lambda: the Lambda
+// entry wraps it, and `make run` and the tests serve it as it is.
+//
+// A miss in one tier fills the tiers above it; concurrent misses for one key
+// make one origin request; a fill that began before a purge of its key was
+// applied is not inserted (see guard). The handler is safe for concurrent use.
+package tileserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// Origin is where tiles come from on a miss: S3, through shared/origin.
+type Origin interface {
+	// Get fetches key; with ifNoneMatch set, origin.ErrNotModified means the
+	// cached copy is still current. origin.ErrNotFound means no such tile.
+	Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error)
+}
+
+// Journal records purges so that every instance applies them.
+type Journal interface {
+	Append(ctx context.Context, prefixes []string, source string) (purge.Entry, error)
+}
+
+// Config is the handler's behaviour.
+type Config struct {
+	CacheControl         string        // tiles; its stale-if-error bounds serving stale copies
+	NegativeCacheControl string        // 404 and sparse answers
+	MissingTile          string        // "404", "204" or "empty"
+	RevalidateAfter      time.Duration // age after which a cached tile is revalidated
+	OriginTimeout        time.Duration // deadline of one origin fetch
+	AdminToken           string        // empty disables the admin API
+	Now                  func() time.Time
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	switch c.MissingTile {
+	case "", "404", "204", "empty":
+	default:
+		errs = append(errs, fmt.Errorf("tileserver: MissingTile %q: want 404, 204 or empty", c.MissingTile))
+	}
+	if c.RevalidateAfter < 0 || c.OriginTimeout < 0 {
+		errs = append(errs, errors.New("tileserver: durations must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Deps are the parts the handler composes. Memory and Origin are required;
+// the rest may be nil (no disk tier, no journal, no CDN).
+type Deps struct {
+	Memory   *cache.Cache
+	Disk     *disk.Store
+	Origin   Origin
+	Journal  Journal
+	CDN      *cdn.Invalidator
+	Logger   *slog.Logger
+}
+
+// Server is the tile handler.
+type Server struct {
+	cfg          Config
+	mem          *cache.Cache
+	disk         *disk.Store
+	origin       Origin
+	journal      Journal
+	cdn          *cdn.Invalidator
+	log          *slog.Logger
+	now          func() time.Time
+	staleIfError time.Duration
+	empty        map[string]emptyTile
+	adminToken   [32]byte // sha256 of the token; compared in constant time
+
+	flight flight
+	guard  guard
+	stats  counters
+}
+
+// counters are the handler's own statistics.
+type counters struct {
+	requests, memoryHits, diskHits, misses, revalidated, stale atomic.Int64
+	originFetches, originErrors, merged, notFound, badRequests atomic.Int64
+	dropped                                                    atomic.Int64 // fills not inserted because a purge overtook them
+	diskWriteErrors                                            atomic.Int64
+}
+
+// New builds the handler.
+func New(cfg Config, d Deps) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Memory == nil || d.Origin == nil {
+		return nil, errors.New("tileserver: Memory and Origin are required")
+	}
+	if cfg.MissingTile == "" {
+		cfg.MissingTile = "404"
+	}
+	if cfg.CacheControl == "" {
+		cfg.CacheControl = "public, max-age=86400, stale-while-revalidate=60, stale-if-error=86400"
+	}
+	if cfg.NegativeCacheControl == "" {
+		cfg.NegativeCacheControl = "public, max-age=60"
+	}
+	if cfg.RevalidateAfter == 0 {
+		cfg.RevalidateAfter = time.Hour
+	}
+	if cfg.OriginTimeout == 0 {
+		cfg.OriginTimeout = 10 * time.Second
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin,
+		journal: d.Journal, cdn: d.CDN, log: log, now: now,
+		staleIfError: directiveSeconds(cfg.CacheControl, "stale-if-error"),
+		empty:        makeEmptyTiles(),
+	}
+	if cfg.AdminToken != "" {
+		s.adminToken = hashToken(cfg.AdminToken)
+	}
+	return s, nil
+}
+
+// adminPrefix is the reserved path space of the health check and admin API.
+const adminPrefix = "/_tilesieve/"
+
+// ServeHTTP routes the health check and admin API, and serves tiles.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.stats.requests.Add(1)
+	if strings.HasPrefix(r.URL.Path, adminPrefix) {
+		s.serveAdmin(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	s.serveTile(w, r)
+}
+
+// PurgePrefix removes every tile under prefix from both tiers of this
+// instance, and keeps in-flight fills from putting them back. It is the
+// purge.Target the journal follower drives.
+func (s *Server) PurgePrefix(prefix string) {
+	var memN, diskN int
+	s.guard.purge(prefix, func() {
+		memN, _ = s.mem.DeletePrefix(prefix)
+		if s.disk != nil {
+			diskN, _ = s.disk.DeletePrefix(prefix)
+		}
+	})
+	s.log.Debug("purged", "prefix", prefix, "memory_entries", memN, "disk_entries", diskN)
+}
+
+// PurgeAll drops both tiers (the follower fell behind the journal).
+func (s *Server) PurgeAll() { s.PurgePrefix("") }
+
+// Syncer brings an instance up to date with the purge journal; it runs on the
+// request path (Lambda freezes idle instances, so nothing runs between
+// requests) and must return quickly whatever happens.
+type Syncer interface {
+	MaybeSync(ctx context.Context)
+}
+
+// WithSync runs s before every request h serves.
+func WithSync(s Syncer, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.MaybeSync(r.Context())
+		h.ServeHTTP(w, r)
+	})
+}
+
+// directiveSeconds reads a delta-seconds directive from a Cache-Control value.
+func directiveSeconds(cc, name string) time.Duration {
+	for part := range strings.SplitSeq(cc, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || !strings.EqualFold(k, name) {
+			continue
+		}
+		n, err := strconv.Atoi(strings.Trim(v, `"`))
+		if err != nil || n < 0 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	return 0
+}

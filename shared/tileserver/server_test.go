@@ -1,0 +1,592 @@
+package tileserver_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
+)
+
+const bucket = "tiles"
+
+// clock is the injected time of one test.
+type clock struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// env is one tile server over an in-process S3 endpoint.
+type env struct {
+	t       *testing.T
+	s3      *s3local.Server
+	s3URL   string
+	client  *origin.Client
+	mem     *cache.Cache
+	disk    *disk.Store
+	srv     *tileserver.Server
+	clock   *clock
+	s3Reqs  atomic.Int64 // requests that reached the S3 endpoint
+	s3Gets  atomic.Int64
+	wrapS3  func(http.Handler) http.Handler
+	journal *purge.Journal
+}
+
+type option func(*env, *tileserver.Config, *origin.Config)
+
+func withConfig(f func(*tileserver.Config)) option {
+	return func(_ *env, c *tileserver.Config, _ *origin.Config) { f(c) }
+}
+
+func withOrigin(f func(*origin.Config)) option {
+	return func(_ *env, _ *tileserver.Config, o *origin.Config) { f(o) }
+}
+
+// withS3Wrapper puts a handler in front of the S3 endpoint.
+func withS3Wrapper(w func(http.Handler) http.Handler) option {
+	return func(e *env, _ *tileserver.Config, _ *origin.Config) { e.wrapS3 = w }
+}
+
+func newEnv(t *testing.T, opts ...option) *env {
+	t.Helper()
+	e := &env{t: t, clock: newClock()}
+	s3srv, err := s3local.New(s3local.Config{Buckets: []string{bucket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s3 = s3srv
+	cfg := tileserver.Config{
+		RevalidateAfter: time.Hour,
+		OriginTimeout:   2 * time.Second,
+		AdminToken:      "test-admin-token",
+		Now:             e.clock.Now,
+	}
+	ocfg := origin.Config{Bucket: bucket, Prefix: "tiles/", MaxAttempts: 3, Now: e.clock.Now}
+	for _, o := range opts {
+		o(e, &cfg, &ocfg)
+	}
+	var h http.Handler = s3srv.Handler()
+	if e.wrapS3 != nil {
+		h = e.wrapS3(h)
+	}
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.s3Reqs.Add(1)
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/"+bucket+"/tiles/") {
+			e.s3Gets.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	})
+	hs := httptest.NewServer(counted)
+	t.Cleanup(hs.Close)
+	e.s3URL = hs.URL
+	api := s3srv.Client(hs.URL)
+	e.client = origin.NewWithS3(api, ocfg)
+	e.mem, err = cache.New(cache.Config{MaxBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.disk, err = disk.Open(disk.Config{Dir: t.TempDir(), MaxBytes: 64 << 20, Now: e.clock.Now}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.journal = purge.NewJournal(api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: e.clock.Now})
+	e.srv, err = tileserver.New(cfg, tileserver.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Journal: e.journal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) put(key string, body []byte, contentType, encoding string) string {
+	e.t.Helper()
+	etag, err := s3local.Put(context.Background(), e.s3.Client(e.s3URL), bucket, "tiles/"+key, body, contentType, encoding)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return etag
+}
+
+// do sends one request straight to the handler.
+func (e *env) do(method, path string, hdr ...string) *http.Response {
+	e.t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	e.srv.ServeHTTP(rec, req)
+	return rec.Result()
+}
+
+func body(t *testing.T, r *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func expect(t *testing.T, r *http.Response, status int, xcache string) {
+	t.Helper()
+	if r.StatusCode != status {
+		t.Fatalf("status: got %d, want %d (X-Cache %q)", r.StatusCode, status, r.Header.Get("X-Cache"))
+	}
+	if xcache != "" && r.Header.Get("X-Cache") != xcache {
+		t.Fatalf("X-Cache: got %q, want %q", r.Header.Get("X-Cache"), xcache)
+	}
+}
+
+func TestTiersMissMemoryDisk(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	etag := e.put("osm/1/0/0.png", []byte("tile-100"), "image/png", "")
+
+	r := e.do("GET", "/osm/1/0/0.png")
+	expect(t, r, 200, "MISS")
+	if got := body(t, r); got != "tile-100" {
+		t.Fatalf("body: got %q", got)
+	}
+	for _, h := range []string{"Content-Type", "Content-Length", "Etag", "Last-Modified", "Cache-Control", "Server-Timing"} {
+		if r.Header.Get(h) == "" {
+			t.Errorf("missing header %s", h)
+		}
+	}
+	if r.Header.Get("Etag") != etag || r.Header.Get("Content-Type") != "image/png" || r.Header.Get("Content-Length") != "8" {
+		t.Errorf("headers: %v", r.Header)
+	}
+	if !strings.HasPrefix(r.Header.Get("Server-Timing"), "origin;dur=") {
+		t.Errorf("Server-Timing: %q", r.Header.Get("Server-Timing"))
+	}
+
+	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "HIT-MEMORY")
+	e.mem.DeletePrefix("")
+	r = e.do("GET", "/osm/1/0/0.png")
+	expect(t, r, 200, "HIT-DISK")
+	if got := body(t, r); got != "tile-100" {
+		t.Fatalf("disk body: got %q", got)
+	}
+	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "HIT-MEMORY")
+	if n := e.s3Gets.Load(); n != 1 {
+		t.Fatalf("S3 GETs: got %d, want 1", n)
+	}
+}
+
+func TestConditionalRangeHead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	data := []byte("0123456789abcdefghij")
+	etag := e.put("t/2/1/1.png", data, "image/png", "")
+	r := e.do("GET", "/t/2/1/1.png")
+	expect(t, r, 200, "MISS")
+	lm := r.Header.Get("Last-Modified")
+
+	expect(t, e.do("GET", "/t/2/1/1.png", "If-None-Match", etag), 304, "HIT-MEMORY")
+	expect(t, e.do("GET", "/t/2/1/1.png", "If-None-Match", `"other", `+etag), 304, "")
+	expect(t, e.do("GET", "/t/2/1/1.png", "If-None-Match", `"other"`), 200, "")
+	expect(t, e.do("GET", "/t/2/1/1.png", "If-Modified-Since", lm), 304, "")
+
+	r = e.do("GET", "/t/2/1/1.png", "Range", "bytes=2-5")
+	expect(t, r, 206, "HIT-MEMORY")
+	if got := body(t, r); got != "2345" || r.Header.Get("Content-Range") != "bytes 2-5/20" {
+		t.Fatalf("range: got %q %q", got, r.Header.Get("Content-Range"))
+	}
+	expect(t, e.do("GET", "/t/2/1/1.png", "Range", "bytes=50-60"), 416, "")
+
+	r = e.do("HEAD", "/t/2/1/1.png")
+	expect(t, r, 200, "HIT-MEMORY")
+	if got := body(t, r); got != "" || r.Header.Get("Content-Length") != "20" || r.Header.Get("Etag") != etag {
+		t.Fatalf("HEAD: body %q, headers %v", got, r.Header)
+	}
+}
+
+func gz(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(s))
+	zw.Close()
+	return b.Bytes()
+}
+
+func TestGzipPassThroughAndDecode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	stored := gz(t, "vector tile bytes")
+	etag := e.put("v/3/1/2.pbf", stored, "application/x-protobuf", "gzip")
+
+	r := e.do("GET", "/v/3/1/2.pbf", "Accept-Encoding", "br, gzip")
+	expect(t, r, 200, "MISS")
+	if got := body(t, r); got != string(stored) || r.Header.Get("Content-Encoding") != "gzip" || r.Header.Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("gzip client: encoding %q vary %q, body equal=%v", r.Header.Get("Content-Encoding"), r.Header.Get("Vary"), got == string(stored))
+	}
+	r = e.do("GET", "/v/3/1/2.pbf")
+	expect(t, r, 200, "HIT-MEMORY")
+	if got := body(t, r); got != "vector tile bytes" || r.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("identity client: got %q, encoding %q", got, r.Header.Get("Content-Encoding"))
+	}
+	if r.Header.Get("Etag") != "W/"+etag || r.Header.Get("Content-Length") != "17" {
+		t.Fatalf("identity client: etag %q length %q", r.Header.Get("Etag"), r.Header.Get("Content-Length"))
+	}
+	expect(t, e.do("GET", "/v/3/1/2.pbf", "Accept-Encoding", "gzip;q=0"), 200, "")
+	if r := e.do("GET", "/v/3/1/2.pbf", "Accept-Encoding", "gzip;q=0"); r.Header.Get("Content-Encoding") != "" {
+		t.Fatal("gzip;q=0 got gzip")
+	}
+}
+
+func TestMissingTile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode, path string
+		status     int
+		ctype      string
+	}{
+		{"404", "/osm/9/9/9.png", 404, "text/plain; charset=utf-8"},
+		{"204", "/osm/9/9/9.png", 204, ""},
+		{"empty", "/osm/9/9/9.png", 200, "image/png"},
+		{"empty", "/osm/9/9/9.pbf", 200, "application/vnd.mapbox-vector-tile"},
+		{"empty", "/osm/9/9/9.bin", 404, "text/plain; charset=utf-8"},
+	} {
+		t.Run(tc.mode+tc.path, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, withConfig(func(c *tileserver.Config) {
+				c.MissingTile = tc.mode
+				c.NegativeCacheControl = "public, max-age=30"
+			}))
+			r := e.do("GET", tc.path)
+			expect(t, r, tc.status, "")
+			if r.Header.Get("Cache-Control") != "public, max-age=30" {
+				t.Errorf("Cache-Control: %q", r.Header.Get("Cache-Control"))
+			}
+			if r.Header.Get("Content-Type") != tc.ctype {
+				t.Errorf("Content-Type: got %q, want %q", r.Header.Get("Content-Type"), tc.ctype)
+			}
+		})
+	}
+}
+
+func TestRevalidation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.put("r/1/1/1.png", []byte("v1"), "image/png", "")
+	expect(t, e.do("GET", "/r/1/1/1.png"), 200, "MISS")
+
+	e.clock.Advance(2 * time.Hour)
+	r := e.do("GET", "/r/1/1/1.png")
+	expect(t, r, 200, "REVALIDATED")
+	if got := body(t, r); got != "v1" {
+		t.Fatalf("got %q", got)
+	}
+	expect(t, e.do("GET", "/r/1/1/1.png"), 200, "HIT-MEMORY")
+
+	e.put("r/1/1/1.png", []byte("v2"), "image/png", "")
+	e.clock.Advance(2 * time.Hour)
+	r = e.do("GET", "/r/1/1/1.png")
+	expect(t, r, 200, "MISS")
+	if got := body(t, r); got != "v2" {
+		t.Fatalf("after change: got %q, want v2", got)
+	}
+}
+
+func TestPurgePrefixBothTiers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, k := range []string{"osm/12/1/1.png", "osm/12/1/2.png", "osm/1/0/0.png", "other/1/0/0.png"} {
+		e.put(k, []byte(k), "image/png", "")
+		expect(t, e.do("GET", "/"+k), 200, "MISS")
+	}
+	e.srv.PurgePrefix("osm/12/")
+	if _, ok := e.mem.Get("osm/12/1/1.png"); ok {
+		t.Fatal("purged key still in memory")
+	}
+	if _, ok := e.disk.Get("osm/12/1/2.png"); ok {
+		t.Fatal("purged key still on disk")
+	}
+	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "HIT-MEMORY")
+	expect(t, e.do("GET", "/other/1/0/0.png"), 200, "HIT-MEMORY")
+	expect(t, e.do("GET", "/osm/12/1/1.png"), 200, "MISS")
+}
+
+func TestBadRequestsNeverReachS3(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// (A bad escape such as %zz never reaches a handler: net/http and the
+	// Lambda adapter refuse it first; shared/tile's tests cover it.)
+	for _, p := range []string{"/osm/%2e%2e/secret", "/osm//1.png", "/osm/a%2Fb.png", "/osm/%00.png", "/" + strings.Repeat("a/", 40) + "x"} {
+		req := httptest.NewRequest("GET", p, nil)
+		rec := httptest.NewRecorder()
+		e.srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: got %d, want 400", p, rec.Code)
+		}
+	}
+	r := e.do("POST", "/osm/1/0/0.png")
+	expect(t, r, 405, "")
+	if r.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("Allow: %q", r.Header.Get("Allow"))
+	}
+	if n := e.s3Reqs.Load(); n != 0 {
+		t.Fatalf("S3 saw %d requests for bad input", n)
+	}
+}
+
+func TestConcurrentMissesMakeOneFetch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.put("hot/1/1/1.png", []byte("hot"), "image/png", "")
+	e.s3.Faults().Add(s3local.Fault{Match: s3local.MatchGet("hot/1/1/1.png"), Delay: 100 * time.Millisecond, Times: 1})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			r := e.do("GET", "/hot/1/1/1.png")
+			if r.StatusCode != 200 || body(t, r) != "hot" {
+				t.Errorf("got %d", r.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	if n := e.s3Gets.Load(); n != 1 {
+		t.Fatalf("S3 GETs: got %d, want 1", n)
+	}
+}
+
+func TestOriginFaults(t *testing.T) {
+	t.Parallel()
+	t.Run("5xx without a copy is 502", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.put("f/1/1/1.png", []byte("x"), "image/png", "")
+		e.s3.Faults().Add(s3local.Fault{Match: s3local.MatchGet("f/1/1/1.png"), Status: 500})
+		r := e.do("GET", "/f/1/1/1.png")
+		expect(t, r, 502, "")
+		if !strings.Contains(body(t, r), "origin error") {
+			t.Fatal("no short body")
+		}
+	})
+	t.Run("503 then success is served", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.put("f/1/1/1.png", []byte("x"), "image/png", "")
+		e.s3.Faults().Add(s3local.Fault{Match: s3local.MatchGet("f/1/1/1.png"), Status: 503, Times: 2})
+		expect(t, e.do("GET", "/f/1/1/1.png"), 200, "MISS")
+	})
+	t.Run("5xx with an expired copy inside stale-if-error is STALE", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.put("f/1/1/1.png", []byte("old"), "image/png", "")
+		expect(t, e.do("GET", "/f/1/1/1.png"), 200, "MISS")
+		e.clock.Advance(2 * time.Hour)
+		e.s3.Faults().Add(s3local.Fault{Match: s3local.MatchGet("f/1/1/1.png"), Status: 500})
+		r := e.do("GET", "/f/1/1/1.png")
+		expect(t, r, 200, "STALE")
+		if body(t, r) != "old" {
+			t.Fatal("stale body wrong")
+		}
+		// Past max-age + stale-if-error (1 h + 1 day) the copy may not be used.
+		e.clock.Advance(25 * time.Hour)
+		expect(t, e.do("GET", "/f/1/1/1.png"), 502, "")
+	})
+	t.Run("a hung S3 is 504 within the deadline", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.put("f/1/1/1.png", []byte("x"), "image/png", "")
+		e.s3.Faults().Add(s3local.Fault{Match: s3local.MatchGet("f/1/1/1.png"), Delay: time.Minute})
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, "GET", "/f/1/1/1.png", nil)
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		e.srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusGatewayTimeout {
+			t.Fatalf("got %d, want 504", rec.Code)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("answered after %v, past the deadline", d)
+		}
+	})
+	t.Run("a truncated body is an error, never a short tile", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		full := bytes.Repeat([]byte("z"), 100_000)
+		e.put("f/1/1/1.png", full, "image/png", "")
+		e.s3.Faults().Add(s3local.Fault{Match: s3local.MatchGet("f/1/1/1.png"), TruncateAfter: 5000})
+		r := e.do("GET", "/f/1/1/1.png")
+		expect(t, r, 502, "")
+		if _, ok := e.mem.Get("f/1/1/1.png"); ok {
+			t.Fatal("a truncated tile was cached")
+		}
+	})
+}
+
+func TestDiskThatCannotWriteStillServes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// A disk tier whose directory is gone and cannot be recreated: its path
+	// is now a regular file.
+	dir := filepath.Join(t.TempDir(), "d")
+	broken, err := disk.Open(disk.Config{Dir: dir, MaxBytes: 1 << 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := tileserver.New(tileserver.Config{Now: e.clock.Now}, tileserver.Deps{Memory: e.mem, Disk: broken, Origin: e.client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.put("d/1/1/1.png", []byte("served"), "image/png", "")
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest("GET", "/d/1/1/1.png", nil))
+	if rec.Code != 200 || rec.Body.String() != "served" {
+		t.Fatalf("got %d %q", rec.Code, rec.Body.String())
+	}
+	if srv.Stats().Handler.DiskWriteErrors != 1 {
+		t.Fatalf("disk write errors: %+v", srv.Stats().Handler)
+	}
+}
+
+// TestPurgeRaceFillNotReinserted forces the interleaving: a fill of the old
+// version is in flight (S3 has answered, the bytes are on their way) when a
+// purge of its key is applied. The old bytes must not be put back.
+func TestPurgeRaceFillNotReinserted(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	var hold atomic.Bool
+	e := newEnv(t, withS3Wrapper(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "race/1/1/1.png") || !hold.CompareAndSwap(true, false) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			// Serve the old version into a buffer, then hold it back.
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			close(arrived)
+			<-release
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+		})
+	}))
+	e.put("race/1/1/1.png", []byte("old"), "image/png", "")
+	hold.Store(true)
+	done := make(chan *http.Response)
+	go func() { done <- e.do("GET", "/race/1/1/1.png") }()
+	<-arrived
+	// The new version lands and its purge is applied while the old one is in flight.
+	e.put("race/1/1/1.png", []byte("new"), "image/png", "")
+	e.srv.PurgePrefix("race/")
+	close(release)
+	r := <-done
+	if got := body(t, r); got != "old" {
+		t.Fatalf("in-flight request: got %q (it began before the purge, so old is expected)", got)
+	}
+	if _, ok := e.mem.Get("race/1/1/1.png"); ok {
+		t.Fatal("the old fill was inserted into memory after the purge")
+	}
+	if _, ok := e.disk.Get("race/1/1/1.png"); ok {
+		t.Fatal("the old fill was written to disk after the purge")
+	}
+	r = e.do("GET", "/race/1/1/1.png")
+	expect(t, r, 200, "MISS")
+	if got := body(t, r); got != "new" {
+		t.Fatalf("after purge: got %q, want new", got)
+	}
+	if e.srv.Stats().Handler.DroppedFills != 1 {
+		t.Fatalf("dropped fills: %+v", e.srv.Stats().Handler)
+	}
+}
+
+func TestHealthAndAdmin(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, k := range []string{"a/1/1/1.png", "a/1/1/2.png", "b/1/1/1.png"} {
+		e.put(k, []byte(k), "image/png", "")
+		e.do("GET", "/"+k)
+	}
+	r := e.do("GET", "/_tilesieve/health")
+	expect(t, r, 200, "")
+	var h tileserver.Health
+	if err := json.NewDecoder(r.Body).Decode(&h); err != nil || h.Memory.Entries != 3 || h.Disk.Entries != 3 {
+		t.Fatalf("health: %+v %v", h, err)
+	}
+
+	expect(t, e.do("GET", "/_tilesieve/stats"), 401, "")
+	expect(t, e.do("GET", "/_tilesieve/stats", "Authorization", "Bearer nope"), 403, "")
+	r = e.do("GET", "/_tilesieve/stats", "Authorization", "Bearer test-admin-token")
+	expect(t, r, 200, "")
+	if r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("admin Cache-Control: %q", r.Header.Get("Cache-Control"))
+	}
+
+	r = e.do("GET", "/_tilesieve/keys?prefix=a/&limit=10", "Authorization", "Bearer test-admin-token")
+	expect(t, r, 200, "")
+	lines := strings.Split(strings.TrimSpace(body(t, r)), "\n")
+	if len(lines) != 4 { // two keys, memory and disk
+		t.Fatalf("keys: %q", lines)
+	}
+	var first struct{ Key, Tier string }
+	json.Unmarshal([]byte(lines[0]), &first)
+	if first.Key != "a/1/1/1.png" || first.Tier != "memory" {
+		t.Fatalf("first line: %q", lines[0])
+	}
+
+	r = e.do("POST", "/_tilesieve/purge?prefix=a/", "Authorization", "Bearer test-admin-token")
+	expect(t, r, 200, "")
+	var res tileserver.PurgeResult
+	if err := json.NewDecoder(r.Body).Decode(&res); err != nil || res.MemoryEntries != 2 || res.DiskEntries != 2 || res.JournalSeq == 0 {
+		t.Fatalf("purge: %+v %v", res, err)
+	}
+	entries, _, err := e.journal.ReadAfter(context.Background(), 0, 10)
+	if err != nil || len(entries) != 1 || entries[0].Prefixes[0] != "a/" {
+		t.Fatalf("journal: %+v %v", entries, err)
+	}
+	r = e.do("DELETE", "/_tilesieve/cache/b/1", "Authorization", "Bearer test-admin-token")
+	expect(t, r, 200, "")
+	expect(t, e.do("POST", "/_tilesieve/purge?prefix=../", "Authorization", "Bearer test-admin-token"), 400, "")
+	expect(t, e.do("GET", "/_tilesieve/purge", "Authorization", "Bearer test-admin-token"), 405, "")
+}
+
+func TestAdminOffWithoutToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.AdminToken = "" }))
+	expect(t, e.do("POST", "/_tilesieve/purge?prefix=a/", "Authorization", "Bearer x"), 404, "")
+	expect(t, e.do("GET", "/_tilesieve/health"), 200, "")
+}

@@ -1,0 +1,198 @@
+package tileserver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// source is the tier that answered, as X-Cache names it.
+type source uint8
+
+const (
+	srcMemory source = iota + 1
+	srcDisk
+	srcOrigin
+	srcRevalidated
+	srcStale
+)
+
+func (s source) String() string {
+	switch s {
+	case srcMemory:
+		return "HIT-MEMORY"
+	case srcDisk:
+		return "HIT-DISK"
+	case srcOrigin:
+		return "MISS"
+	case srcRevalidated:
+		return "REVALIDATED"
+	case srcStale:
+		return "STALE"
+	}
+	return "MISS"
+}
+
+func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	key, err := tile.KeyFromPath(r.URL.EscapedPath())
+	if err != nil {
+		s.stats.badRequests.Add(1)
+		s.plain(w, http.StatusBadRequest, "bad tile path")
+		s.logRequest(r, "", http.StatusBadRequest, 0, start)
+		return
+	}
+	t, src, err := s.lookup(r.Context(), key)
+	switch {
+	case err == nil:
+		status := s.writeTile(w, r, t, src, start)
+		s.logRequest(r, key, status, src, start)
+	case errors.Is(err, origin.ErrNotFound):
+		s.stats.notFound.Add(1)
+		status := s.writeMissing(w, r, key)
+		s.logRequest(r, key, status, srcOrigin, start)
+	default:
+		status, msg := http.StatusBadGateway, "origin error"
+		if isTimeout(err) {
+			status, msg = http.StatusGatewayTimeout, "origin timeout"
+		}
+		s.log.Warn("tile not served", "key", key, "status", status, "err", err)
+		w.Header().Set("X-Cache", srcOrigin.String())
+		s.plain(w, status, msg)
+		s.logRequest(r, key, status, srcOrigin, start)
+	}
+}
+
+// lookup finds key in memory, then on disk, then at the origin.
+func (s *Server) lookup(ctx context.Context, key string) (*tile.Tile, source, error) {
+	if t, ok := s.mem.Get(key); ok {
+		if s.fresh(t) {
+			s.stats.memoryHits.Add(1)
+			return t, srcMemory, nil
+		}
+		return s.fetch(ctx, key, t)
+	}
+	if s.disk != nil {
+		epoch := s.guard.begin()
+		if t, ok := s.disk.Get(key); ok {
+			if !s.fresh(t) {
+				return s.fetch(ctx, key, t)
+			}
+			s.guard.insert(key, epoch, func() { s.mem.Set(key, t) })
+			s.stats.diskHits.Add(1)
+			return t, srcDisk, nil
+		}
+	}
+	return s.fetch(ctx, key, nil)
+}
+
+func (s *Server) fresh(t *tile.Tile) bool {
+	return s.now().Sub(t.StoredAt) < s.cfg.RevalidateAfter
+}
+
+// fetch gets key from the origin, revalidating cached when it is set, and
+// fills the tiers. Concurrent fetches of one key make one origin request.
+func (s *Server) fetch(ctx context.Context, key string, cached *tile.Tile) (*tile.Tile, source, error) {
+	t, src, shared, err := s.flight.do(ctx, key, func() (*tile.Tile, source, error) {
+		return s.fetchOnce(ctx, key, cached)
+	})
+	if shared {
+		s.stats.merged.Add(1)
+	}
+	if err == nil {
+		return t, src, nil
+	}
+	if cached != nil && !errors.Is(err, origin.ErrNotFound) && s.now().Sub(cached.StoredAt) < s.cfg.RevalidateAfter+s.staleIfError {
+		s.stats.stale.Add(1)
+		s.log.Warn("serving stale copy", "key", key, "err", err)
+		return cached, srcStale, nil
+	}
+	return nil, 0, err
+}
+
+// fetchOnce is the body of one merged fetch. It runs detached from the
+// caller that started it (other callers may be waiting), bounded by
+// OriginTimeout and by that caller's deadline.
+func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile) (*tile.Tile, source, error) {
+	epoch := s.guard.begin()
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OriginTimeout)
+	defer cancel()
+	if dl, ok := ctx.Deadline(); ok {
+		var cancelDL context.CancelFunc
+		fctx, cancelDL = context.WithDeadline(fctx, dl)
+		defer cancelDL()
+	}
+	etag := ""
+	if cached != nil {
+		etag = cached.ETag
+	}
+	s.stats.originFetches.Add(1)
+	t, err := s.origin.Get(fctx, key, etag)
+	switch {
+	case err == nil:
+		t.ContentType = contentTypeFor(key, t.ContentType)
+		s.store(key, t, epoch)
+		s.stats.misses.Add(1)
+		return t, srcOrigin, nil
+	case cached != nil && errors.Is(err, origin.ErrNotModified):
+		renewed := *cached
+		renewed.StoredAt = s.now()
+		s.guard.insert(key, epoch, func() { s.mem.Set(key, &renewed) })
+		s.stats.revalidated.Add(1)
+		return &renewed, srcRevalidated, nil
+	case errors.Is(err, origin.ErrNotFound):
+		if cached != nil {
+			// The tile was deleted at the origin: forget every copy of it.
+			s.guard.purge(key, func() {
+				s.mem.Delete(key)
+				if s.disk != nil {
+					s.disk.Delete(key)
+				}
+			})
+		}
+		return nil, 0, err
+	default:
+		s.stats.originErrors.Add(1)
+		return nil, 0, err
+	}
+}
+
+// store puts a fetched tile into both tiers unless a purge overtook the fetch.
+// A disk that cannot write is logged and skipped: memory and origin still serve.
+func (s *Server) store(key string, t *tile.Tile, epoch uint64) {
+	ok := s.guard.insert(key, epoch, func() {
+		s.mem.Set(key, t)
+		if s.disk == nil {
+			return
+		}
+		if err := s.disk.Put(key, t); err != nil {
+			s.stats.diskWriteErrors.Add(1)
+			s.log.Warn("disk tier write failed; serving from memory and origin", "key", key, "err", err)
+		}
+	})
+	if !ok {
+		s.stats.dropped.Add(1)
+	}
+}
+
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || origin.IsTimeout(err)
+}
+
+func (s *Server) logRequest(r *http.Request, key string, status int, src source, start time.Time) {
+	if !s.log.Enabled(r.Context(), slog.LevelDebug) {
+		return
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
+		slog.String("method", r.Method),
+		slog.String("key", key),
+		slog.Int("status", status),
+		slog.String("cache", src.String()),
+		slog.Duration("dur", time.Since(start)),
+	)
+}
