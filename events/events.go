@@ -15,6 +15,8 @@
 //	                          a stale duplicate and one malformed body
 //	eventbridge-created.json  "Object Created" (EventBridge keys are NOT URL-encoded)
 //	eventbridge-deleted.json  "Object Deleted" (a delete marker from DeleteObject)
+//
+// The function-URL fixtures (url-*.json) are requests to the tile function.
 package events
 
 import "embed"

@@ -3,7 +3,7 @@
 // purge of the changed tiles in the purge journal, which every tile function
 // instance follows, and by invalidating the CDN for the same prefixes.
 //
-// The environment is read once (see envVars); the S3 and CloudFront clients
+// The environment is read once (shared/config); the S3 and CloudFront clients
 // and the worker are built once and shared by every invocation.
 package main
 
@@ -20,16 +20,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/purge"
 )
 
 func main() {
-	cfg, err := loadConfig(os.Getenv)
+	cfg, err := config.LoadWorker(config.OS)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := obs.NewLogger(os.Stdout, cfg.LogLevel)
 	w, err := build(context.Background(), cfg, log)
 	if err != nil {
 		log.Error("sync worker: init", "err", err)
@@ -40,8 +42,8 @@ func main() {
 
 // build makes the clients and the worker. opts add to the AWS configuration
 // (tests pass the local endpoint's credentials).
-func build(ctx context.Context, cfg config, log *slog.Logger, opts ...func(*awsconfig.LoadOptions) error) (*purge.Worker, error) {
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, append([]func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.Region)}, opts...)...)
+func build(ctx context.Context, cfg config.Worker, log *slog.Logger, opts ...func(*awsconfig.LoadOptions) error) (*purge.Worker, error) {
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
@@ -49,7 +51,7 @@ func build(ctx context.Context, cfg config, log *slog.Logger, opts ...func(*awsc
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
-		o.UsePathStyle = cfg.ForcePathStyle
+		o.UsePathStyle = cfg.PathStyle
 	})
 	journal := purge.NewJournal(s3c, cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{Logger: log})
 	var inv purge.Invalidator
@@ -62,8 +64,10 @@ func build(ctx context.Context, cfg config, log *slog.Logger, opts ...func(*awsc
 	wcfg := purge.WorkerConfig{
 		Bucket:      cfg.Bucket,
 		TilesPrefix: cfg.TilesPrefix,
-		Coalesce:    cfg.Coalesce,
-		SettleDelay: cfg.settleDelay(),
+		Coalesce:    purge.CoalesceConfig{Threshold: cfg.CoalesceThreshold, Cap: cfg.CoalesceCap},
+		// Wait until every busy instance has applied the journal entry before
+		// purging the CDN, so none refills it with the old bytes.
+		SettleDelay: cfg.SyncInterval + purge.DefaultTimeout,
 	}
 	if err := wcfg.Validate(); err != nil {
 		return nil, err

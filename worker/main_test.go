@@ -8,102 +8,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/lambdatest"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 )
 
-func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
-func TestLoadConfigDefaults(t *testing.T) {
-	t.Parallel()
-	c, err := loadConfig(envOf(map[string]string{"TILES_BUCKET": "tiles"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := config{
-		Bucket:        "tiles",
-		JournalPrefix: "_tilesieve/journal/",
-		Coalesce:      purge.CoalesceConfig{Threshold: 8, Cap: 15},
-		SyncInterval:  time.Second,
-		Region:        "us-east-1",
-		LogLevel:      slog.LevelInfo,
-	}
-	if c != want {
-		t.Errorf("got %+v, want %+v", c, want)
-	}
-	if d := c.settleDelay(); d != 1250*time.Millisecond {
-		t.Errorf("settle delay: got %v", d)
-	}
-}
-
-func TestLoadConfigAll(t *testing.T) {
-	t.Parallel()
-	c, err := loadConfig(envOf(map[string]string{
-		"TILES_BUCKET": "b", "TILES_PREFIX": "tiles/", "JOURNAL_PREFIX": "_j/", "DISTRIBUTION_ID": "E1",
-		"CDN_PATH_PREFIX": "maps/", "COALESCE_THRESHOLD": "4", "COALESCE_CAP": "10", "SYNC_INTERVAL": "2s",
-		"AWS_REGION": "eu-west-1", "AWS_ENDPOINT_URL": "http://localhost:4566", "S3_FORCE_PATH_STYLE": "true",
-		"LOG_LEVEL": "DEBUG",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := config{
-		Bucket: "b", TilesPrefix: "tiles/", JournalPrefix: "_j/", DistributionID: "E1", CDNPathPrefix: "maps/",
-		Coalesce: purge.CoalesceConfig{Threshold: 4, Cap: 10}, SyncInterval: 2 * time.Second,
-		Region: "eu-west-1", Endpoint: "http://localhost:4566", ForcePathStyle: true, LogLevel: slog.LevelDebug,
-	}
-	if c != want {
-		t.Errorf("got %+v, want %+v", c, want)
-	}
-}
-
-// TestLoadConfigEveryProblem: a bad environment is reported whole.
-func TestLoadConfigEveryProblem(t *testing.T) {
-	t.Parallel()
-	_, err := loadConfig(envOf(map[string]string{
-		"TILES_PREFIX": "tiles/", "JOURNAL_PREFIX": "tiles/journal/", "COALESCE_THRESHOLD": "x",
-		"COALESCE_CAP": "0", "SYNC_INTERVAL": "soon", "AWS_ENDPOINT_URL": "localhost",
-		"S3_FORCE_PATH_STYLE": "perhaps", "LOG_LEVEL": "loud", "CDN_PATH_PREFIX": "a//b",
-	}))
-	if err == nil {
-		t.Fatal("no error")
-	}
-	for _, name := range []string{"TILES_BUCKET", "JOURNAL_PREFIX", "COALESCE_THRESHOLD", "COALESCE_CAP", "SYNC_INTERVAL", "AWS_ENDPOINT_URL", "S3_FORCE_PATH_STYLE", "LOG_LEVEL", "CDN_PATH_PREFIX"} {
-		if !strings.Contains(err.Error(), name) {
-			t.Errorf("error does not mention %s:\n%v", name, err)
-		}
-	}
-	if _, err := loadConfig(envOf(map[string]string{"TILES_BUCKET": "b", "TILES_PREFIX": "tiles"})); err == nil {
-		t.Error("TILES_PREFIX without a trailing slash accepted")
-	}
-}
-
-// TestEnvVarsAreTheOnesRead keeps envVars (the documented list) honest.
-func TestEnvVarsAreTheOnesRead(t *testing.T) {
-	t.Parallel()
-	seen := map[string]bool{}
-	if _, err := loadConfig(func(k string) string { seen[k] = true; return map[string]string{"TILES_BUCKET": "b"}[k] }); err != nil {
-		t.Fatal(err)
-	}
-	var read, listed []string
-	for k := range seen {
-		read = append(read, k)
-	}
-	for _, v := range envVars {
-		listed = append(listed, v.Name)
-	}
-	slices.Sort(read)
-	slices.Sort(listed)
-	if !slices.Equal(read, listed) {
-		t.Errorf("read %q, listed %q", read, listed)
-	}
-}
+func envOf(m map[string]string) config.Env { return func(k string) string { return m[k] } }
 
 // TestBuildAndHandle wires the worker as main does, against a local S3
 // endpoint and a fake CloudFront, and runs a sample event through it.
@@ -117,7 +34,7 @@ func TestBuildAndHandle(t *testing.T) {
 	t.Cleanup(hs.Close)
 	cf := cdntest.New(t)
 
-	cfg, err := loadConfig(envOf(map[string]string{
+	cfg, err := config.LoadWorker(envOf(map[string]string{
 		"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "DISTRIBUTION_ID": "E2QWRUHEXAMPLE",
 		"AWS_ENDPOINT_URL": hs.URL, "S3_FORCE_PATH_STYLE": "true", "SYNC_INTERVAL": "1ms",
 	}))
@@ -125,6 +42,7 @@ func TestBuildAndHandle(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler),
+		awsconfig.WithRegion(s3local.DefaultRegion),
 		awsconfig.WithCredentialsProvider(srv.Credentials()),
 		awsconfig.WithBaseEndpoint(cf.URL), // CloudFront; S3 has its own endpoint
 		awsconfig.WithSharedConfigFiles(nil), awsconfig.WithSharedCredentialsFiles(nil),
@@ -150,4 +68,57 @@ func TestBuildAndHandle(t *testing.T) {
 	if reqs := cf.Requests(); len(reqs) != 1 || !slices.Equal(reqs[0].Paths, []string{"/city%20maps/3/4/6.png*", "/osm/12/2048/1361.png*"}) {
 		t.Errorf("CloudFront: %+v", reqs)
 	}
+
+	// Through the Lambda runtime's own handler wrapping, as lambda.Start
+	// would call it: an SQS batch answers with its partial failures.
+	raw, err = fs.ReadFile(events.FS, "sqs-s3.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := lambda.NewHandler(w.Handle).Invoke(context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"batchItemFailures":[{"itemIdentifier":"3f8b1a2c-5d6e-4f70-8a9b-0c1d2e3f4a5b"}]}`
+	if string(out) != want {
+		t.Errorf("response: got %s, want %s", out, want)
+	}
+}
+
+// TestBootstrapUnderEmulator runs the real worker bootstrap under the Lambda
+// Runtime Interface Emulator with the S3 put fixture, and checks the journal.
+func TestBootstrapUnderEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a binary")
+	}
+	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	bootstrap := lambdatest.Build(t, "github.com/tilesieve/tilesieve/worker")
+	emu := lambdatest.Start(t, bootstrap, lambdatest.Env(
+		"TILES_BUCKET", "tiles", "TILES_PREFIX", "tiles/", "SYNC_INTERVAL", "10ms",
+		"AWS_ENDPOINT_URL", hs.URL, "S3_FORCE_PATH_STYLE", "true", "AWS_REGION", s3local.DefaultRegion,
+		"AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey, "AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey,
+		"AWS_EC2_METADATA_DISABLED", "true", "AWS_CONFIG_FILE", "/dev/null", "AWS_SHARED_CREDENTIALS_FILE", "/dev/null",
+	)...)
+	raw, err := fs.ReadFile(events.FS, "s3-put.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := emu.Invoke(t, raw)
+	if strings.Contains(string(out), "errorMessage") {
+		t.Fatalf("worker failed: %s", out)
+	}
+	j := purge.NewJournal(srv.Client(hs.URL), "tiles", "_tilesieve/journal/", purge.JournalOptions{})
+	entries, _, err := j.ReadAfter(context.Background(), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || len(entries[0].Prefixes) == 0 {
+		t.Fatalf("journal after the put event: %+v", entries)
+	}
+	t.Logf("journal entry %d: %q", entries[0].Seq, entries[0].Prefixes)
 }

@@ -17,7 +17,7 @@ import (
 const (
 	benchSeed    = 42
 	prefixPicks  = 1 << 16
-	fullBudget   = 2   // × TotalBytes: "holds everything", with headroom for per-entry overhead
+	fullBudget   = 2    // × TotalBytes: "holds everything", with headroom for per-entry overhead
 	evictQuarter = 0.25 // × TotalBytes: GetSet7525 evicts
 )
 

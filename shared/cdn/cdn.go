@@ -30,6 +30,8 @@ type Config struct {
 	DistributionID string
 	// PathPrefix (CDN_PATH_PREFIX) is where the tiles sit in the
 	// distribution's URL space: the path of key k is "/"+PathPrefix+k.
+	// Leading slashes are dropped and a trailing one is added ("maps" and
+	// "/maps/" both put key k at "/maps/k").
 	PathPrefix string
 	// MaxAttempts bounds the CreateInvalidation calls for one batch; default 5.
 	MaxAttempts int
@@ -67,7 +69,7 @@ func New(api *cloudfront.Client, cfg Config, log *slog.Logger) *Invalidator {
 	if cfg.MaxDelay <= 0 {
 		cfg.MaxDelay = DefaultMaxDelay
 	}
-	cfg.PathPrefix = strings.TrimLeft(cfg.PathPrefix, "/")
+	cfg.PathPrefix = normPathPrefix(cfg.PathPrefix)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -161,13 +163,22 @@ func retryable(err error) bool {
 
 // Paths turns key prefixes into CloudFront wildcard paths: "/" + pathPrefix +
 // prefix + "*", escaped as CloudFront asks (see escapePath). The prefix ""
-// becomes "/"+pathPrefix+"*".
+// becomes "/"+pathPrefix+"*". pathPrefix is normalised as Config.PathPrefix.
 func Paths(pathPrefix string, prefixes []string) []string {
+	pathPrefix = normPathPrefix(pathPrefix)
 	paths := make([]string, 0, len(prefixes))
 	for _, p := range prefixes {
 		paths = append(paths, "/"+escapePath(pathPrefix+p)+"*")
 	}
 	return paths
+}
+
+func normPathPrefix(p string) string {
+	p = strings.TrimLeft(p, "/")
+	if p != "" && !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p
 }
 
 // escapePath percent-encodes what CloudFront asks to be encoded in an

@@ -32,6 +32,7 @@ func TestPaths(t *testing.T) {
 	}{
 		{"", []string{""}, []string{"/*"}},
 		{"tiles/", []string{""}, []string{"/tiles/*"}},
+		{"/tiles", []string{"osm/"}, []string{"/tiles/osm/*"}},
 		{"", []string{"osm/12/2048/", "osm/1/0/0.png"}, []string{"/osm/12/2048/*", "/osm/1/0/0.png*"}},
 		{"", []string{"city maps/c++/100%/"}, []string{"/city%20maps/c++/100%25/*"}},
 		{"", []string{"café/地図/"}, []string{"/caf%C3%A9/%E5%9C%B0%E5%9B%B3/*"}},

@@ -26,14 +26,15 @@ type Var struct {
 
 // Common variables, shared by both functions.
 var (
-	varBucket    = Var{Name: "TILES_BUCKET", Default: "(required)", Doc: "S3 bucket that holds the tiles and the purge journal."}
-	varPrefix    = Var{Name: "TILES_PREFIX", Default: "", Doc: "Key prefix of the tiles in the bucket; a tile's S3 key is TILES_PREFIX + its URL path. Empty or ending in /."}
-	varEndpoint  = Var{Name: "AWS_ENDPOINT_URL", Default: "", Doc: "S3-compatible endpoint (LocalStack, the embedded stack). Read by the AWS SDK.", LocalOnly: true}
-	varPathStyle = Var{Name: "S3_FORCE_PATH_STYLE", Default: "false", Doc: "Path-style S3 addressing (needed by most S3-compatible endpoints)."}
-	varJournal   = Var{Name: "JOURNAL_PREFIX", Default: "_tilesieve/journal/", Doc: "Where the purge journal lives in the bucket; must be outside TILES_PREFIX."}
-	varDist      = Var{Name: "DISTRIBUTION_ID", Default: "", Doc: "CloudFront distribution to invalidate on purges; empty disables CDN invalidation."}
-	varCDNPrefix = Var{Name: "CDN_PATH_PREFIX", Default: "", Doc: "Path prefix of the tiles on the CDN (invalidation paths are /CDN_PATH_PREFIX<prefix>*)."}
-	varLogLevel  = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error. Requests are logged at debug."}
+	varBucket       = Var{Name: "TILES_BUCKET", Default: "(required)", Doc: "S3 bucket that holds the tiles and the purge journal."}
+	varPrefix       = Var{Name: "TILES_PREFIX", Default: "", Doc: "Key prefix of the tiles in the bucket; a tile's S3 key is TILES_PREFIX + its URL path. Empty or ending in /."}
+	varEndpoint     = Var{Name: "AWS_ENDPOINT_URL", Default: "", Doc: "S3-compatible endpoint (LocalStack, the embedded stack). Read by the AWS SDK.", LocalOnly: true}
+	varPathStyle    = Var{Name: "S3_FORCE_PATH_STYLE", Default: "false", Doc: "Path-style S3 addressing (needed by most S3-compatible endpoints)."}
+	varJournal      = Var{Name: "JOURNAL_PREFIX", Default: "_tilesieve/journal/", Doc: "Where the purge journal lives in the bucket; must be outside TILES_PREFIX."}
+	varDist         = Var{Name: "DISTRIBUTION_ID", Default: "", Doc: "CloudFront distribution to invalidate on purges; empty disables CDN invalidation."}
+	varCDNPrefix    = Var{Name: "CDN_PATH_PREFIX", Default: "", Doc: "Path prefix of the tiles on the CDN (invalidation paths are /CDN_PATH_PREFIX<prefix>*)."}
+	varSyncInterval = Var{Name: "SYNC_INTERVAL", Default: "1s", Doc: "How often a busy instance reads the purge journal; the staleness bound after an upload is this plus the worker's latency. The worker waits this long (plus a check's timeout) before invalidating the CDN, so no instance refills the CDN with bytes it has not purged yet."}
+	varLogLevel     = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error. Requests are logged at debug."}
 )
 
 // TilesVars lists every variable the tile function reads.
@@ -52,7 +53,7 @@ func TilesVars() []Var {
 		{Name: "MISSING_TILE", Default: "404", Doc: "Answer for a tile that does not exist: 404, 204, or empty (an empty tile of the requested format)."},
 		{Name: "REVALIDATE_AFTER", Default: "1h", Doc: "Age after which a cached tile is revalidated against S3 with If-None-Match."},
 		{Name: "ORIGIN_TIMEOUT", Default: "10s", Doc: "Deadline of one S3 fetch (capped by the invocation's own deadline)."},
-		{Name: "SYNC_INTERVAL", Default: "1s", Doc: "How often a busy instance reads the purge journal; the staleness bound after an upload is this plus the worker's latency."},
+		varSyncInterval,
 		varJournal, varDist, varCDNPrefix,
 		{Name: "ADMIN_TOKEN", Default: "", Doc: "Bearer token of the admin API (/_tilesieve/purge, keys, stats); empty disables it. Never logged."},
 		{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."},
@@ -68,6 +69,7 @@ func WorkerVars() []Var {
 		varBucket, varPrefix, varEndpoint, varPathStyle, varJournal, varDist, varCDNPrefix,
 		{Name: "COALESCE_THRESHOLD", Default: "8", Doc: "Changed keys under one directory beyond which the whole directory is purged."},
 		{Name: "COALESCE_CAP", Default: "15", Doc: "Most prefixes per batch (CloudFront allows 15 wildcard invalidations in progress)."},
+		varSyncInterval,
 		varLogLevel,
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ type Common struct {
 	DistributionID string
 	CDNPathPrefix  string
 	LogLevel       string
+	SyncInterval   time.Duration
 }
 
 // Tiles is the tile function's configuration.
@@ -36,7 +38,6 @@ type Tiles struct {
 	MissingTile          string // "404", "204" or "empty"
 	RevalidateAfter      time.Duration
 	OriginTimeout        time.Duration
-	SyncInterval         time.Duration
 	AdminToken           string
 	InvokeMode           string // "BUFFERED" or "RESPONSE_STREAM"
 	ListenAddr           string // host:port off Lambda
@@ -65,15 +66,24 @@ func (r *reader) common() Common {
 		DistributionID: r.str("DISTRIBUTION_ID", ""),
 		CDNPathPrefix:  r.str("CDN_PATH_PREFIX", ""),
 		LogLevel:       strings.ToLower(r.str("LOG_LEVEL", "info")),
+		SyncInterval:   r.duration("SYNC_INTERVAL", time.Second),
+	}
+	if c.SyncInterval <= 0 {
+		r.fail("SYNC_INTERVAL must be positive")
 	}
 	if c.Bucket == "" {
 		r.fail("TILES_BUCKET is required")
 	}
-	if c.TilesPrefix != "" && !strings.HasSuffix(c.TilesPrefix, "/") {
-		r.fail("TILES_PREFIX=%q: must be empty or end in /", c.TilesPrefix)
+	if c.TilesPrefix != "" && (!strings.HasSuffix(c.TilesPrefix, "/") || tile.ValidatePrefix(c.TilesPrefix) != nil) {
+		r.fail("TILES_PREFIX=%q: must be empty or a directory ending in /", c.TilesPrefix)
 	}
-	if !strings.HasSuffix(c.JournalPrefix, "/") {
-		r.fail("JOURNAL_PREFIX=%q: must end in /", c.JournalPrefix)
+	if !strings.HasSuffix(c.JournalPrefix, "/") || tile.ValidatePrefix(c.JournalPrefix) != nil {
+		r.fail("JOURNAL_PREFIX=%q: must be a directory ending in /", c.JournalPrefix)
+	}
+	if c.Endpoint != "" {
+		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			r.fail("AWS_ENDPOINT_URL=%q: want an http or https URL", c.Endpoint)
+		}
 	}
 	if c.TilesPrefix != "" && strings.HasPrefix(c.JournalPrefix, c.TilesPrefix) {
 		// The worker's own journal writes would trigger the worker. (With an
@@ -81,7 +91,7 @@ func (r *reader) common() Common {
 		// handler reserves the _tilesieve/ path space.)
 		r.fail("JOURNAL_PREFIX=%q is inside TILES_PREFIX=%q: the journal must live outside the tiles", c.JournalPrefix, c.TilesPrefix)
 	}
-	if c.CDNPathPrefix != "" && tile.ValidatePrefix(c.CDNPathPrefix) != nil {
+	if c.CDNPathPrefix != "" && tile.ValidatePrefix(strings.TrimPrefix(c.CDNPathPrefix, "/")) != nil {
 		r.fail("CDN_PATH_PREFIX=%q: not a valid path prefix", c.CDNPathPrefix)
 	}
 	switch c.LogLevel {
@@ -107,7 +117,6 @@ func LoadTiles(env Env) (Tiles, error) {
 		MissingTile:          strings.ToLower(r.str("MISSING_TILE", "404")),
 		RevalidateAfter:      r.duration("REVALIDATE_AFTER", time.Hour),
 		OriginTimeout:        r.duration("ORIGIN_TIMEOUT", 10*time.Second),
-		SyncInterval:         r.duration("SYNC_INTERVAL", time.Second),
 		AdminToken:           r.str("ADMIN_TOKEN", ""),
 		InvokeMode:           strings.ToUpper(r.str("INVOKE_MODE", "BUFFERED")),
 		OnLambda:             r.str("AWS_LAMBDA_RUNTIME_API", "") != "",
@@ -147,9 +156,6 @@ func LoadTiles(env Env) (Tiles, error) {
 	case "BUFFERED", "RESPONSE_STREAM":
 	default:
 		r.fail("INVOKE_MODE=%q: want BUFFERED or RESPONSE_STREAM", t.InvokeMode)
-	}
-	if t.SyncInterval <= 0 {
-		r.fail("SYNC_INTERVAL must be positive")
 	}
 	if t.OriginTimeout <= 0 {
 		r.fail("ORIGIN_TIMEOUT must be positive")

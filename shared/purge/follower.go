@@ -198,13 +198,15 @@ func (f *Follower) check(ctx context.Context, now time.Time) error {
 }
 
 func (f *Follower) doCheck(ctx context.Context, now time.Time) error {
-	applied := f.applied.Load()
-	if !f.started || now.Sub(f.lastOK) > f.cfg.MaxSilence || now.Sub(f.lastVerify) >= f.cfg.VerifyEvery {
+	silent := now.Sub(f.lastOK) > f.cfg.MaxSilence
+	var known uint64 // a head the pointer vouched for in this check; 0 if not read
+	if !f.started || silent || now.Sub(f.lastVerify) >= f.cfg.VerifyEvery {
 		head, err := f.j.Head(ctx)
 		if err != nil {
 			return err
 		}
 		f.lastVerify = now
+		applied := f.applied.Load()
 		switch {
 		case !f.started:
 			f.started = true
@@ -217,38 +219,37 @@ func (f *Follower) doCheck(ctx context.Context, now time.Time) error {
 		case head < applied:
 			f.jump(head, "journal is behind this instance (reset)")
 			return nil
-		case now.Sub(f.lastOK) > f.cfg.MaxSilence:
+		case silent:
 			f.jump(head, "no successful check for longer than MaxSilence")
 			return nil
 		case head-applied > f.cfg.Retention:
 			f.jump(head, "behind the retained window")
 			return nil
 		}
-		// head > applied, within reach: read the entries below, and make sure
-		// they are there.
-		entries, _, err := f.j.ReadAfter(ctx, applied, f.cfg.MaxEntries)
-		if err == nil && len(entries) == 0 {
-			f.jump(head, "entries after this instance are gone")
-			return nil
-		}
-		f.apply(entries)
-		if err != nil {
-			return err
-		}
-		if f.applied.Load() >= head {
-			return nil
-		}
+		known = head
 	}
 	for {
 		applied := f.applied.Load()
 		entries, head, err := f.j.ReadAfter(ctx, applied, f.cfg.MaxEntries)
-		if err == nil && head > applied && head-applied > f.cfg.Retention {
+		if err != nil {
+			f.apply(entries) // what was read is valid and in order
+			return err
+		}
+		if len(entries) == 0 {
+			// Usually nothing new. But if the pointer vouched for more, the
+			// entries we need are gone (expired): what they purged is lost.
+			if known > applied {
+				f.jump(known, "entries after this instance are gone")
+			}
+			return nil
+		}
+		if head-applied > f.cfg.Retention {
 			f.jump(head, "behind the retained window")
 			return nil
 		}
 		f.apply(entries)
-		if err != nil || len(entries) == 0 || f.applied.Load() >= head {
-			return err
+		if f.applied.Load() >= max(head, known) {
+			return nil
 		}
 	}
 }

@@ -383,3 +383,26 @@ func TestFollowerUnreadableEntry(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestFollowerGapInTheMiddle(t *testing.T) {
+	t.Parallel()
+	fe := newFollowerEnv(t, FollowerConfig{VerifyEvery: time.Minute})
+	ctx := context.Background()
+	if err := fe.f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a/", "b/", "c/", "d/"} {
+		fe.append(t, p)
+	}
+	if _, err := fe.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(testBucket), Key: aws.String(fe.w.EntryKey(3))}); err != nil {
+		t.Fatal(err)
+	}
+	fe.clock.Advance(time.Minute)
+	fe.f.MaybeSync(ctx)
+	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/", "prefix b/", "all"}) {
+		t.Errorf("got %q", got)
+	}
+	if fe.f.Applied() != 4 {
+		t.Errorf("applied: got %d, want 4", fe.f.Applied())
+	}
+}

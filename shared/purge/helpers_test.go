@@ -53,7 +53,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	log := &requestLog{}
-	hs := httptest.NewServer(counting(log, atomicCreates(srv.Handler())))
+	hs := httptest.NewServer(counting(log, srv.Handler()))
 	t.Cleanup(hs.Close)
 	return &env{srv: srv, api: srv.Client(hs.URL), reqs: log}
 }
@@ -61,21 +61,6 @@ func newEnv(t *testing.T) *env {
 func counting(log *requestLog, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		log.add(r)
-		h.ServeHTTP(w, r)
-	})
-}
-
-// atomicCreates makes create-only PUTs atomic. s3local (gofakes3 over s3mem)
-// checks If-None-Match and then writes as two steps, so two racing
-// create-only PUTs of one key can both succeed there, where S3 lets exactly
-// one win; serialising them restores S3's behaviour for the tests.
-func atomicCreates(h http.Handler) http.Handler {
-	var mu sync.Mutex // serialises conditional PUTs
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") != "" {
-			mu.Lock()
-			defer mu.Unlock()
-		}
 		h.ServeHTTP(w, r)
 	})
 }

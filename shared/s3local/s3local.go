@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/http"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -64,8 +66,27 @@ func New(cfg Config) (*Server, error) {
 		gofakes3.WithLogger(gofakes3.DiscardLog()),
 	)
 	faults := &Faults{}
-	return &Server{cfg: cfg, backend: backend, handler: faults.wrap(fake.Server()), faults: faults}, nil
+	return &Server{cfg: cfg, backend: backend, handler: faults.wrap(serialiseWrites(fake.Server())), faults: faults}, nil
 }
+
+// serialiseWrites makes each write of one key atomic with its conditions.
+// gofakes3 checks If-None-Match / If-Match and then writes as two steps, so
+// two racing create-only PUTs of one key could both succeed, where S3 lets
+// exactly one win (the purge journal relies on that). Writes of one path take
+// one of a set of striped locks; writes of different keys still run at once.
+func serialiseWrites(next http.Handler) http.Handler {
+	var stripes [64]sync.Mutex
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut || r.Method == http.MethodDelete {
+			mu := &stripes[maphash.String(writeSeed, r.URL.Path)%uint64(len(stripes))]
+			mu.Lock()
+			defer mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+var writeSeed = maphash.MakeSeed()
 
 // Handler serves the S3 API, with any configured faults applied first.
 func (s *Server) Handler() http.Handler { return s.handler }

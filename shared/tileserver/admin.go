@@ -62,12 +62,19 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authorized checks the bearer token in constant time: 401 without one, 403
-// with a wrong one.
+// TokenHeader carries the admin token where Authorization cannot: behind
+// CloudFront origin access control or an AWS_IAM function URL, Authorization
+// holds the request's SigV4 signature.
+const TokenHeader = "X-Tilesieve-Token"
+
+// authorized checks the admin token (Authorization: Bearer, or TokenHeader)
+// in constant time: 401 without one, 403 with a wrong one.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	auth := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || tok == "" {
+	tok := r.Header.Get(TokenHeader)
+	if tok == "" {
+		tok, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	if tok == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tilesieve"`)
 		s.plain(w, http.StatusUnauthorized, "admin token required")
 		return false

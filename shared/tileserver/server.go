@@ -67,12 +67,12 @@ func (c Config) Validate() error {
 // Deps are the parts the handler composes. Memory and Origin are required;
 // the rest may be nil (no disk tier, no journal, no CDN).
 type Deps struct {
-	Memory   *cache.Cache
-	Disk     *disk.Store
-	Origin   Origin
-	Journal  Journal
-	CDN      *cdn.Invalidator
-	Logger   *slog.Logger
+	Memory  *cache.Cache
+	Disk    *disk.Store
+	Origin  Origin
+	Journal Journal
+	CDN     *cdn.Invalidator
+	Logger  *slog.Logger
 }
 
 // Server is the tile handler.

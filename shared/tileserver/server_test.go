@@ -552,6 +552,8 @@ func TestHealthAndAdmin(t *testing.T) {
 	expect(t, e.do("GET", "/_tilesieve/stats", "Authorization", "Bearer nope"), 403, "")
 	r = e.do("GET", "/_tilesieve/stats", "Authorization", "Bearer test-admin-token")
 	expect(t, r, 200, "")
+	expect(t, e.do("GET", "/_tilesieve/stats", tileserver.TokenHeader, "test-admin-token"), 200, "")
+	expect(t, e.do("GET", "/_tilesieve/stats", tileserver.TokenHeader, "wrong"), 403, "")
 	if r.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("admin Cache-Control: %q", r.Header.Get("Cache-Control"))
 	}

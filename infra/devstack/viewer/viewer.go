@@ -1,0 +1,100 @@
+// Package viewer is the local stack's map page: a small slippy map written
+// in plain JavaScript (no library, nothing fetched from the internet) that
+// pans and zooms a tileset through the tile function, fetches every tile
+// with fetch() so it can show which tier answered (the X-Cache header), and
+// shows the function's /_tilesieve/health.
+//
+// The page records its progress on <body> for tests and curious users:
+// data-requested, data-loaded, data-failed, data-pending, data-aborted and
+// data-tiers (a JSON count per X-Cache value); each failure is also listed
+// in #failures.
+package viewer
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+)
+
+//go:embed index.html
+var page string
+
+var tmpl = template.Must(template.New("index.html").Parse(page))
+
+// Config is what the page shows.
+type Config struct {
+	Title string
+	// Template is the tile URL path with {z}, {x} and {y}, e.g.
+	// "/demo/{z}/{x}/{y}.png".
+	Template string
+	MinZoom  int
+	MaxZoom  int
+	Zoom     int    // the zoom level the page opens at
+	Hints    []Hint // shown in a collapsible "try it" box
+}
+
+// Hint is one command the page suggests.
+type Hint struct {
+	Label   string
+	Command string
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []string
+	if !strings.HasPrefix(c.Template, "/") || !strings.Contains(c.Template, "{z}") ||
+		!strings.Contains(c.Template, "{x}") || !strings.Contains(c.Template, "{y}") {
+		errs = append(errs, fmt.Sprintf("template %q: want a path with {z}, {x} and {y}", c.Template))
+	}
+	if c.MinZoom < 0 || c.MaxZoom < c.MinZoom || c.MaxZoom > 30 || c.Zoom < c.MinZoom || c.Zoom > c.MaxZoom {
+		errs = append(errs, fmt.Sprintf("zoom %d in %d-%d: want 0 ≤ min ≤ zoom ≤ max ≤ 30", c.Zoom, c.MinZoom, c.MaxZoom))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("viewer: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Handler serves the page.
+func Handler(cfg Config) (http.Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Title == "" {
+		cfg.Title = "tilesieve"
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, cfg); err != nil {
+		return nil, fmt.Errorf("viewer: render: %w", err)
+	}
+	body := buf.Bytes()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		// Everything the page needs is inline or same-origin.
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' blob:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'")
+		http.ServeContent(w, r, "index.html", time.Time{}, bytes.NewReader(body))
+	}), nil
+}
+
+// Mount serves page at exactly "/" and everything else with tiles, so the
+// page shadows no tile (no tile key is empty).
+func Mount(page, tiles http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			page.ServeHTTP(w, r)
+			return
+		}
+		tiles.ServeHTTP(w, r)
+	})
+}

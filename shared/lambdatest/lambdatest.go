@@ -1,0 +1,168 @@
+// Package lambdatest runs a function's real `bootstrap` under the Lambda
+// Runtime Interface Emulator (aws-lambda-rie) for smoke tests: the binary is
+// built the way Lambda runs it (CGO_ENABLED=0, GOOS=linux, -tags
+// lambda.norpc) and invoked through the emulator's HTTP API on 127.0.0.1.
+//
+// The emulator takes one invocation at a time and does not stream, so Invoke
+// is sequential. Tests skip when aws-lambda-rie is not on PATH, unless
+// TILESIEVE_REQUIRE_RIE=1 (set by `make test` and CI), where they fail.
+package lambdatest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// RIEBinary is the emulator's command name.
+const RIEBinary = "aws-lambda-rie"
+
+// Build compiles pkg (an import path) into a bootstrap for this machine's
+// architecture, as Lambda builds are made, and returns its path.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bootstrap")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-tags", "lambda.norpc", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// Emulator is a running aws-lambda-rie with one function.
+type Emulator struct {
+	url string
+	mu  sync.Mutex // serialises invocations: the emulator takes one at a time
+	out *lockedWriter
+}
+
+// Start runs bootstrap under the emulator with env added to this process's
+// environment. It stops when the test ends.
+func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
+	t.Helper()
+	rie, err := exec.LookPath(RIEBinary)
+	if err != nil {
+		if os.Getenv("TILESIEVE_REQUIRE_RIE") == "1" {
+			t.Fatalf("%s not on PATH (make tools installs it): %v", RIEBinary, err)
+		}
+		t.Skipf("%s not on PATH; `make tools` installs it", RIEBinary)
+	}
+	apiAddr, runtimeAddr := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(rie,
+		"--runtime-interface-emulator-address", apiAddr,
+		"--runtime-api-address", runtimeAddr,
+		bootstrap)
+	cmd.Env = append(os.Environ(), env...)
+	out := &lockedWriter{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", RIEBinary, err)
+	}
+	e := &Emulator{url: "http://" + apiAddr + "/2015-03-31/functions/function/invocations", out: out}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("emulator and function output:\n%s", e.Output())
+		}
+	})
+	waitListening(t, apiAddr)
+	return e
+}
+
+// Invoke sends one event and returns the function's response payload.
+func (e *Emulator) Invoke(t testing.TB, event []byte) []byte {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(event))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("invoke: %v\n%s", err, e.Output())
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("invoke: read: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("invoke: emulator answered %d: %s\n%s", resp.StatusCode, b, e.Output())
+	}
+	return b
+}
+
+// Output is what the emulator and the function printed so far.
+func (e *Emulator) Output() string {
+	e.out.mu.Lock()
+	defer e.out.mu.Unlock()
+	return e.out.w.String()
+}
+
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitListening(t testing.TB, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("emulator not listening on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Env formats KEY=VALUE pairs.
+func Env(kv ...string) []string {
+	var out []string
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, fmt.Sprintf("%s=%s", kv[i], kv[i+1]))
+	}
+	return out
+}
