@@ -75,6 +75,35 @@ build-SyncWorker: ## SAM makefile build of the sync worker (writes $(ARTIFACTS_D
 bench-cache: ## Memory-tier benchmarks vs peers; writes docs/BENCHMARKS.md
 	cd bench && $(GO) run ./cmd/benchreport -out ../docs/BENCHMARKS.md
 
+.PHONY: localstack-up
+localstack-up: ## Start LocalStack (Docker) and wait for the tiles bucket
+	@bash localstack/up.sh
+
+.PHONY: localstack-deploy
+localstack-deploy: ## Build for this host and deploy both functions into LocalStack (re-run to update)
+	@bash localstack/deploy.sh
+
+.PHONY: localstack-smoke
+localstack-smoke: ## Upload, fetch, re-upload; wait until the worker's purge reaches the function
+	@bash localstack/smoke.sh
+
+.PHONY: localstack-down
+localstack-down: ## Stop LocalStack and drop its state
+	@bash localstack/down.sh
+
+.PHONY: localstack-e2e
+localstack-e2e: ## up + deploy + smoke + down; prints one line and skips where no Docker engine answers
+	@bash localstack/e2e.sh
+
+.PHONY: validate
+validate: ## Check template.yaml: its Go test, and cfn-lint (SAM transform) when installed
+	$(GO) test -count=1 ./infra/templatetest/
+	@if command -v cfn-lint >/dev/null; then cfn-lint template.yaml; else echo "cfn-lint not installed: skipped (pip install cfn-lint)"; fi
+
+.PHONY: deploy
+deploy: ## Build and deploy to AWS with SAM (guided the first time: sam deploy --guided)
+	sam build && sam deploy
+
 .PHONY: clean
 clean: ## Remove build output
 	rm -rf build .aws-sam

@@ -55,7 +55,7 @@ func TilesVars() []Var {
 		{Name: "ORIGIN_TIMEOUT", Default: "10s", Doc: "Deadline of one S3 fetch (capped by the invocation's own deadline)."},
 		varSyncInterval,
 		varJournal, varDist, varCDNPrefix,
-		{Name: "ADMIN_TOKEN", Default: "", Doc: "Bearer token of the admin API (/_tilesieve/purge, keys, stats); empty disables it. Never logged."},
+		{Name: "ADMIN_TOKEN", Default: "", Doc: "Token of the admin API (/_tilesieve/purge, keys, stats), sent as Authorization: Bearer or X-Tilesieve-Token (behind CloudFront OAC or AWS_IAM, Authorization carries SigV4); empty disables the API. Never logged."},
 		{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."},
 		{Name: "PORT", Default: "8080", Doc: "Port of the local HTTP server (off Lambda).", LocalOnly: true},
 		{Name: "LISTEN_ADDR", Default: "127.0.0.1", Doc: "Address of the local HTTP server (off Lambda).", LocalOnly: true},

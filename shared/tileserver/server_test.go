@@ -68,10 +68,6 @@ func withConfig(f func(*tileserver.Config)) option {
 	return func(_ *env, c *tileserver.Config, _ *origin.Config) { f(c) }
 }
 
-func withOrigin(f func(*origin.Config)) option {
-	return func(_ *env, _ *tileserver.Config, o *origin.Config) { f(o) }
-}
-
 // withS3Wrapper puts a handler in front of the S3 endpoint.
 func withS3Wrapper(w func(http.Handler) http.Handler) option {
 	return func(e *env, _ *tileserver.Config, _ *origin.Config) { e.wrapS3 = w }

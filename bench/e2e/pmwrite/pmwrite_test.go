@@ -1,0 +1,74 @@
+package pmwrite
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/protomaps/go-pmtiles/pmtiles"
+)
+
+// TestRoundTrip writes an archive and reads every tile back through
+// go-pmtiles' own server (the code `pmtiles serve` runs).
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, maxZoom := range []uint8{3, 7} { // 7: 21,845 tiles, so leaf directories
+		t.Run(fmt.Sprintf("z0-%d", maxZoom), func(t *testing.T) {
+			t.Parallel()
+			var tiles []Tile
+			for z := uint8(0); z <= maxZoom; z++ {
+				for x := range uint32(1) << z {
+					for y := range uint32(1) << z {
+						tiles = append(tiles, Tile{Z: z, X: x, Y: y, Body: []byte(fmt.Sprintf("\xff\xd8jpeg %d/%d/%d", z, x, y))})
+					}
+				}
+			}
+			dir := t.TempDir()
+			var buf bytes.Buffer
+			if err := Write(&buf, tiles, pmtiles.Jpeg, "t"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "t.pmtiles"), buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h, err := pmtiles.DeserializeHeader(buf.Bytes()[:pmtiles.HeaderV3LenBytes])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.TileEntriesCount != uint64(len(tiles)) || h.MaxZoom != maxZoom || h.TileType != pmtiles.Jpeg {
+				t.Errorf("header: %+v", h)
+			}
+			if maxZoom == 7 && h.LeafDirectoryLength == 0 {
+				t.Errorf("expected leaf directories for %d tiles", len(tiles))
+			}
+			srv, err := pmtiles.NewServerWithBucket(pmtiles.NewFileBucket(dir), "", log.New(os.Stderr, "", 0), 16, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Start()
+			step := max(1, len(tiles)/500)
+			for i := 0; i < len(tiles); i += step {
+				tl := tiles[i]
+				status, _, body := srv.Get(context.Background(), fmt.Sprintf("/t/%d/%d/%d.jpg", tl.Z, tl.X, tl.Y))
+				if status != 200 || !bytes.Equal(body, tl.Body) {
+					t.Fatalf("tile %d/%d/%d: status %d, body %q, want %q", tl.Z, tl.X, tl.Y, status, body, tl.Body)
+				}
+			}
+			if status, _, _ := srv.Get(context.Background(), fmt.Sprintf("/t/%d/0/0.jpg", maxZoom+1)); status != 204 && status != 404 {
+				t.Errorf("tile beyond max zoom: status %d", status)
+			}
+		})
+	}
+}
+
+func TestDuplicate(t *testing.T) {
+	t.Parallel()
+	err := Write(&bytes.Buffer{}, []Tile{{Z: 1, Body: []byte("a")}, {Z: 1, Body: []byte("b")}}, pmtiles.Jpeg, "t")
+	if err == nil {
+		t.Errorf("duplicate tile accepted")
+	}
+}

@@ -1,0 +1,171 @@
+package stack_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
+)
+
+// chromiumPath is where Debian's chromium package puts the browser (CI runs
+// `apt-get install -y chromium`).
+const chromiumPath = "/usr/bin/chromium"
+
+// chromium returns the browser, or skips the test when it is missing unless
+// TILESIEVE_REQUIRE_CHROMIUM=1 says it must be there.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("TILESIEVE_REQUIRE_CHROMIUM") == "1" {
+			t.Fatalf("TILESIEVE_REQUIRE_CHROMIUM=1 but %s is missing: %v (apt-get install -y chromium)", chromiumPath, err)
+		}
+		t.Skipf("%s not found: install Debian's chromium package to run the viewer in a browser (CI sets TILESIEVE_REQUIRE_CHROMIUM=1)", chromiumPath)
+	}
+	return chromiumPath
+}
+
+// runChromium loads url headless and returns its stdout; extra picks the
+// output (--dump-dom or --screenshot=…).
+func runChromium(t *testing.T, bin, url string, extra ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	args := append([]string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
+		"--user-data-dir=" + t.TempDir(),
+		"--window-size=1024,768",
+		// Virtual time runs the page's timers without waiting for them in
+		// real time; network fetches still pause it until they finish.
+		"--virtual-time-budget=6000",
+	}, extra...)
+	args = append(args, url)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.Bytes())
+	}
+	return out
+}
+
+var bodyTag = regexp.MustCompile(`<body([^>]*)>`)
+var attr = regexp.MustCompile(`data-([a-z]+)="([^"]*)"`)
+
+// bodyData reads the data-* attributes the page script sets on <body>.
+func bodyData(t *testing.T, dom []byte) map[string]string {
+	t.Helper()
+	m := bodyTag.FindSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no <body> in the dumped DOM:\n%.2000s", dom)
+	}
+	data := map[string]string{}
+	for _, a := range attr.FindAllSubmatch(m[1], -1) {
+		data[string(a[1])] = unescapeHTML(string(a[2]))
+	}
+	return data
+}
+
+func unescapeHTML(s string) string {
+	return regexp.MustCompile(`&quot;`).ReplaceAllString(regexp.MustCompile(`&amp;`).ReplaceAllString(s, "&"), `"`)
+}
+
+func TestViewerInChromium(t *testing.T) {
+	t.Parallel()
+	bin := chromium(t)
+	st := startEmbedded(t, nil)
+
+	// Warm a diagonal, so the page shows both tiers: those tiles come from
+	// memory, the rest are misses.
+	for i := range 4 {
+		if a := get(t, st.TileURL(2, i, i)); a.status != http.StatusOK {
+			t.Fatalf("warming 2/%d/%d: %d", i, i, a.status)
+		}
+	}
+
+	// 1. A screenshot: the demo tiles are on screen in their zoom colour.
+	shot := filepath.Join(t.TempDir(), "viewer.png")
+	runChromium(t, bin, st.URL+"/", "--screenshot="+shot)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if dst := os.Getenv("TILESIEVE_VIEWER_SCREENSHOT"); dst != "" {
+		b, _ := os.ReadFile(shot)
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := colourCounts(img, map[string]color.RGBA{
+		"zoom 2 tile": demotiles.ZoomColor(2),
+		"MISS label":  {0xC2, 0x41, 0x0C, 0xFF},
+		"HIT label":   {0x1A, 0x7F, 0x37, 0xFF},
+	})
+	total := img.Bounds().Dx() * img.Bounds().Dy()
+	if n := counts["zoom 2 tile"]; n < total/3 {
+		t.Errorf("screenshot: %d of %d pixels in the zoom-2 tile colour, want at least a third: the tiles are not on screen", n, total)
+	}
+	if counts["MISS label"] < 50 || counts["HIT label"] < 50 {
+		t.Errorf("screenshot: tier labels not visible (MISS %d px, HIT-MEMORY %d px)", counts["MISS label"], counts["HIT label"])
+	}
+
+	// 2. The DOM after loading: every visible tile loaded, none failed.
+	dom := runChromium(t, bin, st.URL+"/", "--dump-dom")
+	data := bodyData(t, dom)
+	loaded, _ := strconv.Atoi(data["loaded"])
+	if data["failed"] != "0" || data["pending"] != "0" || loaded < 12 {
+		t.Fatalf("page state: %v, want 12 or more tiles loaded, none failed or pending", data)
+	}
+	var tiers map[string]int
+	if err := json.Unmarshal([]byte(data["tiers"]), &tiers); err != nil {
+		t.Fatalf("data-tiers %q: %v", data["tiers"], err)
+	}
+	if tiers["HIT-MEMORY"] != loaded {
+		t.Errorf("tiers %v: on the second load every tile should come from memory", tiers)
+	}
+	if data["health"] != "ok" {
+		t.Errorf("health panel: got %q, want ok", data["health"])
+	}
+	if n := bytes.Count(dom, []byte(`data-cache="HIT-MEMORY"`)); n != loaded {
+		t.Errorf("%d tiles labelled HIT-MEMORY in the DOM, want %d", n, loaded)
+	}
+}
+
+// colourCounts counts the pixels of img within a small distance of each
+// named colour.
+func colourCounts(img image.Image, want map[string]color.RGBA) map[string]int {
+	out := map[string]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+			for name, w := range want {
+				if near(c.R, w.R) && near(c.G, w.G) && near(c.B, w.B) {
+					out[name]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+func near(a, b uint8) bool { return int(a)-int(b) <= 4 && int(b)-int(a) <= 4 }

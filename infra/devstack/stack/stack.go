@@ -1,0 +1,354 @@
+// Package stack composes the whole tilesieve loop in one process, for
+// `make run` and for end-to-end tests:
+//
+//   - an S3-compatible endpoint (shared/s3local) seeded with a demo tileset,
+//     behind an emulation of S3 event notifications (s3notify) that delivers
+//     every change under TILES_PREFIX to the sync worker, as S3 invokes the
+//     worker Lambda asynchronously;
+//   - the sync worker (shared/purge), writing the purge journal in the same
+//     bucket as on AWS;
+//   - the tile function (functions/tiles/app), which follows that journal,
+//     served on a local port together with a map viewer at "/".
+//
+// Pointed at another S3 (Options.Embedded false: AWS, LocalStack), it runs
+// only the tile function and the viewer against it, configured from the
+// environment exactly as on Lambda; purges then come from whatever delivers
+// that bucket's events (the deployed worker, LocalStack's notifications).
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
+	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
+	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+)
+
+// Defaults of the embedded stack. The credentials are not secrets: the
+// embedded endpoint only checks that requests are signed with them.
+const (
+	DefaultS3Addr     = "127.0.0.1:9000"
+	DefaultBucket     = "tiles"
+	DefaultPrefix     = "tiles/"
+	DefaultAdminToken = "local-admin-token"
+	DefaultDiskBytes  = "256MiB"
+)
+
+// Options configure Start.
+type Options struct {
+	// Env reads the configuration (config.LoadTiles / LoadWorker and the
+	// variables below); nil is the process environment.
+	Env config.Env
+	// Embedded starts the in-process S3 endpoint, event notifications and the
+	// worker. EmbeddedByDefault says what `make run` picks.
+	Embedded bool
+	// S3Addr is where the embedded endpoint listens; default DefaultS3Addr.
+	// Tests use "127.0.0.1:0".
+	S3Addr string
+	// Addr is where the tile function and the viewer listen; default
+	// LISTEN_ADDR:PORT (127.0.0.1:8080). Tests use "127.0.0.1:0".
+	Addr string
+	// Seed writes the demo tileset (zoom 0 to SeedMaxZoom) at start. The
+	// embedded endpoint starts empty, so `make run` seeds it; against another
+	// S3 seeding writes into a real bucket and is asked for explicitly.
+	Seed        bool
+	SeedMaxZoom int // default demotiles.DefaultMaxZoom
+	// Logger receives the stack's logs; default discards.
+	Logger *slog.Logger
+	// OnEvent, when set, sees every S3 notification after its delivery to the
+	// worker (tests).
+	OnEvent func(s3notify.Delivery)
+}
+
+// EmbeddedByDefault reports whether env leaves S3 unconfigured, so the
+// stack should start its own: neither AWS_ENDPOINT_URL nor TILES_BUCKET set.
+func EmbeddedByDefault(env config.Env) bool {
+	return strings.TrimSpace(env("AWS_ENDPOINT_URL")) == "" && strings.TrimSpace(env("TILES_BUCKET")) == ""
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	URL         string // the tile function and the viewer, e.g. http://127.0.0.1:8080
+	S3URL       string // the embedded S3 endpoint; "" when not embedded
+	Bucket      string
+	TilesPrefix string
+	Region      string
+	AccessKey   string // credentials of the embedded endpoint ("" when not embedded)
+	SecretKey   string
+	AdminToken  string
+	Embedded    bool
+	Seeded      int // demo tiles written at start
+	Tiles       config.Tiles
+
+	App      *app.App
+	S3       *s3local.Server    // nil when not embedded
+	Notifier *s3notify.Notifier // nil when not embedded
+	Worker   *purge.Worker      // nil when not embedded
+	Client   *s3.Client         // an S3 client of the embedded endpoint; nil when not embedded
+	closers  []func(context.Context) error
+	log      *slog.Logger
+}
+
+// Start builds and starts the stack. The returned stack runs until Close;
+// ctx bounds the start only.
+func Start(ctx context.Context, opts Options) (st *Stack, err error) {
+	if opts.Env == nil {
+		opts.Env = config.OS
+	}
+	if opts.S3Addr == "" {
+		opts.S3Addr = DefaultS3Addr
+	}
+	if opts.SeedMaxZoom == 0 {
+		opts.SeedMaxZoom = demotiles.DefaultMaxZoom
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	st = &Stack{Embedded: opts.Embedded, log: log}
+	defer func() {
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			st.Close(cctx)
+			st = nil
+		}
+	}()
+
+	defaults := map[string]string{"DISK_CACHE_BYTES": DefaultDiskBytes}
+	if strings.TrimSpace(opts.Env("DISK_CACHE_DIR")) == "" {
+		dir, err := os.MkdirTemp("", "tilesieve-devstack-")
+		if err != nil {
+			return st, fmt.Errorf("devstack: disk tier directory: %w", err)
+		}
+		st.closers = append(st.closers, func(context.Context) error { return os.RemoveAll(dir) })
+		defaults["DISK_CACHE_DIR"] = dir
+	}
+	overrides := map[string]string{}
+	st.Region = firstNonEmpty(opts.Env("AWS_REGION"), opts.Env("AWS_DEFAULT_REGION"), s3local.DefaultRegion)
+
+	var ln net.Listener
+	if opts.Embedded {
+		defaults["TILES_BUCKET"] = DefaultBucket
+		defaults["TILES_PREFIX"] = DefaultPrefix
+		defaults["ADMIN_TOKEN"] = DefaultAdminToken
+		if ln, err = net.Listen("tcp", opts.S3Addr); err != nil {
+			return st, fmt.Errorf("devstack: S3 endpoint: %w (set S3_LOCAL_PORT or -s3-port to use another port)", err)
+		}
+		st.S3URL = "http://" + ln.Addr().String()
+		overrides["AWS_ENDPOINT_URL"] = st.S3URL
+		overrides["S3_FORCE_PATH_STYLE"] = "true"
+	}
+	env := layered(overrides, opts.Env, defaults)
+	tcfg, err := config.LoadTiles(env)
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return st, err
+	}
+	st.Tiles = tcfg
+	st.Bucket, st.TilesPrefix, st.AdminToken = tcfg.Bucket, tcfg.TilesPrefix, tcfg.AdminToken
+	addr := opts.Addr
+	if addr == "" {
+		addr = tcfg.ListenAddr
+	}
+
+	if opts.Embedded {
+		if err := st.startS3(ctx, ln, env, opts); err != nil {
+			return st, err
+		}
+	}
+	if opts.Seed {
+		if err := st.seed(ctx, opts.SeedMaxZoom); err != nil {
+			return st, err
+		}
+	}
+	if opts.Embedded {
+		st.Notifier.SetEnabled(true)
+	}
+
+	if st.Client != nil {
+		ocfg := origin.Config{Bucket: tcfg.Bucket, Prefix: tcfg.TilesPrefix, Endpoint: tcfg.Endpoint, PathStyle: true, Timeout: tcfg.OriginTimeout}
+		if err := ocfg.Validate(); err != nil {
+			return st, err
+		}
+		st.App, err = app.NewWithOrigin(ctx, tcfg, origin.NewWithS3(st.Client, ocfg), log.With("component", "tiles"))
+	} else {
+		st.App, err = app.New(ctx, tcfg, log.With("component", "tiles"))
+	}
+	if err != nil {
+		return st, fmt.Errorf("devstack: tile function: %w", err)
+	}
+
+	page, err := viewer.Handler(viewer.Config{
+		Title:    "tilesieve local stack",
+		Template: "/" + demotiles.Tileset + "/{z}/{x}/{y}.png",
+		MaxZoom:  max(opts.SeedMaxZoom, 0),
+		Zoom:     min(2, max(opts.SeedMaxZoom, 0)),
+		Hints:    st.hints(),
+	})
+	if err != nil {
+		return st, err
+	}
+	tl, err := net.Listen("tcp", addr)
+	if err != nil {
+		return st, fmt.Errorf("devstack: tile function: %w (set PORT or -port to use another port)", err)
+	}
+	st.URL = "http://" + tl.Addr().String()
+	st.serve(tl, viewer.Mount(page, st.App.Handler), "tiles")
+	log.Info("tile function ready", "url", st.URL, "disk", st.App.Disk != nil, "sync_interval", tcfg.SyncInterval)
+	return st, nil
+}
+
+// startS3 starts the embedded endpoint on ln, with notifications (off until
+// the seed is written) delivered to a worker over the same bucket.
+func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, opts Options) error {
+	wcfg, err := config.LoadWorker(env)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv, err := s3local.New(s3local.Config{Buckets: []string{wcfg.Bucket}})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	st.S3 = srv
+	st.AccessKey, st.SecretKey = s3local.DefaultAccessKey, s3local.DefaultSecretKey
+	st.Client = srv.Client(st.S3URL)
+
+	journal := purge.NewJournal(st.Client, wcfg.Bucket, wcfg.JournalPrefix, purge.JournalOptions{Logger: st.log.With("component", "journal")})
+	wc := purge.WorkerConfig{
+		Bucket:      wcfg.Bucket,
+		TilesPrefix: wcfg.TilesPrefix,
+		Coalesce:    purge.CoalesceConfig{Threshold: wcfg.CoalesceThreshold, Cap: wcfg.CoalesceCap},
+	}
+	if err := wc.Validate(); err != nil {
+		ln.Close()
+		return err
+	}
+	if wcfg.DistributionID != "" {
+		st.log.Warn("DISTRIBUTION_ID is set but the local stack has no CDN to invalidate; ignoring it")
+	}
+	st.Worker = purge.NewWorker(wc, journal, nil, st.log.With("component", "worker"))
+
+	st.Notifier = s3notify.New(srv.Handler(), s3notify.HeadStat(st.Client), st.Worker, s3notify.Config{
+		Region:     st.Region,
+		Prefix:     wcfg.TilesPrefix, // the template's notification filter
+		OnDelivery: opts.OnEvent,
+	}, st.log.With("component", "s3-events"))
+	st.Notifier.SetEnabled(false)
+	// Stop order (closers run last first): tiles, then the event queue
+	// drains while S3 is still up (the worker writes the journal there),
+	// then S3.
+	st.serve(ln, st.Notifier, "s3")
+	st.closers = append(st.closers, func(ctx context.Context) error { return st.Notifier.Close(ctx) })
+	st.log.Info("S3 endpoint ready", "url", st.S3URL, "bucket", wcfg.Bucket, "events_for", wcfg.TilesPrefix+"*")
+	return nil
+}
+
+// seed writes the demo tileset under TILES_PREFIX.
+func (st *Stack) seed(ctx context.Context, maxZoom int) error {
+	c := st.Client
+	if c == nil {
+		// Against another S3: the SDK's own configuration from the environment.
+		o, err := origin.New(ctx, origin.Config{Bucket: st.Tiles.Bucket, Prefix: st.Tiles.TilesPrefix, Endpoint: st.Tiles.Endpoint, PathStyle: st.Tiles.PathStyle})
+		if err != nil {
+			return err
+		}
+		c = o.S3()
+	}
+	start := time.Now()
+	n, err := demotiles.Seed(ctx, maxZoom, 8, func(ctx context.Context, key string, png []byte) error {
+		_, err := s3local.Put(ctx, c, st.Bucket, st.TilesPrefix+key, png, "image/png", "")
+		return err
+	})
+	st.Seeded = n
+	if err != nil {
+		return err
+	}
+	st.log.Info("demo tileset seeded", "tiles", n, "zoom", fmt.Sprintf("0-%d", maxZoom),
+		"at", st.Bucket+"/"+st.TilesPrefix+demotiles.Tileset+"/", "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// serve runs h on ln until Close.
+func (st *Stack) serve(ln net.Listener, h http.Handler, name string) {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(st.log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			st.log.Error("server stopped", "server", name, "err", err)
+		}
+	}()
+	st.closers = append(st.closers, func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		<-done
+		if err != nil {
+			return fmt.Errorf("devstack: stop %s server: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// Close stops the stack: the tile server first, then the queued S3 events
+// are delivered, then the S3 endpoint stops. ctx bounds the whole stop.
+func (st *Stack) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(st.closers) - 1; i >= 0; i-- {
+		if err := st.closers[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	st.closers = nil
+	return errors.Join(errs...)
+}
+
+// TileURL is the URL of a demo tile.
+func (st *Stack) TileURL(z, x, y int) string {
+	return st.URL + "/" + demotiles.Key(z, x, y)
+}
+
+// layered reads a variable from overrides, then env, then defaults.
+func layered(overrides map[string]string, env config.Env, defaults map[string]string) config.Env {
+	return func(name string) string {
+		if v, ok := overrides[name]; ok {
+			return v
+		}
+		if v := strings.TrimSpace(env(name)); v != "" {
+			return v
+		}
+		return defaults[name]
+	}
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,400 @@
+package stack_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
+	"github.com/tilesieve/tilesieve/infra/devstack/stack"
+	"github.com/tilesieve/tilesieve/shared/s3event"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+)
+
+// mapEnv is an environment that holds only m, so the tests do not depend on
+// the variables of the machine that runs them.
+func mapEnv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// events collects the notifications the stack delivered to its worker.
+type events struct {
+	mu   sync.Mutex // guards list
+	list []s3notify.Delivery
+}
+
+func (e *events) add(d s3notify.Delivery) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.list = append(e.list, d)
+}
+
+func (e *events) all() []s3notify.Delivery {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]s3notify.Delivery(nil), e.list...)
+}
+
+func startEmbedded(t *testing.T, ev *events) *stack.Stack {
+	t.Helper()
+	opts := stack.Options{
+		Env:         mapEnv(nil),
+		Embedded:    true,
+		S3Addr:      "127.0.0.1:0",
+		Addr:        "127.0.0.1:0",
+		Seed:        true,
+		SeedMaxZoom: 2,
+	}
+	if ev != nil {
+		opts.OnEvent = ev.add
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := stack.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := st.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return st
+}
+
+type answer struct {
+	status int
+	cache  string
+	body   []byte
+}
+
+func get(t *testing.T, url string) answer {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{resp.StatusCode, resp.Header.Get("X-Cache"), b}
+}
+
+// eventually polls url until done accepts an answer. This is an end-to-end
+// test of a real asynchronous loop (S3 event → worker → journal → the
+// function's next check), so it polls with a deadline rather than a clock.
+func eventually(t *testing.T, what, url string, done func(answer) bool) answer {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		a := get(t, url)
+		if done(a) {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %d %s after 5s", what, a.status, a.cache)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func put(t *testing.T, st *stack.Stack, key string, body []byte) {
+	t.Helper()
+	if _, err := s3local.Put(context.Background(), st.Client, st.Bucket, st.TilesPrefix+key, body, "image/png", ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func render(t *testing.T, s demotiles.Spec) []byte {
+	t.Helper()
+	b, err := demotiles.Render(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestUploadDeleteCopyPurgeTheFunction(t *testing.T) {
+	t.Parallel()
+	ev := &events{}
+	st := startEmbedded(t, ev)
+	tileURL := st.TileURL(2, 1, 1)
+
+	// A demo tile: a 256×256 PNG, from S3 first, then from memory.
+	first := get(t, tileURL)
+	if first.status != http.StatusOK || first.cache != "MISS" {
+		t.Fatalf("first GET: got %d %s, want 200 MISS", first.status, first.cache)
+	}
+	img, err := png.Decode(bytes.NewReader(first.body))
+	if err != nil {
+		t.Fatalf("demo tile is not a PNG: %v", err)
+	}
+	if sz := img.Bounds().Size(); sz.X != 256 || sz.Y != 256 {
+		t.Fatalf("demo tile is %v, want 256×256", sz)
+	}
+	if again := get(t, tileURL); again.cache != "HIT-MEMORY" || !bytes.Equal(again.body, first.body) {
+		t.Fatalf("second GET: got %s, want HIT-MEMORY with the same bytes", again.cache)
+	}
+
+	// Upload: the function serves the new bytes within the sync interval,
+	// fetched from S3 again, and never the old ones after that.
+	updated := render(t, demotiles.Spec{Z: 2, X: 1, Y: 1, Caption: "UPDATED", Fill: color.RGBA{0xFF, 0xE0, 0x40, 0xFF}})
+	put(t, st, demotiles.Key(2, 1, 1), updated)
+	a := eventually(t, "after the upload", tileURL, func(a answer) bool { return !bytes.Equal(a.body, first.body) })
+	if a.status != http.StatusOK || a.cache != "MISS" || !bytes.Equal(a.body, updated) {
+		t.Fatalf("after the upload: got %d %s (%d bytes), want 200 MISS with the uploaded bytes", a.status, a.cache, len(a.body))
+	}
+	if a := get(t, tileURL); a.cache != "HIT-MEMORY" || !bytes.Equal(a.body, updated) {
+		t.Fatalf("after the refill: got %s, want HIT-MEMORY with the uploaded bytes", a.cache)
+	}
+
+	// DELETE: the tile becomes 404.
+	if _, err := st.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{
+		Bucket: aws.String(st.Bucket), Key: aws.String(st.TilesPrefix + demotiles.Key(2, 1, 1)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "after the delete", tileURL, func(a answer) bool { return a.status == http.StatusNotFound })
+
+	// Multi-delete of two tiles; a third, cached in the same column, stays.
+	gone1, gone2, kept := st.TileURL(2, 0, 0), st.TileURL(2, 0, 1), st.TileURL(2, 0, 2)
+	for _, u := range []string{gone1, gone2, kept} {
+		if a := get(t, u); a.status != http.StatusOK {
+			t.Fatalf("GET %s: %d", u, a.status)
+		}
+	}
+	out, err := st.Client.DeleteObjects(context.Background(), &s3.DeleteObjectsInput{
+		Bucket: aws.String(st.Bucket),
+		Delete: &types.Delete{Objects: []types.ObjectIdentifier{
+			{Key: aws.String(st.TilesPrefix + demotiles.Key(2, 0, 0))},
+			{Key: aws.String(st.TilesPrefix + demotiles.Key(2, 0, 1))},
+		}},
+	})
+	if err != nil || len(out.Deleted) != 2 {
+		t.Fatalf("multi-delete: %v, %d deleted", err, len(out.Deleted))
+	}
+	eventually(t, "after the multi-delete", gone1, func(a answer) bool { return a.status == http.StatusNotFound })
+	eventually(t, "after the multi-delete", gone2, func(a answer) bool { return a.status == http.StatusNotFound })
+	if a := get(t, kept); a.status != http.StatusOK || a.cache != "HIT-MEMORY" {
+		t.Fatalf("a tile the multi-delete did not name: got %d %s, want 200 HIT-MEMORY", a.status, a.cache)
+	}
+
+	// COPY onto a cached tile: the function serves the copied bytes.
+	target := st.TileURL(2, 2, 2)
+	before := get(t, target)
+	source := get(t, st.TileURL(1, 0, 0))
+	if _, err := st.Client.CopyObject(context.Background(), &s3.CopyObjectInput{
+		Bucket:     aws.String(st.Bucket),
+		Key:        aws.String(st.TilesPrefix + demotiles.Key(2, 2, 2)),
+		CopySource: aws.String(st.Bucket + "/" + st.TilesPrefix + demotiles.Key(1, 0, 0)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a = eventually(t, "after the copy", target, func(a answer) bool { return !bytes.Equal(a.body, before.body) })
+	if !bytes.Equal(a.body, source.body) || a.cache != "MISS" {
+		t.Fatalf("after the copy: got %s, want MISS with the source's bytes", a.cache)
+	}
+
+	// The notifications: one per change, in order, all delivered, none for
+	// the seed or the journal's own writes.
+	want := []struct{ name, key string }{
+		{"ObjectCreated:Put", "demo/2/1/1.png"},
+		{"ObjectRemoved:Delete", "demo/2/1/1.png"},
+		{"ObjectRemoved:Delete", "demo/2/0/0.png"},
+		{"ObjectRemoved:Delete", "demo/2/0/1.png"},
+		{"ObjectCreated:Copy", "demo/2/2/2.png"},
+	}
+	got := ev.all()
+	if len(got) != len(want) {
+		t.Fatalf("got %d notifications, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].Name != w.name || got[i].Key != st.TilesPrefix+w.key || got[i].Err != nil {
+			t.Errorf("notification %d: got %s %s (err %v), want %s %s", i, got[i].Name, got[i].Key, got[i].Err, w.name, st.TilesPrefix+w.key)
+		}
+	}
+}
+
+func TestEventsEncodeKeysAsS3Does(t *testing.T) {
+	t.Parallel()
+	ev := &events{}
+	st := startEmbedded(t, ev)
+	key := "demo/a b+c/0/0/0.png"
+	url := st.URL + "/demo/a%20b+c/0/0/0.png"
+
+	v1 := render(t, demotiles.Spec{Caption: "V1"})
+	put(t, st, key, v1)
+	if a := eventually(t, "first version", url, func(a answer) bool { return a.status == http.StatusOK }); !bytes.Equal(a.body, v1) {
+		t.Fatal("first version: wrong bytes")
+	}
+	if a := get(t, url); a.cache != "HIT-MEMORY" {
+		t.Fatalf("got %s, want HIT-MEMORY", a.cache)
+	}
+	v2 := render(t, demotiles.Spec{Caption: "V2"})
+	put(t, st, key, v2)
+	eventually(t, "second version", url, func(a answer) bool { return bytes.Equal(a.body, v2) })
+
+	// Outside TILES_PREFIX: no notification (the template's filter).
+	if _, err := s3local.Put(context.Background(), st.Client, st.Bucket, "elsewhere/x.png", v1, "image/png", ""); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := st.Notifier.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	got := ev.all()
+	if len(got) != 2 {
+		t.Fatalf("got %d notifications, want 2: %+v", len(got), got)
+	}
+	var seqs []string
+	for _, d := range got {
+		if !bytes.Contains(d.Event, []byte(`"key":"tiles/demo/a+b%2Bc/0/0/0.png"`)) {
+			t.Errorf("notification %s: key not encoded as S3 does", d.Event)
+		}
+		b, err := s3event.Decode(d.Event)
+		if err != nil || len(b.Changes) != 1 {
+			t.Fatalf("decode %s: %v %+v", d.Event, err, b)
+		}
+		c := b.Changes[0]
+		if c.Key != st.TilesPrefix+key || c.Bucket != st.Bucket || c.Kind != s3event.Created || c.Event != "ObjectCreated:Put" {
+			t.Errorf("decoded %+v, want a Put of %q", c, st.TilesPrefix+key)
+		}
+		if c.Size != int64(len(v1)) && c.Size != int64(len(v2)) {
+			t.Errorf("size %d, want the object's", c.Size)
+		}
+		var rec struct {
+			Records []map[string]any
+		}
+		json.Unmarshal(d.Event, &rec)
+		if len(rec.Records) != 1 || rec.Records[0]["eventVersion"] != "2.1" || rec.Records[0]["awsRegion"] != s3local.DefaultRegion {
+			t.Errorf("record %s: want one record, version 2.1, region %s", d.Event, s3local.DefaultRegion)
+		}
+		seqs = append(seqs, c.Sequencer)
+	}
+	if s3event.CompareSequencer(seqs[0], seqs[1]) >= 0 {
+		t.Errorf("sequencers %v do not rise", seqs)
+	}
+}
+
+func TestCloseDeliversQueuedEvents(t *testing.T) {
+	t.Parallel()
+	ev := &events{}
+	st := startEmbedded(t, ev)
+	for i := range 5 {
+		put(t, st, demotiles.Key(2, i%4, 3), render(t, demotiles.Spec{Z: 2, X: i % 4, Y: 3, Caption: "NEW"}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := st.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := ev.all()
+	if len(got) != 5 {
+		t.Fatalf("got %d notifications delivered by Close, want 5", len(got))
+	}
+	for _, d := range got {
+		if d.Err != nil {
+			t.Errorf("%s: %v", d.Key, d.Err)
+		}
+	}
+}
+
+func TestViewerAtRootDoesNotShadowTiles(t *testing.T) {
+	t.Parallel()
+	st := startEmbedded(t, nil)
+	page := get(t, st.URL+"/")
+	if page.status != http.StatusOK || !bytes.Contains(page.body, []byte("<title>")) {
+		t.Fatalf("GET /: %d", page.status)
+	}
+	// Any absolute URL on the page is one of the stack's own (the printed
+	// commands); nothing is fetched from the internet.
+	html := strings.ToLower(string(page.body))
+	for _, scheme := range []string{"http://", "https://", "src=\"//", "href=\"//"} {
+		for rest := html; ; {
+			i := strings.Index(rest, scheme)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(scheme):]
+			if !strings.HasPrefix(rest, "127.0.0.1:") {
+				t.Errorf("the page refers to %s%.30s: it must need nothing from the internet", scheme, rest)
+			}
+		}
+	}
+	if a := get(t, st.TileURL(0, 0, 0)); a.status != http.StatusOK {
+		t.Fatalf("tile: %d", a.status)
+	}
+	if a := get(t, st.URL+"/_tilesieve/health"); a.status != http.StatusOK || !strings.Contains(string(a.body), `"ok"`) {
+		t.Fatalf("health: %d %s", a.status, a.body)
+	}
+	if a := get(t, st.URL+"/index.html"); a.status != http.StatusNotFound || a.cache == "" {
+		t.Fatalf("a path that is not a tile goes to the function: got %d X-Cache %q, want its 404", a.status, a.cache)
+	}
+}
+
+// TestExternalS3FromTheEnvironment points the stack at an S3 it did not
+// start, configured only through the environment, as with LocalStack.
+func TestExternalS3FromTheEnvironment(t *testing.T) {
+	srv, err := s3local.New(s3local.Config{Buckets: []string{"other"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	// The AWS SDK reads credentials from the process environment.
+	t.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
+	t.Setenv("AWS_REGION", s3local.DefaultRegion)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	env := mapEnv(map[string]string{
+		"AWS_ENDPOINT_URL":    hs.URL,
+		"TILES_BUCKET":        "other",
+		"TILES_PREFIX":        "pyramid/",
+		"S3_FORCE_PATH_STYLE": "true",
+		"DISK_CACHE_BYTES":    "0",
+	})
+	if !stack.EmbeddedByDefault(mapEnv(nil)) || stack.EmbeddedByDefault(env) {
+		t.Fatal("EmbeddedByDefault: want embedded only without AWS_ENDPOINT_URL and TILES_BUCKET")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Options{Env: env, Embedded: false, Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(context.Background())
+	if st.S3URL != "" || st.Notifier != nil || st.Seeded != 5 {
+		t.Fatalf("got S3URL %q, notifier %v, %d seeded; want no embedded endpoint and 5 tiles", st.S3URL, st.Notifier != nil, st.Seeded)
+	}
+	if _, err := srv.Client(hs.URL).HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("other"), Key: aws.String("pyramid/demo/1/1/1.png")}); err != nil {
+		t.Fatalf("seeded tile not in the external bucket: %v", err)
+	}
+	if a := get(t, st.TileURL(1, 1, 1)); a.status != http.StatusOK || a.cache != "MISS" {
+		t.Fatalf("tile through the external S3: got %d %s", a.status, a.cache)
+	}
+	if !strings.Contains(st.Banner(), "from the environment") {
+		t.Error("banner does not say where S3 is")
+	}
+}
