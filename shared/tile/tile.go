@@ -73,7 +73,7 @@ func KeyFromPath(escaped string) (string, error) {
 	}
 	raw := escaped[1:]
 	// An escaped slash would let one segment pose as two (or hide "..").
-	if strings.Contains(strings.ToLower(raw), "%2f") {
+	if strings.Contains(raw, "%2f") || strings.Contains(raw, "%2F") {
 		return "", bad(escaped, "escaped slash")
 	}
 	key, err := url.PathUnescape(raw)

@@ -123,3 +123,10 @@ func FuzzKeyFromPath(f *testing.F) {
 		}
 	})
 }
+
+func TestKeyFromPathAllocs(t *testing.T) {
+	// The hit path parses every request's path: a plain one must not allocate.
+	if n := testing.AllocsPerRun(100, func() { KeyFromPath("/osm/12/2048/1361.png") }); n != 0 {
+		t.Fatalf("KeyFromPath allocated %v times per call, want 0", n)
+	}
+}
