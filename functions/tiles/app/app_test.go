@@ -1,0 +1,108 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+)
+
+func setup(t *testing.T, env map[string]string, tiles int) (*s3local.Server, config.Tiles, *origin.Client) {
+	t.Helper()
+	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	api := srv.Client(hs.URL)
+	for i := range tiles {
+		if _, err := s3local.Put(context.Background(), api, "tiles", fmt.Sprintf("tiles/demo/5/%d/0.png", i), []byte("tile"), "image/png", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := map[string]string{"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "DISK_CACHE_DIR": t.TempDir(), "DISK_CACHE_BYTES": "16MiB"}
+	for k, v := range env {
+		base[k] = v
+	}
+	cfg, err := config.LoadTiles(func(k string) string { return base[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, cfg, origin.NewWithS3(api, origin.Config{Bucket: "tiles", Prefix: "tiles/"})
+}
+
+func TestStagesAtStart(t *testing.T) {
+	t.Parallel()
+	_, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "demo/5/"}, 20)
+	a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Staged.Staged != 20 || a.Disk.Len() != 20 {
+		t.Fatalf("staged %+v, disk holds %d", a.Staged, a.Disk.Len())
+	}
+	rec := httptest.NewRecorder()
+	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/demo/5/3/0.png", nil))
+	if rec.Code != 200 || rec.Header().Get("X-Cache") != "HIT-DISK" {
+		t.Fatalf("staged tile: %d %s", rec.Code, rec.Header().Get("X-Cache"))
+	}
+}
+
+// TestStagingOutOfBudgetStillStarts: a slow S3 at cold start costs the
+// staging budget, not the start.
+func TestStagingOutOfBudgetStillStarts(t *testing.T) {
+	t.Parallel()
+	srv, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "demo/5/", "STAGE_BUDGET": "300ms"}, 50)
+	srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/tiles/demo/5/"), Delay: 2 * time.Second})
+	start := time.Now()
+	var logs bytes.Buffer
+	a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("start took %v with a 300ms staging budget", d)
+	}
+	if !a.Staged.BudgetExhausted {
+		t.Fatalf("staging report %+v: want the budget exhausted", a.Staged)
+	}
+	srv.Faults().Reset()
+	rec := httptest.NewRecorder()
+	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/demo/5/7/0.png", nil))
+	if rec.Code != 200 {
+		t.Fatalf("after a short staging: %d", rec.Code)
+	}
+}
+
+// TestDiskThatCannotOpenStillStarts: the disk tier is optional.
+func TestDiskThatCannotOpenStillStarts(t *testing.T) {
+	t.Parallel()
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, cfg, o := setup(t, map[string]string{"DISK_CACHE_DIR": notADir + "/tiles"}, 1)
+	a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Disk != nil {
+		t.Fatal("disk tier opened under a regular file")
+	}
+	rec := httptest.NewRecorder()
+	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/demo/5/0/0.png", nil))
+	if rec.Code != 200 || rec.Header().Get("X-Cache") != "MISS" {
+		t.Fatalf("without a disk tier: %d %s", rec.Code, rec.Header().Get("X-Cache"))
+	}
+}
