@@ -44,10 +44,17 @@ func run() error {
 	fs.BoolVar(&embedded, "embedded", embedded, "start the embedded S3 endpoint and event notifications (default: unless AWS_ENDPOINT_URL or TILES_BUCKET is set)")
 	fs.IntVar(&s3Port, "s3-port", s3Port, "port of the embedded S3 endpoint on 127.0.0.1 (env S3_LOCAL_PORT)")
 	port := fs.Int("port", 0, "port of the tile function and viewer (default: PORT, or 8080)")
-	seed := fs.Bool("seed", embedded, "write the demo tileset at start (default: only into the embedded endpoint)")
+	seed := fs.Bool("seed", false, "write the demo tileset at start (default: only into the embedded endpoint)")
 	maxZoom := fs.Int("seed-zoom", demotiles.DefaultMaxZoom, "deepest zoom level of the demo tileset")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
+	}
+	seedSet := false
+	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	if !seedSet {
+		// The embedded endpoint starts empty; a real bucket is seeded only
+		// when asked.
+		*seed = embedded
 	}
 
 	level := obs.ParseLevel(env("LOG_LEVEL"))
