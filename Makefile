@@ -21,8 +21,8 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## Run the whole loop locally: embedded S3, tile function on :8080, worker, viewer
-	$(GO) run ./infra/devstack
+run: ## Run the whole loop locally: embedded S3, tile function on :8080, worker, viewer (ARGS=flags)
+	$(GO) run ./infra/devstack $(ARGS)
 
 .PHONY: test
 test: fmt-check vet tools ## gofmt check, go vet, go test -race (incl. fuzz seeds, RIE smoke tests)
