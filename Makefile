@@ -45,9 +45,17 @@ lint: vet tools ## staticcheck on the product module and the bench module
 
 .PHONY: fuzz
 fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
-	$(GO) test -run '^$$' -fuzz '^FuzzKeyFromPath$$' -fuzztime $(or $(FUZZTIME),30s) ./shared/tile/
-	$(GO) test -run '^$$' -fuzz '^FuzzOps$$' -fuzztime $(or $(FUZZTIME),30s) ./shared/cache/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(or $(FUZZTIME),30s) ./shared/s3event/
+	@set -e; for t in \
+	    FuzzKeyFromPath:./shared/tile/ \
+	    FuzzDecode:./shared/s3event/ \
+	    FuzzRequestFromEvent:./functions/tiles/ \
+	    FuzzConditionalHeaders:./shared/tileserver/ \
+	    FuzzParseManifest:./shared/stage/ \
+	    FuzzDecodeFile:./shared/disk/ \
+	    FuzzOps:./shared/cache/ ; do \
+	  echo "== $${t%%:*} ($${t#*:})"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(or $(FUZZTIME),30s) "$${t#*:}"; \
+	done
 
 .PHONY: tools
 tools: $(GOBIN)/aws-lambda-rie $(GOBIN)/staticcheck ## Install the pinned test tools (Lambda RIE, staticcheck)

@@ -320,24 +320,33 @@ func (r *run) manifest(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var keys []string
-	bad := 0
-	for line := range strings.Lines(string(t.Body)) {
+	keys, bad := ParseManifest(t.Body)
+	for i, err := range bad {
+		if i == maxLoggedFailures {
+			break
+		}
+		r.log.Warn("stage: manifest line is not a tile key", "manifest", r.cfg.Manifest, "err", err)
+	}
+	r.log.Info("stage: manifest read", "manifest", r.cfg.Manifest, "keys", len(keys), "bad_lines", len(bad))
+	return keys, nil
+}
+
+// ParseManifest reads a staging manifest: one tile key per line; blank
+// lines and lines starting with # are skipped. Lines that are not valid tile
+// keys are returned as errors, never staged.
+func ParseManifest(body []byte) (keys []string, bad []error) {
+	for line := range strings.Lines(string(body)) {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		if err := tile.ValidateKey(line); err != nil {
-			if bad < maxLoggedFailures {
-				r.log.Warn("stage: manifest line is not a tile key", "manifest", r.cfg.Manifest, "err", err)
-			}
-			bad++
+			bad = append(bad, err)
 			continue
 		}
 		keys = append(keys, line)
 	}
-	r.log.Info("stage: manifest read", "manifest", r.cfg.Manifest, "keys", len(keys), "bad_lines", bad)
-	return keys, nil
+	return keys, bad
 }
 
 // estimate is what an object will cost on disk before its metadata is
