@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tilesieve/tilesieve/shared/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 )
 
@@ -65,25 +66,10 @@ func counting(log *requestLog, h http.Handler) http.Handler {
 	})
 }
 
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
+// clock is the settable clock of one test.
+type clock = fakeclock.Clock
 
-func newClock() *clock { return &clock{now: time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClock() *clock { return fakeclock.New(time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)) }
 
 // recorder is a Target that records what it was told.
 type recorder struct {

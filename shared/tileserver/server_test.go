@@ -20,31 +20,17 @@ import (
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
 const bucket = "tiles"
 
-// clock is the injected time of one test.
-type clock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
+// clock is the settable clock of one test.
+type clock = fakeclock.Clock
 
-func newClock() *clock { return &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClock() *clock { return fakeclock.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)) }
 
 // env is one tile server over an in-process S3 endpoint.
 type env struct {
