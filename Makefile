@@ -83,6 +83,11 @@ build-SyncWorker: ## SAM makefile build of the sync worker (writes $(ARTIFACTS_D
 bench-cache: ## Memory-tier benchmarks vs peers; writes docs/BENCHMARKS.md
 	cd bench && $(GO) run ./cmd/benchreport -out ../docs/BENCHMARKS.md
 
+.PHONY: bench
+bench: bench-cache ## All benchmarks: memory tier vs peers, then end-to-end (bench/e2e); rewrites docs/BENCHMARKS.md and docs/bench/*.png
+	bash bench/e2e/install-tools.sh
+	cd bench && $(GO) run ./cmd/e2ebench -out ../docs/BENCHMARKS.md
+
 .PHONY: localstack-up
 localstack-up: ## Start LocalStack (Docker) and wait for the tiles bucket
 	@bash localstack/up.sh

@@ -226,7 +226,9 @@ func atof(re *regexp.Regexp, s string) (float64, error) {
 	return strconv.ParseFloat(m[1], 64)
 }
 
-func msDur(ms float64) time.Duration { return time.Duration(math.Round(ms * float64(time.Millisecond))) }
+func msDur(ms float64) time.Duration {
+	return time.Duration(math.Round(ms * float64(time.Millisecond)))
+}
 
 // ---- running ------------------------------------------------------------------
 

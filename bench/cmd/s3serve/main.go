@@ -1,0 +1,72 @@
+// Command s3serve is the S3 endpoint of the process-level benchmarks: the
+// product's in-process endpoint (shared/s3local, SigV4 on, default local
+// credentials) served on a loopback port, with the bucket "tiles" seeded from
+// every file under -dir (object key = path relative to it). It prints
+// "listening http://127.0.0.1:PORT" once the objects are in, and serves until
+// SIGTERM.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "s3serve:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	dir := flag.String("dir", "", "directory to seed the bucket from")
+	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback)")
+	bucket := flag.String("bucket", "tiles", "bucket name")
+	latency := flag.Duration("latency", 0, "first-byte latency added to every response")
+	flag.Parse()
+	srv, err := s3local.New(s3local.Config{Buckets: []string{*bucket}})
+	if err != nil {
+		return err
+	}
+	srv.Faults().SetLatency(*latency)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	if *dir != "" {
+		var set tileset.Set
+		err := filepath.WalkDir(*dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(*dir, p)
+			set = append(set, tileset.Tile{Key: filepath.ToSlash(rel), Body: b})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := tileset.Seed(context.Background(), srv.Client(url), *bucket, "", set); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("listening %s\n", url)
+	select {}
+}

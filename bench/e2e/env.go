@@ -1,0 +1,158 @@
+// Package e2e holds the end-to-end benchmarks of tilesieve: each section of
+// docs/BENCHMARKS.md between the e2e markers is one Run function here,
+// returning a JSON-able result with its target and verdict. The pure parts
+// (percentiles, tool output parsers, the PMTiles writer, the workloads, the
+// tiles) live in the sub-packages and are unit tested; this package wires
+// them to the product's packages (shared/tileserver, shared/s3local, …) and
+// to real processes on loopback ports.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
+)
+
+// Bucket is the bucket every benchmark uses.
+const Bucket = "tiles"
+
+// LocalS3 is an in-process S3 endpoint served on a loopback port.
+type LocalS3 struct {
+	S3     *s3local.Server
+	HTTP   *httptest.Server
+	Client *s3.Client
+}
+
+// NewLocalS3 starts an endpoint with the benchmark bucket.
+func NewLocalS3() (*LocalS3, error) {
+	srv, err := s3local.New(s3local.Config{Buckets: []string{Bucket}})
+	if err != nil {
+		return nil, err
+	}
+	h := httptest.NewServer(srv.Handler())
+	return &LocalS3{S3: srv, HTTP: h, Client: newS3Client(h.URL, srv)}, nil
+}
+
+// Close stops the endpoint.
+func (l *LocalS3) Close() { l.HTTP.Close() }
+
+// URL is the endpoint's base URL.
+func (l *LocalS3) URL() string { return l.HTTP.URL }
+
+// newS3Client is s3local's client with the connection pool the product's
+// origin client uses (64 idle connections per host), so the direct-to-origin
+// baselines are not held back by the SDK's default of 10.
+func newS3Client(url string, srv *s3local.Server) *s3.Client {
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConnsPerHost = 64
+	})
+	return s3.New(s3.Options{
+		BaseEndpoint:               aws.String(url),
+		Region:                     s3local.DefaultRegion,
+		Credentials:                srv.Credentials(),
+		UsePathStyle:               true,
+		HTTPClient:                 hc,
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+}
+
+// Origin returns a product origin client over the endpoint.
+func (l *LocalS3) Origin() *origin.Client {
+	return origin.NewWithS3(newS3Client(l.URL(), l.S3), origin.Config{Bucket: Bucket})
+}
+
+// TierOptions shape one tile server instance.
+type TierOptions struct {
+	MemBytes int64 // memory tier bound; default 256 MiB
+	NoMemory bool  // admit nothing to memory (every request misses it)
+	DiskDir  string
+	Disk     *disk.Store // reuse a filled disk tier (memory dropped)
+}
+
+// Instance is a tile server built from the product's packages.
+type Instance struct {
+	Server *tileserver.Server
+	Memory *cache.Cache
+	Disk   *disk.Store
+}
+
+// NewInstance builds a tileserver over o with the given tiers.
+func NewInstance(o *origin.Client, opt TierOptions) (*Instance, error) {
+	cfg := cache.Config{MaxBytes: opt.MemBytes}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = 256 << 20
+	}
+	if opt.NoMemory {
+		// Nothing weighs less than a billionth of the bound: nothing is admitted.
+		cfg = cache.Config{MaxBytes: 1 << 20, MaxEntryFraction: 1e-9}
+	}
+	mem, err := cache.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	inst := &Instance{Memory: mem, Disk: opt.Disk}
+	if inst.Disk == nil && opt.DiskDir != "" {
+		d, err := disk.Open(disk.Config{Dir: opt.DiskDir, MaxBytes: 4 << 30}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return nil, err
+		}
+		inst.Disk = d
+	}
+	srv, err := tileserver.New(tileserver.Config{}, tileserver.Deps{Memory: mem, Disk: inst.Disk, Origin: o})
+	if err != nil {
+		return nil, err
+	}
+	inst.Server = srv
+	return inst, nil
+}
+
+// Serve serves h on a fresh 127.0.0.1 port until the returned stop is called.
+func Serve(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}, nil
+}
+
+// HTTPClient is a client for loopback benchmarks with enough idle
+// connections for the highest concurrency used.
+func HTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     30 * time.Second,
+	}, Timeout: 30 * time.Second}
+}
+
+// TempDir makes a directory under the system temp dir.
+func TempDir(pattern string) (string, error) { return os.MkdirTemp("", "tilesieve-e2e-"+pattern+"-") }
+
+func must(err error, what string) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}

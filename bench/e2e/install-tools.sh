@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the outside tools of the end-to-end benchmarks (ab, wrk, nginx)
+# from Debian when any is missing. Needs root (or sudo) and apt-get.
+set -euo pipefail
+missing=()
+command -v ab >/dev/null 2>&1 || missing+=(apache2-utils)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-tools: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null

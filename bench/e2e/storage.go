@@ -1,0 +1,377 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/protomaps/go-pmtiles/pmtiles"
+
+	"github.com/tilesieve/tilesieve/bench/e2e/loadtool"
+	"github.com/tilesieve/tilesieve/bench/e2e/pmwrite"
+	"github.com/tilesieve/tilesieve/bench/e2e/stats"
+	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
+	"github.com/tilesieve/tilesieve/bench/e2e/workload"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
+)
+
+// StorageParams sizes section 2.
+type StorageParams struct {
+	RepoRoot  string // the checkout (functions/tiles is built from it)
+	BenchDir  string // the bench module
+	MaxZoom   int    // tiles osm/0..MaxZoom/x/y.jpg
+	ABN, ABC  int
+	WrkDur    time.Duration
+	WrkConns  int
+	WrkThread int
+	MemBudget int64 // MEM_CACHE_BYTES of the memory-hit run
+	ABPath    string
+}
+
+// ServerRow is one server × load tool.
+type ServerRow struct {
+	Server    string        `json:"server"`
+	Tool      string        `json:"tool"`
+	RPS       float64       `json:"rps"`
+	Mean      time.Duration `json:"mean"`
+	P50       time.Duration `json:"p50"`
+	P99       time.Duration `json:"p99"`
+	Errors    int           `json:"errors"` // failed + non-2xx
+	VsFloor   float64       `json:"vs_floor"`
+	VsPMTiles float64       `json:"vs_pmtiles"`
+	VsNginx   float64       `json:"vs_nginx"`
+	Note      string        `json:"note,omitempty"`
+}
+
+// MemRow is section 6: one tile server process's peak RSS vs its budget.
+type MemRow struct {
+	Config    string `json:"config"`
+	Budget    int64  `json:"budget"`
+	VmHWM     int64  `json:"vm_hwm"`
+	VmRSS     int64  `json:"vm_rss"`
+	Requests  int64  `json:"requests"`
+	MemHits   int64  `json:"memory_hits"`
+	DiskHits  int64  `json:"disk_hits"`
+	Misses    int64  `json:"misses"`
+	CacheUsed int64  `json:"cache_bytes"`
+}
+
+// StorageResult is sections 2 and 6.
+type StorageResult struct {
+	Tiles      int           `json:"tiles"`
+	Bytes      int64         `json:"bytes"`
+	ABPath     string        `json:"ab_path"`
+	ABBytes    int           `json:"ab_bytes"`
+	Params     StorageParams `json:"params"`
+	Rows       []ServerRow   `json:"rows"`
+	Memory     []MemRow      `json:"memory"`
+	Targets    []Target      `json:"targets"`
+	MemTargets []Target      `json:"mem_targets"`
+	Commands   []string      `json:"commands"`
+}
+
+const adminToken = "e2e-bench-token"
+
+// RunStorage serves the same XYZ tiles from tilesieve (memory hits; disk
+// hits), the Go floor, `pmtiles serve` and nginx, each its own process on a
+// loopback port, and loads each with ab and wrk.
+func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (StorageResult, error) {
+	set := tileset.Build(tileset.XYZ("osm", "jpg", 0, p.MaxZoom), pool)
+	res := StorageResult{Tiles: len(set), Bytes: set.Bytes(), Params: p, ABPath: p.ABPath}
+	for _, t := range set {
+		if t.Key == strings.TrimPrefix(p.ABPath, "/") {
+			res.ABBytes = len(t.Body)
+		}
+	}
+	tmp, err := TempDir("storage")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(tmp)
+	// nginx's workers run as an unprivileged user when started as root: they
+	// must be able to walk to the files.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return res, err
+	}
+	www, bin, logs := filepath.Join(tmp, "www"), filepath.Join(tmp, "bin"), filepath.Join(tmp, "logs")
+	for _, d := range []string{www, bin, logs, filepath.Join(tmp, "pm"), filepath.Join(tmp, "nginx")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return res, err
+		}
+	}
+	if err := tileset.WriteDir(www, set); err != nil {
+		return res, err
+	}
+	if err := writePMTiles(filepath.Join(tmp, "pm", "osm.pmtiles"), set); err != nil {
+		return res, err
+	}
+	builds := []struct{ dir, out, pkg string }{
+		{p.RepoRoot, "tiles", "./functions/tiles"},
+		{p.BenchDir, "s3serve", "./cmd/s3serve"},
+		{p.BenchDir, "floorserve", "./cmd/floorserve"},
+		{p.BenchDir, "pmtiles", "github.com/protomaps/go-pmtiles"},
+	}
+	for _, b := range builds {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
+		cmd.Dir = b.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return res, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+		}
+	}
+	s3p, err := StartS3Serve(ctx, filepath.Join(bin, "s3serve"), www, logs)
+	if err != nil {
+		return res, err
+	}
+	defer s3p.Stop()
+
+	paths := make([]string, len(set))
+	for i, t := range set {
+		paths[i] = "/" + t.Key
+	}
+	tilesEnv := func(port int, mem string, disk string, extra ...string) []string {
+		env := []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=" + tmp,
+			"TILES_BUCKET=" + Bucket, "AWS_ENDPOINT_URL=" + s3p.URL, "S3_FORCE_PATH_STYLE=true",
+			"AWS_REGION=" + s3local.DefaultRegion, "AWS_ACCESS_KEY_ID=" + s3local.DefaultAccessKey,
+			"AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey, "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+			"PORT=" + strconv.Itoa(port), "LISTEN_ADDR=127.0.0.1", "LOG_LEVEL=warn", "ADMIN_TOKEN=" + adminToken,
+			"MEM_CACHE_BYTES=" + mem, "DISK_CACHE_DIR=" + filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES=" + disk,
+		}
+		return append(env, extra...)
+	}
+	type server struct {
+		name      string
+		start     func(port int) (*exec.Cmd, string)
+		ab        bool
+		tilesieve bool
+		budget    int64
+	}
+	servers := []server{
+		{name: "tilesieve memory hits", ab: true, tilesieve: true, budget: p.MemBudget, start: func(port int) (*exec.Cmd, string) {
+			c := exec.Command(filepath.Join(bin, "tiles"))
+			c.Env = tilesEnv(port, strconv.FormatInt(p.MemBudget, 10), "0")
+			return c, "/_tilesieve/health"
+		}},
+		{name: "tilesieve disk hits", tilesieve: true, budget: 1 << 20, start: func(port int) (*exec.Cmd, string) {
+			c := exec.Command(filepath.Join(bin, "tiles"))
+			c.Env = tilesEnv(port, "1MiB", "1GiB", "STAGE_PREFIXES=osm/", "STAGE_BUDGET=60s")
+			return c, "/_tilesieve/health"
+		}},
+		{name: "Go floor (map)", ab: true, start: func(port int) (*exec.Cmd, string) {
+			return exec.Command(filepath.Join(bin, "floorserve"), "-dir", www, "-addr", "127.0.0.1:"+strconv.Itoa(port)), p.ABPath
+		}},
+		{name: "go-pmtiles serve", ab: true, start: func(port int) (*exec.Cmd, string) {
+			return exec.Command(filepath.Join(bin, "pmtiles"), "serve", filepath.Join(tmp, "pm"), "--interface=127.0.0.1",
+				"--port="+strconv.Itoa(port), "--cache-size=64", "--quiet"), p.ABPath
+		}},
+		{name: "nginx sendfile", ab: true, start: func(port int) (*exec.Cmd, string) {
+			dir := filepath.Join(tmp, "nginx")
+			conf := filepath.Join(dir, "nginx.conf")
+			os.WriteFile(conf, []byte(NginxConf(dir, www, port)), 0o644)
+			return exec.Command("nginx", "-p", dir+"/", "-e", filepath.Join(dir, "error.log"), "-c", conf), p.ABPath
+		}},
+	}
+	res.Commands = []string{
+		fmt.Sprintf("ab -k -n %d -c %d -e <csv> http://127.0.0.1:PORT%s", p.ABN, p.ABC, p.ABPath),
+		fmt.Sprintf("wrk -t %d -c %d -d %ds --latency -s <cycle %d paths>.lua http://127.0.0.1:PORT", p.WrkThread, p.WrkConns, int(p.WrkDur.Seconds()), len(paths)),
+	}
+	client := HTTPClient()
+	for _, s := range servers {
+		port, err := FreePort()
+		if err != nil {
+			return res, err
+		}
+		url := "http://127.0.0.1:" + strconv.Itoa(port)
+		cmd, probe := s.start(port)
+		proc, err := StartProc(ctx, strings.Fields(s.name)[0]+"-"+strconv.Itoa(port), cmd, url, probe, logs)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", s.name, err)
+		}
+		err = func() error {
+			defer proc.Stop()
+			// Warm: one pass over every tile (fills tilesieve's memory tier,
+			// nginx's page cache, pmtiles' directory cache).
+			w := workload.Workload{Phases: []workload.Phase{{Keys: set.Keys(), Concurrency: 8}}}
+			if r := workload.Run(ctx, w, workload.HTTPFetcher(client, url)); r.Errors > 0 {
+				return fmt.Errorf("warm-up: %d errors, first: %s", r.Errors, r.FirstErr)
+			}
+			client.CloseIdleConnections()
+			var before tileserver.Stats
+			if s.tilesieve {
+				before, _ = tilesStats(url)
+			}
+			if s.ab {
+				r, _, err := loadtool.RunAB(ctx, url+p.ABPath, p.ABN, p.ABC, tmp)
+				if err != nil {
+					return err
+				}
+				res.Rows = append(res.Rows, ServerRow{Server: s.name, Tool: "ab", RPS: r.RPS, Mean: r.Mean, P50: r.P50, P99: r.P99, Errors: r.Failed + r.Non2xx})
+			}
+			r, _, err := loadtool.RunWrk(ctx, url, paths, p.WrkDur, p.WrkConns, p.WrkThread, tmp)
+			if err != nil {
+				return err
+			}
+			row := ServerRow{Server: s.name, Tool: "wrk", RPS: r.RPS, Mean: r.Mean, P50: r.P50, P99: r.P99, Errors: r.Non2xx}
+			if r.SocketErrors != "" {
+				row.Note = "socket errors: " + r.SocketErrors
+			}
+			if s.tilesieve {
+				after, err := tilesStats(url)
+				if err != nil {
+					return err
+				}
+				d := after.Handler
+				reqs := d.Requests - before.Handler.Requests
+				mh, dh, mi := d.MemoryHits-before.Handler.MemoryHits, d.DiskHits-before.Handler.DiskHits, d.Misses-before.Handler.Misses
+				row.Note = fmt.Sprintf("during wrk: %.1f%% memory hits, %.1f%% disk hits, %.1f%% S3", pct(mh, reqs), pct(dh, reqs), pct(mi, reqs))
+				pm, err := ReadProcMemory(proc.Cmd.Process.Pid)
+				if err != nil {
+					return err
+				}
+				res.Memory = append(res.Memory, MemRow{Config: s.name, Budget: s.budget, VmHWM: pm.VmHWM, VmRSS: pm.VmRSS,
+					Requests: d.Requests, MemHits: d.MemoryHits, DiskHits: d.DiskHits, Misses: d.Misses, CacheUsed: after.Memory.Bytes})
+			}
+			res.Rows = append(res.Rows, row)
+			return nil
+		}()
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	res.Rows = append(res.Rows, ServerRow{Server: "tilesieve disk hits", Tool: "ab",
+		Note: "not run: ab requests one URL, which any memory tier (≥ 1 MiB, the smallest allowed) holds after the first request, so it would measure memory hits; wrk cycles through every tile"})
+	res.ratios()
+	return res, nil
+}
+
+func pct(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+// ratios fills the Vs* columns and the targets.
+func (res *StorageResult) ratios() {
+	find := func(server, tool string) *ServerRow {
+		for i := range res.Rows {
+			if res.Rows[i].Server == server && res.Rows[i].Tool == tool && res.Rows[i].RPS > 0 {
+				return &res.Rows[i]
+			}
+		}
+		return nil
+	}
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		if f := find("Go floor (map)", r.Tool); f != nil {
+			r.VsFloor = stats.Ratio(r.RPS, f.RPS)
+		}
+		if f := find("go-pmtiles serve", r.Tool); f != nil {
+			r.VsPMTiles = stats.Ratio(r.RPS, f.RPS)
+		}
+		if f := find("nginx sendfile", r.Tool); f != nil {
+			r.VsNginx = stats.Ratio(r.RPS, f.RPS)
+		}
+	}
+	for _, tool := range []string{"ab", "wrk"} {
+		m := find("tilesieve memory hits", tool)
+		if m == nil {
+			continue
+		}
+		res.Targets = append(res.Targets,
+			withReason(Target{What: "memory hits ≥ 0.9x the Go floor (req/s, " + tool + ")", Want: 0.9, Got: m.VsFloor, Unit: "x", Higher: true}.Check(),
+				"per request tilesieve does more than the floor (path validation, tier lookup, the journal follower's check, per-request Last-Modified and Server-Timing headers, ~11 allocations: section 0); with the load generator on the same two cores, server CPU is throughput"),
+			Target{What: "memory hits ≥ 1.0x go-pmtiles (req/s, " + tool + ")", Want: 1.0, Got: m.VsPMTiles, Unit: "x", Higher: true}.Check(),
+		)
+	}
+	for _, m := range res.Memory {
+		res.MemTargets = append(res.MemTargets, Target{
+			What: fmt.Sprintf("%s: peak RSS ≤ MEM_CACHE_BYTES (%d MiB) + 64 MiB", m.Config, m.Budget>>20),
+			Want: float64(m.Budget+64<<20) / (1 << 20), Got: float64(m.VmHWM) / (1 << 20), Unit: "MiB",
+		}.Check())
+	}
+}
+
+func tilesStats(url string) (tileserver.Stats, error) {
+	req, _ := http.NewRequest(http.MethodGet, url+"/_tilesieve/stats", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return tileserver.Stats{}, err
+	}
+	defer resp.Body.Close()
+	var st tileserver.Stats
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("stats: %s", resp.Status)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// writePMTiles packs the osm/z/x/y.jpg tiles of set into path.
+func writePMTiles(path string, set tileset.Set) error {
+	var tiles []pmwrite.Tile
+	for _, t := range set {
+		var z, x, y int
+		if _, err := fmt.Sscanf(t.Key, "osm/%d/%d/%d.jpg", &z, &x, &y); err != nil {
+			return fmt.Errorf("pmtiles: key %q: %w", t.Key, err)
+		}
+		tiles = append(tiles, pmwrite.Tile{Z: uint8(z), X: uint32(x), Y: uint32(y), Body: t.Body})
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pmwrite.Write(f, tiles, pmtiles.Jpeg, "osm"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// NginxConf is a minimal nginx.conf serving root from disk with sendfile on
+// 127.0.0.1:port, everything it writes under prefix, in the foreground.
+func NginxConf(prefix, root string, port int) string {
+	return fmt.Sprintf(`daemon off;
+worker_processes auto;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    keepalive_timeout 65;
+    client_body_temp_path %[1]s/client_body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    types { image/jpeg jpg; application/json json; }
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:%[3]d;
+        root %[2]s;
+        location / {
+            add_header Cache-Control "public, max-age=86400, stale-while-revalidate=60, stale-if-error=86400";
+        }
+    }
+}
+`, prefix, root, port)
+}
+
+func withReason(t Target, reason string) Target {
+	if !t.Met {
+		t.Reason = reason
+	}
+	return t
+}
