@@ -289,7 +289,7 @@ func (res *StorageResult) ratios() {
 		}
 		res.Targets = append(res.Targets,
 			withReason(Target{What: "memory hits ≥ 0.9x the Go floor (req/s, " + tool + ")", Want: 0.9, Got: m.VsFloor, Unit: "x", Higher: true}.Check(),
-				"per request tilesieve does more than the floor (path validation, tier lookup, the journal follower's check, per-request Last-Modified and Server-Timing headers, ~11 allocations: section 0); with the load generator on the same two cores, server CPU is throughput"),
+				"per request tilesieve does more than the floor (path validation, tier lookup, the journal follower's check, per-request Last-Modified, Content-Length and Server-Timing values: section 0); with the load generator on the same two cores, server CPU is throughput"),
 			Target{What: "memory hits ≥ 1.0x go-pmtiles (req/s, " + tool + ")", Want: 1.0, Got: m.VsPMTiles, Unit: "x", Higher: true}.Check(),
 		)
 	}

@@ -96,9 +96,19 @@ func ValidateKey(key string) error {
 	case !utf8.ValidString(key):
 		return bad(key, "invalid UTF-8")
 	}
-	segs := 0
-	for seg := range strings.SplitSeq(key, "/") {
-		segs++
+	// One pass over the bytes: segments end at '/' and at the end of the key.
+	segs, segStart := 0, 0
+	for i := 0; i <= len(key); i++ {
+		if i < len(key) {
+			c := key[i]
+			if c < 0x20 || c == 0x7f || c == '\\' {
+				return bad(key, "control byte or backslash")
+			}
+			if c != '/' {
+				continue
+			}
+		}
+		seg := key[segStart:i]
 		switch {
 		case seg == "":
 			return bad(key, "empty segment")
@@ -107,14 +117,11 @@ func ValidateKey(key string) error {
 		case len(seg) > MaxSegBytes:
 			return bad(key, "segment too long")
 		}
+		segs++
+		segStart = i + 1
 	}
 	if segs > MaxSegments {
 		return bad(key, "too many segments")
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c < 0x20 || c == 0x7f || c == '\\' {
-			return bad(key, "control byte or backslash")
-		}
 	}
 	return nil
 }

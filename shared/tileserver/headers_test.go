@@ -1,6 +1,7 @@
 package tileserver
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -52,4 +53,19 @@ func FuzzConditionalHeaders(f *testing.F) {
 			t.Fatal("not modified without a condition")
 		}
 	})
+}
+
+func TestAppendHTTPDate(t *testing.T) {
+	t.Parallel()
+	for _, tm := range []time.Time{
+		time.Date(2026, 11, 30, 9, 5, 7, 999, time.UTC),
+		time.Date(1999, 1, 1, 0, 0, 0, 0, time.FixedZone("x", -7*3600)),
+		time.Date(2004, 2, 29, 23, 59, 59, 0, time.UTC),
+		time.Date(12000, 2, 29, 23, 59, 59, 0, time.UTC),
+		time.Unix(0, 0),
+	} {
+		if got, want := string(appendHTTPDate(nil, tm)), tm.UTC().Format(http.TimeFormat); got != want {
+			t.Errorf("appendHTTPDate(%v) = %q, want %q", tm, got, want)
+		}
+	}
 }

@@ -15,16 +15,17 @@ import (
 )
 
 // writeTile answers with t and returns the status it wrote.
+//
+// This is the hit path, so it is written for allocations: the header values
+// of one response share one backing array, and the formatted ones
+// (Last-Modified, Content-Length, Server-Timing) one string, so a hit costs
+// two allocations however many headers it sends. Each value slice is
+// capped at its length, so a later Header().Add copies instead of writing
+// into its neighbour.
 func (s *Server) writeTile(w http.ResponseWriter, r *http.Request, t *tile.Tile, src source, start time.Time) int {
-	h := w.Header()
 	body, etag := t.Body, t.ETag
-	switch {
-	case t.ContentEncoding == "gzip":
-		h["Vary"] = []string{"Accept-Encoding"}
-		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-			h["Content-Encoding"] = []string{"gzip"}
-			break
-		}
+	encoding := t.ContentEncoding
+	if encoding == "gzip" && !acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		// The client cannot take gzip: decode, and name the decoded
 		// representation with a weak ETag of its own.
 		decoded, err := gunzip(t.Body)
@@ -33,21 +34,38 @@ func (s *Server) writeTile(w http.ResponseWriter, r *http.Request, t *tile.Tile,
 			s.plain(w, http.StatusBadGateway, "stored tile is not valid gzip")
 			return http.StatusBadGateway
 		}
-		body, etag = decoded, weakETag(t.ETag)
-	case t.ContentEncoding != "":
-		h["Content-Encoding"] = []string{t.ContentEncoding}
+		body, etag, encoding = decoded, weakETag(t.ETag), ""
 	}
-	h["Content-Type"] = []string{t.ContentType}
-	if etag != "" {
-		h["Etag"] = []string{etag}
-	}
+
+	var buf [96]byte
+	b := buf[:0]
 	if !t.LastModified.IsZero() {
-		h["Last-Modified"] = []string{t.LastModified.UTC().Format(http.TimeFormat)}
+		b = appendHTTPDate(b, t.LastModified)
 	}
-	h["Cache-Control"] = []string{s.cfg.CacheControl}
-	h["X-Cache"] = []string{src.String()}
-	h["Server-Timing"] = []string{serverTiming(src, time.Since(start))}
-	h["Accept-Ranges"] = []string{"bytes"}
+	lmEnd := len(b)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	clEnd := len(b)
+	b = appendServerTiming(b, src, time.Since(start))
+	formatted := string(b)
+
+	hs := headerSetter{h: w.Header(), vals: make([]string, 0, 10)}
+	if t.ContentEncoding == "gzip" {
+		hs.set("Vary", "Accept-Encoding")
+	}
+	if encoding != "" {
+		hs.set("Content-Encoding", encoding)
+	}
+	hs.set("Content-Type", t.ContentType)
+	if etag != "" {
+		hs.set("Etag", etag)
+	}
+	if lmEnd > 0 {
+		hs.set("Last-Modified", formatted[:lmEnd])
+	}
+	hs.set("Cache-Control", s.cfg.CacheControl)
+	hs.set("X-Cache", src.String())
+	hs.set("Server-Timing", formatted[clEnd:])
+	hs.set("Accept-Ranges", "bytes")
 
 	if r.Header.Get("Range") != "" {
 		// ServeContent does ranges (and If-Range) by the book; it reads the
@@ -57,16 +75,28 @@ func (s *Server) writeTile(w http.ResponseWriter, r *http.Request, t *tile.Tile,
 		return rec.status
 	}
 	if notModified(r, etag, t.LastModified) {
-		delete(h, "Content-Type")
+		delete(hs.h, "Content-Type")
 		w.WriteHeader(http.StatusNotModified)
 		return http.StatusNotModified
 	}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	hs.set("Content-Length", formatted[lmEnd:clEnd])
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}
 	return http.StatusOK
+}
+
+// headerSetter sets header values as capped slices of one backing array.
+type headerSetter struct {
+	h    http.Header
+	vals []string
+}
+
+func (hs *headerSetter) set(key, value string) {
+	hs.vals = append(hs.vals, value)
+	n := len(hs.vals)
+	hs.h[key] = hs.vals[n-1 : n : n]
 }
 
 // writeMissing answers for a tile the origin does not have.
@@ -175,26 +205,53 @@ func gunzip(b []byte) ([]byte, error) {
 
 var errTooLarge = errors.New("tileserver: decoded tile too large")
 
-// serverTiming names the tier that answered and how long the handler took.
-func serverTiming(src source, d time.Duration) string {
-	var name string
+// appendHTTPDate appends t in the HTTP date format (http.TimeFormat,
+// "Mon, 02 Jan 2006 15:04:05 GMT"). It is time.AppendFormat without the
+// layout interpretation, which costs several times more on every hit.
+func appendHTTPDate(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	yy, mm, dd := t.Date()
+	hh, mn, ss := t.Clock()
+	if yy < 0 || yy > 9999 {
+		return t.AppendFormat(b, http.TimeFormat)
+	}
+	const days, months = "SunMonTueWedThuFriSat", "JanFebMarAprMayJunJulAugSepOctNovDec"
+	wd := int(t.Weekday()) * 3
+	b = append(b, days[wd:wd+3]...)
+	b = append(b, ", "...)
+	b = append2(b, dd)
+	b = append(b, ' ')
+	b = append(b, months[(mm-1)*3:mm*3]...)
+	b = append(b, ' ')
+	b = append2(append2(b, yy/100), yy%100)
+	b = append(b, ' ')
+	b = append2(b, hh)
+	b = append(b, ':')
+	b = append2(b, mn)
+	b = append(b, ':')
+	b = append2(b, ss)
+	return append(b, " GMT"...)
+}
+
+func append2(b []byte, n int) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
+
+// appendServerTiming names the tier that answered and how long the handler
+// took, in milliseconds.
+func appendServerTiming(b []byte, src source, d time.Duration) []byte {
 	switch src {
 	case srcMemory:
-		name = "memory"
+		b = append(b, "memory"...)
 	case srcDisk:
-		name = "disk"
+		b = append(b, "disk"...)
 	case srcRevalidated:
-		name = "revalidate"
+		b = append(b, "revalidate"...)
 	case srcStale:
-		name = "stale"
+		b = append(b, "stale"...)
 	default:
-		name = "origin"
+		b = append(b, "origin"...)
 	}
-	buf := make([]byte, 0, 32)
-	buf = append(buf, name...)
-	buf = append(buf, ";dur="...)
-	buf = strconv.AppendFloat(buf, float64(d.Microseconds())/1000, 'f', 3, 64)
-	return string(buf)
+	b = append(b, ";dur="...)
+	return strconv.AppendFloat(b, float64(d.Microseconds())/1000, 'f', 3, 64)
 }
 
 type statusRecorder struct {

@@ -574,3 +574,29 @@ func TestAdminOffWithoutToken(t *testing.T) {
 	expect(t, e.do("POST", "/_tilesieve/purge?prefix=a/", "Authorization", "Bearer x"), 404, "")
 	expect(t, e.do("GET", "/_tilesieve/health"), 200, "")
 }
+
+// sink is a reusable ResponseWriter, so allocation counts are the handler's.
+type sink struct{ h http.Header }
+
+func (s *sink) Header() http.Header         { return s.h }
+func (s *sink) Write(p []byte) (int, error) { return len(p), nil }
+func (s *sink) WriteHeader(int)             {}
+
+func TestMemoryHitAllocations(t *testing.T) {
+	e := newEnv(t)
+	e.put("a/1/1/1.png", []byte("tile"), "image/png", "")
+	expect(t, e.do("GET", "/a/1/1/1.png"), 200, "MISS")
+	req := httptest.NewRequest("GET", "/a/1/1/1.png", nil)
+	w := &sink{h: http.Header{}}
+	allocs := testing.AllocsPerRun(200, func() {
+		clear(w.h)
+		e.srv.ServeHTTP(w, req)
+	})
+	if w.h.Get("X-Cache") != "HIT-MEMORY" {
+		t.Fatalf("not a memory hit: %v", w.h)
+	}
+	// One backing array for the header values, one string for the formatted ones.
+	if allocs > 2 {
+		t.Fatalf("a memory hit allocated %v times, want at most 2", allocs)
+	}
+}
