@@ -362,7 +362,6 @@ type model struct {
 	exact    bool // the cache never evicts: demand exact agreement
 }
 
-func (m *model) weightOf(k string, t *tile.Tile) int64 { return weight(k, t) }
 
 // apply runs one operation on the cache and the model.
 func (m *model) apply(op, ki, arg byte) {
