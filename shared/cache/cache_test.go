@@ -362,7 +362,6 @@ type model struct {
 	exact    bool // the cache never evicts: demand exact agreement
 }
 
-
 // apply runs one operation on the cache and the model.
 func (m *model) apply(op, ki, arg byte) {
 	k := m.universe[int(ki)%len(m.universe)]
