@@ -9,7 +9,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -149,10 +148,3 @@ func HTTPClient() *http.Client {
 
 // TempDir makes a directory under the system temp dir.
 func TempDir(pattern string) (string, error) { return os.MkdirTemp("", "tilesieve-e2e-"+pattern+"-") }
-
-func must(err error, what string) error {
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
-}
