@@ -22,12 +22,15 @@
 //
 // Design. Every key lives in a radix tree (shared/radix) whose nodes are the
 // cache entries themselves: the node of a key carries the SIEVE links, the
-// visited bit and the tile, so one 64-byte allocation is all the per-key
-// bookkeeping besides the index slot. The tree, the queue and the byte count
-// change only under one writer mutex. Point reads go through a sharded
-// open-addressing hash index of node pointers that readers probe with atomic
-// loads only; writers (under the mutex) publish into it with atomic stores
-// and replace a shard's table wholesale when it grows.
+// visited bit, the tile and the key's hash, so one 64-byte allocation is all
+// the per-key bookkeeping besides the index slot and a share of the tree's
+// inner nodes. The tree, the queue and the byte count change only under one
+// writer mutex. Point reads go through a sharded hash index of node pointers
+// (Swiss-table groups with a hash tag per slot) that readers probe with
+// atomic loads only; writers (under the mutex) publish into it with atomic
+// stores and replace a shard's table wholesale when it grows. A purge
+// detaches whole subtrees of the radix tree and drops their entries in
+// batches.
 package cache
 
 import (
@@ -35,6 +38,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -55,11 +59,10 @@ const DefaultMaxEntryFraction = 0.125
 const (
 	shardBits = 8 // 256 index shards: a table rebuild copies 1/256 of the keys
 	nShards   = 1 << shardBits
-	minSlots  = 8
 
 	// purgeBatch keys are removed per hold of the writer lock by a large
 	// DeletePrefix, so Sets queue behind a batch, not the whole purge.
-	purgeBatch = 256
+	purgeBatch = 1024
 	// scanChunk items are collected per hold of the writer lock by Scan.
 	scanChunk = 64
 )
@@ -84,51 +87,126 @@ func (c Config) Validate() error {
 }
 
 // entry is the cache's part of a radix node. Readers (Get) touch only tile
-// and visited, both atomically; the links belong to the writer.
+// and the visited bit of meta, both atomically; the rest belongs to the
+// writer. It fills the node to 64 bytes exactly.
 type entry struct {
 	older, newer *node                     // SIEVE queue links (toward tail, toward head); guarded by Cache.mu
 	tile         atomic.Pointer[tile.Tile] // nil once the entry is removed, so a racing reader misses
-	visited      atomic.Uint32             // SIEVE's bit: set by hits, cleared by the hand
+	// meta holds SIEVE's visited bit (bit 0: set by hits, cleared by the
+	// hand) and the key's index hash (the other bits, see Cache.hash), kept
+	// so that removal and table rebuilds need not hash the key again. The
+	// hash is written under Cache.mu before the node is published in the
+	// index and never changes while it is.
+	meta atomic.Uint32
+	// w is the entry's weight, so that replacing or dropping it need not
+	// load its tile (a cache miss); 0 if it does not fit. Guarded by
+	// Cache.mu.
+	w uint32
+}
+
+const visitedBit = 1
+
+// hash returns the index hash kept in meta.
+func (e *entry) hash() uint32 { return e.meta.Load() &^ visitedBit }
+
+// weight returns the entry's weight. key is its key.
+func (e *entry) weight(key string) int64 {
+	if e.w != 0 {
+		return int64(e.w)
+	}
+	return weight(key, e.tile.Load())
 }
 
 type node = radix.Node[entry]
 
-// tombstone marks an index slot whose node was removed: probes continue past
-// it (a nil slot ends them), inserts may reuse it.
-var tombstone = new(node)
+// The index is a Swiss table (as in Abseil and Go's own maps) of node
+// pointers: slots come in groups of seven that share a control word, one
+// byte per slot holding 7 bits of the key's hash, or ctrlEmpty, or
+// ctrlDeleted. A probe reads a group's control word and compares its tags
+// all at once, and loads a node only where its tag matches, so colliding
+// keys cost no cache miss on their nodes and tables may run fuller than
+// with plain linear probing. A group is 64 bytes, the size of a cache line.
+const (
+	groupSlots  = 7
+	ctrlEmpty   = 0x80
+	ctrlDeleted = 0xfe
+	// emptyCtrl is a fresh group's control word; its unused top byte reads
+	// as deleted, so it is neither free nor empty nor matches a tag.
+	emptyCtrl = 0xfe80808080808080
+	slotMSBs  = 0x0080808080808080 // the high bit of each slot's byte
+	ctrlLSBs  = 0x0101010101010101
+	tagMask   = 0x7f
+)
 
-// table is one shard's open-addressing index with linear probing. Its size
-// never changes; a full table is replaced by a new one, so a reader that
-// loaded the old table still probes a consistent (if slightly stale) array.
+type group struct {
+	ctrl  atomic.Uint64
+	slots [groupSlots]atomic.Pointer[node]
+}
+
+// matchTag returns the high bits of the slot bytes of ctrl that equal tag.
+// It may also flag a slot above a true match (the SWAR zero-byte test
+// borrows across bytes); probes confirm every candidate by its key.
+func matchTag(ctrl, tag uint64) uint64 {
+	x := ctrl ^ (ctrlLSBs * tag)
+	return (x - ctrlLSBs) &^ x & slotMSBs
+}
+
+// matchEmpty returns the high bits of the empty slot bytes of ctrl: those
+// are 0x80, while deleted bytes (0xfe) have bit 1 set and tags bit 7 clear.
+func matchEmpty(ctrl uint64) uint64 {
+	return ctrl &^ (ctrl << 6) & slotMSBs
+}
+
+// table is one shard's index. Its size never changes; a full table is
+// replaced by a new one, so a reader that loaded the old table still probes
+// a consistent (if slightly stale) array.
 type table struct {
-	slots []atomic.Pointer[node]
+	groups []group
 }
 
-func newTable(size int) *table {
-	return &table{slots: make([]atomic.Pointer[node], size)}
+func newTable(groups int) *table {
+	t := &table{groups: make([]group, groups)}
+	for i := range t.groups {
+		t.groups[i].ctrl.Store(emptyCtrl)
+	}
+	return t
 }
 
-// start maps a hash to the first slot to probe. Multiply-and-shift instead
-// of a mask lets tables grow by half rather than double, which keeps the
-// index at 11-16 bytes per entry. It uses the low 32 bits; the shard is
-// picked by the top bits.
-func (t *table) start(h uint64) int {
-	return int((h & math.MaxUint32) * uint64(len(t.slots)) >> 32)
+// slotCount is the number of slots of t.
+func (t *table) slotCount() int { return groupSlots * len(t.groups) }
+
+// start maps a hash to the first group to probe. Multiply-and-shift instead
+// of a mask lets tables grow by any factor, which keeps the index at 10-13
+// bytes per entry. It uses the low 24 bits (the shard is picked by the top
+// 8), and the tag bits 1-7 (bit 0 is always 0), which decide the group only
+// in tables of over 2^16 groups.
+func (t *table) start(h uint32) int {
+	return int(uint64(h&(1<<(32-shardBits)-1)) * uint64(len(t.groups)) >> (32 - shardBits))
 }
 
-// find returns the node for key, or nil. A table always has a nil slot (see
-// insertIndex), so the probe ends.
-func (t *table) find(key string, h uint64) *node {
-	for i := t.start(h); ; {
-		n := t.slots[i].Load()
-		if n == nil {
+// tagOf returns the control byte of a slot holding a key with hash h.
+func tagOf(h uint32) uint64 { return uint64(h>>1) & tagMask }
+
+// find returns the node for key, or nil. A table always has an empty slot
+// (see insertIndex), so the probe ends. Writers store a slot before its
+// control byte and clear the control byte before the slot, and a reader
+// checks the key, so a racing reader may see a nil or another key's node
+// in a matching slot and skips it.
+func (t *table) find(key string, h uint32) *node {
+	tag := tagOf(h)
+	for g := t.start(h); ; {
+		grp := &t.groups[g]
+		ctrl := grp.ctrl.Load()
+		for m := matchTag(ctrl, tag); m != 0; m &= m - 1 {
+			if n := grp.slots[bits.TrailingZeros64(m)>>3].Load(); n != nil && n.Key() == key {
+				return n
+			}
+		}
+		if matchEmpty(ctrl) != 0 {
 			return nil
 		}
-		if n != tombstone && n.Key() == key {
-			return n
-		}
-		if i++; i == len(t.slots) {
-			i = 0
+		if g++; g == len(t.groups) {
+			g = 0
 		}
 	}
 }
@@ -143,7 +221,7 @@ type shard struct {
 }
 
 type fill struct {
-	live, used int32 // guarded by Cache.mu; used counts live slots plus tombstones
+	live, used int32 // guarded by Cache.mu; used counts live slots plus deleted ones
 }
 
 // stripe holds read counters. Get updates the stripe of its key's shard, so
@@ -164,10 +242,11 @@ type Cache struct {
 	maxBytes int64
 	maxEntry int64 // heaviest admitted entry
 
-	mu               sync.Mutex // guards tree, head, tail, hand, the entry links, fills, and all writes to bytes and entries
+	mu               sync.Mutex // guards tree, head, tail, hand, the entry links, fills, purgeBuf, and all writes to bytes and entries
 	fills            [nShards]fill
 	tree             radix.Tree[entry]
-	head, tail, hand *node // head is the newest entry; the hand moves from tail toward head
+	head, tail, hand *node   // head is the newest entry; the hand moves from tail toward head
+	purgeBuf         []*node // the batch DeletePrefix is dropping, kept to be reused
 
 	bytes   atomic.Int64 // summed weight of present entries
 	entries atomic.Int64
@@ -190,7 +269,7 @@ func New(cfg Config) (*Cache, error) {
 		maxEntry: int64(frac * float64(cfg.MaxBytes)),
 	}
 	for i := range c.shards {
-		c.shards[i].tab.Store(newTable(minSlots))
+		c.shards[i].tab.Store(newTable(1))
 		c.shards[i].fill = &c.fills[i]
 	}
 	return c, nil
@@ -200,10 +279,14 @@ func weight(key string, t *tile.Tile) int64 {
 	return int64(len(key)) + t.Size() + EntryOverhead
 }
 
-func (c *Cache) hash(key string) (h uint64, s *shard) {
-	h = maphash.String(c.seed, key)
-	return h, &c.shards[h>>(64-shardBits)]
+// hash returns key's index hash and its shard.
+// Bit 0 is left clear for the visited bit it shares entry.meta with.
+func (c *Cache) hash(key string) (h uint32, s *shard) {
+	h = uint32(maphash.String(c.seed, key)) &^ visitedBit
+	return h, c.shardOf(h)
 }
+
+func (c *Cache) shardOf(h uint32) *shard { return &c.shards[h>>(32-shardBits)] }
 
 // Get returns the tile stored under key. It takes no lock and, on a hit,
 // allocates nothing; the visited bit is written only when it is not yet set,
@@ -214,8 +297,8 @@ func (c *Cache) Get(key string) (*tile.Tile, bool) {
 	if n := s.tab.Load().find(key, h); n != nil {
 		e := n.Value()
 		if t := e.tile.Load(); t != nil {
-			if e.visited.Load() == 0 {
-				e.visited.Store(1)
+			if e.meta.Load()&visitedBit == 0 {
+				e.meta.Or(visitedBit)
 			}
 			st.hits.Add(1)
 			return t, true
@@ -235,7 +318,7 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 		c.mu.Lock()
 		if n := s.tab.Load().find(key, h); n != nil {
 			c.tree.Remove(key)
-			c.drop(n, h, s)
+			c.drop(n)
 		}
 		c.mu.Unlock()
 		return false
@@ -248,20 +331,28 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 		// A replacement is a new version: it leaves its place in the queue
 		// (moving the hand off it) and re-enters at the head unvisited.
 		c.unlink(n)
-		c.bytes.Add(-weight(key, n.Value().tile.Load()))
+		c.bytes.Add(-n.Value().weight(key))
 	}
 	// Evict before inserting, as SIEVE does, so the hand never reaches the
 	// newcomer; the loop ends because w <= maxEntry <= maxBytes.
 	for c.bytes.Load()+w > c.maxBytes {
 		c.evict()
 	}
+	e := (*entry)(nil)
 	if n == nil {
 		n, _ = c.tree.Put(key)
 		c.entries.Add(1)
-		c.insertIndex(n, h, s)
+		e = n.Value()
+		e.meta.Store(h) // unvisited; insertIndex reads the hash
+		c.insertIndex(n, s)
+	} else {
+		e = n.Value()
+		e.meta.Store(h) // unvisited
 	}
-	e := n.Value()
-	e.visited.Store(0)
+	e.w = 0
+	if w <= math.MaxUint32 {
+		e.w = uint32(w)
+	}
 	e.tile.Store(t)
 	c.pushHead(n)
 	c.bytes.Add(w)
@@ -279,49 +370,36 @@ func (c *Cache) Delete(key string) bool {
 		return false
 	}
 	c.tree.Remove(key)
-	c.drop(n, h, s)
+	c.drop(n)
 	return true
 }
 
 // DeletePrefix removes every key that starts with prefix ("" clears the
 // cache; "osm/1" also removes "osm/12/…") and returns how many entries and
-// bytes (weights) it freed. A purge of up to purgeBatch keys detaches their
-// subtree under one hold of the writer lock; a larger one works in batches,
-// releasing the lock in between so Sets are not starved.
+// bytes (weights) it freed. It works in batches of up to purgeBatch keys,
+// each detached from the tree (whole subtrees at a time) and dropped under
+// one hold of the writer lock, so Sets queue behind a batch, not the whole
+// purge; a purge of a directory or less is a single batch.
 func (c *Cache) DeletePrefix(prefix string) (entries int, bytes int64) {
 	c.prefixDeletes.Add(1)
-	drop := func(n *node) {
-		h, s := c.hash(n.Key())
-		bytes += c.drop(n, h, s)
-		entries++
-	}
-	c.mu.Lock()
-	if c.tree.CountPrefix(prefix) <= purgeBatch {
-		c.tree.DeletePrefixNodes(prefix, drop)
-		c.mu.Unlock()
-		return entries, bytes
-	}
-	c.mu.Unlock()
-	batch := make([]*node, 0, purgeBatch)
-	after, started := "", false
+	from := ""
 	for {
-		batch = batch[:0]
 		c.mu.Lock()
-		c.walkFrom(prefix, after, started, func(n *node) bool {
-			batch = append(batch, n)
-			return len(batch) < purgeBatch
-		})
-		for _, n := range batch {
-			c.tree.Remove(n.Key())
-			drop(n)
+		batch := c.tree.DeletePrefixNodesFrom(c.purgeBuf[:0], prefix, from, purgeBatch)
+		c.purgeBuf = batch
+		n := len(batch)
+		bytes += c.dropBatch(batch)
+		entries += n
+		if n == purgeBatch {
+			// Resume at the successor of the last removed key: keys Set
+			// behind it meanwhile are newer than the purge and stay.
+			from = batch[n-1].Key() + "\x00"
 		}
+		clear(batch) // do not pin removed nodes
 		c.mu.Unlock()
-		if len(batch) < purgeBatch {
+		if n < purgeBatch {
 			return entries, bytes
 		}
-		// Resume after the last removed key: keys Set behind the cursor
-		// meanwhile are newer than the purge and stay.
-		after, started = batch[len(batch)-1].Key(), true
 	}
 }
 
@@ -425,32 +503,63 @@ func (c *Cache) evict() {
 	}
 	for {
 		e := o.Value()
-		if e.visited.Load() == 0 {
+		if e.meta.Load()&visitedBit == 0 {
 			break
 		}
-		e.visited.Store(0)
+		e.meta.And(^uint32(visitedBit))
 		if o = e.newer; o == nil {
 			o = c.tail // passed the head: wrap around
 		}
 	}
 	c.hand = o.Value().newer
 	c.tree.Remove(o.Key())
-	h, s := c.hash(o.Key())
-	c.drop(o, h, s)
+	c.drop(o)
 	c.evictions.Add(1)
 }
 
 // drop takes a node that is already out of the tree off the queue and the
 // index, and returns its weight. c.mu is held.
-func (c *Cache) drop(n *node, h uint64, s *shard) int64 {
+func (c *Cache) drop(n *node) int64 {
 	e := n.Value()
-	w := weight(n.Key(), e.tile.Load())
+	w := e.weight(n.Key())
 	c.unlink(n)
 	e.tile.Store(nil) // a reader that already found n now misses
-	e.visited.Store(0)
-	c.removeIndex(n, h, s)
+	c.removeIndex(n)
 	c.bytes.Add(-w)
 	c.entries.Add(-1)
+	return w
+}
+
+// dropBatch is drop for many nodes, with the counters updated once. c.mu is
+// held.
+func (c *Cache) dropBatch(batch []*node) int64 {
+	// A batch's index groups and queue neighbours are scattered over the
+	// heap. A first pass only loads them (and sums the weights): the loads
+	// do not depend on one another, so the CPU overlaps their cache misses.
+	// The second pass then writes to lines already in cache; done in one
+	// pass, every locked store (which is what an atomic store is on amd64)
+	// would stall on its own miss in turn.
+	var w int64
+	for _, n := range batch {
+		e := n.Value()
+		w += e.weight(n.Key())
+		h := e.hash()
+		t := c.shardOf(h).tab.Load()
+		t.groups[t.start(h)].ctrl.Load()
+		if e.older != nil {
+			e.older.Value().meta.Load()
+		}
+		if e.newer != nil {
+			e.newer.Value().meta.Load()
+		}
+	}
+	for _, n := range batch {
+		c.unlink(n)
+		n.Value().tile.Store(nil) // a reader that already found n now misses
+		c.removeIndex(n)
+	}
+	c.bytes.Add(-w)
+	c.entries.Add(-int64(len(batch)))
 	return w
 }
 
@@ -486,69 +595,106 @@ func (c *Cache) unlink(n *node) {
 	e.older, e.newer = nil, nil
 }
 
-// insertIndex adds n, which is not in the index, to its shard. c.mu is held.
-func (c *Cache) insertIndex(n *node, h uint64, s *shard) {
+// Index load: a table is rebuilt before more than maxLoad of its slots are
+// used (live or deleted), to rebuildLoad of live ones; a purge that leaves
+// fewer than minLoad live shrinks it. With tags, probes stay short at 7/8,
+// and a fuller index is fewer bytes per entry.
+const (
+	maxLoadNum, maxLoadDen         = 7, 8
+	rebuildLoadNum, rebuildLoadDen = 7, 10
+	minLoadDen                     = 8
+)
+
+// insertIndex adds n, which is not in the index, to its shard s. c.mu is
+// held and n's hash is set.
+func (c *Cache) insertIndex(n *node, s *shard) {
+	h := n.Value().hash()
 	t := s.tab.Load()
-	// Keep at most 3/4 of the slots used, so probes stay short and every
-	// probe meets a nil slot.
-	if int(s.fill.used+1)*4 > len(t.slots)*3 {
+	if int(s.fill.used+1)*maxLoadDen > t.slotCount()*maxLoadNum {
 		t = c.rebuild(s, t, int(s.fill.live)+1)
 	}
-	for i := t.start(h); ; {
-		old := t.slots[i].Load()
-		if old == nil || old == tombstone {
-			t.slots[i].Store(n)
-			if old == nil {
-				s.fill.used++
+	if place(t, n, h) {
+		s.fill.used++
+	}
+	s.fill.live++
+}
+
+// place stores n in the first free slot of its probe sequence in t and
+// reports whether that slot was empty (not deleted). The slot is written
+// before its control byte, so a reader that sees the tag finds the node.
+func place(t *table, n *node, h uint32) (wasEmpty bool) {
+	for g := t.start(h); ; {
+		grp := &t.groups[g]
+		ctrl := grp.ctrl.Load()
+		if free := ctrl & slotMSBs; free != 0 {
+			shift := uint(bits.TrailingZeros64(free)) &^ 7
+			wasEmpty = ctrl>>shift&0xff == ctrlEmpty
+			grp.slots[shift>>3].Store(n)
+			grp.ctrl.Store(ctrl&^(0xff<<shift) | tagOf(h)<<shift)
+			return wasEmpty
+		}
+		if g++; g == len(t.groups) {
+			g = 0
+		}
+	}
+}
+
+// removeIndex takes n out of its shard's index, and shrinks a shard that a
+// purge has mostly emptied. c.mu is held.
+func (c *Cache) removeIndex(n *node) {
+	h := n.Value().hash()
+	s := c.shardOf(h)
+	t := s.tab.Load()
+	tag := tagOf(h)
+	for g := t.start(h); ; {
+		grp := &t.groups[g]
+		ctrl := grp.ctrl.Load()
+		for m := matchTag(ctrl, tag); m != 0; m &= m - 1 {
+			shift := uint(bits.TrailingZeros64(m)) &^ 7
+			if grp.slots[shift>>3].Load() != n {
+				continue
 			}
-			s.fill.live++
+			// A group that has an empty slot has had one ever since the
+			// table was built (a slot goes back to empty only in such a
+			// group), so no probe ever passed over it: this slot may be
+			// empty again too. Otherwise it must stay a deleted marker.
+			mark := uint64(ctrlDeleted)
+			if matchEmpty(ctrl) != 0 {
+				mark = ctrlEmpty
+				s.fill.used--
+			}
+			grp.ctrl.Store(ctrl&^(0xff<<shift) | mark<<shift)
+			grp.slots[shift>>3].Store(nil) // let n be collected
+			s.fill.live--
+			if len(t.groups) > 1 && int(s.fill.live)*minLoadDen < t.slotCount() {
+				c.rebuild(s, t, int(s.fill.live))
+			}
 			return
 		}
-		if i++; i == len(t.slots) {
-			i = 0
+		if g++; g == len(t.groups) {
+			g = 0
 		}
 	}
 }
 
-// removeIndex replaces n's slot with a tombstone, and shrinks a shard that a
-// purge has mostly emptied. c.mu is held.
-func (c *Cache) removeIndex(n *node, h uint64, s *shard) {
-	t := s.tab.Load()
-	for i := t.start(h); ; {
-		if t.slots[i].Load() == n {
-			t.slots[i].Store(tombstone)
-			s.fill.live--
-			break
-		}
-		if i++; i == len(t.slots) {
-			i = 0
-		}
-	}
-	if len(t.slots) > minSlots && int(s.fill.live)*8 < len(t.slots) {
-		c.rebuild(s, t, int(s.fill.live))
-	}
-}
-
-// rebuild publishes a new table for s, half full with want keys, holding the
-// live nodes of old and no tombstones. Growth at 3/4 full is thus by half.
-// Readers holding the old table keep probing it safely: its removed nodes
-// have a nil tile.
+// rebuild publishes a new table for s sized for want keys at rebuildLoad,
+// holding the live nodes of old and no deleted slots. Readers holding the
+// old table keep probing it safely: its removed nodes have a nil tile.
 func (c *Cache) rebuild(s *shard, old *table, want int) *table {
-	t := newTable(max(minSlots, 2*want))
+	slots := (want*rebuildLoadDen + rebuildLoadNum - 1) / rebuildLoadNum
+	t := newTable(max(1, (slots+groupSlots-1)/groupSlots))
 	var live int32
-	for i := range old.slots {
-		n := old.slots[i].Load()
-		if n == nil || n == tombstone {
-			continue
-		}
-		j := t.start(maphash.String(c.seed, n.Key()))
-		for t.slots[j].Load() != nil {
-			if j++; j == len(t.slots) {
-				j = 0
+	for g := range old.groups {
+		grp := &old.groups[g]
+		ctrl := grp.ctrl.Load()
+		for i := range groupSlots {
+			if ctrl>>(8*i)&ctrlEmpty != 0 {
+				continue // empty or deleted
 			}
+			n := grp.slots[i].Load()
+			place(t, n, n.Value().hash())
+			live++
 		}
-		t.slots[j].Store(n)
-		live++
 	}
 	s.fill.used, s.fill.live = live, live
 	s.tab.Store(t)

@@ -13,7 +13,7 @@ func (c *Cache) queue() (keys []string, visited []bool, hand string, handSet boo
 	defer c.mu.Unlock()
 	for n := c.tail; n != nil; n = n.Value().newer {
 		keys = append(keys, n.Key())
-		visited = append(visited, n.Value().visited.Load() == 1)
+		visited = append(visited, n.Value().meta.Load()&visitedBit != 0)
 	}
 	if c.hand != nil {
 		return keys, visited, c.hand.Key(), true
@@ -63,6 +63,12 @@ func (c *Cache) check() error {
 			return fmt.Errorf("index: %q missing or another node", x.Key())
 		}
 		n++
+		if h, _ := c.hash(x.Key()); e.hash() != h {
+			return fmt.Errorf("entry: %q keeps hash %#x, want %#x", x.Key(), e.hash(), h)
+		}
+		if e.weight(x.Key()) != weight(x.Key(), t) {
+			return fmt.Errorf("entry: %q keeps weight %d, want %d", x.Key(), e.weight(x.Key()), weight(x.Key(), t))
+		}
 		bytes += weight(x.Key(), t)
 	}
 	if prev != c.head {
@@ -74,7 +80,11 @@ func (c *Cache) check() error {
 	var live int
 	for i := range c.shards {
 		f := c.shards[i].fill
-		if got := countLive(c.shards[i].tab.Load()); got != int(f.live) || f.used < f.live {
+		got, err := countLive(c.shards[i].tab.Load())
+		if err != nil {
+			return err
+		}
+		if got != int(f.live) || f.used < f.live {
 			return fmt.Errorf("index: shard %d has %d live slots, counts live %d used %d", i, got, f.live, f.used)
 		}
 		live += int(f.live)
@@ -90,12 +100,30 @@ func (c *Cache) check() error {
 	return nil
 }
 
-func countLive(t *table) int {
+// countLive counts the live slots of t, checking each control byte against
+// its slot: a tag for a node whose hash has that tag, empty or deleted for
+// a nil slot, the spare byte always deleted.
+func countLive(t *table) (int, error) {
 	n := 0
-	for i := range t.slots {
-		if p := t.slots[i].Load(); p != nil && p != tombstone {
-			n++
+	for g := range t.groups {
+		grp := &t.groups[g]
+		ctrl := grp.ctrl.Load()
+		if ctrl>>56 != ctrlDeleted {
+			return 0, fmt.Errorf("index: group %d spare control byte %#x", g, ctrl>>56)
+		}
+		for i := range groupSlots {
+			b, p := ctrl>>(8*i)&0xff, grp.slots[i].Load()
+			switch {
+			case b == ctrlEmpty || b == ctrlDeleted:
+				if p != nil {
+					return 0, fmt.Errorf("index: group %d slot %d is free but holds %q", g, i, p.Key())
+				}
+			case b > tagMask || p == nil || tagOf(p.Value().hash()) != b:
+				return 0, fmt.Errorf("index: group %d slot %d has control byte %#x for node %v", g, i, b, p)
+			default:
+				n++
+			}
 		}
 	}
-	return n
+	return n, nil
 }

@@ -20,20 +20,23 @@ func check[V any](t *testing.T, tr *Tree[V]) {
 	var rec func(n, parent *Node[V]) int32
 	rec = func(n, parent *Node[V]) int32 {
 		var cnt int32
-		if n.has {
+		if n.has() {
 			cnt = 1
+			if n.flags&valueNode == 0 {
+				t.Fatalf("node %q holds a key but has no room for a value", n.path)
+			}
 		}
 		if parent != nil {
 			if len(n.path) <= len(parent.path) || !strings.HasPrefix(n.path, parent.path) {
 				t.Fatalf("node %q under %q: path does not extend its parent", n.path, parent.path)
 			}
-			if !n.has && n.kids == nil {
+			if !n.has() && n.kids == nil {
 				t.Fatalf("node %q: inner node with fewer than two children", n.path)
 			}
 		}
 		if n.kids != nil {
-			kids := *n.kids
-			if len(kids) == 0 || (parent != nil && !n.has && len(kids) < 2) {
+			kids := n.kidList()
+			if n.kc < n.nk || (parent != nil && !n.has() && len(kids) < 2) {
 				t.Fatalf("node %q: bad child array", n.path)
 			}
 			for i, k := range kids {
@@ -248,7 +251,7 @@ func runModel(t *testing.T, r *rand.Rand, steps int) {
 	model := map[string]int{}
 	for step := range steps {
 		k := randKey(r)
-		switch op := r.IntN(10); op {
+		switch op := r.IntN(11); op {
 		case 0, 1, 2, 3:
 			old, replaced := tr.Insert(k, step)
 			mold, mok := model[k]
@@ -298,6 +301,36 @@ func runModel(t *testing.T, r *rand.Rand, steps int) {
 		case 8:
 			if got, want := tr.CountPrefix(k), len(modelKeys(model, k, "")); got != want {
 				t.Fatalf("step %d: CountPrefix(%q) = %d, want %d", step, k, got, want)
+			}
+		case 10:
+			// A bounded purge step from a cursor, as the cache's batched
+			// DeletePrefix takes them.
+			from := ""
+			if r.IntN(2) == 0 {
+				from = randKey(r)
+			}
+			limit := r.IntN(5)
+			var want []string
+			for _, key := range modelKeys(model, k, "") {
+				if key >= from {
+					want = append(want, key)
+				}
+			}
+			if limit > 0 && len(want) > limit {
+				want = want[:limit]
+			}
+			var got []string
+			for _, nd := range tr.DeletePrefixNodesFrom(nil, k, from, limit) {
+				if *nd.Value() != model[nd.Key()] {
+					t.Fatalf("step %d: DeletePrefixNodesFrom(%q, %q) returned %q=%d, want %d", step, k, from, nd.Key(), *nd.Value(), model[nd.Key()])
+				}
+				got = append(got, nd.Key())
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d: DeletePrefixNodesFrom(%q, %q, %d) = %q, want %q", step, k, from, limit, got, want)
+			}
+			for _, key := range want {
+				delete(model, key)
 			}
 		case 9:
 			v, ok := tr.Get(k)
@@ -376,5 +409,36 @@ func BenchmarkDeletePrefix100(b *testing.B) {
 		if n != 100 || removed != 100 {
 			b.Fatalf("DeletePrefix removed %d (visited %d), want 100", n, removed)
 		}
+	}
+}
+
+// TestWideNode fills one node with all 256 possible children, the limit of
+// its 8-bit child count and capacity, and empties it again.
+func TestWideNode(t *testing.T) {
+	t.Parallel()
+	var tr Tree[int]
+	for i := range 256 {
+		tr.Insert("x"+string([]byte{byte(255 - i)}), i)
+		check(t, &tr)
+	}
+	if got := tr.CountPrefix("x"); got != 256 {
+		t.Fatalf("CountPrefix(x) = %d, want 256", got)
+	}
+	for i := range 256 {
+		if v, ok := tr.Get("x" + string([]byte{byte(255 - i)})); !ok || v != i {
+			t.Fatalf("Get(x%02x) = %d, %v, want %d, true", 255-i, v, ok, i)
+		}
+	}
+	for i := 0; i < 256; i += 2 {
+		tr.Delete("x" + string([]byte{byte(i)}))
+	}
+	check(t, &tr)
+	nodes := tr.DeletePrefixNodesFrom(nil, "x", "x\x80", 10)
+	if len(nodes) != 10 || nodes[0].Key() != "x\x81" || nodes[9].Key() != "x\x93" {
+		t.Fatalf("DeletePrefixNodesFrom removed %d from %q", len(nodes), nodes[0].Key())
+	}
+	check(t, &tr)
+	if n := tr.DeletePrefix("x", nil); n != 118 || tr.Len() != 0 {
+		t.Fatalf("DeletePrefix(x) = %d, Len %d, want 118, 0", n, tr.Len())
 	}
 }
