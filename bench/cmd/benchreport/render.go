@@ -41,8 +41,8 @@ func (r *report) render() string {
 	for _, c := range r.cmds {
 		p("go %s\n", shellJoin(c))
 	}
-	p("```\n\nthen the hit-ratio simulation and the memory checks in-process. ")
-	p("Ratios compare medians of the %d runs of the same invocation.\n\n", r.opts.count)
+	p("```\n\n%d times over, in rounds (each round runs every implementation, so a noisy spell on this shared machine falls on all of them), ", r.opts.count)
+	p("then the hit-ratio simulation and the memory checks in-process. Ratios compare the medians of the %d rounds.\n\n", r.opts.count)
 	p("| machine | |\n|---|---|\n")
 	took := fmt.Sprintf("whole report took %v", r.took.Round(time.Second))
 	if r.opts.input != "" {
