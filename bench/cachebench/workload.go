@@ -14,15 +14,16 @@ import (
 	"sync"
 
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tilegen"
 )
 
 // Shape of the generated tile set.
 const (
-	NumKeys     = 131072     // tile keys in the workload
-	MinBody     = 1 << 10    // smallest body, bytes
-	MaxBody     = 500 << 10  // largest body, bytes
-	PyramidZoom = 6          // zoom levels 0..PyramidZoom are complete in every layer
-	MaxZoom     = 14         // deepest zoom of the regional blocks
+	NumKeys     = 131072    // tile keys in the workload
+	MinBody     = 1 << 10   // smallest body, bytes
+	MaxBody     = 500 << 10 // largest body, bytes
+	PyramidZoom = tilegen.PyramidZoom
+	MaxZoom     = tilegen.MaxZoom
 	TraceLen    = 1 << 21    // requests in a precomputed trace
 	MixedMaxCov = 8          // a Mixed702010 prefix covers at most this many keys
 	BulkTarget  = 3500       // the bulk prefix covers about this many keys
@@ -32,7 +33,7 @@ const (
 )
 
 // Layers are the tile sets; NumKeys is split evenly between them.
-var Layers = []string{"osm", "satellite", "terrain", "transit"}
+var Layers = tilegen.Layers
 
 // Workload is the generated tile set. Keys are grouped by layer, then zoom,
 // then x, then y, as a real pyramid is laid out in S3.
@@ -64,66 +65,12 @@ func Default() *Workload {
 	return wl
 }
 
-type tileID struct{ z, x, y int }
-
-// Generate builds the workload. Per layer: a complete pyramid for zooms
-// 0..PyramidZoom, then regions (think cities) from zoom 7 to MaxZoom, each a
-// contiguous block around a random centre whose width doubles every zoom
-// and whose height doubles every other zoom, capped at 8 rows. So a column
-// prefix `layer/z/x/` at high zoom names a handful of tiles, and a zoom
-// prefix `layer/z/` names thousands.
+// Generate builds the workload: the tile keys of shared/tilegen (a complete
+// pyramid per layer for zooms 0..PyramidZoom, then regional blocks up to
+// MaxZoom, so a column prefix `layer/z/x/` at high zoom names a handful of
+// tiles and a zoom prefix `layer/z/` thousands), then bodies and weights.
 func Generate() *Workload {
-	rng := rand.New(rand.NewPCG(seedKeys, 1))
-	perLayer := NumKeys / len(Layers)
-	w := &Workload{}
-	for _, layer := range Layers {
-		seen := make(map[tileID]bool, perLayer)
-		var ids []tileID
-		add := func(id tileID) {
-			if len(ids) < perLayer && !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-		for z := 0; z <= PyramidZoom; z++ {
-			n := 1 << z
-			for x := 0; x < n; x++ {
-				for y := 0; y < n; y++ {
-					add(tileID{z, x, y})
-				}
-			}
-		}
-		for len(ids) < perLayer {
-			// A region centre in unit coordinates, kept off the edges.
-			cx, cy := 0.05+0.9*rng.Float64(), 0.05+0.9*rng.Float64()
-			for z := PyramidZoom + 1; z <= MaxZoom && len(ids) < perLayer; z++ {
-				d := z - PyramidZoom
-				bw := 1 << (d / 2)         // 1,2,2,4,4,8,8,16 columns for z=7..14
-				bh := min(8, 1<<((d-1)/2)) // 1,1,2,2,4,4,8,8 rows, never more than 8
-				n := 1 << z
-				x0 := int(cx*float64(n)) - bw/2
-				y0 := int(cy*float64(n)) - bh/2
-				for x := x0; x < x0+bw; x++ {
-					for y := y0; y < y0+bh; y++ {
-						add(tileID{z, x, y})
-					}
-				}
-			}
-		}
-		sort.Slice(ids, func(i, j int) bool {
-			a, b := ids[i], ids[j]
-			if a.z != b.z {
-				return a.z < b.z
-			}
-			if a.x != b.x {
-				return a.x < b.x
-			}
-			return a.y < b.y
-		})
-		for _, id := range ids {
-			w.Keys = append(w.Keys, fmt.Sprintf("%s/%d/%d/%d", layer, id.z, id.x, id.y))
-		}
-	}
+	w := &Workload{Keys: tilegen.Keys(NumKeys, seedKeys)}
 
 	// Bodies: log-uniform sizes, all slices of one buffer so 10 GB of
 	// "tiles" cost 500 KB of memory.

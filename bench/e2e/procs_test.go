@@ -29,20 +29,3 @@ func TestNginxConf(t *testing.T) {
 		}
 	}
 }
-
-func TestWriteSection(t *testing.T) {
-	t.Parallel()
-	path := t.TempDir() + "/B.md"
-	if err := WriteSection(path, "one\n", "# B\n"); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(path, []byte("# B\n<!-- cache:begin -->\nc\n<!-- cache:end -->\n"+BeginMarker+"\nold\n"+EndMarker+"\ntail\n"), 0o644)
-	if err := WriteSection(path, "two\n", ""); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(path)
-	want := "# B\n<!-- cache:begin -->\nc\n<!-- cache:end -->\n" + BeginMarker + "\ntwo\n" + EndMarker + "\ntail\n"
-	if string(b) != want {
-		t.Errorf("got %q, want %q", b, want)
-	}
-}

@@ -9,12 +9,6 @@ import (
 	"time"
 )
 
-// Markers of the e2e part of docs/BENCHMARKS.md.
-const (
-	BeginMarker = "<!-- e2e:begin -->"
-	EndMarker   = "<!-- e2e:end -->"
-)
-
 // All is every section's result (nil: not run).
 type All struct {
 	Machine Machine        `json:"machine"`
@@ -313,33 +307,4 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		b.WriteString("\n")
 	}
 	return b.String(), errors.Join(perr...)
-}
-
-// WriteSection replaces the part of the file at path between the e2e
-// markers (appending it when they are missing), leaving the rest alone.
-func WriteSection(path, section, header string) error {
-	old, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		old = []byte(header)
-	} else if err != nil {
-		return err
-	}
-	doc := string(old)
-	block := BeginMarker + "\n" + section + EndMarker
-	bi, ei := strings.Index(doc, BeginMarker), strings.Index(doc, EndMarker)
-	switch {
-	case bi >= 0 && ei > bi:
-		doc = doc[:bi] + block + doc[ei+len(EndMarker):]
-	case bi >= 0 || ei >= 0:
-		return fmt.Errorf("%s: unbalanced %s / %s markers", path, BeginMarker, EndMarker)
-	default:
-		if !strings.HasSuffix(doc, "\n") {
-			doc += "\n"
-		}
-		doc += "\n" + block + "\n"
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(doc), 0o644)
 }

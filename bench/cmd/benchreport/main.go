@@ -19,7 +19,6 @@ import (
 	"log"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -27,12 +26,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/cachebench"
-)
-
-const (
-	beginMarker = "<!-- cache:begin -->"
-	endMarker   = "<!-- cache:end -->"
-	docHeader   = "# Benchmarks\n\nGenerated sections; each names the command that regenerates it.\n\n"
+	"github.com/tilesieve/tilesieve/bench/docsection"
 )
 
 type options struct {
@@ -145,7 +139,7 @@ func run(o options) error {
 		w: w, took: time.Since(start),
 	}
 	section := rep.render()
-	if err := writeSection(o.out, section); err != nil {
+	if err := docsection.Write(o.out, "cache", section); err != nil {
 		return err
 	}
 	log.Printf("wrote %s in %v", o.out, time.Since(start).Round(time.Second))
@@ -276,30 +270,3 @@ func (r results) procs() []int {
 }
 
 // ---- writing ------------------------------------------------------------------
-
-func writeSection(path, section string) error {
-	old, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		old = []byte(docHeader)
-	} else if err != nil {
-		return err
-	}
-	doc := string(old)
-	block := beginMarker + "\n" + section + endMarker
-	b, e := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
-	switch {
-	case b >= 0 && e > b:
-		doc = doc[:b] + block + doc[e+len(endMarker):]
-	case b >= 0 || e >= 0:
-		return fmt.Errorf("%s: unbalanced %s / %s markers", path, beginMarker, endMarker)
-	default:
-		if !strings.HasSuffix(doc, "\n") {
-			doc += "\n"
-		}
-		doc += "\n" + block + "\n"
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(doc), 0o644)
-}

@@ -24,11 +24,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tilesieve/tilesieve/bench/docsection"
 	"github.com/tilesieve/tilesieve/bench/e2e"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 )
-
-const docHeader = "# Benchmarks\n\nThis file is generated: `make bench` rewrites the sections between the markers.\n"
 
 var sections = []string{"handler", "iiif", "disk", "stage", "purge", "storage", "cost"}
 
@@ -224,7 +223,7 @@ func run() error {
 		err = serr
 	}
 	section, rerr := e2e.Render(all, *plots, "bench")
-	if werr := e2e.WriteSection(*out, section, docHeader); werr != nil {
+	if werr := docsection.Write(*out, "e2e", section); werr != nil {
 		return werr
 	}
 	if err != nil {
