@@ -291,7 +291,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			"tilesieve also reads the purge journal: one GET per instance per SYNC_INTERVAL (%v) while it has requests, at most one per request.\n\n",
 			p.Window, 100*p.CDNHitRatio, float64(p.ViewerRequests)*(1-p.CDNHitRatio)*1e6/float64(p.ViewerRequests), p.ZipfS, p.Catalog, mib(p.MemBytes),
 			p.HitMs, p.MissMs, p.TilesieveMemGB, p.NoCacheMemGB, p.SyncInterval)
-		fmt.Fprintf(&b, "Prices (us-east-1, the published list prices given in the issue; not re-checked against the AWS pages at run time): S3 GET $%.4f per 1,000; Lambda arm64 $%.10f per GB-s and $%.2f per million requests; "+
+		fmt.Fprintf(&b, "Prices (us-east-1, AWS list prices as of 2026; not re-checked against the AWS pages at run time): S3 GET $%.4f per 1,000; Lambda arm64 $%.10f per GB-s and $%.2f per million requests; "+
 			"CloudFront origin requests $%.0f (CloudFront does not charge for fetches from an AWS origin; its viewer request charge, $%.4f per 10,000 HTTPS requests in the US/EU, is the same for both designs and left out).\n\n",
 			pr.S3GetPer1000, pr.LambdaGBs, pr.LambdaPerMillion, pr.CFOriginRequest, pr.CFViewerPer10000)
 		b.WriteString("| warm instances | memory hit ratio | CloudFront origin requests | tilesieve S3 GETs (tiles + journal) | tilesieve GB-s | tilesieve $ | no-cache S3 GETs | no-cache GB-s | no-cache $ | no-cache ÷ tilesieve |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
