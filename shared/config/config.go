@@ -49,7 +49,7 @@ func TilesVars() []Var {
 		{Name: "STAGE_MANIFEST", Default: "", Doc: "S3 key of a manifest (one tile key per line) staged at cold start."},
 		{Name: "STAGE_BUDGET", Default: "5s", Doc: "Time allowed for staging at cold start (Lambda's init phase is limited to 10 s)."},
 		{Name: "CACHE_CONTROL", Default: DefaultCacheControl, Doc: "Cache-Control of tile responses; its stale-if-error also bounds serving stale copies when S3 fails."},
-		{Name: "NEGATIVE_CACHE_CONTROL", Default: DefaultNegativeCacheControl, Doc: "Cache-Control of 404 and sparse-tile answers."},
+		{Name: "NEGATIVE_CACHE_CONTROL", Default: DefaultNegativeCacheControl, Doc: "Cache-Control of 404 and sparse-tile answers; its max-age is also how long an instance remembers a 404 in memory (an upload's purge forgets it sooner)."},
 		{Name: "MISSING_TILE", Default: "404", Doc: "Answer for a tile that does not exist: 404, 204, or empty (an empty tile of the requested format)."},
 		{Name: "REVALIDATE_AFTER", Default: "1h", Doc: "Age after which a cached tile is revalidated against S3 with If-None-Match."},
 		{Name: "ORIGIN_TIMEOUT", Default: "10s", Doc: "Deadline of one S3 fetch (capped by the invocation's own deadline)."},

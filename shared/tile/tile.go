@@ -24,6 +24,10 @@ type Tile struct {
 	ETag            string    // the object's opaque version token, quoted as S3 gives it
 	LastModified    time.Time // the object's Last-Modified
 	StoredAt        time.Time // when this copy was fetched or last revalidated
+	// Missing marks a remembered 404: the origin had no such object at
+	// StoredAt. Only the memory tier holds these, for as long as the
+	// negative Cache-Control allows; a purge of the key forgets them.
+	Missing bool
 }
 
 // Size is the length of the body in bytes.

@@ -231,6 +231,7 @@ type HandlerStats struct {
 	Misses          int64 `json:"misses"`
 	Revalidated     int64 `json:"revalidated"`
 	Stale           int64 `json:"stale"`
+	NegativeHits    int64 `json:"negative_hits"`
 	NotFound        int64 `json:"not_found"`
 	BadRequests     int64 `json:"bad_requests"`
 	OriginFetches   int64 `json:"origin_fetches"`
@@ -246,7 +247,7 @@ func (s *Server) Stats() Stats {
 	st := Stats{
 		Handler: HandlerStats{
 			Requests: c.requests.Load(), MemoryHits: c.memoryHits.Load(), DiskHits: c.diskHits.Load(),
-			Misses: c.misses.Load(), Revalidated: c.revalidated.Load(), Stale: c.stale.Load(),
+			Misses: c.misses.Load(), Revalidated: c.revalidated.Load(), Stale: c.stale.Load(), NegativeHits: c.negativeHits.Load(),
 			NotFound: c.notFound.Load(), BadRequests: c.badRequests.Load(),
 			OriginFetches: c.originFetches.Load(), OriginErrors: c.originErrors.Load(),
 			MergedMisses: c.merged.Load(), DroppedFills: c.dropped.Load(), DiskWriteErrors: c.diskWriteErrors.Load(),

@@ -99,11 +99,12 @@ func (hs *headerSetter) set(key, value string) {
 	hs.h[key] = hs.vals[n-1 : n : n]
 }
 
-// writeMissing answers for a tile the origin does not have.
-func (s *Server) writeMissing(w http.ResponseWriter, r *http.Request, key string) int {
+// writeMissing answers for a tile the origin does not have; src says
+// whether the origin said so now (MISS) or a remembered 404 did (HIT-MEMORY).
+func (s *Server) writeMissing(w http.ResponseWriter, r *http.Request, key string, src source) int {
 	h := w.Header()
 	h.Set("Cache-Control", s.cfg.NegativeCacheControl)
-	h.Set("X-Cache", srcOrigin.String())
+	h.Set("X-Cache", src.String())
 	switch s.cfg.MissingTile {
 	case "204":
 		w.WriteHeader(http.StatusNoContent)

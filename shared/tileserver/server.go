@@ -86,6 +86,7 @@ type Server struct {
 	log          *slog.Logger
 	now          func() time.Time
 	staleIfError time.Duration
+	negativeTTL  time.Duration // how long a 404 is remembered in memory
 	empty        map[string]emptyTile
 	adminToken   [32]byte // sha256 of the token; compared in constant time
 
@@ -97,6 +98,7 @@ type Server struct {
 // counters are the handler's own statistics.
 type counters struct {
 	requests, memoryHits, diskHits, misses, revalidated, stale atomic.Int64
+	negativeHits                                               atomic.Int64 // 404s answered from a remembered miss
 	originFetches, originErrors, merged, notFound, badRequests atomic.Int64
 	dropped                                                    atomic.Int64 // fills not inserted because a purge overtook them
 	diskWriteErrors                                            atomic.Int64
@@ -137,7 +139,10 @@ func New(cfg Config, d Deps) (*Server, error) {
 		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin,
 		journal: d.Journal, cdn: d.CDN, log: log, now: now,
 		staleIfError: directiveSeconds(cfg.CacheControl, "stale-if-error"),
-		empty:        makeEmptyTiles(),
+		// A 404 is remembered as long as the CDN may cache it, and never past
+		// the revalidation age; the journal purges it on upload either way.
+		negativeTTL: min(directiveSeconds(cfg.NegativeCacheControl, "max-age"), cfg.RevalidateAfter),
+		empty:       makeEmptyTiles(),
 	}
 	if cfg.AdminToken != "" {
 		s.adminToken = hashToken(cfg.AdminToken)

@@ -600,3 +600,38 @@ func TestMemoryHitAllocations(t *testing.T) {
 		t.Fatalf("a memory hit allocated %v times, want at most 2", allocs)
 	}
 }
+
+// TestRememberedMisses: a 404 is remembered for the negative max-age, so a
+// sparse tileset's missing tiles do not cost an S3 GET each, and a purge of
+// the key (what an upload causes) forgets it at once.
+func TestRememberedMisses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.NegativeCacheControl = "public, max-age=60" }))
+	expect(t, e.do("GET", "/sparse/5/1/1.png"), 404, "MISS")
+	expect(t, e.do("GET", "/sparse/5/1/1.png"), 404, "HIT-MEMORY")
+	expect(t, e.do("HEAD", "/sparse/5/1/1.png"), 404, "HIT-MEMORY")
+	if n := e.s3Gets.Load(); n != 1 {
+		t.Fatalf("S3 GETs: got %d, want 1", n)
+	}
+	// After the negative max-age, S3 is asked again.
+	e.clock.Advance(61 * time.Second)
+	expect(t, e.do("GET", "/sparse/5/1/1.png"), 404, "MISS")
+	if n := e.s3Gets.Load(); n != 2 {
+		t.Fatalf("S3 GETs after max-age: got %d, want 2", n)
+	}
+	// An upload's purge forgets the remembered 404 at once.
+	e.put("sparse/5/1/1.png", []byte("now here"), "image/png", "")
+	e.srv.PurgePrefix("sparse/5/")
+	r := e.do("GET", "/sparse/5/1/1.png")
+	expect(t, r, 200, "MISS")
+	if body(t, r) != "now here" {
+		t.Fatal("wrong body after the purge")
+	}
+	if st := e.srv.Stats().Handler; st.NegativeHits != 2 {
+		t.Fatalf("negative hits: %+v", st)
+	}
+	// A remembered 404 never reaches the disk tier.
+	if _, ok := e.disk.Get("sparse/5/9/9.png"); ok {
+		t.Fatal("disk holds a 404")
+	}
+}

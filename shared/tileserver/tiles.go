@@ -54,8 +54,11 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
 		s.logRequest(r, key, status, src, start)
 	case errors.Is(err, origin.ErrNotFound):
 		s.stats.notFound.Add(1)
-		status := s.writeMissing(w, r, key)
-		s.logRequest(r, key, status, srcOrigin, start)
+		if src == 0 {
+			src = srcOrigin
+		}
+		status := s.writeMissing(w, r, key, src)
+		s.logRequest(r, key, status, src, start)
 	default:
 		status, msg := http.StatusBadGateway, "origin error"
 		if isTimeout(err) {
@@ -71,6 +74,13 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
 // lookup finds key in memory, then on disk, then at the origin.
 func (s *Server) lookup(ctx context.Context, key string) (*tile.Tile, source, error) {
 	if t, ok := s.mem.Get(key); ok {
+		if t.Missing {
+			if s.now().Sub(t.StoredAt) < s.negativeTTL {
+				s.stats.negativeHits.Add(1)
+				return nil, srcMemory, origin.ErrNotFound
+			}
+			return s.fetch(ctx, key, nil)
+		}
 		if s.fresh(t) {
 			s.stats.memoryHits.Add(1)
 			return t, srcMemory, nil
@@ -146,6 +156,11 @@ func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile) (
 		s.stats.revalidated.Add(1)
 		return &renewed, srcRevalidated, nil
 	case errors.Is(err, origin.ErrNotFound):
+		if cached == nil && s.negativeTTL > 0 {
+			// Remember the miss (sparse tilesets ask for missing tiles all
+			// the time); an upload's purge forgets it.
+			s.guard.insert(key, epoch, func() { s.mem.Set(key, &tile.Tile{Missing: true, StoredAt: s.now()}) })
+		}
 		if cached != nil {
 			// The tile was deleted at the origin: forget every copy of it.
 			s.guard.purge(key, func() {
