@@ -6,35 +6,26 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/floor"
+	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 )
 
 func main() {
 	dir := flag.String("dir", "", "directory of tiles (key = path relative to it)")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback)")
 	flag.Parse()
-	tiles := map[string][]byte{}
-	err := filepath.WalkDir(*dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(*dir, p)
-		tiles[filepath.ToSlash(rel)] = b
-		return nil
-	})
+	set, err := tileset.ReadDir(*dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floorserve:", err)
 		os.Exit(1)
+	}
+	tiles := make(map[string][]byte, len(set))
+	for _, t := range set {
+		tiles[t.Key] = t.Body
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -10,12 +10,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -49,19 +47,7 @@ func run() error {
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	if *dir != "" {
-		var set tileset.Set
-		err := filepath.WalkDir(*dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(*dir, p)
-			set = append(set, tileset.Tile{Key: filepath.ToSlash(rel), Body: b})
-			return nil
-		})
+		set, err := tileset.ReadDir(*dir)
 		if err != nil {
 			return err
 		}

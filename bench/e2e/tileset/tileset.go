@@ -18,6 +18,7 @@ import (
 	"image/color"
 	"image/jpeg"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -135,6 +136,28 @@ func Build(keys []string, pool Pool) Set {
 		s[i] = Tile{Key: k, Body: WithComment(pool[h.Sum64()%uint64(len(pool))], k)}
 	}
 	return s
+}
+
+// ReadDir loads every file under dir as a tile whose key is its path
+// relative to dir (the layout the benchmarks write tiles to disk in).
+func ReadDir(dir string) (Set, error) {
+	var s Set
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		s = append(s, Tile{Key: filepath.ToSlash(rel), Body: b})
+		return nil
+	})
+	return s, err
 }
 
 // Bytes is the total body size of the set.
