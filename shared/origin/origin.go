@@ -540,7 +540,11 @@ func (c *Client) retry(ctx context.Context, op, name string, attempt func(contex
 		if ctx.Err() != nil {
 			// The caller's deadline or cancellation: say so first, so that
 			// errors.Is(err, context.DeadlineExceeded) holds whatever the SDK
-			// made of it.
+			// made of it. An earlier attempt's failure is the real cause
+			// when the deadline cut a retry short, so it is kept too.
+			if last != nil {
+				return fmt.Errorf("origin: %s %q: %w during attempt %d: %w; previous attempt: %w", op, name, ctx.Err(), n+1, err, last)
+			}
 			return fmt.Errorf("origin: %s %q: %w: %w", op, name, ctx.Err(), err)
 		}
 		if attemptErr != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrStalled) {

@@ -253,14 +253,16 @@ func TestBackoffDoesNotSleepPastDeadline(t *testing.T) {
 	e := start(t)
 	e.put(t, "k", []byte("body"), "text/plain", "")
 	e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Status: http.StatusServiceUnavailable})
-	ctx := ctxTimeout(t, 150*time.Millisecond)
+	// Backoff grows to a 1 s cap, so a loop that slept past the deadline
+	// would overshoot it by far more than the 100 ms allowed here.
+	ctx := ctxTimeout(t, 400*time.Millisecond)
 	deadline, _ := ctx.Deadline()
 
 	_, err := e.client(origin.Config{MaxAttempts: 1000}).Get(ctx, "k", "")
 	if err == nil {
 		t.Fatal("got no error")
 	}
-	if time.Now().After(deadline.Add(50 * time.Millisecond)) {
+	if time.Now().After(deadline.Add(100 * time.Millisecond)) {
 		t.Errorf("returned %v after the deadline", time.Since(deadline))
 	}
 	if !strings.Contains(err.Error(), "SlowDown") && !strings.Contains(err.Error(), "503") {
