@@ -312,8 +312,19 @@ func (c *Cache) Get(key string) (*tile.Tile, bool) {
 // to stay within MaxBytes. It reports false if the entry is too heavy to be
 // admitted (or t is nil); a present older version of key is then removed, so
 // the cache never keeps serving a version its caller has replaced.
+//
+// Replacing a present entry by a tile of the same weight (a revalidated
+// tile with a new StoredAt, a fill that raced another) changes neither the
+// tree, the queue nor the byte count, so it takes no lock: the new tile is
+// swapped in where the old one was and the entry counts as hit. A
+// replacement of another weight re-enters the queue at the head, as a new
+// entry would.
 func (c *Cache) Set(key string, t *tile.Tile) bool {
 	h, s := c.hash(key)
+	if t != nil && c.swapInPlace(s, key, h, t) {
+		c.sets.Add(1)
+		return true
+	}
 	if t == nil || weight(key, t) > c.maxEntry {
 		c.mu.Lock()
 		if n := s.tab.Load().find(key, h); n != nil {
@@ -357,6 +368,26 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 	c.pushHead(n)
 	c.bytes.Add(w)
 	c.mu.Unlock()
+	return true
+}
+
+// swapInPlace replaces the tile of key's present entry by t if both weigh the
+// same. The compare-and-swap fails, and the caller takes the locked path,
+// if a writer replaced or removed the entry since it was looked up; while
+// it holds, the entry's accounted weight (which is its tile's) is unchanged.
+func (c *Cache) swapInPlace(s *shard, key string, h uint32, t *tile.Tile) bool {
+	n := s.tab.Load().find(key, h)
+	if n == nil {
+		return false
+	}
+	e := n.Value()
+	old := e.tile.Load()
+	if old == nil || old.Size() != t.Size() || !e.tile.CompareAndSwap(old, t) {
+		return false
+	}
+	if e.meta.Load()&visitedBit == 0 {
+		e.meta.Or(visitedBit)
+	}
 	return true
 }
 

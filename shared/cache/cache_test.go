@@ -149,10 +149,55 @@ func TestHandOnDeletePrefix(t *testing.T) {
 	c.Set("g/1", empty) // evicts c/1 under the hand, not a/1
 	wantKeys([]string{"a/1", "b/1", "d/1", "e/1", "f/1", "g/1"}, "d/1")
 
-	// Replacing the entry under the hand moves the hand too, and the new
-	// version enters at the head.
-	c.Set("d/1", &tile.Tile{ETag: "v2"})
-	wantKeys([]string{"a/1", "b/1", "e/1", "f/1", "g/1", "d/1"}, "e/1")
+	// Replacing the entry under the hand by a tile of the same weight swaps
+	// it in place: nothing moves, and the entry counts as hit.
+	v2 := &tile.Tile{ETag: "v2"}
+	c.Set("d/1", v2)
+	wantKeys([]string{"a/1", "b/1", "d/1", "e/1", "f/1", "g/1"}, "d/1")
+	if got, _ := c.peek("d/1"); got != v2 {
+		t.Fatalf("d/1 holds %+v, want v2", got)
+	}
+	// Replacing it by a heavier tile moves the hand off it to e/1, which
+	// is then evicted to make room; the new version enters at the head.
+	c.Set("d/1", &tile.Tile{Body: []byte("v3"), ETag: "v3"})
+	wantKeys([]string{"a/1", "b/1", "f/1", "g/1", "d/1"}, "f/1")
+	mustCheck(t, c)
+}
+
+// TestReplacement: a tile of the same weight is swapped in place and marks
+// the entry visited; one of another weight re-enters at the head unvisited.
+func TestReplacement(t *testing.T) {
+	t.Parallel()
+	c, err := New(Config{MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAll(t, c, "ABCD")
+	same := &tile.Tile{ETag: "same weight"}
+	if !c.Set("B", same) {
+		t.Fatal("same-weight replacement refused")
+	}
+	wantQueue(t, c, "ABCD", "")
+	if _, visited, _, _ := c.queue(); !slices.Equal(visited, []bool{false, true, false, false}) {
+		t.Fatalf("visited %v, want only B", visited)
+	}
+	heavier := &tile.Tile{Body: []byte("xyz")}
+	if !c.Set("C", heavier) {
+		t.Fatal("heavier replacement refused")
+	}
+	wantQueue(t, c, "ABDC", "")
+	if _, visited, _, _ := c.queue(); !slices.Equal(visited, []bool{false, true, false, false}) {
+		t.Fatalf("visited %v, want only B", visited)
+	}
+	for k, want := range map[string]*tile.Tile{"B": same, "C": heavier} {
+		if got, ok := c.Get(k); !ok || got != want {
+			t.Fatalf("Get(%s) = %+v, want the replacement", k, got)
+		}
+	}
+	if st := c.Stats(); st.Sets != 6 || st.Entries != 4 || c.Bytes() != 4*(1+EntryOverhead)+3 {
+		t.Fatalf("stats %+v, bytes %d", st, c.Bytes())
+	}
+	mustCheck(t, c)
 }
 
 func TestGetHitAllocatesNothing(t *testing.T) {
@@ -566,7 +611,9 @@ func TestConcurrentStress(t *testing.T) {
 						t.Error("Get returned a tile without its ETag")
 					}
 				case p < 85:
-					c.Set(k, &tile.Tile{Body: make([]byte, r.IntN(32)), ETag: fmt.Sprint(i)})
+					// Four sizes, so that a quarter of replacements take
+					// the lock-free same-weight path.
+					c.Set(k, &tile.Tile{Body: make([]byte, 8*r.IntN(4)), ETag: fmt.Sprint(i)})
 				case p < 93:
 					c.Delete(k)
 				case p < 95:

@@ -290,6 +290,12 @@ func TestRevalidation(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 	expect(t, e.do("GET", "/r/1/1/1.png"), 200, "HIT-MEMORY")
+	// The disk copy was renewed too: read back from disk, it is fresh.
+	e.mem.DeletePrefix("")
+	expect(t, e.do("GET", "/r/1/1/1.png"), 200, "HIT-DISK")
+	if n := e.s3Gets.Load(); n != 2 {
+		t.Fatalf("S3 GETs: got %d, want 2 (the fill and one revalidation)", n)
+	}
 
 	e.put("r/1/1/1.png", []byte("v2"), "image/png", "")
 	e.clock.Advance(2 * time.Hour)

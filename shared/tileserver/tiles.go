@@ -150,9 +150,11 @@ func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile) (
 		s.stats.misses.Add(1)
 		return t, srcOrigin, nil
 	case cached != nil && errors.Is(err, origin.ErrNotModified):
+		// Both tiers get the renewed copy, so a tile that later leaves
+		// memory is not revalidated again when read back from disk.
 		renewed := *cached
 		renewed.StoredAt = s.now()
-		s.guard.insert(key, epoch, func() { s.mem.Set(key, &renewed) })
+		s.store(key, &renewed, epoch)
 		s.stats.revalidated.Add(1)
 		return &renewed, srcRevalidated, nil
 	case errors.Is(err, origin.ErrNotFound):
