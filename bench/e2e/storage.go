@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +36,7 @@ type StorageParams struct {
 	WrkThread int
 	MemBudget int64 // MEM_CACHE_BYTES of the memory-hit run
 	ABPath    string
+	Rounds    int // each server × tool is run this many times, interleaved; the median round is reported
 }
 
 // ServerRow is one server × load tool.
@@ -49,6 +52,7 @@ type ServerRow struct {
 	VsPMTiles float64       `json:"vs_pmtiles"`
 	VsNginx   float64       `json:"vs_nginx"`
 	Note      string        `json:"note,omitempty"`
+	RoundsRPS []float64     `json:"rounds_rps,omitempty"` // req/s of every round, in run order
 }
 
 // MemRow is section 6: one tile server process's peak RSS vs its budget.
@@ -148,14 +152,7 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		}
 		return append(env, extra...)
 	}
-	type server struct {
-		name      string
-		start     func(port int) (*exec.Cmd, string)
-		ab        bool
-		tilesieve bool
-		budget    int64
-	}
-	servers := []server{
+	servers := []storageServer{
 		{name: "tilesieve memory hits", ab: true, tilesieve: true, budget: p.MemBudget, start: func(port int) (*exec.Cmd, string) {
 			c := exec.Command(filepath.Join(bin, "tiles"))
 			c.Env = tilesEnv(port, strconv.FormatInt(p.MemBudget, 10), "0")
@@ -184,7 +181,16 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		fmt.Sprintf("ab -k -n %d -c %d -e <csv> http://127.0.0.1:PORT%s", p.ABN, p.ABC, p.ABPath),
 		fmt.Sprintf("wrk -t %d -c %d -d %ds --latency -s <cycle %d paths>.lua http://127.0.0.1:PORT", p.WrkThread, p.WrkConns, int(p.WrkDur.Seconds()), len(paths)),
 	}
+	// Every server is started and warmed first, then each is loaded in turn
+	// in p.Rounds rounds, the order rotating each round, so that a slow
+	// patch of this shared machine lands on all of them rather than on one.
 	client := HTTPClient()
+	var runs []*running
+	defer func() {
+		for _, r := range runs {
+			r.proc.Stop()
+		}
+	}()
 	for _, s := range servers {
 		port, err := FreePort()
 		if err != nil {
@@ -196,61 +202,144 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.name, err)
 		}
-		err = func() error {
-			defer proc.Stop()
-			// Warm: one pass over every tile (fills tilesieve's memory tier,
-			// nginx's page cache, pmtiles' directory cache).
-			w := workload.Workload{Phases: []workload.Phase{{Keys: set.Keys(), Concurrency: 8}}}
-			if r := workload.Run(ctx, w, workload.HTTPFetcher(client, url)); r.Errors > 0 {
-				return fmt.Errorf("warm-up: %d errors, first: %s", r.Errors, r.FirstErr)
+		runs = append(runs, &running{storageServer: s, proc: proc, url: url})
+		// Warm: one pass over every tile (fills tilesieve's memory tier,
+		// nginx's page cache, pmtiles' directory cache).
+		w := workload.Workload{Phases: []workload.Phase{{Keys: set.Keys(), Concurrency: 8}}}
+		if r := workload.Run(ctx, w, workload.HTTPFetcher(client, url)); r.Errors > 0 {
+			return res, fmt.Errorf("%s: warm-up: %d errors, first: %s", s.name, r.Errors, r.FirstErr)
+		}
+		client.CloseIdleConnections()
+	}
+	rounds := max(1, p.Rounds)
+	samples := map[[2]string][]ServerRow{}
+	for round := range rounds {
+		for i := range runs {
+			rs := runs[(i+round)%len(runs)]
+			if err := rs.loadOnce(ctx, p, paths, tmp, samples); err != nil {
+				return res, fmt.Errorf("%s: %w", rs.name, err)
 			}
-			client.CloseIdleConnections()
-			var before tileserver.Stats
-			if s.tilesieve {
-				before, _ = tilesStats(url)
+		}
+	}
+	for _, rs := range runs {
+		for _, tool := range []string{"ab", "wrk"} {
+			got := samples[[2]string{rs.name, tool}]
+			if len(got) == 0 {
+				continue
 			}
-			if s.ab {
-				r, _, err := loadtool.RunAB(ctx, url+p.ABPath, p.ABN, p.ABC, tmp)
-				if err != nil {
-					return err
-				}
-				res.Rows = append(res.Rows, ServerRow{Server: s.name, Tool: "ab", RPS: r.RPS, Mean: r.Mean, P50: r.P50, P99: r.P99, Errors: r.Failed + r.Non2xx})
-			}
-			r, _, err := loadtool.RunWrk(ctx, url, paths, p.WrkDur, p.WrkConns, p.WrkThread, tmp)
-			if err != nil {
-				return err
-			}
-			row := ServerRow{Server: s.name, Tool: "wrk", RPS: r.RPS, Mean: r.Mean, P50: r.P50, P99: r.P99, Errors: r.Non2xx}
-			if r.SocketErrors != "" {
-				row.Note = "socket errors: " + r.SocketErrors
-			}
-			if s.tilesieve {
-				after, err := tilesStats(url)
-				if err != nil {
-					return err
-				}
-				d := after.Handler
-				reqs := d.Requests - before.Handler.Requests
-				mh, dh, mi := d.MemoryHits-before.Handler.MemoryHits, d.DiskHits-before.Handler.DiskHits, d.Misses-before.Handler.Misses
-				row.Note = fmt.Sprintf("during wrk: %.1f%% memory hits, %.1f%% disk hits, %.1f%% S3", pct(mh, reqs), pct(dh, reqs), pct(mi, reqs))
-				pm, err := ReadProcMemory(proc.Cmd.Process.Pid)
-				if err != nil {
-					return err
-				}
-				res.Memory = append(res.Memory, MemRow{Config: s.name, Budget: s.budget, VmHWM: pm.VmHWM, VmRSS: pm.VmRSS,
-					Requests: d.Requests, MemHits: d.MemoryHits, DiskHits: d.DiskHits, Misses: d.Misses, CacheUsed: after.Memory.Bytes})
+			row := medianRow(got)
+			if rs.tilesieve && tool == "wrk" {
+				d := rs.delta
+				row.Note = joinNote(row.Note, fmt.Sprintf("during wrk: %.1f%% memory hits, %.1f%% disk hits, %.1f%% S3",
+					pct(d.MemoryHits, d.Requests), pct(d.DiskHits, d.Requests), pct(d.Misses, d.Requests)))
 			}
 			res.Rows = append(res.Rows, row)
-			return nil
-		}()
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", s.name, err)
+		}
+		if rs.tilesieve {
+			after, err := tilesStats(rs.url)
+			if err != nil {
+				return res, err
+			}
+			pm, err := ReadProcMemory(rs.proc.Cmd.Process.Pid)
+			if err != nil {
+				return res, err
+			}
+			h := after.Handler
+			res.Memory = append(res.Memory, MemRow{Config: rs.name, Budget: rs.budget, VmHWM: pm.VmHWM, VmRSS: pm.VmRSS,
+				Requests: h.Requests, MemHits: h.MemoryHits, DiskHits: h.DiskHits, Misses: h.Misses, CacheUsed: after.Memory.Bytes})
 		}
 	}
 	res.Rows = append(res.Rows, ServerRow{Server: "tilesieve disk hits", Tool: "ab",
 		Note: "not run: ab requests one URL, which any memory tier (≥ 1 MiB, the smallest allowed) holds after the first request, so it would measure memory hits; wrk cycles through every tile"})
 	res.ratios()
 	return res, nil
+}
+
+// storageServer is one server of section 2 and how to start it.
+type storageServer struct {
+	name      string
+	start     func(port int) (*exec.Cmd, string) // the command and the path that answers once it is up
+	ab        bool                               // loaded with ab too (one URL)
+	tilesieve bool                               // has tilesieve's admin stats
+	budget    int64                              // MEM_CACHE_BYTES, for section 6
+}
+
+// running is a started storageServer.
+type running struct {
+	storageServer
+	proc  *Proc
+	url   string
+	delta tileserver.HandlerStats // tilesieve's counters summed over its wrk runs
+}
+
+// loadOnce runs one round against rs: ab (for servers that take it), then
+// wrk, appending a row per tool to samples.
+func (rs *running) loadOnce(ctx context.Context, p StorageParams, paths []string, tmp string, samples map[[2]string][]ServerRow) error {
+	if rs.ab {
+		r, _, err := loadtool.RunAB(ctx, rs.url+p.ABPath, p.ABN, p.ABC, tmp)
+		if err != nil {
+			return err
+		}
+		k := [2]string{rs.name, "ab"}
+		samples[k] = append(samples[k], ServerRow{Server: rs.name, Tool: "ab", RPS: r.RPS, Mean: r.Mean, P50: r.P50, P99: r.P99, Errors: r.Failed + r.Non2xx})
+	}
+	var before tileserver.Stats
+	if rs.tilesieve {
+		var err error
+		if before, err = tilesStats(rs.url); err != nil {
+			return err
+		}
+	}
+	r, _, err := loadtool.RunWrk(ctx, rs.url, paths, p.WrkDur, p.WrkConns, p.WrkThread, tmp)
+	if err != nil {
+		return err
+	}
+	row := ServerRow{Server: rs.name, Tool: "wrk", RPS: r.RPS, Mean: r.Mean, P50: r.P50, P99: r.P99, Errors: r.Non2xx}
+	if r.SocketErrors != "" {
+		row.Note = "socket errors: " + r.SocketErrors
+	}
+	if rs.tilesieve {
+		after, err := tilesStats(rs.url)
+		if err != nil {
+			return err
+		}
+		a, b := after.Handler, before.Handler
+		rs.delta.Requests += a.Requests - b.Requests
+		rs.delta.MemoryHits += a.MemoryHits - b.MemoryHits
+		rs.delta.DiskHits += a.DiskHits - b.DiskHits
+		rs.delta.Misses += a.Misses - b.Misses
+	}
+	k := [2]string{rs.name, "wrk"}
+	samples[k] = append(samples[k], row)
+	return nil
+}
+
+// medianRow returns the round with the median req/s (the lower middle for an
+// even count), carrying every round's req/s and, with more than one round,
+// their range in its note.
+func medianRow(rounds []ServerRow) ServerRow {
+	byRPS := slices.Clone(rounds)
+	slices.SortFunc(byRPS, func(a, b ServerRow) int { return cmp.Compare(a.RPS, b.RPS) })
+	row := byRPS[(len(byRPS)-1)/2]
+	row.Errors = 0
+	for _, r := range rounds {
+		row.RoundsRPS = append(row.RoundsRPS, r.RPS)
+		row.Errors += r.Errors
+	}
+	if len(rounds) > 1 {
+		row.Note = joinNote(fmt.Sprintf("median of %d rounds, %.0f–%.0f req/s", len(rounds), byRPS[0].RPS, byRPS[len(byRPS)-1].RPS), row.Note)
+	}
+	return row
+}
+
+func joinNote(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 func pct(a, b int64) float64 {

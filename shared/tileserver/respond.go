@@ -25,7 +25,7 @@ import (
 func (s *Server) writeTile(w http.ResponseWriter, r *http.Request, t *tile.Tile, src source, start time.Time) int {
 	body, etag := t.Body, t.ETag
 	encoding := t.ContentEncoding
-	if encoding == "gzip" && !acceptsGzip(r.Header.Get("Accept-Encoding")) {
+	if encoding == "gzip" && !acceptsGzip(headerValue(r.Header, "Accept-Encoding")) {
 		// The client cannot take gzip: decode, and name the decoded
 		// representation with a weak ETag of its own.
 		decoded, err := gunzip(t.Body)
@@ -67,7 +67,7 @@ func (s *Server) writeTile(w http.ResponseWriter, r *http.Request, t *tile.Tile,
 	hs.set("Server-Timing", formatted[clEnd:])
 	hs.set("Accept-Ranges", "bytes")
 
-	if r.Header.Get("Range") != "" {
+	if headerValue(r.Header, "Range") != "" {
 		// ServeContent does ranges (and If-Range) by the book; it reads the
 		// ETag and Last-Modified set above for its conditionals.
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -139,7 +139,7 @@ func (s *Server) plain(w http.ResponseWriter, status int, msg string) {
 // notModified applies If-None-Match (weak comparison, as GET allows) and,
 // when that is absent, If-Modified-Since.
 func notModified(r *http.Request, etag string, lastModified time.Time) bool {
-	if inm := r.Header.Get("If-None-Match"); inm != "" {
+	if inm := headerValue(r.Header, "If-None-Match"); inm != "" {
 		if etag == "" {
 			return false
 		}
@@ -151,11 +151,21 @@ func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 		}
 		return false
 	}
-	if ims := r.Header.Get("If-Modified-Since"); ims != "" && !lastModified.IsZero() {
+	if ims := headerValue(r.Header, "If-Modified-Since"); ims != "" && !lastModified.IsZero() {
 		t, err := http.ParseTime(ims)
 		return err == nil && !lastModified.Truncate(time.Second).After(t)
 	}
 	return false
+}
+
+// headerValue is h.Get(key) for a key already in canonical form, without
+// canonicalising it again on every request (both net/http and the Lambda
+// adapters store request headers under canonical keys).
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // acceptsGzip reports whether an Accept-Encoding value allows gzip.

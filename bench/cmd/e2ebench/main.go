@@ -178,9 +178,9 @@ func run() error {
 		if err := step("storage", func() error {
 			wd, _ := os.Getwd()
 			sp := e2e.StorageParams{RepoRoot: filepath.Dir(wd), BenchDir: wd, MaxZoom: 5, ABN: 20000, ABC: 20,
-				WrkDur: 10 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/5/10/12.jpg"}
+				WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/5/10/12.jpg", Rounds: 3}
 			if *quick {
-				sp.MaxZoom, sp.ABN, sp.WrkDur, sp.ABPath = 3, 2000, 2*time.Second, "/osm/3/2/2.jpg"
+				sp.MaxZoom, sp.ABN, sp.WrkDur, sp.ABPath, sp.Rounds = 3, 2000, 2*time.Second, "/osm/3/2/2.jpg", 2
 			}
 			for _, tool := range []string{"ab", "wrk", "nginx"} {
 				if _, err := exec.LookPath(tool); err != nil {
