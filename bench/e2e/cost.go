@@ -122,6 +122,10 @@ func Price(p CostParams, pr Prices, n int, h float64) CostRow {
 	r.JournalGETs = float64(n) * checks * scale
 	billedHit, billedMiss := math.Ceil(p.HitMs), math.Ceil(p.MissMs)
 	r.GBs = r.OriginRequests * (h*billedHit + (1-h)*billedMiss) / 1000 * p.TilesieveMemGB
+	// A check is an S3 round trip on the request it rides on. A miss makes
+	// it beside its own fetch (tileserver.Server.WithSync), so only a hit
+	// (share h of the requests that carry one) is billed for it, like a fetch.
+	r.GBs += r.JournalGETs * h * billedMiss / 1000 * p.TilesieveMemGB
 	r.Cost = (r.TileGETs+r.JournalGETs)/1000*pr.S3GetPer1000 + r.GBs*pr.LambdaGBs + r.OriginRequests/1e6*pr.LambdaPerMillion + r.OriginRequests*pr.CFOriginRequest
 	r.NoCacheGETs = r.OriginRequests
 	r.NoCacheGBs = r.OriginRequests * billedMiss / 1000 * p.NoCacheMemGB

@@ -288,7 +288,8 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			"each with a %s memory tier (`shared/cache` itself, fed the trace: the hit ratio column is measured, not assumed; the disk tier is left out, which understates tilesieve's hits). "+
 			"Billed duration (1 ms granularity): %.0f ms for a memory hit, %.0f ms for an S3 fetch (section 3's origin fetch mean at 20 ms S3 latency, rounded up). "+
 			"tilesieve runs at %.2f GB; the function without an in-process cache (the serverless-iiif approach of fetching from S3 on every request, here without any image processing) at %.2f GB and makes one S3 GET per origin request. "+
-			"tilesieve also reads the purge journal: one GET per instance per SYNC_INTERVAL (%v) while it has requests, at most one per request.\n\n",
+			"tilesieve also reads the purge journal: one GET per instance per SYNC_INTERVAL (%v) while it has requests, at most one per request. "+
+			"A check adds an S3 round trip to the request it rides on when that request is a memory hit (billed like a fetch); a miss makes it beside its own fetch, which it does not lengthen.\n\n",
 			p.Window, 100*p.CDNHitRatio, float64(p.ViewerRequests)*(1-p.CDNHitRatio)*1e6/float64(p.ViewerRequests), p.ZipfS, p.Catalog, mib(p.MemBytes),
 			p.HitMs, p.MissMs, p.TilesieveMemGB, p.NoCacheMemGB, p.SyncInterval)
 		fmt.Fprintf(&b, "Prices (us-east-1, AWS list prices as of 2026; not re-checked against the AWS pages at run time): S3 GET $%.4f per 1,000; Lambda arm64 $%.10f per GB-s and $%.2f per million requests; "+

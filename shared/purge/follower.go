@@ -144,6 +144,11 @@ func (f *Follower) MaybeSync(ctx context.Context) {
 	}
 }
 
+// Due reports whether a check is due: whether MaybeSync would check now,
+// unless another caller is checking. It costs a clock read and an atomic
+// load, so a handler can ask on every request.
+func (f *Follower) Due() bool { return f.cfg.Now().UnixNano() >= f.next.Load() }
+
 // Sync checks the journal now, waiting for a check under way to finish. ctx
 // bounds it (no Timeout is added).
 func (f *Follower) Sync(ctx context.Context) error {

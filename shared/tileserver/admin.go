@@ -239,6 +239,9 @@ type HandlerStats struct {
 	MergedMisses    int64 `json:"merged_misses"`
 	DroppedFills    int64 `json:"dropped_fills"`
 	DiskWriteErrors int64 `json:"disk_write_errors"`
+	// Relookups counts tiles looked up again because the journal check
+	// running beside their request applied a purge (see Server.WithSync).
+	Relookups int64 `json:"relookups"`
 }
 
 // Stats returns the tier and handler counters.
@@ -251,6 +254,7 @@ func (s *Server) Stats() Stats {
 			NotFound: c.notFound.Load(), BadRequests: c.badRequests.Load(),
 			OriginFetches: c.originFetches.Load(), OriginErrors: c.originErrors.Load(),
 			MergedMisses: c.merged.Load(), DroppedFills: c.dropped.Load(), DiskWriteErrors: c.diskWriteErrors.Load(),
+			Relookups: c.relooked.Load(),
 		},
 		Memory: s.mem.Stats(),
 	}

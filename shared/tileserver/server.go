@@ -102,6 +102,7 @@ type counters struct {
 	originFetches, originErrors, merged, notFound, badRequests atomic.Int64
 	dropped                                                    atomic.Int64 // fills not inserted because a purge overtook them
 	diskWriteErrors                                            atomic.Int64
+	relooked                                                   atomic.Int64 // tiles looked up again after a purge applied beside their request
 }
 
 // New builds the handler.
@@ -165,7 +166,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	s.serveTile(w, r)
+	s.serveTile(w, r, nil)
 }
 
 // PurgePrefix removes every tile under prefix from both tiers of this
@@ -187,17 +188,50 @@ func (s *Server) PurgeAll() { s.PurgePrefix("") }
 
 // Syncer brings an instance up to date with the purge journal; it runs on the
 // request path (Lambda freezes idle instances, so nothing runs between
-// requests) and must return quickly whatever happens.
+// requests) and must return quickly whatever happens. The journal follower
+// (purge.Follower) is one.
 type Syncer interface {
+	// Due reports, cheaply, whether MaybeSync would check now.
+	Due() bool
+	// MaybeSync checks the journal if a check is due and applies what it
+	// finds, through PurgePrefix and PurgeAll.
 	MaybeSync(ctx context.Context)
 }
 
-// WithSync runs s before every request h serves.
-func WithSync(s Syncer, h http.Handler) http.Handler {
+// WithSync returns the handler with sy's check run on the requests that find
+// it due, before they are answered.
+//
+// A tile request does not wait for the check before looking the tile up: the
+// check (an S3 round trip) and the lookup run side by side, and the answer
+// waits for both. A tile fetched from S3 now is as fresh as the check could
+// make it, so a miss costs one round trip, not two. A tile found in memory or
+// on disk is looked up again if the check applied a purge meanwhile, so no
+// answer reflects less than the check found. Other requests (admin, health)
+// wait for the check first.
+func (s *Server) WithSync(sy Syncer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.MaybeSync(r.Context())
-		h.ServeHTTP(w, r)
+		if !sy.Due() {
+			s.ServeHTTP(w, r)
+			return
+		}
+		if !s.isTileRequest(r) {
+			sy.MaybeSync(r.Context())
+			s.ServeHTTP(w, r)
+			return
+		}
+		s.stats.requests.Add(1)
+		synced := make(chan struct{})
+		go func() {
+			defer close(synced)
+			sy.MaybeSync(r.Context())
+		}()
+		s.serveTile(w, r, synced)
 	})
+}
+
+// isTileRequest reports whether ServeHTTP would hand r to serveTile.
+func (s *Server) isTileRequest(r *http.Request) bool {
+	return !strings.HasPrefix(r.URL.Path, adminPrefix) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }
 
 // directiveSeconds reads a delta-seconds directive from a Cache-Control value.

@@ -641,3 +641,87 @@ func TestRememberedMisses(t *testing.T) {
 		t.Fatal("disk holds a 404")
 	}
 }
+
+// TestMissOverlapsJournalCheck: when a request finds a journal check due, a
+// miss fetches its tile while the check is still in flight, and the answer
+// waits for the check. The S3 endpoint holds the check's journal read until
+// the tile's GET arrives, so a handler that ran them one after the other
+// would hold the read for the whole grace period.
+func TestMissOverlapsJournalCheck(t *testing.T) {
+	t.Parallel()
+	var armed, overlapped, journalDone atomic.Bool
+	tileSeen := make(chan struct{})
+	var once sync.Once
+	e := newEnv(t, withS3Wrapper(func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if armed.Load() {
+				switch {
+				case strings.HasPrefix(r.URL.Path, "/"+bucket+"/_tilesieve/journal/"):
+					select {
+					case <-tileSeen:
+						overlapped.Store(true)
+					case <-time.After(3 * time.Second):
+					}
+					defer journalDone.Store(true)
+				case strings.HasPrefix(r.URL.Path, "/"+bucket+"/tiles/"):
+					once.Do(func() { close(tileSeen) })
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}))
+	e.put("o/1/0/0.png", []byte("tile"), "image/png", "")
+	fol := purge.NewFollower(e.journal, e.srv, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: e.clock.Now}, nil)
+	if err := fol.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h := e.srv.WithSync(fol)
+	e.clock.Advance(2 * time.Second)
+	if !fol.Due() {
+		t.Fatal("no check due after the interval")
+	}
+	armed.Store(true)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/o/1/0/0.png", nil))
+	if rec.Code != 200 || rec.Body.String() != "tile" || rec.Header().Get("X-Cache") != "MISS" {
+		t.Fatalf("got %d %q %s, want 200 tile MISS", rec.Code, rec.Body.String(), rec.Header().Get("X-Cache"))
+	}
+	if !overlapped.Load() {
+		t.Error("the tile was not fetched while the journal check was in flight")
+	}
+	if !journalDone.Load() {
+		t.Error("answered before the journal check finished")
+	}
+	if s := fol.Stats(); s.Checks != 1 || s.Failures != 0 {
+		t.Errorf("follower %+v, want one successful check", s)
+	}
+}
+
+// TestSyncedHandlerChecksBeforeAdmin: requests other than tile reads wait
+// for a due check before they are answered, and none is made when none is
+// due.
+func TestSyncedHandlerChecksBeforeAdmin(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fol := purge.NewFollower(e.journal, e.srv, purge.FollowerConfig{Interval: time.Second, Now: e.clock.Now}, nil)
+	if err := fol.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h := e.srv.WithSync(fol)
+	serve := func(method, path string) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+		return rec.Code
+	}
+	if code := serve("GET", "/_tilesieve/health"); code != 200 || fol.Stats().Checks != 0 {
+		t.Fatalf("health: %d, %d checks; want 200 and no check before the interval", code, fol.Stats().Checks)
+	}
+	e.clock.Advance(time.Second)
+	if code := serve("GET", "/_tilesieve/health"); code != 200 || fol.Stats().Checks != 1 || fol.Due() {
+		t.Fatalf("health: %d, %+v; want 200 after one check", code, fol.Stats())
+	}
+	e.clock.Advance(time.Second)
+	if code := serve("POST", "/o/1/0/0.png"); code != http.StatusMethodNotAllowed || fol.Stats().Checks != 2 {
+		t.Fatalf("POST: %d, %+v; want 405 after a second check", code, fol.Stats())
+	}
+}

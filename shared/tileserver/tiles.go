@@ -38,8 +38,17 @@ func (s source) String() string {
 	return "MISS"
 }
 
-func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
+// serveTile answers a tile request. synced, when not nil, is closed when a
+// journal check running beside this request is done (see WithSync): the
+// answer waits for it, and a tile from memory or disk is looked up again if
+// the check applied a purge meanwhile.
+func (s *Server) serveTile(w http.ResponseWriter, r *http.Request, synced <-chan struct{}) {
 	start := time.Now()
+	if synced != nil {
+		// Never return before the check ends: Lambda would freeze it half
+		// done, holding the follower until the instance thaws.
+		defer func() { <-synced }()
+	}
 	key, err := tile.KeyFromPath(r.URL.EscapedPath())
 	if err != nil {
 		s.stats.badRequests.Add(1)
@@ -47,7 +56,21 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
 		s.logRequest(r, "", http.StatusBadRequest, 0, start)
 		return
 	}
-	t, src, err := s.lookup(r.Context(), key)
+	var t *tile.Tile
+	var src source
+	if synced == nil {
+		t, src, err = s.lookup(r.Context(), key)
+	} else {
+		epoch := s.guard.begin()
+		t, src, err = s.lookup(r.Context(), key)
+		<-synced
+		if s.guard.begin() != epoch && (src == srcMemory || src == srcDisk || src == srcStale) {
+			// A purge was applied while the tile was looked up; what was
+			// found may be what it removed.
+			s.stats.relooked.Add(1)
+			t, src, err = s.lookup(r.Context(), key)
+		}
+	}
 	switch {
 	case err == nil:
 		status := s.writeTile(w, r, t, src, start)

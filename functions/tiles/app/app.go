@@ -110,7 +110,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		// freshly staged, so nothing stale can be served from them.
 		log.Warn("purge journal head not read at start; the first requests will retry", "err", err)
 	}
-	a.Handler = tileserver.WithSync(a.Follower, srv)
+	a.Handler = srv.WithSync(a.Follower)
 	return a, nil
 }
 
