@@ -4,7 +4,6 @@ import (
 	"context"
 	"io/fs"
 	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/lambdatest"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
 )
 
 func envOf(m map[string]string) config.Env { return func(k string) string { return m[k] } }
@@ -26,24 +26,19 @@ func envOf(m map[string]string) config.Env { return func(k string) string { retu
 // endpoint and a fake CloudFront, and runs a sample event through it.
 func TestBuildAndHandle(t *testing.T) {
 	t.Parallel()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
+	s3e := s3localtest.Start(t, "tiles")
 	cf := cdntest.New(t)
 
 	cfg, err := config.LoadWorker(envOf(map[string]string{
 		"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "DISTRIBUTION_ID": "E2QWRUHEXAMPLE",
-		"AWS_ENDPOINT_URL": hs.URL, "S3_FORCE_PATH_STYLE": "true", "SYNC_INTERVAL": "1ms",
+		"AWS_ENDPOINT_URL": s3e.URL, "S3_FORCE_PATH_STYLE": "true", "SYNC_INTERVAL": "1ms",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler),
 		awsconfig.WithRegion(s3local.DefaultRegion),
-		awsconfig.WithCredentialsProvider(srv.Credentials()),
+		awsconfig.WithCredentialsProvider(s3e.Credentials()),
 		awsconfig.WithBaseEndpoint(cf.URL), // CloudFront; S3 has its own endpoint
 		awsconfig.WithSharedConfigFiles(nil), awsconfig.WithSharedCredentialsFiles(nil),
 	)
@@ -57,7 +52,7 @@ func TestBuildAndHandle(t *testing.T) {
 	if _, err := w.Handle(context.Background(), raw); err != nil {
 		t.Fatal(err)
 	}
-	j := purge.NewJournal(srv.Client(hs.URL), "tiles", "_tilesieve/journal/", purge.JournalOptions{})
+	j := purge.NewJournal(s3e.Client, "tiles", "_tilesieve/journal/", purge.JournalOptions{})
 	entries, _, err := j.ReadAfter(context.Background(), 0, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -91,16 +86,11 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a binary")
 	}
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
+	s3e := s3localtest.Start(t, "tiles")
 	bootstrap := lambdatest.Build(t, "github.com/tilesieve/tilesieve/worker")
 	emu := lambdatest.Start(t, bootstrap, lambdatest.Env(
 		"TILES_BUCKET", "tiles", "TILES_PREFIX", "tiles/", "SYNC_INTERVAL", "10ms",
-		"AWS_ENDPOINT_URL", hs.URL, "S3_FORCE_PATH_STYLE", "true", "AWS_REGION", s3local.DefaultRegion,
+		"AWS_ENDPOINT_URL", s3e.URL, "S3_FORCE_PATH_STYLE", "true", "AWS_REGION", s3local.DefaultRegion,
 		"AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey, "AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey,
 		"AWS_EC2_METADATA_DISABLED", "true", "AWS_CONFIG_FILE", "/dev/null", "AWS_SHARED_CREDENTIALS_FILE", "/dev/null",
 	)...)
@@ -112,7 +102,7 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 	if strings.Contains(string(out), "errorMessage") {
 		t.Fatalf("worker failed: %s", out)
 	}
-	j := purge.NewJournal(srv.Client(hs.URL), "tiles", "_tilesieve/journal/", purge.JournalOptions{})
+	j := purge.NewJournal(s3e.Client, "tiles", "_tilesieve/journal/", purge.JournalOptions{})
 	entries, _, err := j.ReadAfter(context.Background(), 0, 10)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/lambdatest"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
 
 	fixtures "github.com/tilesieve/tilesieve/events"
 )
@@ -45,18 +45,13 @@ func demoTile(t *testing.T) []byte {
 // s3WithDemo starts an in-process S3 endpoint holding demo/3/4/2.png.
 func s3WithDemo(t *testing.T) (*s3local.Server, string, []byte, string) {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
+	s3e := s3localtest.Start(t, "tiles")
 	body := demoTile(t)
-	etag, err := s3local.Put(context.Background(), srv.Client(hs.URL), "tiles", "tiles/demo/3/4/2.png", body, "image/png", "")
+	etag, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/demo/3/4/2.png", body, "image/png", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv, hs.URL, body, etag
+	return s3e.Server, s3e.URL, body, etag
 }
 
 func fixture(t *testing.T, name string) *events.LambdaFunctionURLRequest {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -15,17 +14,13 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
 )
 
 func start(t *testing.T) (*s3local.Server, *s3.Client) {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return srv, srv.Client(hs.URL)
+	e := s3localtest.Start(t, "tiles")
+	return e.Server, e.Client
 }
 
 func TestRoundTripSigned(t *testing.T) {

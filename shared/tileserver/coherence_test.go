@@ -19,6 +19,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -45,17 +46,12 @@ type instance struct {
 func newFleet(t *testing.T, n int, memBytes int64) *fleet {
 	t.Helper()
 	f := &fleet{t: t, clock: newClock()}
-	s3srv, err := s3local.New(s3local.Config{Buckets: []string{bucket}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s3srv.Handler())
-	t.Cleanup(hs.Close)
-	f.api = s3srv.Client(hs.URL)
+	f.api = s3localtest.Start(t, bucket).Client
 	journal := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
 	f.worker = purge.NewWorker(purge.WorkerConfig{Bucket: bucket, TilesPrefix: "tiles/"}, journal, nil, nil)
 	for range n {
 		in := &instance{}
+		var err error
 		in.mem, err = cache.New(cache.Config{MaxBytes: memBytes})
 		if err != nil {
 			t.Fatal(err)

@@ -15,17 +15,13 @@ import (
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
 )
 
 func setup(t *testing.T, env map[string]string, tiles int) (*s3local.Server, config.Tiles, *origin.Client) {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	api := srv.Client(hs.URL)
+	s3e := s3localtest.Start(t, "tiles")
+	api := s3e.Client
 	for i := range tiles {
 		if _, err := s3local.Put(context.Background(), api, "tiles", fmt.Sprintf("tiles/demo/5/%d/0.png", i), []byte("tile"), "image/png", ""); err != nil {
 			t.Fatal(err)
@@ -39,7 +35,7 @@ func setup(t *testing.T, env map[string]string, tiles int) (*s3local.Server, con
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv, cfg, origin.NewWithS3(api, origin.Config{Bucket: "tiles", Prefix: "tiles/"})
+	return s3e.Server, cfg, origin.NewWithS3(api, origin.Config{Bucket: "tiles", Prefix: "tiles/"})
 }
 
 func TestStagesAtStart(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"image/png"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
 )
 
 // mapEnv is an environment that holds only m, so the tests do not depend on
@@ -355,12 +355,7 @@ func TestViewerAtRootDoesNotShadowTiles(t *testing.T) {
 // TestExternalS3FromTheEnvironment points the stack at an S3 it did not
 // start, configured only through the environment, as with LocalStack.
 func TestExternalS3FromTheEnvironment(t *testing.T) {
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"other"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
+	s3e := s3localtest.Start(t, "other")
 	// The AWS SDK reads credentials from the process environment.
 	t.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
@@ -369,7 +364,7 @@ func TestExternalS3FromTheEnvironment(t *testing.T) {
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
 	env := mapEnv(map[string]string{
-		"AWS_ENDPOINT_URL":    hs.URL,
+		"AWS_ENDPOINT_URL":    s3e.URL,
 		"TILES_BUCKET":        "other",
 		"TILES_PREFIX":        "pyramid/",
 		"S3_FORCE_PATH_STYLE": "true",
@@ -388,7 +383,7 @@ func TestExternalS3FromTheEnvironment(t *testing.T) {
 	if st.S3URL != "" || st.Notifier != nil || st.Seeded != 5 {
 		t.Fatalf("got S3URL %q, notifier %v, %d seeded; want no embedded endpoint and 5 tiles", st.S3URL, st.Notifier != nil, st.Seeded)
 	}
-	if _, err := srv.Client(hs.URL).HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("other"), Key: aws.String("pyramid/demo/1/1/1.png")}); err != nil {
+	if _, err := s3e.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("other"), Key: aws.String("pyramid/demo/1/1/1.png")}); err != nil {
 		t.Fatalf("seeded tile not in the external bucket: %v", err)
 	}
 	if a := get(t, st.TileURL(1, 1, 1)); a.status != http.StatusOK || a.cache != "MISS" {
