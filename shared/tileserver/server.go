@@ -155,18 +155,34 @@ func New(cfg Config, d Deps) (*Server, error) {
 const adminPrefix = "/_tilesieve/"
 
 // ServeHTTP routes the health check and admin API, and serves tiles.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.route(w, r, nil) }
+
+// route is ServeHTTP with sy, when not nil, a journal check that is due: a
+// tile read runs it beside its lookup, any other request before it is
+// answered.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, sy Syncer) {
 	s.stats.requests.Add(1)
-	if strings.HasPrefix(r.URL.Path, adminPrefix) {
-		s.serveAdmin(w, r)
-		return
+	isAdmin := strings.HasPrefix(r.URL.Path, adminPrefix)
+	isRead := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if sy != nil && (isAdmin || !isRead) {
+		sy.MaybeSync(r.Context())
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	switch {
+	case isAdmin:
+		s.serveAdmin(w, r)
+	case !isRead:
 		w.Header().Set("Allow", "GET, HEAD")
 		s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
-		return
+	case sy != nil:
+		synced := make(chan struct{})
+		go func() {
+			defer close(synced)
+			sy.MaybeSync(r.Context())
+		}()
+		s.serveTile(w, r, synced)
+	default:
+		s.serveTile(w, r, nil)
 	}
-	s.serveTile(w, r, nil)
 }
 
 // PurgePrefix removes every tile under prefix from both tiers of this
@@ -210,28 +226,12 @@ type Syncer interface {
 // wait for the check first.
 func (s *Server) WithSync(sy Syncer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !sy.Due() {
-			s.ServeHTTP(w, r)
+		if sy.Due() {
+			s.route(w, r, sy)
 			return
 		}
-		if !s.isTileRequest(r) {
-			sy.MaybeSync(r.Context())
-			s.ServeHTTP(w, r)
-			return
-		}
-		s.stats.requests.Add(1)
-		synced := make(chan struct{})
-		go func() {
-			defer close(synced)
-			sy.MaybeSync(r.Context())
-		}()
-		s.serveTile(w, r, synced)
+		s.route(w, r, nil)
 	})
-}
-
-// isTileRequest reports whether ServeHTTP would hand r to serveTile.
-func (s *Server) isTileRequest(r *http.Request) bool {
-	return !strings.HasPrefix(r.URL.Path, adminPrefix) && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }
 
 // directiveSeconds reads a delta-seconds directive from a Cache-Control value.
