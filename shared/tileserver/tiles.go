@@ -56,21 +56,7 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request, synced <-chan
 		s.logRequest(r, "", http.StatusBadRequest, 0, start)
 		return
 	}
-	var t *tile.Tile
-	var src source
-	if synced == nil {
-		t, src, err = s.lookup(r.Context(), key)
-	} else {
-		epoch := s.guard.begin()
-		t, src, err = s.lookup(r.Context(), key)
-		<-synced
-		if s.guard.begin() != epoch && (src == srcMemory || src == srcDisk || src == srcStale) {
-			// A purge was applied while the tile was looked up; what was
-			// found may be what it removed.
-			s.stats.relooked.Add(1)
-			t, src, err = s.lookup(r.Context(), key)
-		}
-	}
+	t, src, err := s.lookupBeside(r.Context(), key, synced)
 	switch {
 	case err == nil:
 		status := s.writeTile(w, r, t, src, start)
@@ -92,6 +78,25 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request, synced <-chan
 		s.plain(w, status, msg)
 		s.logRequest(r, key, status, srcOrigin, start)
 	}
+}
+
+// lookupBeside is lookup while the journal check that closes synced runs
+// (a nil synced: none runs). It returns once both are done, and looks again
+// if the check applied a purge meanwhile and the tile came from memory or
+// disk: what was found may be what the purge removed. A tile from S3 is as
+// fresh as the check could make it.
+func (s *Server) lookupBeside(ctx context.Context, key string, synced <-chan struct{}) (*tile.Tile, source, error) {
+	if synced == nil {
+		return s.lookup(ctx, key)
+	}
+	epoch := s.guard.begin()
+	t, src, err := s.lookup(ctx, key)
+	<-synced
+	if s.guard.begin() != epoch && (src == srcMemory || src == srcDisk || src == srcStale) {
+		s.stats.relooked.Add(1)
+		return s.lookup(ctx, key)
+	}
+	return t, src, err
 }
 
 // lookup finds key in memory, then on disk, then at the origin.
