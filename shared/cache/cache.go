@@ -321,10 +321,6 @@ func (c *Cache) Get(key string) (*tile.Tile, bool) {
 // entry would.
 func (c *Cache) Set(key string, t *tile.Tile) bool {
 	h, s := c.hash(key)
-	if t != nil && c.swapInPlace(s, key, h, t) {
-		c.sets.Add(1)
-		return true
-	}
 	if t == nil || weight(key, t) > c.maxEntry {
 		c.mu.Lock()
 		if n := s.tab.Load().find(key, h); n != nil {
@@ -336,6 +332,9 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 	}
 	w := weight(key, t)
 	c.sets.Add(1)
+	if c.swapInPlace(s, key, h, t) {
+		return true
+	}
 	c.mu.Lock()
 	n := s.tab.Load().find(key, h)
 	if n != nil {
