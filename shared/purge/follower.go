@@ -123,7 +123,7 @@ func (f *Follower) Start(ctx context.Context) error {
 // and no other caller is checking. It never fails the request: a failed
 // check is logged and retried an Interval later. It returns within Timeout.
 func (f *Follower) MaybeSync(ctx context.Context) {
-	if f.cfg.Now().UnixNano() < f.next.Load() {
+	if !f.Due() {
 		return
 	}
 	if !f.mu.TryLock() {
