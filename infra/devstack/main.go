@@ -57,6 +57,16 @@ func run() error {
 		*seed = embedded
 	}
 
+	if *port != 0 {
+		// -port stands for PORT: the configuration builds the address.
+		base, p := env, strconv.Itoa(*port)
+		env = func(k string) string {
+			if k == "PORT" {
+				return p
+			}
+			return base(k)
+		}
+	}
 	level := obs.ParseLevel(env("LOG_LEVEL"))
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
@@ -67,13 +77,6 @@ func run() error {
 		Seed:        *seed,
 		SeedMaxZoom: *maxZoom,
 		Logger:      log,
-	}
-	if *port != 0 {
-		host := env("LISTEN_ADDR")
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		opts.Addr = fmt.Sprintf("%s:%d", host, *port)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

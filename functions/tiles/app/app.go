@@ -40,17 +40,22 @@ type App struct {
 // staging, the journal's head) are logged and the function runs without
 // them; only what it cannot serve without is an error.
 func New(ctx context.Context, cfg config.Tiles, log *slog.Logger) (*App, error) {
-	o, err := origin.New(ctx, origin.Config{
+	o, err := origin.New(ctx, OriginConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return NewWithOrigin(ctx, cfg, o, log)
+}
+
+// OriginConfig is the S3 origin the configuration describes.
+func OriginConfig(cfg config.Tiles) origin.Config {
+	return origin.Config{
 		Bucket:    cfg.Bucket,
 		Prefix:    cfg.TilesPrefix,
 		Endpoint:  cfg.Endpoint,
 		PathStyle: cfg.PathStyle,
 		Timeout:   cfg.OriginTimeout,
-	})
-	if err != nil {
-		return nil, err
 	}
-	return NewWithOrigin(ctx, cfg, o, log)
 }
 
 // NewWithOrigin is New with a ready origin client (tests, the local stack).

@@ -161,7 +161,7 @@ func (n *Notifier) removed(bucket, key string, meta requestMeta) {
 }
 
 func (n *Notifier) match(key string) bool {
-	if strings.HasPrefix(key, n.cfg.Prefix) && strings.HasSuffix(key, n.cfg.Suffix) {
+	if strings.HasPrefix(key, n.cfg.Prefix) {
 		return true
 	}
 	n.filtered.Add(1)
@@ -170,7 +170,7 @@ func (n *Notifier) match(key string) bool {
 
 // emit builds the notification and queues it. Callers hold writeMu.
 func (n *Notifier) emit(name, bucket, key string, obj Object, meta requestMeta) {
-	now := n.cfg.Now()
+	now := time.Now()
 	// Sequencers rise with every event and stay above the clock, so they
 	// also rise across restarts of the stack.
 	n.lastSeq = max(n.lastSeq+1, uint64(now.UnixNano()))

@@ -46,7 +46,6 @@ type StatFunc func(ctx context.Context, bucket, key string) (size int64, etag st
 type Config struct {
 	Region          string // awsRegion of the records; default us-east-1
 	Prefix          string // key filter: only keys starting with Prefix notify
-	Suffix          string // key filter: only keys ending with Suffix notify
 	ConfigurationID string // s3.configurationId; default "tilesieve-worker"
 	// Retries after a failed delivery; default 2, as Lambda retries an
 	// asynchronous invoke twice. Negative: no retries.
@@ -59,7 +58,6 @@ type Config struct {
 	// OnDelivery, when set, is called after each notification was delivered
 	// or given up on (tests and the local stack's console use it).
 	OnDelivery func(Delivery)
-	Now        func() time.Time // default time.Now
 }
 
 func (c Config) withDefaults() Config {
@@ -79,9 +77,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	return c
 }
@@ -260,7 +255,7 @@ func (n *Notifier) loop() {
 // deliver invokes the target with one notification, retrying on error.
 func (n *Notifier) deliver(it item) {
 	d := Delivery{Name: it.name, Bucket: it.bucket, Key: it.key, Event: it.raw}
-	start := n.cfg.Now()
+	start := time.Now()
 	for attempt := 0; attempt <= n.cfg.Retries; attempt++ {
 		if attempt > 0 {
 			t := time.NewTimer(n.cfg.RetryDelay << (attempt - 1))
@@ -287,7 +282,7 @@ func (n *Notifier) deliver(it item) {
 	if d.Err == nil {
 		n.delivered.Add(1)
 		n.log.Info("S3 event delivered", "event", it.name, "bucket", it.bucket, "key", it.key,
-			"attempts", d.Attempts, "took", n.cfg.Now().Sub(start).Round(time.Millisecond))
+			"attempts", d.Attempts, "took", time.Since(start).Round(time.Millisecond))
 	} else {
 		n.failed.Add(1)
 		n.log.Error("S3 event dropped after retries", "event", it.name, "bucket", it.bucket, "key", it.key,

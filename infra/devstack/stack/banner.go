@@ -6,6 +6,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
+	"github.com/tilesieve/tilesieve/shared/s3local"
 )
 
 // exampleTile is the tile the printed commands change.
@@ -16,18 +17,18 @@ var exampleTile = demotiles.Key(2, 1, 1)
 // trailing checksums the endpoint does not need.
 func (st *Stack) credentialsEnv() string {
 	return fmt.Sprintf("AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s AWS_REQUEST_CHECKSUM_CALCULATION=when_required",
-		st.AccessKey, st.SecretKey, st.Region)
+		s3local.DefaultAccessKey, s3local.DefaultSecretKey, st.Region)
 }
 
 // uploadCommands are the commands that replace and delete the example tile.
 func (st *Stack) uploadCommands() (cp, rm string) {
-	obj := "s3://" + st.Bucket + "/" + st.TilesPrefix + exampleTile
+	obj := "s3://" + st.Tiles.Bucket + "/" + st.Tiles.TilesPrefix + exampleTile
 	endpoint := ""
 	if st.S3URL != "" {
 		endpoint = " --endpoint-url " + st.S3URL
 	}
 	env := ""
-	if st.Embedded {
+	if st.S3 != nil {
 		env = st.credentialsEnv() + " "
 	}
 	return env + "aws s3 cp my.png " + obj + endpoint, env + "aws s3 rm " + obj + endpoint
@@ -55,16 +56,16 @@ func (st *Stack) Banner() string {
 	p("  viewer          %s/", st.URL)
 	p("  a tile          %s", tile)
 	p("  health          %s/_tilesieve/health", st.URL)
-	if st.AdminToken != "" {
-		p("  admin API       curl -H 'Authorization: Bearer %s' %s/_tilesieve/stats", st.AdminToken, st.URL)
+	if st.Tiles.AdminToken != "" {
+		p("  admin API       curl -H 'Authorization: Bearer %s' %s/_tilesieve/stats", st.Tiles.AdminToken, st.URL)
 	}
-	if st.Embedded {
+	if st.S3 != nil {
 		p("  S3 endpoint     %s   bucket %q, tiles under %q, %d demo tiles (%s/{z}/{x}/{y}.png)",
-			st.S3URL, st.Bucket, st.TilesPrefix, st.Seeded, demotiles.Tileset)
+			st.S3URL, st.Tiles.Bucket, st.Tiles.TilesPrefix, st.Seeded, demotiles.Tileset)
 		p("  credentials     %s", st.credentialsEnv())
 	} else {
 		p("  S3              bucket %q, tiles under %q, from the environment (no embedded endpoint, no emulated events)",
-			st.Bucket, st.TilesPrefix)
+			st.Tiles.Bucket, st.Tiles.TilesPrefix)
 	}
 	p("")
 	p("Watch a purge go through:")
@@ -74,7 +75,7 @@ func (st *Stack) Banner() string {
 	p("  3. curl -sI %s | grep -i -e x-cache -e etag      # within ~%s: MISS with a new ETag", tile, st.Tiles.SyncInterval)
 	p("  4. %s", rm)
 	p("  5. curl -sI %s | head -1                          # 404", tile)
-	if st.Embedded {
+	if st.S3 != nil {
 		p("  (a demo tile to upload: curl -so my.png %s/%s)", st.URL, demotiles.Key(0, 0, 0))
 	}
 	p("")

@@ -83,17 +83,11 @@ func EmbeddedByDefault(env config.Env) bool {
 
 // Stack is a running local stack.
 type Stack struct {
-	URL         string // the tile function and the viewer, e.g. http://127.0.0.1:8080
-	S3URL       string // the embedded S3 endpoint; "" when not embedded
-	Bucket      string
-	TilesPrefix string
-	Region      string
-	AccessKey   string // credentials of the embedded endpoint ("" when not embedded)
-	SecretKey   string
-	AdminToken  string
-	Embedded    bool
-	Seeded      int // demo tiles written at start
-	Tiles       config.Tiles
+	URL    string // the tile function and the viewer, e.g. http://127.0.0.1:8080
+	S3URL  string // the embedded S3 endpoint; "" when not embedded
+	Region string
+	Seeded int          // demo tiles written at start
+	Tiles  config.Tiles // bucket, prefix, admin token: what the tile function runs with
 
 	App      *app.App
 	S3       *s3local.Server    // nil when not embedded
@@ -120,7 +114,7 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st = &Stack{Embedded: opts.Embedded, log: log}
+	st = &Stack{log: log}
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -163,7 +157,6 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		return st, err
 	}
 	st.Tiles = tcfg
-	st.Bucket, st.TilesPrefix, st.AdminToken = tcfg.Bucket, tcfg.TilesPrefix, tcfg.AdminToken
 	addr := opts.Addr
 	if addr == "" {
 		addr = tcfg.ListenAddr
@@ -174,25 +167,24 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 			return st, err
 		}
 	}
+	// One origin client serves the seeding and the tile function: the
+	// embedded endpoint's, or the SDK's own configuration from the
+	// environment against another S3.
+	var o *origin.Client
+	if st.Client != nil {
+		o = origin.NewWithS3(st.Client, app.OriginConfig(tcfg))
+	} else if o, err = origin.New(ctx, app.OriginConfig(tcfg)); err != nil {
+		return st, fmt.Errorf("devstack: tile function: %w", err)
+	}
 	if opts.Seed {
-		if err := st.seed(ctx, opts.SeedMaxZoom); err != nil {
+		if err := st.seed(ctx, o.S3(), opts.SeedMaxZoom); err != nil {
 			return st, err
 		}
 	}
 	if opts.Embedded {
 		st.Notifier.SetEnabled(true)
 	}
-
-	if st.Client != nil {
-		ocfg := origin.Config{Bucket: tcfg.Bucket, Prefix: tcfg.TilesPrefix, Endpoint: tcfg.Endpoint, PathStyle: true, Timeout: tcfg.OriginTimeout}
-		if err := ocfg.Validate(); err != nil {
-			return st, err
-		}
-		st.App, err = app.NewWithOrigin(ctx, tcfg, origin.NewWithS3(st.Client, ocfg), log.With("component", "tiles"))
-	} else {
-		st.App, err = app.New(ctx, tcfg, log.With("component", "tiles"))
-	}
-	if err != nil {
+	if st.App, err = app.NewWithOrigin(ctx, tcfg, o, log.With("component", "tiles")); err != nil {
 		return st, fmt.Errorf("devstack: tile function: %w", err)
 	}
 
@@ -230,7 +222,6 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 		return err
 	}
 	st.S3 = srv
-	st.AccessKey, st.SecretKey = s3local.DefaultAccessKey, s3local.DefaultSecretKey
 	st.Client = srv.Client(st.S3URL)
 
 	journal := purge.NewJournal(st.Client, wcfg.Bucket, wcfg.JournalPrefix, purge.JournalOptions{Logger: st.log.With("component", "journal")})
@@ -263,20 +254,11 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 	return nil
 }
 
-// seed writes the demo tileset under TILES_PREFIX.
-func (st *Stack) seed(ctx context.Context, maxZoom int) error {
-	c := st.Client
-	if c == nil {
-		// Against another S3: the SDK's own configuration from the environment.
-		o, err := origin.New(ctx, origin.Config{Bucket: st.Tiles.Bucket, Prefix: st.Tiles.TilesPrefix, Endpoint: st.Tiles.Endpoint, PathStyle: st.Tiles.PathStyle})
-		if err != nil {
-			return err
-		}
-		c = o.S3()
-	}
+// seed writes the demo tileset under TILES_PREFIX through c.
+func (st *Stack) seed(ctx context.Context, c *s3.Client, maxZoom int) error {
 	start := time.Now()
 	n, err := demotiles.Seed(ctx, maxZoom, 8, func(ctx context.Context, key string, png []byte) error {
-		_, err := s3local.Put(ctx, c, st.Bucket, st.TilesPrefix+key, png, "image/png", "")
+		_, err := s3local.Put(ctx, c, st.Tiles.Bucket, st.Tiles.TilesPrefix+key, png, "image/png", "")
 		return err
 	})
 	st.Seeded = n
@@ -284,7 +266,7 @@ func (st *Stack) seed(ctx context.Context, maxZoom int) error {
 		return err
 	}
 	st.log.Info("demo tileset seeded", "tiles", n, "zoom", fmt.Sprintf("0-%d", maxZoom),
-		"at", st.Bucket+"/"+st.TilesPrefix+demotiles.Tileset+"/", "took", time.Since(start).Round(time.Millisecond))
+		"at", st.Tiles.Bucket+"/"+st.Tiles.TilesPrefix+demotiles.Tileset+"/", "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

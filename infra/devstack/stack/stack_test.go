@@ -118,7 +118,7 @@ func eventually(t *testing.T, what, url string, done func(answer) bool) answer {
 
 func put(t *testing.T, st *stack.Stack, key string, body []byte) {
 	t.Helper()
-	if _, err := s3local.Put(context.Background(), st.Client, st.Bucket, st.TilesPrefix+key, body, "image/png", ""); err != nil {
+	if _, err := s3local.Put(context.Background(), st.Client, st.Tiles.Bucket, st.Tiles.TilesPrefix+key, body, "image/png", ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -168,7 +168,7 @@ func TestUploadDeleteCopyPurgeTheFunction(t *testing.T) {
 
 	// DELETE: the tile becomes 404.
 	if _, err := st.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{
-		Bucket: aws.String(st.Bucket), Key: aws.String(st.TilesPrefix + demotiles.Key(2, 1, 1)),
+		Bucket: aws.String(st.Tiles.Bucket), Key: aws.String(st.Tiles.TilesPrefix + demotiles.Key(2, 1, 1)),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +182,10 @@ func TestUploadDeleteCopyPurgeTheFunction(t *testing.T) {
 		}
 	}
 	out, err := st.Client.DeleteObjects(context.Background(), &s3.DeleteObjectsInput{
-		Bucket: aws.String(st.Bucket),
+		Bucket: aws.String(st.Tiles.Bucket),
 		Delete: &types.Delete{Objects: []types.ObjectIdentifier{
-			{Key: aws.String(st.TilesPrefix + demotiles.Key(2, 0, 0))},
-			{Key: aws.String(st.TilesPrefix + demotiles.Key(2, 0, 1))},
+			{Key: aws.String(st.Tiles.TilesPrefix + demotiles.Key(2, 0, 0))},
+			{Key: aws.String(st.Tiles.TilesPrefix + demotiles.Key(2, 0, 1))},
 		}},
 	})
 	if err != nil || len(out.Deleted) != 2 {
@@ -202,9 +202,9 @@ func TestUploadDeleteCopyPurgeTheFunction(t *testing.T) {
 	before := get(t, target)
 	source := get(t, st.TileURL(1, 0, 0))
 	if _, err := st.Client.CopyObject(context.Background(), &s3.CopyObjectInput{
-		Bucket:     aws.String(st.Bucket),
-		Key:        aws.String(st.TilesPrefix + demotiles.Key(2, 2, 2)),
-		CopySource: aws.String(st.Bucket + "/" + st.TilesPrefix + demotiles.Key(1, 0, 0)),
+		Bucket:     aws.String(st.Tiles.Bucket),
+		Key:        aws.String(st.Tiles.TilesPrefix + demotiles.Key(2, 2, 2)),
+		CopySource: aws.String(st.Tiles.Bucket + "/" + st.Tiles.TilesPrefix + demotiles.Key(1, 0, 0)),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +227,8 @@ func TestUploadDeleteCopyPurgeTheFunction(t *testing.T) {
 		t.Fatalf("got %d notifications, want %d: %+v", len(got), len(want), got)
 	}
 	for i, w := range want {
-		if got[i].Name != w.name || got[i].Key != st.TilesPrefix+w.key || got[i].Err != nil {
-			t.Errorf("notification %d: got %s %s (err %v), want %s %s", i, got[i].Name, got[i].Key, got[i].Err, w.name, st.TilesPrefix+w.key)
+		if got[i].Name != w.name || got[i].Key != st.Tiles.TilesPrefix+w.key || got[i].Err != nil {
+			t.Errorf("notification %d: got %s %s (err %v), want %s %s", i, got[i].Name, got[i].Key, got[i].Err, w.name, st.Tiles.TilesPrefix+w.key)
 		}
 	}
 }
@@ -253,7 +253,7 @@ func TestEventsEncodeKeysAsS3Does(t *testing.T) {
 	eventually(t, "second version", url, func(a answer) bool { return bytes.Equal(a.body, v2) })
 
 	// Outside TILES_PREFIX: no notification (the template's filter).
-	if _, err := s3local.Put(context.Background(), st.Client, st.Bucket, "elsewhere/x.png", v1, "image/png", ""); err != nil {
+	if _, err := s3local.Put(context.Background(), st.Client, st.Tiles.Bucket, "elsewhere/x.png", v1, "image/png", ""); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -276,8 +276,8 @@ func TestEventsEncodeKeysAsS3Does(t *testing.T) {
 			t.Fatalf("decode %s: %v %+v", d.Event, err, b)
 		}
 		c := b.Changes[0]
-		if c.Key != st.TilesPrefix+key || c.Bucket != st.Bucket || c.Kind != s3event.Created || c.Event != "ObjectCreated:Put" {
-			t.Errorf("decoded %+v, want a Put of %q", c, st.TilesPrefix+key)
+		if c.Key != st.Tiles.TilesPrefix+key || c.Bucket != st.Tiles.Bucket || c.Kind != s3event.Created || c.Event != "ObjectCreated:Put" {
+			t.Errorf("decoded %+v, want a Put of %q", c, st.Tiles.TilesPrefix+key)
 		}
 		if c.Size != int64(len(v1)) && c.Size != int64(len(v2)) {
 			t.Errorf("size %d, want the object's", c.Size)
