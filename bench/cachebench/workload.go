@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tilesieve/tilesieve/bench/internal/zipf"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilegen"
 )
@@ -154,37 +155,12 @@ func (w *Workload) Cover(prefix string) []int32 {
 	return out
 }
 
-// Zipf draws ranks 0..n-1 with P(r) ∝ 1/(r+1)^s for any s ≥ 0, by inverse
-// CDF over precomputed cumulative weights. math/rand's Zipf needs s > 1;
-// tile traffic is usually s ≈ 0.6–1.0.
-type Zipf struct {
-	cdf []float64
-	rng *rand.Rand
-}
+// Zipf draws ranks 0..n-1 with P(r) ∝ 1/(r+1)^s for any s ≥ 0 (see
+// bench/internal/zipf).
+type Zipf = zipf.Zipf
 
 // NewZipf precomputes the CDF for n ranks and exponent s.
-func NewZipf(rng *rand.Rand, s float64, n int) *Zipf {
-	cdf := make([]float64, n)
-	sum := 0.0
-	for r := 0; r < n; r++ {
-		sum += math.Pow(float64(r+1), -s)
-		cdf[r] = sum
-	}
-	for r := range cdf {
-		cdf[r] /= sum
-	}
-	return &Zipf{cdf: cdf, rng: rng}
-}
-
-// Next returns the next rank.
-func (z *Zipf) Next() int {
-	u := z.rng.Float64()
-	r := sort.SearchFloat64s(z.cdf, u)
-	if r >= len(z.cdf) {
-		r = len(z.cdf) - 1
-	}
-	return r
-}
+func NewZipf(rng *rand.Rand, s float64, n int) *Zipf { return zipf.New(rng, s, n) }
 
 // Trace returns n key indices drawn with Zipf exponent s, from a seed.
 func (w *Workload) Trace(s float64, n int, seed uint64) []int32 {

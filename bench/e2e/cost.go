@@ -62,13 +62,20 @@ type CostResult struct {
 	Rows   []CostRow  `json:"rows"`
 }
 
+// originRequests is how many viewer requests the CDN passes to the function.
+func (p CostParams) originRequests() float64 {
+	return float64(p.ViewerRequests) * (1 - p.CDNHitRatio)
+}
+
+// perInstance is each of n instances' share of the origin requests.
+func (p CostParams) perInstance(n int) float64 { return p.originRequests() / float64(n) }
+
 // SimulateHitRatio draws the origin requests one instance of n sees (a random
 // split of an independent Zipf trace is again such a trace) into a fresh
 // memory tier (shared/cache) and returns its hit ratio, averaged over a few
 // instances.
 func SimulateHitRatio(p CostParams, n int, z *workload.Zipf) (float64, error) {
-	origin := float64(p.ViewerRequests) * (1 - p.CDNHitRatio)
-	perInstance := int(origin / float64(n))
+	perInstance := int(p.perInstance(n))
 	insts := min(n, 3)
 	body := make([]byte, 60_001) // one backing array; tiles are slices of it
 	hits, total := 0, 0
@@ -112,8 +119,7 @@ func RunCost(p CostParams, prices Prices) (CostResult, error) {
 // million viewer requests.
 func Price(p CostParams, pr Prices, n int, h float64) CostRow {
 	scale := 1e6 / float64(p.ViewerRequests)
-	origin := float64(p.ViewerRequests) * (1 - p.CDNHitRatio)
-	perInstance := origin / float64(n)
+	origin, perInstance := p.originRequests(), p.perInstance(n)
 	// A busy instance reads the journal at most once per SYNC_INTERVAL, and
 	// only on a request.
 	checks := math.Min(perInstance, p.Window.Seconds()/p.SyncInterval.Seconds())

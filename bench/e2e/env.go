@@ -16,7 +16,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -60,15 +59,7 @@ func newS3Client(url string, srv *s3local.Server) *s3.Client {
 	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.MaxIdleConnsPerHost = 64
 	})
-	return s3.New(s3.Options{
-		BaseEndpoint:               aws.String(url),
-		Region:                     s3local.DefaultRegion,
-		Credentials:                srv.Credentials(),
-		UsePathStyle:               true,
-		HTTPClient:                 hc,
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	})
+	return s3.New(srv.Client(url).Options(), func(o *s3.Options) { o.HTTPClient = hc })
 }
 
 // Origin returns a product origin client over the endpoint.

@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/floor"
@@ -180,17 +182,12 @@ func RunHandler(ctx context.Context, set tileset.Set, runs int) (HandlerResult, 
 	for i := range res.Modes {
 		res.Modes[i].VsStatic = res.Modes[i].NsPerOp / static
 	}
-	res.Targets = []Target{Target{What: "memory hit ns/op ≤ 1.5x static", Want: 1.5, Got: res.Modes[0].VsStatic, Unit: "x"}.Check()}
+	res.Targets = []Target{withReason(Target{What: "memory hit ns/op ≤ 1.5x static", Want: 1.5, Got: res.Modes[0].VsStatic, Unit: "x"}.Check(),
+		"per request the handler validates the path, looks the key up in the memory tier, checks If-None-Match, If-Modified-Since and Range, formats Last-Modified, Content-Length and Server-Timing, and sets nine headers (2 allocations); the floor copies prebuilt header slices from a map and does none of that. Behind net/http the gap shrinks: see section 2")}
 	return res, nil
 }
 
 func medianMode(all []ModeResult) ModeResult {
-	for i := range all {
-		for j := i + 1; j < len(all); j++ {
-			if all[j].NsPerOp < all[i].NsPerOp {
-				all[i], all[j] = all[j], all[i]
-			}
-		}
-	}
+	slices.SortFunc(all, func(a, b ModeResult) int { return cmp.Compare(a.NsPerOp, b.NsPerOp) })
 	return all[(len(all)-1)/2]
 }

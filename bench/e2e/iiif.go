@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -54,10 +55,17 @@ func iiifSet(pool tileset.Pool) tileset.Set {
 	set := tileset.Build(keys, pool)
 	for i, t := range set {
 		if len(t.Key) > 9 && t.Key[len(t.Key)-9:] == "info.json" {
-			set[i].Body = []byte(`{"@context":"http://iiif.io/api/image/3/context.json","type":"ImageService3","protocol":"http://iiif.io/api/image","profile":"level0","width":8192,"height":6144,"tiles":[{"width":512,"scaleFactors":[1,2,4,8,16]}]}`)
+			set[i].Body = iiifInfo()
 		}
 	}
 	return set
+}
+
+// iiifInfo is the level-0 info.json of a viewer image.
+func iiifInfo() []byte {
+	sf, _ := json.Marshal(workload.IIIFScaleFactors())
+	return fmt.Appendf(nil, `{"@context":"http://iiif.io/api/image/3/context.json","type":"ImageService3","protocol":"http://iiif.io/api/image","profile":"level0","width":%d,"height":%d,"tiles":[{"width":%d,"scaleFactors":%s}]}`,
+		workload.IIIFWidth, workload.IIIFHeight, workload.IIIFTile, sf)
 }
 
 // RunIIIF runs the Cantaloupe report's viewer loads against tilesieve cold,
@@ -118,10 +126,10 @@ func RunIIIF(ctx context.Context, pool tileset.Pool, reps int) (IIIFResult, erro
 				}
 			}
 		}
-		res.Targets = append(res.Targets, Target{
+		res.Targets = append(res.Targets, withReason(Target{
 			What: fmt.Sprintf("%s: warm ≥ 20x faster than cold at 20 ms (total time)", w.Name),
 			Want: 20, Got: stats.Ratio(float64(cold.Total), float64(warm.Total)), Unit: "x", Higher: true,
-		}.Check())
+		}.Check(), "the warm total is a few tens of ms for ~100 requests, including the TCP connections a new client opens, on two cores shared with the S3 endpoint and other work; the ratio moves a lot from run to run on this machine (development runs gave 45-75x). Mean and p95 per request are in the table"))
 	}
 	return res, nil
 }

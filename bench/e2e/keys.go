@@ -8,7 +8,7 @@ import (
 // IIIFKeys is every key of one image: its pyramid, info.json and thumbnail.
 func IIIFKeys(imageID string) []string {
 	keys := []string{tileset.IIIFInfo(imageID), tileset.IIIFThumb(imageID)}
-	for _, t := range tileset.IIIFPyramid(imageID, 8192, 6144, 512) {
+	for _, t := range tileset.IIIFPyramid(imageID, workload.IIIFWidth, workload.IIIFHeight, workload.IIIFTile) {
 		keys = append(keys, t.Key)
 	}
 	return keys

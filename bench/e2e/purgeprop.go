@@ -15,6 +15,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3local"
@@ -67,15 +68,19 @@ func RunPurge(ctx context.Context, n int, interval, poll time.Duration, trials i
 	log := slog.New(slog.DiscardHandler)
 	urls := make([]string, n)
 	for i := range n {
-		cfg := config.Tiles{
-			Common:       config.Common{Bucket: Bucket, JournalPrefix: "_tilesieve/journal/"},
-			MemBytes:     64 << 20,
-			DiskDir:      filepath.Join(tmp, fmt.Sprint(i)),
-			DiskBytes:    64 << 20,
-			CacheControl: config.DefaultCacheControl, NegativeCacheControl: config.DefaultNegativeCacheControl,
-			MissingTile: "404", RevalidateAfter: time.Hour, OriginTimeout: 10 * time.Second,
+		// The defaults of everything else (journal prefix, Cache-Control,
+		// missing tiles, revalidation, origin timeout) are the product's.
+		env := map[string]string{
+			"TILES_BUCKET":     Bucket,
+			"MEM_CACHE_BYTES":  "64MiB",
+			"DISK_CACHE_DIR":   filepath.Join(tmp, fmt.Sprint(i)),
+			"DISK_CACHE_BYTES": "64MiB",
+			"SYNC_INTERVAL":    interval.String(),
 		}
-		cfg.SyncInterval = interval // promoted: it moves between Tiles and Common
+		cfg, err := config.LoadTiles(func(k string) string { return env[k] })
+		if err != nil {
+			return PurgeRun{}, err
+		}
 		a, err := app.NewWithOrigin(ctx, cfg, l.Origin(), log)
 		if err != nil {
 			return PurgeRun{}, err
@@ -188,16 +193,16 @@ func RunPurge(ctx context.Context, n int, interval, poll time.Duration, trials i
 // s3Event is an S3 ObjectCreated:Put notification for key, as S3 sends it
 // (URL-encoded key, a rising sequencer).
 func s3Event(bucket, key string, seq int) json.RawMessage {
-	ev := map[string]any{"Records": []any{map[string]any{
-		"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
-		"eventTime": time.Now().UTC().Format(time.RFC3339Nano), "eventName": "ObjectCreated:Put",
-		"s3": map[string]any{
-			"s3SchemaVersion": "1.0", "configurationId": "tilesieve-worker",
-			"bucket": map[string]any{"name": bucket, "arn": "arn:aws:s3:::" + bucket},
-			"object": map[string]any{"key": key, "size": 8000, "eTag": "0", "sequencer": fmt.Sprintf("%016X", seq)},
+	size := int64(8000)
+	b, _ := json.Marshal(s3notify.Event{Records: []s3notify.Record{{
+		EventVersion: "2.1", EventSource: "aws:s3", AWSRegion: "us-east-1",
+		EventTime: time.Now().UTC().Format(time.RFC3339Nano), EventName: s3notify.ObjectCreatedPut,
+		S3: s3notify.Entity{
+			SchemaVersion: "1.0", ConfigurationID: "tilesieve-worker",
+			Bucket: s3notify.Bucket{Name: bucket, ARN: "arn:aws:s3:::" + bucket},
+			Object: s3notify.Object{Key: s3notify.EncodeKey(key), Size: &size, ETag: "0", Sequencer: fmt.Sprintf("%016X", seq)},
 		},
-	}}}
-	b, _ := json.Marshal(ev)
+	}}})
 	return b
 }
 

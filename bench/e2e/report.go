@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/tilesieve/tilesieve/bench/e2e/workload"
 )
 
 // All is every section's result (nil: not run).
@@ -51,14 +54,19 @@ func yes(t Target) string {
 	return "**missed**"
 }
 
-func targetRows(b *strings.Builder, ts []Target) {
+// targetRows writes a table row per target; a non-empty section is written
+// as a first column (the summary table).
+func targetRows(b *strings.Builder, section string, ts []Target) {
+	lead := "|"
+	if section != "" {
+		lead = "| " + section + " |"
+	}
 	for _, t := range ts {
 		op := "≤"
 		if t.Higher {
 			op = "≥"
 		}
-		reason := t.Reason
-		fmt.Fprintf(b, "| %s | %s %.2f %s | %.2f %s | %s | %s |\n", t.What, op, t.Want, t.Unit, t.Got, t.Unit, yes(t), reason)
+		fmt.Fprintf(b, "%s %s | %s %.2f %s | %.2f %s | %s | %s |\n", lead, t.What, op, t.Want, t.Unit, t.Got, t.Unit, yes(t), t.Reason)
 	}
 }
 
@@ -88,35 +96,26 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 
 	// Summary of targets.
 	b.WriteString("### Targets\n\n| section | target | want | got | verdict | note |\n|---|---|---|---|---|---|\n")
-	sum := func(sec string, ts []Target) {
-		for _, t := range ts {
-			op := "≤"
-			if t.Higher {
-				op = "≥"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s %.2f %s | %.2f %s | %s | %s |\n", sec, t.What, op, t.Want, t.Unit, t.Got, t.Unit, yes(t), t.Reason)
-		}
-	}
 	if a.Handler != nil {
-		sum("0 handler", a.Handler.Targets)
+		targetRows(&b, "0 handler", a.Handler.Targets)
 	}
 	if a.IIIF != nil {
-		sum("1 IIIF viewer", a.IIIF.Targets)
+		targetRows(&b, "1 IIIF viewer", a.IIIF.Targets)
 	}
 	if a.Storage != nil {
-		sum("2 serving from storage", a.Storage.Targets)
+		targetRows(&b, "2 serving from storage", a.Storage.Targets)
 	}
 	if a.Disk != nil {
-		sum("3 disk vs S3", a.Disk.Targets)
+		targetRows(&b, "3 disk vs S3", a.Disk.Targets)
 	}
 	if a.Staging != nil {
-		sum("4 staging", a.Staging.Targets)
+		targetRows(&b, "4 staging", a.Staging.Targets)
 	}
 	if a.Purge != nil {
-		sum("5 purge", a.Purge.Targets)
+		targetRows(&b, "5 purge", a.Purge.Targets)
 	}
 	if a.Storage != nil {
-		sum("6 memory", a.Storage.MemTargets)
+		targetRows(&b, "6 memory", a.Storage.MemTargets)
 	}
 	b.WriteString("\n")
 
@@ -134,7 +133,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			cats, vals = append(cats, r.Mode), append(vals, r.NsPerOp)
 		}
 		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, h.Targets)
+		targetRows(&b, "", h.Targets)
 		b.WriteString(plot("handler.png", func(p string) error {
 			return BarPlot(p, "BenchmarkServe: ns per request (log scale)", "ns/op", cats, []Series{{Name: "ns/op", Values: vals}}, true)
 		}))
@@ -144,11 +143,12 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	if r := a.IIIF; r != nil {
 		fmt.Fprintf(&b, "### 1. IIIF-viewer workload (Cantaloupe report)\n\n")
 		fmt.Fprintf(&b, "The tile server is `tileserver` served by net/http on 127.0.0.1; the client is a Go `http.Client` (a new one per run, so each run opens its connections like a browser). "+
-			"Tiles: %d real JPEGs (image/jpeg, %d–%d bytes) under `iiif/<image>/<region>/<size>/0/default.jpg`, an 8192×6144 image cut into 512-px tiles at scale factors 1–16. "+
+			"Tiles: %d real JPEGs (image/jpeg, %d–%d bytes) under `iiif/<image>/<region>/<size>/0/default.jpg`, an %d×%d image cut into %d-px tiles at scale factors 1–%d. "+
 			"`cantaloupe-91`: 91 full-resolution tiles at concurrency 10. `mirador`: phase 1 info.json + thumbnail at 2; phase 2, 28 tiles at 6; phase 3, 50 tiles at 6; "+
 			"phase 4, three users × 8 distinct tiles at 18 (each phase waits for the one before). Scenarios: cold (empty memory and disk tiers), "+
 			"disk-only (a new memory tier over the disk tier the cold run filled), warm (the same instance again: memory hits), origin-direct "+
-			"(signed SDK GetObject straight to the same S3 endpoint). Total is the median of %d repetitions; mean and p95 are over every request of them.\n\n", r.Tiles, r.MinSize, r.MaxSize, r.Reps)
+			"(signed SDK GetObject straight to the same S3 endpoint). Total is the median of %d repetitions; mean and p95 are over every request of them.\n\n",
+			r.Tiles, r.MinSize, r.MaxSize, workload.IIIFWidth, workload.IIIFHeight, workload.IIIFTile, slices.Max(workload.IIIFScaleFactors()), r.Reps)
 		b.WriteString("| workload | S3 latency | scenario | requests | total | mean | p95 | cold ÷ this |\n|---|---:|---|---:|---:|---:|---:|---:|\n")
 		var cats []string
 		series := map[string][]float64{}
@@ -161,7 +161,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			series[row.Scenario] = append(series[row.Scenario], ms(row.Total))
 		}
 		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, r.Targets)
+		targetRows(&b, "", r.Targets)
 		var ss []Series
 		for _, sc := range Scenarios {
 			ss = append(ss, Series{Name: sc, Values: series[sc]})
@@ -205,7 +205,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			}
 		}
 		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, s.Targets)
+		targetRows(&b, "", s.Targets)
 		b.WriteString(plot("storage.png", func(p string) error {
 			return BarPlot(p, "Serving from storage: requests per second", "req/s", cats, []Series{{Name: "ab -k (one tile)", Values: abv}, {Name: "wrk (every tile)", Values: wrkv}}, false)
 		}))
@@ -224,7 +224,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			fmt.Fprintf(&b, "\nAt %d ms: origin fetch mean ÷ disk hit mean = %s.", int(Latencies[i]/time.Millisecond), x(ratio))
 		}
 		b.WriteString("\n\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, r.Targets)
+		targetRows(&b, "", r.Targets)
 		b.WriteString("\n")
 	}
 
@@ -239,7 +239,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			fmt.Fprintf(&b, "| %s | %d ms | %d | %s | %s |\n", row.Method, row.LatencyMs, row.Objects, mib(row.Bytes), d(row.Elapsed))
 		}
 		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, r.Targets)
+		targetRows(&b, "", r.Targets)
 		b.WriteString("\n")
 	}
 
@@ -261,7 +261,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			marks = append(marks, ms(run.SyncInterval))
 		}
 		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, r.Targets)
+		targetRows(&b, "", r.Targets)
 		b.WriteString(plot("purge.png", func(p string) error {
 			return CDFPlot(p, "S3 PUT → every instance fresh (dashed: SYNC_INTERVAL)", names, samples, marks)
 		}))
@@ -276,7 +276,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %s | %s |\n", m.Config, mib(m.Budget), mib(m.CacheUsed), m.Requests, m.MemHits, m.DiskHits, m.Misses, mib(m.VmHWM), mib(m.VmRSS))
 		}
 		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, s.MemTargets)
+		targetRows(&b, "", s.MemTargets)
 		b.WriteString("\n")
 	}
 

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/tilesieve/tilesieve/bench/internal/sysinfo"
 )
 
 // Target is one stated goal of a section and whether the run met it.
@@ -44,14 +46,7 @@ type Machine struct {
 // ThisMachine reads the machine's description.
 func ThisMachine(tools []string) Machine {
 	m := Machine{GoVersion: runtime.Version(), NProc: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Tools: tools, Date: time.Now().UTC()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
+	m.CPU, _ = sysinfo.CPUModel()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}

@@ -83,8 +83,12 @@ func RunStaging(ctx context.Context, smallN int, largeBytes int64, lats []time.D
 	}
 	l.S3.Faults().SetLatency(0)
 	for i, r := range res.Ratios {
-		res.Targets = append(res.Targets, Target{What: fmt.Sprintf("stage.Run ≥ 3x faster than a sequential loop (S3 latency %d ms)", res.LatencyMs[i]),
-			Want: 3, Got: r, Unit: "x", Higher: true}.Check())
+		t := Target{What: fmt.Sprintf("stage.Run ≥ 3x faster than a sequential loop (S3 latency %d ms)", res.LatencyMs[i]),
+			Want: 3, Got: r, Unit: "x", Higher: true}.Check()
+		if i == 0 {
+			t = withReason(t, "with no injected latency every GET is CPU work on the same two cores (SDK signing, gofakes3, disk writes), so concurrency has nothing to overlap; at a realistic S3 latency it does")
+		}
+		res.Targets = append(res.Targets, t)
 	}
 	return res, nil
 }

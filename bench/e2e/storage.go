@@ -136,9 +136,10 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 	}
 	defer s3p.Stop()
 
-	paths := make([]string, len(set))
-	for i, t := range set {
-		paths[i] = "/" + t.Key
+	keys := set.Keys()
+	paths := make([]string, len(keys))
+	for i, k := range keys {
+		paths[i] = "/" + k
 	}
 	tilesEnv := func(port int, mem string, disk string, extra ...string) []string {
 		env := []string{
@@ -205,7 +206,7 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		runs = append(runs, &running{storageServer: s, proc: proc, url: url})
 		// Warm: one pass over every tile (fills tilesieve's memory tier,
 		// nginx's page cache, pmtiles' directory cache).
-		w := workload.Workload{Phases: []workload.Phase{{Keys: set.Keys(), Concurrency: 8}}}
+		w := workload.Workload{Phases: []workload.Phase{{Keys: keys, Concurrency: 8}}}
 		if r := workload.Run(ctx, w, workload.HTTPFetcher(client, url)); r.Errors > 0 {
 			return res, fmt.Errorf("%s: warm-up: %d errors, first: %s", s.name, r.Errors, r.FirstErr)
 		}
@@ -276,7 +277,7 @@ type running struct {
 // wrk, appending a row per tool to samples.
 func (rs *running) loadOnce(ctx context.Context, p StorageParams, paths []string, tmp string, samples map[[2]string][]ServerRow) error {
 	if rs.ab {
-		r, _, err := loadtool.RunAB(ctx, rs.url+p.ABPath, p.ABN, p.ABC, tmp)
+		r, err := loadtool.RunAB(ctx, rs.url+p.ABPath, p.ABN, p.ABC, tmp)
 		if err != nil {
 			return err
 		}
@@ -290,7 +291,7 @@ func (rs *running) loadOnce(ctx context.Context, p StorageParams, paths []string
 			return err
 		}
 	}
-	r, _, err := loadtool.RunWrk(ctx, rs.url, paths, p.WrkDur, p.WrkConns, p.WrkThread, tmp)
+	r, err := loadtool.RunWrk(ctx, rs.url, paths, p.WrkDur, p.WrkConns, p.WrkThread, tmp)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/bench/cachebench"
 	"github.com/tilesieve/tilesieve/bench/docsection"
+	"github.com/tilesieve/tilesieve/bench/internal/sysinfo"
 )
 
 type options struct {
@@ -187,13 +188,8 @@ func machine() machineInfo {
 		m.nproc = strings.TrimSpace(string(out))
 	}
 	m.cpuModel = "unknown"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.cpuModel = strings.TrimSpace(v)
-				break
-			}
-		}
+	if cpu, ok := sysinfo.CPUModel(); ok {
+		m.cpuModel = cpu
 	}
 	return m
 }

@@ -23,10 +23,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "floorserve:", err)
 		os.Exit(1)
 	}
-	tiles := make(map[string][]byte, len(set))
-	for _, t := range set {
-		tiles[t.Key] = t.Body
-	}
+	tiles := set.Map()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floorserve:", err)

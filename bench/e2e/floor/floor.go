@@ -9,13 +9,12 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"net/http"
-	"path"
 	"strconv"
 	"time"
-)
 
-// CacheControl is the tile server's default Cache-Control.
-const CacheControl = "public, max-age=86400, stale-while-revalidate=60, stale-if-error=86400"
+	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
+	"github.com/tilesieve/tilesieve/shared/config"
+)
 
 type entry struct {
 	body   []byte
@@ -33,18 +32,11 @@ func New(tiles map[string][]byte) *Handler {
 	h := &Handler{tiles: make(map[string]entry, len(tiles))}
 	for k, b := range tiles {
 		sum := md5.Sum(b)
-		ct := "application/octet-stream"
-		switch path.Ext(k) {
-		case ".jpg":
-			ct = "image/jpeg"
-		case ".json":
-			ct = "application/json"
-		}
 		h.tiles["/"+k] = entry{body: b, header: http.Header{
-			"Content-Type":   {ct},
+			"Content-Type":   {tileset.ContentType(k)},
 			"Etag":           {`"` + hex.EncodeToString(sum[:]) + `"`},
 			"Last-Modified":  {lm},
-			"Cache-Control":  {CacheControl},
+			"Cache-Control":  {config.DefaultCacheControl},
 			"X-Cache":        {"HIT-MEMORY"},
 			"Server-Timing":  {"memory;dur=0.001"},
 			"Accept-Ranges":  {"bytes"},

@@ -241,24 +241,23 @@ func CheckLoopback(url string) error {
 }
 
 // RunAB runs `ab -k -n n -c c -e <tmp> url` and parses it.
-func RunAB(ctx context.Context, url string, n, c int, tmpDir string) (AB, string, error) {
+func RunAB(ctx context.Context, url string, n, c int, tmpDir string) (AB, error) {
 	if err := CheckLoopback(url); err != nil {
-		return AB{}, "", err
+		return AB{}, err
 	}
 	csvPath := filepath.Join(tmpDir, fmt.Sprintf("ab-%d.csv", time.Now().UnixNano()))
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "ab", "-k", "-q", "-n", strconv.Itoa(n), "-c", strconv.Itoa(c), "-e", csvPath, url).CombinedOutput()
 	if err != nil {
-		return AB{}, string(out), fmt.Errorf("loadtool: ab: %w: %s", err, tail(out))
+		return AB{}, fmt.Errorf("loadtool: ab: %w: %s", err, tail(out))
 	}
 	csv, err := os.ReadFile(csvPath)
 	if err != nil {
-		return AB{}, string(out), err
+		return AB{}, err
 	}
 	os.Remove(csvPath)
-	r, err := ParseAB(string(out), string(csv))
-	return r, string(out), err
+	return ParseAB(string(out), string(csv))
 }
 
 // WrkScript is a wrk Lua script that cycles through paths in order, each
@@ -284,15 +283,15 @@ end
 
 // RunWrk runs wrk for d with c connections on t threads, cycling through
 // paths (relative to base) when paths is not empty.
-func RunWrk(ctx context.Context, base string, paths []string, d time.Duration, c, t int, tmpDir string) (Wrk, string, error) {
+func RunWrk(ctx context.Context, base string, paths []string, d time.Duration, c, t int, tmpDir string) (Wrk, error) {
 	if err := CheckLoopback(base); err != nil {
-		return Wrk{}, "", err
+		return Wrk{}, err
 	}
 	args := []string{"-t", strconv.Itoa(t), "-c", strconv.Itoa(c), "-d", fmt.Sprintf("%ds", int(d.Seconds())), "--latency"}
 	if len(paths) > 0 {
 		script := filepath.Join(tmpDir, fmt.Sprintf("wrk-%d.lua", time.Now().UnixNano()))
 		if err := os.WriteFile(script, []byte(WrkScript(paths)), 0o644); err != nil {
-			return Wrk{}, "", err
+			return Wrk{}, err
 		}
 		defer os.Remove(script)
 		args = append(args, "-s", script)
@@ -302,10 +301,9 @@ func RunWrk(ctx context.Context, base string, paths []string, d time.Duration, c
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "wrk", args...).CombinedOutput()
 	if err != nil {
-		return Wrk{}, string(out), fmt.Errorf("loadtool: wrk: %w: %s", err, tail(out))
+		return Wrk{}, fmt.Errorf("loadtool: wrk: %w: %s", err, tail(out))
 	}
-	r, err := ParseWrk(string(out))
-	return r, string(out), err
+	return ParseWrk(string(out))
 }
 
 func tail(b []byte) string {

@@ -8,15 +8,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
+	"github.com/tilesieve/tilesieve/bench/internal/zipf"
 )
 
 // Phase is a batch of requests made at a fixed concurrency; the next phase
@@ -58,9 +57,30 @@ func (w Workload) Keys() []string {
 	return out
 }
 
-// fullRes returns the full-resolution tiles of a pyramid, then the others.
+// The viewer images: IIIFWidth×IIIFHeight pixels cut into IIIFTile-pixel
+// tiles (tileset.IIIFPyramid).
+const (
+	IIIFWidth  = 8192
+	IIIFHeight = 6144
+	IIIFTile   = 512
+)
+
+// IIIFScaleFactors are the scale factors of the viewer images' pyramid
+// (1, 2, 4, … until one tile covers the image), as info.json lists them.
+func IIIFScaleFactors() []int {
+	var out []int
+	for s := 1; ; s *= 2 {
+		out = append(out, s)
+		if IIIFTile*s >= IIIFWidth && IIIFTile*s >= IIIFHeight {
+			return out
+		}
+	}
+}
+
+// levels returns the full-resolution (scale 1) and half-resolution (scale 2)
+// tiles of a viewer image.
 func levels(imageID string) (full, half []string) {
-	for _, t := range tileset.IIIFPyramid(imageID, 8192, 6144, 512) {
+	for _, t := range tileset.IIIFPyramid(imageID, IIIFWidth, IIIFHeight, IIIFTile) {
 		switch t.Scale {
 		case 1:
 			full = append(full, t.Key)
@@ -169,29 +189,11 @@ func HTTPFetcher(c *http.Client, base string) Fetcher {
 
 // Zipf draws ranks 0..n-1 with P(k) ∝ 1/(k+1)^s, for any s > 0 (math/rand's
 // Zipf needs s > 1; measured tile popularity is often near or below 1).
-type Zipf struct {
-	cdf []float64
-	r   *rand.Rand
-}
+type Zipf = zipf.Zipf
 
 // NewZipf builds the sampler's table (8 bytes per rank).
 func NewZipf(n int, s float64, seed uint64) *Zipf {
-	cdf := make([]float64, n)
-	sum := 0.0
-	for k := range n {
-		sum += 1 / math.Pow(float64(k+1), s)
-		cdf[k] = sum
-	}
-	for k := range cdf {
-		cdf[k] /= sum
-	}
-	return &Zipf{cdf: cdf, r: rand.New(rand.NewPCG(seed, 0x21bf))}
-}
-
-// Next draws one rank.
-func (z *Zipf) Next() int {
-	u := z.r.Float64()
-	return min(sort.SearchFloat64s(z.cdf, u), len(z.cdf)-1)
+	return zipf.New(rand.New(rand.NewPCG(seed, 0x21bf)), s, n)
 }
 
 // TileSize is the body size of the tile of a rank: 10-60 KB, fixed per rank.
