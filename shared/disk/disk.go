@@ -312,11 +312,14 @@ func readFull(f *os.File, b []byte) (int, error) {
 
 func (s *Store) path(rel string) string { return filepath.Join(s.cfg.Dir, rel) }
 
-// remove unlinks a file; a file already gone is fine.
-func (s *Store) remove(path string) {
+// remove unlinks a file; a file already gone is fine. It returns any other
+// failure, which it also logs.
+func (s *Store) remove(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.log.Warn("disk: remove failed", "path", path, "err", err)
+		return err
 	}
+	return nil
 }
 
 // Get reads and verifies key's file. A file that fails verification is
@@ -563,7 +566,12 @@ func (s *Store) Delete(key string) bool {
 // DeletePrefix removes every key that starts with prefix ("" is everything)
 // and returns how many entries and file bytes went. Readers of other keys
 // are not held up while the files are unlinked; Puts wait.
-func (s *Store) DeletePrefix(prefix string) (entries int, bytes int64) {
+//
+// The entries leave the index whatever happens, but a file that could not be
+// unlinked (a read-only disk) would come back when the index is rebuilt
+// after a restart; err reports such files, so a caller that records the
+// purge as applied on disk (the journal position) can refuse to.
+func (s *Store) DeletePrefix(prefix string) (entries int, bytes int64, err error) {
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
 	var names []string
@@ -575,10 +583,16 @@ func (s *Store) DeletePrefix(prefix string) (entries int, bytes int64) {
 		bytes += e.fileSize
 	})
 	s.mu.Unlock()
+	var errs []error
 	for _, name := range names {
-		s.remove(s.path(name))
+		if err := s.remove(s.path(name)); err != nil && len(errs) < 8 {
+			errs = append(errs, err)
+		}
 	}
-	return len(names), bytes
+	if len(errs) > 0 {
+		return len(names), bytes, fmt.Errorf("disk: purge %q: files left behind: %w", prefix, errors.Join(errs...))
+	}
+	return len(names), bytes, nil
 }
 
 // Scan calls fn for up to limit entries (limit ≤ 0: all) whose keys start

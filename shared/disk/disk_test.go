@@ -479,7 +479,10 @@ func TestDeletePrefix(t *testing.T) {
 					wantBytes += disk.FileSize(k, tl)
 				}
 			}
-			n, b := s.DeletePrefix(tt.prefix)
+			n, b, err := s.DeletePrefix(tt.prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if n != len(tt.gone) || b != wantBytes {
 				t.Errorf("DeletePrefix: got %d, %d, want %d, %d", n, b, len(tt.gone), wantBytes)
 			}
@@ -670,7 +673,7 @@ func TestAgainstModel(t *testing.T) {
 			delete(model, key)
 		case 3:
 			p := prefixes[r.IntN(len(prefixes))]
-			n, _ := s.DeletePrefix(p)
+			n, _, _ := s.DeletePrefix(p)
 			want := 0
 			for k := range model {
 				if strings.HasPrefix(k, p) {

@@ -121,7 +121,7 @@ func (s *Server) adminPurge(w http.ResponseWriter, r *http.Request, prefix strin
 	s.guard.purge(prefix, func() {
 		res.MemoryEntries, _ = s.mem.DeletePrefix(prefix)
 		if s.disk != nil {
-			res.DiskEntries, _ = s.disk.DeletePrefix(prefix)
+			res.DiskEntries, _, _ = s.disk.DeletePrefix(prefix)
 		}
 	})
 	if s.cdn != nil {

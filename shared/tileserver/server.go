@@ -193,7 +193,7 @@ func (s *Server) PurgePrefix(prefix string) {
 	s.guard.purge(prefix, func() {
 		memN, _ = s.mem.DeletePrefix(prefix)
 		if s.disk != nil {
-			diskN, _ = s.disk.DeletePrefix(prefix)
+			diskN, _, _ = s.disk.DeletePrefix(prefix)
 		}
 	})
 	s.log.Debug("purged", "prefix", prefix, "memory_entries", memN, "disk_entries", diskN)
