@@ -67,7 +67,7 @@ func build(ctx context.Context, cfg config.Worker, log *slog.Logger, opts ...fun
 		Coalesce:    purge.CoalesceConfig{Threshold: cfg.CoalesceThreshold, Cap: cfg.CoalesceCap},
 		// Wait until every busy instance has applied the journal entry before
 		// purging the CDN, so none refills it with the old bytes.
-		SettleDelay: cfg.SyncInterval + purge.DefaultTimeout,
+		SettleDelay: cfg.SyncInterval + cfg.SyncTimeout,
 	}
 	if err := wcfg.Validate(); err != nil {
 		return nil, err

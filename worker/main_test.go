@@ -53,10 +53,11 @@ func TestBuildAndHandle(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := purge.NewJournal(s3e.Client, "tiles", "_tilesieve/journal/", purge.JournalOptions{})
-	entries, _, err := j.ReadAfter(context.Background(), 0, 10)
+	snap, err := j.Read(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	entries := snap.Entries
 	if len(entries) != 1 || !slices.Equal(entries[0].Prefixes, []string{"city maps/3/4/6.png", "osm/12/2048/1361.png"}) {
 		t.Errorf("journal: %+v", entries)
 	}
@@ -103,10 +104,11 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 		t.Fatalf("worker failed: %s", out)
 	}
 	j := purge.NewJournal(s3e.Client, "tiles", "_tilesieve/journal/", purge.JournalOptions{})
-	entries, _, err := j.ReadAfter(context.Background(), 0, 10)
+	snap, err := j.Read(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	entries := snap.Entries
 	if len(entries) != 1 || len(entries[0].Prefixes) == 0 {
 		t.Fatalf("journal after the put event: %+v", entries)
 	}

@@ -33,7 +33,8 @@ var (
 	varJournal      = Var{Name: "JOURNAL_PREFIX", Default: "_tilesieve/journal/", Doc: "Where the purge journal lives in the bucket; must be outside TILES_PREFIX."}
 	varDist         = Var{Name: "DISTRIBUTION_ID", Default: "", Doc: "CloudFront distribution to invalidate on purges; empty disables CDN invalidation."}
 	varCDNPrefix    = Var{Name: "CDN_PATH_PREFIX", Default: "", Doc: "Path prefix of the tiles on the CDN (invalidation paths are /CDN_PATH_PREFIX<prefix>*)."}
-	varSyncInterval = Var{Name: "SYNC_INTERVAL", Default: "1s", Doc: "How often a busy instance reads the purge journal; the staleness bound after an upload is this plus the worker's latency. The worker waits this long (plus a check's timeout) before invalidating the CDN, so no instance refills the CDN with bytes it has not purged yet."}
+	varSyncInterval = Var{Name: "SYNC_INTERVAL", Default: "1s", Doc: "How often a busy instance reads the purge journal; the staleness bound after an upload is this plus SYNC_TIMEOUT plus the worker's latency. The worker waits that long before invalidating the CDN, so no instance refills the CDN with bytes it has not purged yet."}
+	varSyncTimeout  = Var{Name: "SYNC_TIMEOUT", Default: "1s", Doc: "Deadline of one journal check. When checks fail or time out for longer than SYNC_INTERVAL + SYNC_TIMEOUT, an instance revalidates cached copies with S3 instead of answering from its tiers (fail closed)."}
 	varLogLevel     = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error. Requests are logged at debug."}
 )
 
@@ -53,7 +54,7 @@ func TilesVars() []Var {
 		{Name: "MISSING_TILE", Default: "404", Doc: "Answer for a tile that does not exist: 404, 204, or empty (an empty tile of the requested format)."},
 		{Name: "REVALIDATE_AFTER", Default: "1h", Doc: "Age after which a cached tile is revalidated against S3 with If-None-Match."},
 		{Name: "ORIGIN_TIMEOUT", Default: "10s", Doc: "Deadline of one S3 fetch (capped by the invocation's own deadline)."},
-		varSyncInterval,
+		varSyncInterval, varSyncTimeout,
 		varJournal, varDist, varCDNPrefix,
 		{Name: "ADMIN_TOKEN", Default: "", Doc: "Token of the admin API (/_tilesieve/purge, keys, stats), sent as Authorization: Bearer or X-Tilesieve-Token (behind CloudFront OAC or AWS_IAM, Authorization carries SigV4); empty disables the API. Never logged."},
 		{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."},
@@ -69,7 +70,7 @@ func WorkerVars() []Var {
 		varBucket, varPrefix, varEndpoint, varPathStyle, varJournal, varDist, varCDNPrefix,
 		{Name: "COALESCE_THRESHOLD", Default: "8", Doc: "Changed keys under one directory beyond which the whole directory is purged."},
 		{Name: "COALESCE_CAP", Default: "15", Doc: "Most prefixes per batch (CloudFront allows 15 wildcard invalidations in progress)."},
-		varSyncInterval,
+		varSyncInterval, varSyncTimeout,
 		varLogLevel,
 	}
 }

@@ -20,6 +20,7 @@ type Common struct {
 	CDNPathPrefix  string
 	LogLevel       string
 	SyncInterval   time.Duration
+	SyncTimeout    time.Duration
 }
 
 // Tiles is the tile function's configuration.
@@ -67,9 +68,13 @@ func (r *reader) common() Common {
 		CDNPathPrefix:  r.str("CDN_PATH_PREFIX", ""),
 		LogLevel:       strings.ToLower(r.str("LOG_LEVEL", "info")),
 		SyncInterval:   r.duration("SYNC_INTERVAL", time.Second),
+		SyncTimeout:    r.duration("SYNC_TIMEOUT", time.Second),
 	}
 	if c.SyncInterval <= 0 {
 		r.fail("SYNC_INTERVAL must be positive")
+	}
+	if c.SyncTimeout <= 0 {
+		r.fail("SYNC_TIMEOUT must be positive")
 	}
 	if c.Bucket == "" {
 		r.fail("TILES_BUCKET is required")

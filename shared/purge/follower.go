@@ -2,6 +2,7 @@ package purge
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,46 +11,44 @@ import (
 
 // Target is what a follower purges: the tiers of one function instance.
 type Target interface {
-	PurgePrefix(prefix string)
-	PurgeAll()
+	// PurgePrefix removes every tile under prefix ("" is everything) from
+	// the tiers. An error means a copy may outlive a restart (a file that
+	// could not be unlinked): the follower then does not record the purge
+	// as applied on disk, so the next process applies it again.
+	PurgePrefix(prefix string) error
 }
 
 // FollowerConfig tunes a Follower.
 type FollowerConfig struct {
 	// Interval is the least time between two checks (SYNC_INTERVAL); default 1s.
 	Interval time.Duration
-	// Timeout bounds one check made on the request path; default 250ms.
+	// Timeout bounds one check (SYNC_TIMEOUT); default 1s. A copy is trusted
+	// for Interval+Timeout after the last check that succeeded (or after it
+	// was fetched, if later); past that it is revalidated with S3.
 	Timeout time.Duration
-	// Retention is how far behind the head the follower may be and still read
-	// what it missed; further behind it drops everything. Default: the
-	// journal's Retention.
-	Retention uint64
-	// MaxSilence: after this long without a successful check (a frozen or
-	// failing instance), the next check does not trust what it would read
-	// and drops everything if anything was appended meanwhile. Default 10m.
-	MaxSilence time.Duration
-	// VerifyEvery is how often a check also reads the head pointer, which
-	// catches entries that are gone (expired) and a journal that was reset;
-	// the checks between cost one GET. Default 1m.
-	VerifyEvery time.Duration
-	// MaxEntries is how many entries one read takes; default 256.
-	MaxEntries int
+	// Position keeps the follower's place in the journal with the disk
+	// tier, so a process restarted over a kept disk tier applies what it
+	// missed before the disk answers. Nil for an instance without a disk
+	// tier (its tiers start empty).
+	Position PositionStore
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
 
 // Defaults of FollowerConfig.
 const (
-	DefaultInterval    = time.Second
-	DefaultTimeout     = 250 * time.Millisecond
-	DefaultMaxSilence  = 10 * time.Minute
-	DefaultVerifyEvery = time.Minute
+	DefaultInterval = time.Second
+	DefaultTimeout  = time.Second
 )
 
 // Follower keeps one function instance in step with the journal. Lambda
 // freezes idle instances, so there is no background loop: checks ride on
-// requests through MaybeSync, at most one per Interval, made by exactly one
-// caller while the others go on without waiting.
+// requests through MaybeSync, at most one per Interval. A check is one GET
+// of the journal head, a 304 when nothing changed, whatever the backlog.
+//
+// It fails closed: Trusted tells the server which cached copies it may
+// answer with, and a copy older than the last good check by more than
+// Interval+Timeout is not one of them.
 //
 // A Follower is safe for concurrent use.
 type Follower struct {
@@ -59,14 +58,17 @@ type Follower struct {
 	log *slog.Logger
 
 	next    atomic.Int64  // unix ns before which MaybeSync does not check
-	applied atomic.Uint64 // mirrors state.applied for Applied
+	lastOK  atomic.Int64  // unix ns at which the last successful check started; 0: none yet
+	applied atomic.Uint64 // mirrors pos.Seq for Stats
 
-	checks, failures, purgeAlls atomic.Uint64
+	checks, unchanged, failures, purgeAlls atomic.Uint64
 
-	mu         sync.Mutex // guards the fields below and serialises checks
-	started    bool       // the follower knows its place in the journal
-	lastOK     time.Time  // last successful check
-	lastVerify time.Time  // last check that read the head pointer
+	mu     sync.Mutex // guards the fields below and serialises checks
+	pos    Position   // the last entry applied to the tiers
+	known  bool       // the tiers hold nothing older than pos (false: a kept disk tier of unknown position)
+	etag   string     // the head's version when last read
+	frozen bool       // a purge did not fully reach the disk: pos is not saved until a purge of everything does
+	fresh  bool       // during Start without a disk tier: the tiers are empty, nothing to apply
 }
 
 // NewFollower returns a follower of j that purges t.
@@ -77,56 +79,59 @@ func NewFollower(j *Journal, t Target, cfg FollowerConfig, log *slog.Logger) *Fo
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.Retention == 0 {
-		cfg.Retention = j.Retention()
-	}
-	if cfg.MaxSilence <= 0 {
-		cfg.MaxSilence = DefaultMaxSilence
-	}
-	if cfg.VerifyEvery <= 0 {
-		cfg.VerifyEvery = DefaultVerifyEvery
-	}
-	if cfg.MaxEntries <= 0 {
-		cfg.MaxEntries = defaultReadMax
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Follower{j: j, t: t, cfg: cfg, log: log}
+	return &Follower{j: j, t: t, cfg: cfg, log: log, known: cfg.Position == nil}
 }
 
-// Start learns the journal's head at cold start and follows from there:
-// nothing before it needs purging because the tiers are still empty. Call it
-// before the tiers are filled. If it fails, the first check that succeeds
-// later drops everything, since the tiers may by then hold bytes that an
-// entry it never saw has purged.
+// Start reads the journal at cold start, before the disk tier is trusted
+// or staging begins: with a kept disk tier it applies every purge since the
+// position saved with it (or drops the disk tier when that position is
+// unknown or out of the journal's window). Call it before the tiers serve.
+// If it fails, copies are trusted only as Trusted allows until a check
+// succeeds, and that check applies what was missed.
 func (f *Follower) Start(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.cfg.Position != nil {
+		pos, ok, err := f.cfg.Position.Load()
+		switch {
+		case err != nil:
+			f.log.Warn("purge follower: saved journal position unreadable; the disk tier will be dropped", "err", err)
+		case ok:
+			f.pos, f.known = pos, true
+			f.applied.Store(pos.Seq)
+		}
+	}
+	f.fresh = f.cfg.Position == nil
+	defer func() { f.fresh = false }()
 	now := f.cfg.Now()
 	f.next.Store(now.Add(f.cfg.Interval).UnixNano())
-	head, err := f.j.Head(ctx)
-	if err != nil {
-		return err
-	}
-	f.started = true
-	f.setApplied(head)
-	f.lastOK, f.lastVerify = now, now
-	f.log.Debug("purge follower started", "head", head)
-	return nil
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	return f.check(cctx, now)
 }
 
 // MaybeSync checks the journal if Interval has passed since the last check
 // and no other caller is checking. It never fails the request: a failed
-// check is logged and retried an Interval later. It returns within Timeout.
+// check is logged, and Trusted stops vouching for cached copies once the
+// last good check is too old. It returns within Timeout.
 func (f *Follower) MaybeSync(ctx context.Context) {
 	if !f.Due() {
 		return
 	}
 	if !f.mu.TryLock() {
+		// Another caller is checking. If the last good check is too old to
+		// vouch for anything, wait for that check (at most Timeout) rather
+		// than send every cached tile to S3 for revalidation.
+		if !f.vouching(f.cfg.Now()) {
+			f.mu.Lock()
+			f.mu.Unlock()
+		}
 		return
 	}
 	defer f.mu.Unlock()
@@ -140,7 +145,7 @@ func (f *Follower) MaybeSync(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.Timeout)
 	defer cancel()
 	if err := f.check(cctx, now); err != nil {
-		f.log.Warn("purge journal check failed", "applied", f.applied.Load(), "err", err)
+		f.log.Warn("purge journal check failed; cached copies older than the last good check are revalidated", "applied", f.applied.Load(), "err", err)
 	}
 }
 
@@ -150,13 +155,35 @@ func (f *Follower) MaybeSync(ctx context.Context) {
 func (f *Follower) Due() bool { return f.cfg.Now().UnixNano() >= f.next.Load() }
 
 // Sync checks the journal now, waiting for a check under way to finish. ctx
-// bounds it (no Timeout is added).
+// bounds it, and so does Timeout.
 func (f *Follower) Sync(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.cfg.Now()
 	f.next.Store(now.Add(f.cfg.Interval).UnixNano())
-	return f.check(ctx, now)
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	return f.check(cctx, now)
+}
+
+// Trusted reports whether a cached copy fetched from S3 at storedAt may be
+// served at now without asking S3: whether every purge recorded up to
+// now−(Interval+Timeout) is known to have been applied to it. That holds
+// when the last good check started after that time, or when the copy was
+// fetched after it. It costs an atomic load.
+func (f *Follower) Trusted(storedAt, now time.Time) bool {
+	return f.vouching(now) || storedAt.UnixNano() >= f.horizon(now)
+}
+
+func (f *Follower) horizon(now time.Time) int64 {
+	return now.UnixNano() - int64(f.cfg.Interval+f.cfg.Timeout)
+}
+
+// vouching reports whether the last good check is recent enough to vouch
+// for every cached copy.
+func (f *Follower) vouching(now time.Time) bool {
+	ok := f.lastOK.Load()
+	return ok != 0 && ok >= f.horizon(now)
 }
 
 // Applied is the sequence number of the last entry applied.
@@ -164,112 +191,121 @@ func (f *Follower) Applied() uint64 { return f.applied.Load() }
 
 // FollowerStats counts what a follower did.
 type FollowerStats struct {
-	Applied   uint64 // last entry applied
-	Checks    uint64 // checks made
-	Failures  uint64 // checks that failed
-	PurgeAlls uint64 // times it dropped everything
+	Applied   uint64    `json:"applied"`    // last entry applied
+	Checks    uint64    `json:"checks"`     // checks made
+	Unchanged uint64    `json:"unchanged"`  // checks answered 304
+	Failures  uint64    `json:"failures"`   // checks that failed
+	PurgeAlls uint64    `json:"purge_alls"` // times it dropped everything
+	LastOK    time.Time `json:"last_ok"`    // start of the last successful check
 }
 
 // Stats returns the follower's counters.
 func (f *Follower) Stats() FollowerStats {
-	return FollowerStats{
+	s := FollowerStats{
 		Applied:   f.applied.Load(),
 		Checks:    f.checks.Load(),
+		Unchanged: f.unchanged.Load(),
 		Failures:  f.failures.Load(),
 		PurgeAlls: f.purgeAlls.Load(),
 	}
+	if ns := f.lastOK.Load(); ns != 0 {
+		s.LastOK = time.Unix(0, ns).UTC()
+	}
+	return s
 }
 
-func (f *Follower) setApplied(seq uint64) { f.applied.Store(seq) }
-
-// jump drops everything and continues from head.
-func (f *Follower) jump(head uint64, reason string) {
-	f.log.Warn("purge follower dropping everything", "reason", reason, "applied", f.applied.Load(), "head", head)
-	f.t.PurgeAll()
-	f.purgeAlls.Add(1)
-	f.setApplied(head)
-}
-
-// check brings the follower up to date. f.mu is held.
-func (f *Follower) check(ctx context.Context, now time.Time) error {
+// check reads the head and applies it. start is when the check began: a
+// success vouches for every purge recorded before it. f.mu is held.
+func (f *Follower) check(ctx context.Context, start time.Time) error {
 	f.checks.Add(1)
-	err := f.doCheck(ctx, now)
-	if err != nil {
+	snap, err := f.j.Read(ctx, f.etag)
+	switch {
+	case errors.Is(err, ErrUnchanged):
+		f.unchanged.Add(1)
+	case err != nil:
 		f.failures.Add(1)
 		return err
+	default:
+		f.adopt(snap)
+		f.etag = snap.ETag
 	}
-	f.lastOK = now
+	f.lastOK.Store(start.UnixNano())
 	return nil
 }
 
-func (f *Follower) doCheck(ctx context.Context, now time.Time) error {
-	silent := now.Sub(f.lastOK) > f.cfg.MaxSilence
-	var known uint64 // a head the pointer vouched for in this check; 0 if not read
-	if !f.started || silent || now.Sub(f.lastVerify) >= f.cfg.VerifyEvery {
-		head, err := f.j.Head(ctx)
-		if err != nil {
-			return err
+// adopt brings the tiers from f.pos to snap. f.mu is held.
+func (f *Follower) adopt(snap Snapshot) {
+	next := Position{Journal: snap.Journal, Seq: snap.Seq}
+	var drop string
+	switch {
+	case !f.known:
+		drop = "the kept disk tier's journal position is unknown"
+	case snap.Missing:
+		if f.pos.Journal != "" {
+			drop = "the journal is gone (wiped or reset)"
 		}
-		f.lastVerify = now
-		applied := f.applied.Load()
-		switch {
-		case !f.started:
-			f.started = true
-			f.jump(head, "first check after a failed start")
-			return nil
-		case head == applied:
-			// Sequence numbers only rise: nothing was appended since, however
-			// long we were away, so the tiers are current.
-			return nil
-		case head < applied:
-			f.jump(head, "journal is behind this instance (reset)")
-			return nil
-		case silent:
-			f.jump(head, "no successful check for longer than MaxSilence")
-			return nil
-		case head-applied > f.cfg.Retention:
-			f.jump(head, "behind the retained window")
-			return nil
-		}
-		known = head
+	case f.pos.Journal != "" && snap.Journal != f.pos.Journal:
+		drop = "a new journal"
+	case snap.Seq < f.pos.Seq:
+		drop = "the journal is behind this instance"
+	case f.pos.Seq+1 < snap.Oldest():
+		drop = "entries since this instance's position are out of the journal's window"
 	}
-	for {
-		applied := f.applied.Load()
-		entries, head, err := f.j.ReadAfter(ctx, applied, f.cfg.MaxEntries)
-		if err != nil {
-			f.apply(entries) // what was read is valid and in order
-			return err
-		}
-		if len(entries) == 0 {
-			// Usually nothing new. But if the pointer vouched for more, the
-			// entries we need are gone (expired): what they purged is lost.
-			if known > applied {
-				f.jump(known, "entries after this instance are gone")
+	if f.fresh {
+		f.pos, f.known = next, true
+		f.applied.Store(next.Seq)
+		return
+	}
+	if next == f.pos && drop == "" {
+		return
+	}
+	ok := true
+	if drop != "" {
+		f.log.Warn("purge follower dropping both tiers", "reason", drop, "position", f.pos, "journal", next)
+		ok = f.purgeAll()
+	} else {
+		for _, e := range snap.Entries {
+			if e.Seq <= f.pos.Seq {
+				continue
 			}
-			return nil
+			for _, p := range e.Prefixes {
+				if p == "" {
+					ok = f.purgeAll() && ok
+					continue
+				}
+				if err := f.t.PurgePrefix(p); err != nil {
+					f.log.Warn("purge not fully applied on disk; it is applied again after a restart", "seq", e.Seq, "prefix", p, "err", err)
+					f.frozen, ok = true, false
+				}
+			}
+			f.log.Debug("purge applied", "seq", e.Seq, "prefixes", e.Prefixes, "source", e.Source)
 		}
-		if head-applied > f.cfg.Retention {
-			f.jump(head, "behind the retained window")
-			return nil
-		}
-		f.apply(entries)
-		if f.applied.Load() >= max(head, known) {
-			return nil
-		}
+	}
+	f.pos, f.known = next, true
+	f.applied.Store(next.Seq)
+	if ok && !f.frozen {
+		f.save()
 	}
 }
 
-// apply purges what entries say, in order.
-func (f *Follower) apply(entries []Entry) {
-	for _, e := range entries {
-		for _, p := range e.Prefixes {
-			if p == "" {
-				f.t.PurgeAll()
-				continue
-			}
-			f.t.PurgePrefix(p)
-		}
-		f.setApplied(e.Seq)
-		f.log.Debug("purge applied", "seq", e.Seq, "prefixes", e.Prefixes, "source", e.Source)
+// purgeAll drops both tiers and reports whether the disk let go of every
+// file. f.mu is held.
+func (f *Follower) purgeAll() bool {
+	f.purgeAlls.Add(1)
+	if err := f.t.PurgePrefix(""); err != nil {
+		f.log.Warn("dropping the tiers left files on disk; they are dropped again after a restart", "err", err)
+		f.frozen = true
+		return false
+	}
+	f.frozen = false // nothing older than this survives on disk
+	return true
+}
+
+func (f *Follower) save() {
+	if f.cfg.Position == nil {
+		return
+	}
+	if err := f.cfg.Position.Save(f.pos); err != nil {
+		f.log.Warn("purge follower: journal position not saved; a restart applies these purges again", "err", err)
 	}
 }

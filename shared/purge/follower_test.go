@@ -3,14 +3,12 @@ package purge
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/shared/s3local"
 )
@@ -42,16 +40,24 @@ func (fe *followerEnv) append(t *testing.T, prefixes ...string) {
 	}
 }
 
+// restart is a new follower of the same journal over the same position
+// file: a process restarted over a kept disk tier.
+func (fe *followerEnv) restart(cfg FollowerConfig) {
+	cfg.Now = fe.clock.Now
+	fe.rec = &recorder{}
+	fe.f = NewFollower(fe.env.journal(JournalOptions{}), fe.rec, cfg, nil)
+}
+
 func TestFollowerAppliesInOrder(t *testing.T) {
 	t.Parallel()
 	fe := newFollowerEnv(t, FollowerConfig{})
 	ctx := context.Background()
-	fe.append(t, "old/") // before the instance started: not applied
+	fe.append(t, "old/") // before the instance started, whose tiers are empty: not applied
 	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if fe.f.Applied() != 1 {
-		t.Fatalf("applied after start: %d", fe.f.Applied())
+	if got := fe.rec.take(); fe.f.Applied() != 1 || len(got) != 0 {
+		t.Fatalf("after start: applied %d, purged %q; want 1 and nothing", fe.f.Applied(), got)
 	}
 	fe.append(t, "osm/12/")
 	fe.append(t, "a/1.png", "b/")
@@ -67,6 +73,8 @@ func TestFollowerAppliesInOrder(t *testing.T) {
 	}
 }
 
+// TestFollowerRateLimited: at most one check per interval, and a check
+// that finds nothing is one GET answered 304.
 func TestFollowerRateLimited(t *testing.T) {
 	t.Parallel()
 	fe := newFollowerEnv(t, FollowerConfig{Interval: time.Second})
@@ -75,7 +83,6 @@ func TestFollowerRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	fe.append(t, "a/")
-	// Within the interval of Start: no check, no request.
 	n := fe.reqs.count()
 	fe.clock.Advance(999 * time.Millisecond)
 	fe.f.MaybeSync(ctx)
@@ -87,7 +94,6 @@ func TestFollowerRateLimited(t *testing.T) {
 	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/"}) {
 		t.Fatalf("got %q", got)
 	}
-	// Nothing new: exactly one GET per interval, however many requests.
 	for range 3 {
 		fe.clock.Advance(time.Second)
 		n := fe.reqs.count()
@@ -98,311 +104,294 @@ func TestFollowerRateLimited(t *testing.T) {
 			t.Fatalf("requests in one interval: %q", reqs)
 		}
 	}
-	if s := fe.f.Stats(); s.Checks != 4 || s.Failures != 0 {
-		t.Errorf("stats: %+v", s)
+	if s := fe.f.Stats(); s.Checks != 5 || s.Unchanged != 3 || s.Failures != 0 {
+		t.Errorf("stats: %+v, want 5 checks (one at start), 3 unchanged", s)
 	}
 }
 
-// TestFollowerOneCheckAtATime: concurrent requests make one check; the others
-// neither wait nor check.
+// TestFollowerOneCheckAtATime: concurrent requests make one check; while
+// the last good check still vouches, the others do not wait for it.
 func TestFollowerOneCheckAtATime(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{Timeout: 2 * time.Second})
+	fe := newFollowerEnv(t, FollowerConfig{Interval: time.Second, Timeout: 5 * time.Second})
 	ctx := context.Background()
 	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	fe.append(t, "a/")
 	fe.clock.Advance(time.Second)
-	// Hold the check in S3 so that every other caller arrives during it.
+	release := make(chan struct{})
 	arrived := make(chan struct{})
 	var once sync.Once
-	fe.srv.Faults().Add(s3local.Fault{
-		Match: func(r *http.Request) bool {
-			if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/entries/") {
-				once.Do(func() { close(arrived) })
-				return true
-			}
-			return false
-		},
-		Times: 1,
-		Delay: time.Hour,
-	})
-	var checker sync.WaitGroup
-	checker.Go(func() { fe.f.MaybeSync(ctx) })
+	fe.srv.Faults().Add(s3local.Fault{Match: func(r *http.Request) bool {
+		if r.Method == http.MethodGet {
+			once.Do(func() { close(arrived) })
+			<-release
+		}
+		return false
+	}})
+	done := make(chan struct{})
+	go func() { fe.f.MaybeSync(ctx); close(done) }()
 	<-arrived
-	start := time.Now()
-	var others sync.WaitGroup
-	for range 16 {
-		others.Go(func() { fe.f.MaybeSync(ctx) })
+	n := fe.reqs.count()
+	for range 20 {
+		fe.f.MaybeSync(ctx) // returns at once: the check is taken and Start's still vouches
 	}
-	others.Wait()
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("other callers waited %v for the check", d)
+	close(release)
+	<-done
+	if fe.reqs.count() != n {
+		t.Errorf("%d more requests while a check was in flight", fe.reqs.count()-n)
 	}
-	checker.Wait()
-	if s := fe.f.Stats(); s.Checks != 1 || s.Failures != 1 {
-		t.Errorf("stats: got %+v, want one (timed out) check", s)
-	}
-}
-
-func TestFollowerBehindRetention(t *testing.T) {
-	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{Retention: 5, MaxEntries: 4})
-	ctx := context.Background()
-	if err := fe.f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range 9 {
-		fe.append(t, "x/")
-	}
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
-		t.Errorf("got %q, want everything dropped once", got)
-	}
-	if fe.f.Applied() != 9 {
-		t.Errorf("applied: got %d, want the head 9", fe.f.Applied())
-	}
-	// Within retention it reads, in several reads if need be.
-	for range 5 {
-		fe.append(t, "y/")
-	}
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); len(got) != 5 || got[0] != "prefix y/" {
-		t.Errorf("got %q, want 5 purges", got)
-	}
-}
-
-func TestFollowerSilentTooLong(t *testing.T) {
-	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{MaxSilence: 10 * time.Minute})
-	ctx := context.Background()
-	if err := fe.f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Frozen for long, nothing appended meanwhile: the tiers are current.
-	fe.clock.Advance(time.Hour)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); len(got) != 0 {
-		t.Errorf("nothing appended: got %q", got)
-	}
-	// Frozen for long while something was appended: drop everything.
-	fe.append(t, "a/")
-	fe.clock.Advance(11 * time.Minute)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
-		t.Errorf("got %q, want everything dropped", got)
-	}
-	if fe.f.Applied() != 1 {
-		t.Errorf("applied: %d", fe.f.Applied())
-	}
-	// Failing checks count as silence too.
-	fe.srv.Faults().Add(s3local.Fault{Status: http.StatusInternalServerError})
-	for range 11 {
-		fe.clock.Advance(time.Minute)
-		fe.f.MaybeSync(ctx)
-	}
-	fe.srv.Faults().Reset()
-	fe.append(t, "b/")
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
-		t.Errorf("after failing checks: got %q, want everything dropped", got)
-	}
-}
-
-func TestFollowerEntriesGone(t *testing.T) {
-	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{VerifyEvery: time.Minute})
-	ctx := context.Background()
-	if err := fe.f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range 5 {
-		fe.append(t, "x/")
-	}
-	// The entries this instance needs expire before it reads them.
-	for seq := uint64(1); seq <= 3; seq++ {
-		if _, err := fe.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(testBucket), Key: aws.String(fe.w.EntryKey(seq))}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fe.clock.Advance(time.Minute)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
-		t.Errorf("got %q, want everything dropped", got)
-	}
-	if fe.f.Applied() != 5 {
-		t.Errorf("applied: got %d, want 5", fe.f.Applied())
-	}
-}
-
-func TestFollowerJournalReset(t *testing.T) {
-	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{VerifyEvery: time.Minute})
-	ctx := context.Background()
-	for range 5 {
-		fe.append(t, "x/")
-	}
-	if err := fe.f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The journal is wiped and starts again.
-	out, err := fe.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(testBucket)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range out.Contents {
-		if _, err := fe.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(testBucket), Key: o.Key}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w := fe.env.journal(JournalOptions{})
-	if _, err := w.Append(ctx, []string{"new/"}, "t"); err != nil {
-		t.Fatal(err)
-	}
-	fe.clock.Advance(time.Minute)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
-		t.Errorf("got %q, want everything dropped", got)
-	}
-	if fe.f.Applied() != 1 {
-		t.Errorf("applied: got %d, want 1", fe.f.Applied())
-	}
-	if _, err := w.Append(ctx, []string{"next/"}, "t"); err != nil {
-		t.Fatal(err)
-	}
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix next/"}) {
+	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/"}) {
 		t.Errorf("got %q", got)
 	}
 }
 
-func TestFollowerFailedCheck(t *testing.T) {
-	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{Timeout: 100 * time.Millisecond})
-	ctx := context.Background()
-	if err := fe.f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fe.append(t, "a/")
-
-	// S3 answers 500: the check fails quietly, within its timeout.
-	fe.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/entries/"), Status: http.StatusInternalServerError})
-	fe.clock.Advance(time.Second)
-	start := time.Now()
-	fe.f.MaybeSync(ctx)
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("failed check took %v", d)
-	}
-	if got := fe.rec.take(); len(got) != 0 || fe.f.Applied() != 0 {
-		t.Errorf("failed check applied %q", got)
-	}
-
-	// S3 hangs: the check gives up at its timeout.
-	fe.srv.Faults().Reset()
-	fe.srv.Faults().SetLatency(time.Hour)
-	fe.clock.Advance(time.Second)
-	start = time.Now()
-	fe.f.MaybeSync(ctx)
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("hung check took %v, timeout 100ms", d)
-	}
-	if s := fe.f.Stats(); s.Failures != 2 {
-		t.Errorf("failures: got %d, want 2", s.Failures)
-	}
-
-	// Not retried within the interval; retried after it, and catches up.
-	fe.srv.Faults().Reset()
-	fe.f.MaybeSync(ctx)
-	if fe.f.Applied() != 0 {
-		t.Error("retried within the interval")
-	}
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/"}) {
-		t.Errorf("after recovery: got %q", got)
-	}
-}
-
-func TestFollowerCancelledRequestDoesNotCutCheck(t *testing.T) {
+// TestFollowerIdleWakeUpBehind1000 is the idle wake-up case: an instance
+// frozen while 1,000 entries were appended catches up in one GET, applying
+// every one of them.
+func TestFollowerIdleWakeUpBehind1000(t *testing.T) {
 	t.Parallel()
 	fe := newFollowerEnv(t, FollowerConfig{})
-	if err := fe.f.Start(context.Background()); err != nil {
+	ctx := context.Background()
+	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fe.append(t, "a/")
-	fe.clock.Advance(time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	appendN(t, fe.w, 1000, "p%d/")
+	fe.clock.Advance(10 * time.Minute)
+	n := fe.reqs.count()
 	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/"}) {
-		t.Errorf("got %q", got)
+	if got := fe.reqs.since(n); len(got) != 1 {
+		t.Errorf("catch-up requests: %v, want one GET", got)
+	}
+	if got := fe.rec.take(); len(got) != 1000 || got[999] != "prefix p999/" {
+		t.Errorf("applied %d purges, want 1000 ending with p999/", len(got))
+	}
+	if fe.f.Applied() != 1000 || fe.f.Stats().PurgeAlls != 0 {
+		t.Errorf("stats %+v", fe.f.Stats())
 	}
 }
 
+// TestFollowerBehindTheWindow: an instance further behind than the head
+// keeps drops both tiers, in one GET.
+func TestFollowerBehindTheWindow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	clk := newClock()
+	rec := &recorder{}
+	f := NewFollower(e.journal(JournalOptions{}), rec, FollowerConfig{Now: clk.Now}, nil)
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, e.journal(JournalOptions{Window: 50}), 120, "p%d/")
+	clk.Advance(time.Second)
+	f.MaybeSync(context.Background())
+	if got := rec.take(); !slices.Equal(got, []string{"all"}) || f.Applied() != 120 {
+		t.Errorf("got %q at %d, want everything dropped, at 120", got, f.Applied())
+	}
+}
+
+// TestFollowerJournalWiped is the journal-reset case: a wiped journal is
+// noticed at the next check (its head is gone), and so is the new journal
+// the next upload creates; both drop the tiers.
+func TestFollowerJournalWiped(t *testing.T) {
+	t.Parallel()
+	fe := newFollowerEnv(t, FollowerConfig{})
+	ctx := context.Background()
+	fe.append(t, "a/")
+	if err := fe.f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fe.deleteHead(t)
+	fe.clock.Advance(time.Second)
+	fe.f.MaybeSync(ctx)
+	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
+		t.Fatalf("after the wipe: %q, want everything dropped", got)
+	}
+	fe.append(t, "b/") // a new journal, seq 1
+	fe.clock.Advance(time.Second)
+	fe.f.MaybeSync(ctx)
+	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix b/"}) {
+		t.Fatalf("first entry of the new journal: %q, want it applied", got)
+	}
+	// Wiped and written again between two checks: a new id.
+	fe.deleteHead(t)
+	fe.append(t, "c/")
+	fe.clock.Advance(time.Second)
+	fe.f.MaybeSync(ctx)
+	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
+		t.Fatalf("new journal id: %q, want everything dropped", got)
+	}
+}
+
+// TestFollowerFailClosed: with the journal failing or slower than the
+// check timeout, the follower stops vouching for cached copies once its
+// last good check is older than Interval+Timeout; a copy fetched since is
+// trusted. A later good check vouches again and applies what was missed.
+func TestFollowerFailClosed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fault s3local.Fault
+	}{
+		{"failing", s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Status: http.StatusServiceUnavailable}},
+		{"slower than the timeout", s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Delay: 300 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fe := newFollowerEnv(t, FollowerConfig{Interval: time.Second, Timeout: 50 * time.Millisecond})
+			ctx := context.Background()
+			if err := fe.f.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cached := fe.clock.Now()
+			fe.append(t, "a/")
+			fe.srv.Faults().Add(tc.fault)
+			fe.clock.Advance(time.Second)
+			fe.f.MaybeSync(ctx)
+			if !fe.f.Trusted(cached, fe.clock.Now()) {
+				t.Fatal("distrusted within Interval+Timeout of the last good check")
+			}
+			fe.clock.Advance(51 * time.Millisecond)
+			now := fe.clock.Now()
+			if fe.f.Trusted(cached, now) {
+				t.Fatal("a copy older than the last good check + Interval + Timeout is still trusted")
+			}
+			if !fe.f.Trusted(now.Add(-time.Second), now) {
+				t.Error("a copy fetched after the horizon is not trusted")
+			}
+			if s := fe.f.Stats(); s.Failures != 1 || fe.f.Applied() != 0 {
+				t.Errorf("stats %+v", s)
+			}
+			fe.srv.Faults().Reset()
+			fe.clock.Advance(time.Second)
+			fe.f.MaybeSync(ctx)
+			if !fe.f.Trusted(cached, fe.clock.Now()) || fe.f.Applied() != 1 {
+				t.Errorf("after a good check: trusted %v, applied %d", fe.f.Trusted(cached, fe.clock.Now()), fe.f.Applied())
+			}
+			if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/"}) {
+				t.Errorf("got %q", got)
+			}
+		})
+	}
+}
+
+// TestFollowerStartFailed: a start that cannot read the journal vouches
+// for nothing; the first good check applies everything since the position
+// the tiers were at (here: empty tiers of a new journal, so every entry).
 func TestFollowerStartFailed(t *testing.T) {
 	t.Parallel()
 	fe := newFollowerEnv(t, FollowerConfig{})
+	ctx := context.Background()
+	fe.srv.Faults().Add(s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Times: 1, Status: http.StatusInternalServerError})
+	if err := fe.f.Start(ctx); err == nil {
+		t.Fatal("start succeeded through a failing journal")
+	}
+	if s := fe.f.Stats(); s.Failures != 1 || !s.LastOK.IsZero() {
+		t.Errorf("stats %+v, want one failure and no good check", s)
+	}
+	if fe.f.Trusted(fe.clock.Now().Add(-5*time.Second), fe.clock.Now()) {
+		t.Error("an unverified copy is trusted")
+	}
 	fe.append(t, "a/")
-	fe.srv.Faults().Add(s3local.Fault{Status: http.StatusForbidden})
-	if err := fe.f.Start(context.Background()); err == nil {
-		t.Fatal("start succeeded against a failing S3")
-	}
-	fe.srv.Faults().Reset()
-	fe.append(t, "b/")
 	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(context.Background())
-	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
-		t.Errorf("got %q, want everything dropped", got)
-	}
-	if fe.f.Applied() != 2 {
-		t.Errorf("applied: got %d, want 2", fe.f.Applied())
+	fe.f.MaybeSync(ctx)
+	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/"}) {
+		t.Errorf("got %q, want the entry applied", got)
 	}
 }
 
-func TestFollowerUnreadableEntry(t *testing.T) {
+// TestFollowerRestartWithKeptDisk is the restart case: the position saved
+// with the disk tier makes a restarted process apply what it missed while
+// it was down, before anything is served, and nothing more.
+func TestFollowerRestartWithKeptDisk(t *testing.T) {
 	t.Parallel()
 	fe := newFollowerEnv(t, FollowerConfig{})
+	pos := PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
 	ctx := context.Background()
+	fe.append(t, "before/")
+	fe.restart(FollowerConfig{Position: pos})
 	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s3local.Put(ctx, fe.api, testBucket, fe.w.EntryKey(1), []byte("garbage"), "application/json", ""); err != nil {
-		t.Fatal(err)
+	// No position saved yet: what the disk holds is of unknown age.
+	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
+		t.Fatalf("first start: %q, want the kept disk dropped", got)
 	}
-	fe.append(t, "b/")
+	fe.append(t, "seen/")
 	fe.clock.Advance(time.Second)
-	if err := fe.f.Sync(ctx); err != nil {
+	fe.f.MaybeSync(ctx)
+	fe.rec.take()
+	// The process dies; two purges are recorded while it is down.
+	fe.append(t, "missed/1/")
+	fe.append(t, "missed/2/")
+	fe.restart(FollowerConfig{Position: pos})
+	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := fe.rec.take(); !slices.Equal(got, []string{"all", "prefix b/"}) {
-		t.Errorf("got %q", got)
+	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix missed/1/", "prefix missed/2/"}) {
+		t.Fatalf("restart: %q, want exactly the two missed purges", got)
+	}
+	if p, ok, err := pos.Load(); err != nil || !ok || p.Seq != 4 {
+		t.Errorf("saved position %+v %v %v, want seq 4", p, ok, err)
 	}
 }
 
-func TestFollowerGapInTheMiddle(t *testing.T) {
+// TestFollowerUnlinkFailureNotSaved: a purge that left files on disk is not
+// recorded as applied there, so a restart applies it again; a later purge
+// of everything that succeeds moves the saved position on.
+func TestFollowerUnlinkFailureNotSaved(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{VerifyEvery: time.Minute})
+	fe := newFollowerEnv(t, FollowerConfig{})
+	pos := PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
 	ctx := context.Background()
+	fe.restart(FollowerConfig{Position: pos})
 	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"a/", "b/", "c/", "d/"} {
-		fe.append(t, p)
+	fe.append(t, "ro/")
+	fe.append(t, "later/")
+	fe.rec.setFail(true)
+	fe.clock.Advance(time.Second)
+	fe.f.MaybeSync(ctx)
+	if p, _, _ := pos.Load(); p.Seq != 0 {
+		t.Fatalf("saved position %d after a purge that left files, want 0", p.Seq)
 	}
-	if _, err := fe.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(testBucket), Key: aws.String(fe.w.EntryKey(3))}); err != nil {
+	fe.restart(FollowerConfig{Position: pos})
+	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fe.clock.Advance(time.Minute)
-	fe.f.MaybeSync(ctx)
-	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/", "prefix b/", "all"}) {
-		t.Errorf("got %q", got)
+	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix ro/", "prefix later/"}) {
+		t.Fatalf("restart: %q, want both purges applied again", got)
 	}
-	if fe.f.Applied() != 4 {
-		t.Errorf("applied: got %d, want 4", fe.f.Applied())
+	if p, _, _ := pos.Load(); p.Seq != 2 {
+		t.Errorf("saved position %d, want 2", p.Seq)
+	}
+}
+
+// TestPositionFile: saves are whole, and a corrupt file is an error.
+func TestPositionFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := PositionFile{Path: filepath.Join(dir, PositionFileName), Fsync: true}
+	if _, ok, err := p.Load(); ok || err != nil {
+		t.Fatalf("missing file: ok %v err %v", ok, err)
+	}
+	want := Position{Journal: "abc", Seq: 42}
+	if err := p.Save(want); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := p.Load(); !ok || err != nil || got != want {
+		t.Fatalf("got %+v %v %v, want %+v", got, ok, err, want)
+	}
+	if err := os.WriteFile(p.Path, []byte(`{"journal":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.Load(); err == nil {
+		t.Error("a torn position file loaded")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("files left in the directory: %d, want only the position file", len(entries))
 	}
 }

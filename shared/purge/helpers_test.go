@@ -1,6 +1,7 @@
 package purge
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -71,22 +72,32 @@ type clock = fakeclock.Clock
 
 func newClock() *clock { return fakeclock.New(time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)) }
 
-// recorder is a Target that records what it was told.
+// recorder is a Target that records what it was told; fail makes its
+// purges report files left behind, as a read-only disk would.
 type recorder struct {
-	mu  sync.Mutex // guards ops
-	ops []string
+	mu   sync.Mutex // guards ops and fail
+	ops  []string
+	fail bool
 }
 
-func (r *recorder) PurgePrefix(p string) {
+func (r *recorder) PurgePrefix(p string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ops = append(r.ops, "prefix "+p)
+	if p == "" {
+		r.ops = append(r.ops, "all")
+	} else {
+		r.ops = append(r.ops, "prefix "+p)
+	}
+	if r.fail {
+		return errors.New("files left behind")
+	}
+	return nil
 }
 
-func (r *recorder) PurgeAll() {
+func (r *recorder) setFail(fail bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ops = append(r.ops, "all")
+	r.fail = fail
 }
 
 func (r *recorder) take() []string {

@@ -3,16 +3,15 @@ package purge
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,41 +31,54 @@ type Entry struct {
 type JournalOptions struct {
 	// Now is the clock stamped on entries; default time.Now.
 	Now func() time.Time
-	// Retention is how many entries behind the head a reader may be and still
-	// trust that it can read every entry it missed; a reader further behind
-	// drops everything instead. Default 10,000. The journal deletes nothing
-	// itself: a lifecycle rule on "<prefix>entries/" expires old entries (days,
-	// far beyond the time Retention entries take to accumulate).
-	Retention uint64
-	// Logger reports best-effort failures (the head pointer); default discards.
+	// Window is how many of the most recent entries the head keeps. A reader
+	// further behind than that drops its tiers instead of reading what it
+	// missed. Default DefaultWindow.
+	Window int
+	// MaxHeadBytes bounds the encoded head; the oldest entries go first when
+	// it would be larger. Default DefaultMaxHeadBytes.
+	MaxHeadBytes int
+	// Logger reports appends that had to retry; default discards.
 	Logger *slog.Logger
 }
 
-// DefaultRetention is the default JournalOptions.Retention.
-const DefaultRetention = 10000
+// Defaults of JournalOptions.
+const (
+	DefaultWindow       = 1024
+	DefaultMaxHeadBytes = 1 << 20
+)
 
 // Limits of the journal.
 const (
-	maxAppendAttempts = 64      // 412s/409s in a row before Append gives up
-	maxEntryBytes     = 4 << 20 // an entry larger than this is unreadable
-	readConcurrency   = 16      // GETs in flight in one ReadAfter
-	defaultReadMax    = 256
+	maxAppendAttempts = 64       // lost compare-and-swaps in a row before Append gives up
+	maxEntryBytes     = 64 << 10 // an entry larger than this is recorded as a purge of everything
+	maxReadBytes      = 8 << 20  // a head larger than this is refused as corrupt
 )
 
-// Journal is the purge journal kept in the bucket under a prefix outside
-// TILES_PREFIX:
+// Journal is the purge journal: one object, the head, at "<prefix>head.json",
+// kept in the bucket outside TILES_PREFIX. The head carries the journal's id,
+// the last sequence number and the most recent entries:
 //
-//	<prefix>entries/00000000000000000042.json   one immutable entry per sequence number
-//	<prefix>head                                 the latest sequence number, best effort
+//	{"journal":"5f0c…","seq":42,"entries":[{"seq":41,…},{"seq":42,…}]}
 //
-// An entry is created with a create-only conditional PUT (If-None-Match: *):
-// a 412 means another writer took the number, so the writer takes the next.
-// Numbers are therefore contiguous: a writer only moves past n after seeing n
-// exist. The head pointer is a plain PUT after each append; it may lag or,
-// with racing writers, step back a little, so readers probe forward from it.
+// It is correct by construction because it is the only thing anybody writes:
 //
-// Readers need s3:GetObject on the prefix and s3:ListBucket on the bucket
-// (without it S3 answers 403 instead of 404 for a missing entry).
+//   - Append is a compare-and-swap: read the head, add one entry numbered
+//     seq+1, and PUT it back with If-Match on the ETag read (If-None-Match: *
+//     to create it). A writer that lost the race re-reads and tries again, so
+//     a number is never handed out twice and no write that lags or fails can
+//     hide a later entry: a failed write changed nothing.
+//   - A reader gets everything since its position in one GET, whatever the
+//     backlog, and a check that finds nothing new is a 304 (If-None-Match on
+//     the ETag it last read).
+//   - A journal that was wiped is recreated with a new id, and a reader
+//     that sees a different id, or is behind the oldest entry the head
+//     keeps, drops its tiers instead of trusting what it cannot read.
+//
+// Nothing expires: there is no lifecycle rule to race. Readers need
+// s3:GetObject on the head and s3:ListBucket on the bucket (without it S3
+// answers 403, not 404, for the head of a journal not yet written); writers
+// also need s3:PutObject.
 //
 // A Journal is safe for concurrent use.
 type Journal struct {
@@ -76,7 +88,9 @@ type Journal struct {
 	opts   JournalOptions
 	log    *slog.Logger
 
-	last atomic.Uint64 // highest sequence number this process saw exist: where Append starts
+	mu    sync.Mutex // guards last and known, and serialises this process's appends
+	last  Snapshot   // the head as this process last wrote it
+	known bool       // last is set: a warm writer tries its compare-and-swap first
 }
 
 // NewJournal returns the journal at bucket/prefix. prefix is normally
@@ -85,8 +99,11 @@ func NewJournal(api *s3.Client, bucket, prefix string, opts JournalOptions) *Jou
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Retention == 0 {
-		opts.Retention = DefaultRetention
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	if opts.MaxHeadBytes <= 0 {
+		opts.MaxHeadBytes = DefaultMaxHeadBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -98,18 +115,102 @@ func NewJournal(api *s3.Client, bucket, prefix string, opts JournalOptions) *Jou
 // Prefix is the key prefix the journal lives under.
 func (j *Journal) Prefix() string { return j.prefix }
 
-// Retention is JournalOptions.Retention.
-func (j *Journal) Retention() uint64 { return j.opts.Retention }
+// HeadKey is the object key of the head.
+func (j *Journal) HeadKey() string { return j.prefix + "head.json" }
 
-// EntryKey is the object key of entry seq.
-func (j *Journal) EntryKey(seq uint64) string {
-	return fmt.Sprintf("%sentries/%020d.json", j.prefix, seq)
+// Snapshot is the head as one read found it.
+type Snapshot struct {
+	Journal string  `json:"journal"` // the journal's id; a new id is a new journal
+	Seq     uint64  `json:"seq"`     // the last sequence number handed out
+	Entries []Entry `json:"entries"` // the most recent entries, oldest first, the last one Seq
+
+	ETag    string `json:"-"` // the head object's version
+	Missing bool   `json:"-"` // no head: the journal was never written, or was wiped
 }
 
-func (j *Journal) headKey() string { return j.prefix + "head" }
+// Oldest is the sequence number of the oldest entry s holds (Seq+1 when it
+// holds none): a reader at position p can catch up from s if p+1 ≥ Oldest.
+func (s Snapshot) Oldest() uint64 {
+	if len(s.Entries) == 0 {
+		return s.Seq + 1
+	}
+	return s.Entries[0].Seq
+}
 
-// ErrNoPrefixes is returned by Append for an empty purge.
-var ErrNoPrefixes = errors.New("purge: entry without prefixes")
+// Errors.
+var (
+	// ErrNoPrefixes is returned by Append for an empty purge.
+	ErrNoPrefixes = errors.New("purge: entry without prefixes")
+	// ErrUnchanged is returned by Read when the head still has the ETag
+	// given: nothing was appended since.
+	ErrUnchanged = errors.New("purge: journal unchanged")
+	// ErrCorrupt is a head that cannot be decoded. Readers treat it as a
+	// failed read; the next Append replaces it with a new journal.
+	ErrCorrupt = errors.New("purge: journal head unreadable")
+)
+
+// Read reads the head. With ifNoneMatch set to the ETag of an earlier
+// snapshot it returns ErrUnchanged if nothing changed (one GET answered 304).
+// A missing head is a Snapshot with Missing set, not an error.
+func (j *Journal) Read(ctx context.Context, ifNoneMatch string) (Snapshot, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(j.bucket), Key: aws.String(j.HeadKey())}
+	if ifNoneMatch != "" {
+		in.IfNoneMatch = aws.String(ifNoneMatch)
+	}
+	// No retries here: a check runs on the request path within its timeout,
+	// and the next one is an interval away.
+	out, err := j.api.GetObject(ctx, in, func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
+	switch status(err) {
+	case 0:
+	case http.StatusNotModified:
+		return Snapshot{}, ErrUnchanged
+	case http.StatusNotFound:
+		return Snapshot{Missing: true}, nil
+	default:
+		return Snapshot{}, fmt.Errorf("purge: read journal head: %w", err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(out.Body, maxReadBytes+1))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("purge: read journal head: %w", err)
+	}
+	s, err := decodeHead(body)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	s.ETag = aws.ToString(out.ETag)
+	return s, nil
+}
+
+// decodeHead parses and checks a head: entries contiguous and ending at Seq.
+func decodeHead(body []byte) (Snapshot, error) {
+	var s Snapshot
+	if len(body) > maxReadBytes {
+		return Snapshot{}, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(body))
+	}
+	if err := json.Unmarshal(body, &s); err != nil {
+		return Snapshot{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if s.Journal == "" {
+		return Snapshot{}, fmt.Errorf("%w: no journal id", ErrCorrupt)
+	}
+	for i, e := range s.Entries {
+		if e.Seq != s.Seq-uint64(len(s.Entries)-1-i) || e.Seq == 0 {
+			return Snapshot{}, fmt.Errorf("%w: entry %d has seq %d, head seq %d", ErrCorrupt, i, e.Seq, s.Seq)
+		}
+	}
+	return s, nil
+}
+
+// Head returns the sequence number of the latest entry (0 for a journal not
+// yet written).
+func (j *Journal) Head(ctx context.Context) (uint64, error) {
+	s, err := j.Read(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	return s.Seq, nil
+}
 
 // Append records one purge and returns its entry. Concurrent appends, in one
 // process or many, each get their own sequence number; none is lost. A
@@ -119,254 +220,124 @@ func (j *Journal) Append(ctx context.Context, prefixes []string, source string) 
 	if len(prefixes) == 0 {
 		return Entry{}, ErrNoPrefixes
 	}
-	next := j.last.Load() + 1
-	if next == 1 {
-		head, err := j.Head(ctx)
+	e := Entry{Prefixes: prefixes, Time: j.opts.Now().UTC(), Source: source}
+	if b, _ := json.Marshal(e); len(b) > maxEntryBytes {
+		// Too many prefixes to carry: purging everything covers them all.
+		e.Prefixes, e.Source = []string{""}, source+" (too many prefixes: everything)"
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	cur := j.last
+	if !j.known {
+		// A cold writer reads first: a GET is cheaper than a PUT bound to fail.
+		var err error
+		if cur, err = j.readForAppend(ctx); err != nil {
+			return Entry{}, err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		next, body, err := j.extend(cur, e)
 		if err != nil {
 			return Entry{}, err
 		}
-		next = head + 1
-	}
-	e := Entry{Prefixes: prefixes, Time: j.opts.Now().UTC(), Source: source}
-	for range maxAppendAttempts {
-		e.Seq = next
-		body, err := json.Marshal(e)
-		if err != nil {
-			return Entry{}, fmt.Errorf("purge: encode entry: %w", err)
-		}
-		_, err = j.api.PutObject(ctx, &s3.PutObjectInput{
+		in := &s3.PutObjectInput{
 			Bucket:      aws.String(j.bucket),
-			Key:         aws.String(j.EntryKey(next)),
+			Key:         aws.String(j.HeadKey()),
 			Body:        bytes.NewReader(body),
 			ContentType: aws.String("application/json"),
-			IfNoneMatch: aws.String("*"),
-		})
-		switch status(err) {
-		case 0:
-			j.observe(next)
-			j.writeHead(ctx, next)
-			return e, nil
-		case http.StatusPreconditionFailed:
-			// Taken. Find the end from here with GETs, which cost a tenth of
-			// a PUT, rather than trying numbers one by one.
-			j.observe(next)
-			head, err := j.scanForward(ctx, next)
-			if err != nil {
-				return Entry{}, err
-			}
-			next = head + 1
-		case http.StatusConflict:
-			// A conditional write to the same key was in flight (S3's
-			// ConditionalRequestConflict): try the same number again.
-		default:
-			return Entry{}, fmt.Errorf("purge: append entry %d: %w", next, err)
 		}
-		if err := ctx.Err(); err != nil {
+		if cur.Missing {
+			in.IfNoneMatch = aws.String("*")
+		} else {
+			in.IfMatch = aws.String(cur.ETag)
+		}
+		out, err := j.api.PutObject(ctx, in)
+		code := status(err)
+		if code == 0 {
+			next.ETag = aws.ToString(out.ETag)
+			j.last, j.known = next, true
+			return next.Entries[len(next.Entries)-1], nil
+		}
+		switch code {
+		case http.StatusPreconditionFailed, http.StatusNotFound, http.StatusConflict:
+			// Another writer moved the head (412), removed it (404: If-Match
+			// on a missing key), or is writing it now (409,
+			// ConditionalRequestConflict). Read it again and build on that.
+		default:
+			return Entry{}, fmt.Errorf("purge: append entry %d: %w", next.Seq, err)
+		}
+		if attempt == maxAppendAttempts {
+			return Entry{}, fmt.Errorf("purge: append: lost %d compare-and-swaps in a row: %w", attempt, err)
+		}
+		j.log.Debug("purge journal: head moved under an append, retrying", "attempt", attempt, "status", code)
+		if cur, err = j.readForAppend(ctx); err != nil {
 			return Entry{}, err
 		}
 	}
-	return Entry{}, fmt.Errorf("purge: append: no free sequence number after %d attempts", maxAppendAttempts)
 }
 
-func (j *Journal) observe(seq uint64) {
+// readForAppend reads the head an append builds on. A head nobody can read
+// is replaced by a new journal: every reader then sees a new id and drops
+// its tiers, which is all a reader of an unknown purge can safely do.
+func (j *Journal) readForAppend(ctx context.Context) (Snapshot, error) {
+	cur, err := j.Read(ctx, "")
+	if errors.Is(err, ErrCorrupt) {
+		j.log.Error("purge journal: head unreadable, starting a new journal", "err", err)
+		return j.corruptHead(ctx)
+	}
+	return cur, err
+}
+
+// corruptHead returns a snapshot that, extended, replaces the unreadable
+// head: a new journal id, If-Match on the unreadable version's ETag.
+func (j *Journal) corruptHead(ctx context.Context) (Snapshot, error) {
+	out, err := j.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(j.bucket), Key: aws.String(j.HeadKey())})
+	if status(err) == http.StatusNotFound {
+		return Snapshot{Missing: true}, nil
+	}
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("purge: head of an unreadable journal: %w", err)
+	}
+	return Snapshot{ETag: aws.ToString(out.ETag)}, nil // no id: extend starts a new journal
+}
+
+// extend returns cur with e appended as its next entry, trimmed to the
+// window, and its encoding.
+func (j *Journal) extend(cur Snapshot, e Entry) (Snapshot, []byte, error) {
+	next := Snapshot{Journal: cur.Journal, Seq: cur.Seq + 1}
+	if cur.Missing || cur.Journal == "" {
+		id, err := newJournalID()
+		if err != nil {
+			return Snapshot{}, nil, err
+		}
+		next = Snapshot{Journal: id, Seq: 1}
+	} else {
+		keep := cur.Entries[max(0, len(cur.Entries)-(j.opts.Window-1)):]
+		next.Entries = append(make([]Entry, 0, len(keep)+1), keep...)
+	}
+	e.Seq = next.Seq
+	next.Entries = append(next.Entries, e)
 	for {
-		cur := j.last.Load()
-		if seq <= cur || j.last.CompareAndSwap(cur, seq) {
-			return
-		}
-	}
-}
-
-// writeHead moves the head pointer. Losing it only makes the next cold
-// reader probe a little further.
-func (j *Journal) writeHead(ctx context.Context, seq uint64) {
-	_, err := j.api.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:      aws.String(j.bucket),
-		Key:         aws.String(j.headKey()),
-		Body:        strings.NewReader(strconv.FormatUint(seq, 10) + "\n"),
-		ContentType: aws.String("text/plain"),
-	})
-	if err != nil {
-		j.log.Warn("purge journal: head pointer not updated", "seq", seq, "err", err)
-	}
-}
-
-// Head returns the sequence number of the latest entry (0 for an empty
-// journal): it reads the head pointer and probes forward from it. With a
-// current pointer that is two GETs. Without a pointer (a new journal, or one
-// whose pointer was lost) it lists the entries to find the last.
-func (j *Journal) Head(ctx context.Context) (uint64, error) {
-	base, ok, err := j.readHead(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if !ok {
-		if base, err = j.lastListed(ctx); err != nil {
-			return 0, err
-		}
-	}
-	head, err := j.scanForward(ctx, base)
-	if err != nil {
-		return 0, err
-	}
-	j.observe(head)
-	return head, nil
-}
-
-// readHead reads the head pointer; ok is false if it is missing or unreadable.
-func (j *Journal) readHead(ctx context.Context) (seq uint64, ok bool, err error) {
-	out, err := j.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(j.bucket), Key: aws.String(j.headKey())})
-	if status(err) == http.StatusNotFound {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("purge: read journal head: %w", err)
-	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(out.Body, 64))
-	if err != nil {
-		return 0, false, fmt.Errorf("purge: read journal head: %w", err)
-	}
-	seq, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if perr != nil {
-		j.log.Warn("purge journal: unreadable head pointer", "body", string(b))
-		return 0, false, nil
-	}
-	return seq, true, nil
-}
-
-// lastListed finds the last entry by listing (keys are zero-padded, so they
-// list in numeric order).
-func (j *Journal) lastListed(ctx context.Context) (uint64, error) {
-	prefix := j.prefix + "entries/"
-	var last uint64
-	p := s3.NewListObjectsV2Paginator(j.api, &s3.ListObjectsV2Input{Bucket: aws.String(j.bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+		body, err := json.Marshal(next)
 		if err != nil {
-			return 0, fmt.Errorf("purge: list journal: %w", err)
+			return Snapshot{}, nil, fmt.Errorf("purge: encode journal head: %w", err)
 		}
-		for _, o := range page.Contents {
-			name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(o.Key), prefix), ".json")
-			if seq, err := strconv.ParseUint(name, 10, 64); err == nil {
-				last = max(last, seq)
-			}
+		if len(body) <= j.opts.MaxHeadBytes || len(next.Entries) == 1 {
+			return next, body, nil
 		}
+		// Drop the oldest quarter at a time: few re-encodings, and the head
+		// stays well inside its bound.
+		next.Entries = next.Entries[max(1, len(next.Entries)/4):]
 	}
-	return last, nil
 }
 
-// scanForward returns the highest existing entry at or after known, which
-// exists (or is 0). It probes known+1, +2, +4, ... until one is missing and
-// then bisects, so a gap of g costs about 2·log2(g) requests and no gap costs
-// one. Entries are contiguous, which makes existence monotone above known.
-func (j *Journal) scanForward(ctx context.Context, known uint64) (uint64, error) {
-	lo, hi := known, uint64(0) // lo exists, hi (once set) is missing
-	for step := uint64(1); ; step *= 2 {
-		n := known + step
-		ok, err := j.exists(ctx, n)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			hi = n
-			break
-		}
-		lo = n
+// newJournalID names a new journal: 128 random bits.
+func newJournalID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("purge: journal id: %w", err)
 	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		ok, err := j.exists(ctx, mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo, nil
-}
-
-func (j *Journal) exists(ctx context.Context, seq uint64) (bool, error) {
-	_, err := j.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(j.bucket), Key: aws.String(j.EntryKey(seq))})
-	switch {
-	case err == nil:
-		return true, nil
-	case status(err) == http.StatusNotFound:
-		return false, nil
-	}
-	return false, fmt.Errorf("purge: probe journal entry %d: %w", seq, err)
-}
-
-// ReadAfter reads up to max entries after sequence number after, in order and
-// without gaps. head is the latest sequence number it knows to exist: the last
-// entry returned if it reached the end, else (max entries read and more to
-// come) the true head, found by probing, so a reader can tell how far behind
-// it is. When nothing is new it costs one GET that answers 404.
-//
-// An entry that exists but cannot be decoded is returned as a purge of
-// everything (Prefixes [""]): what it purged is unknown.
-func (j *Journal) ReadAfter(ctx context.Context, after uint64, max int) (entries []Entry, head uint64, err error) {
-	if max <= 0 {
-		max = defaultReadMax
-	}
-	first, ok, err := j.get(ctx, after+1)
-	if err != nil || !ok {
-		return nil, after, err
-	}
-	entries = append(entries, first)
-	// More may follow: read windows of growing size in parallel, stopping at
-	// the first missing entry.
-	for window := 1; len(entries) < max; {
-		window = min(window*2, max-len(entries), readConcurrency)
-		base := entries[len(entries)-1].Seq
-		got := make([]Entry, window)
-		found := make([]bool, window)
-		errs := make([]error, window)
-		var wg sync.WaitGroup
-		for i := range window {
-			wg.Go(func() { got[i], found[i], errs[i] = j.get(ctx, base+1+uint64(i)) })
-		}
-		wg.Wait()
-		for i := range window {
-			if errs[i] != nil {
-				return entries, entries[len(entries)-1].Seq, errs[i]
-			}
-			if !found[i] {
-				return entries, entries[len(entries)-1].Seq, nil
-			}
-			entries = append(entries, got[i])
-		}
-	}
-	head, err = j.scanForward(ctx, entries[len(entries)-1].Seq)
-	if err != nil {
-		return entries, entries[len(entries)-1].Seq, err
-	}
-	return entries, head, nil
-}
-
-// get reads entry seq; ok is false if it does not exist.
-func (j *Journal) get(ctx context.Context, seq uint64) (e Entry, ok bool, err error) {
-	out, err := j.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(j.bucket), Key: aws.String(j.EntryKey(seq))})
-	if status(err) == http.StatusNotFound {
-		return Entry{}, false, nil
-	}
-	if err != nil {
-		return Entry{}, false, fmt.Errorf("purge: read journal entry %d: %w", seq, err)
-	}
-	defer out.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(out.Body, maxEntryBytes+1))
-	if err != nil {
-		return Entry{}, false, fmt.Errorf("purge: read journal entry %d: %w", seq, err)
-	}
-	if err := json.Unmarshal(body, &e); err != nil || e.Seq != seq || len(body) > maxEntryBytes {
-		j.log.Error("purge journal: unreadable entry, purging everything", "seq", seq, "err", err)
-		return Entry{Seq: seq, Prefixes: []string{""}, Source: "unreadable entry"}, true, nil
-	}
-	j.observe(seq)
-	return e, true, nil
+	return hex.EncodeToString(b[:]), nil
 }
 
 // status is the HTTP status of a failed AWS call, or 0.
@@ -375,8 +346,8 @@ func status(err error) int {
 		return 0
 	}
 	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && re.HTTPStatusCode() != 0 {
 		return re.HTTPStatusCode()
 	}
-	return -1
+	return -1 // no answer: a timeout or a connection that failed
 }

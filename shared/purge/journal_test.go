@@ -2,8 +2,9 @@ package purge
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -30,229 +31,264 @@ func appendN(t *testing.T, j *Journal, n int, format string) {
 	}
 }
 
+// read reads the whole head.
+func read(t *testing.T, j *Journal) Snapshot {
+	t.Helper()
+	s, err := j.Read(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func seqs(entries []Entry) []uint64 {
+	out := make([]uint64, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func (e *env) deleteHead(t *testing.T) {
+	t.Helper()
+	if _, err := e.api.DeleteObject(context.Background(), &s3.DeleteObjectInput{
+		Bucket: aws.String(testBucket), Key: aws.String(testJournalPrefix + "head.json"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestJournalAppendRead(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	c := newClock()
-	j := e.journal(JournalOptions{Now: c.Now})
-	ctx := context.Background()
-
-	if head, err := j.Head(ctx); err != nil || head != 0 {
-		t.Fatalf("empty journal head: got %d, %v", head, err)
+	j := e.journal(JournalOptions{})
+	if s := read(t, j); !s.Missing || s.Seq != 0 {
+		t.Fatalf("empty journal: %+v", s)
 	}
-	if got, head, err := j.ReadAfter(ctx, 0, 10); err != nil || len(got) != 0 || head != 0 {
-		t.Fatalf("empty journal: got %v %d %v", got, head, err)
+	if _, err := j.Append(context.Background(), nil, "test"); !errors.Is(err, ErrNoPrefixes) {
+		t.Errorf("empty purge: got %v, want ErrNoPrefixes", err)
 	}
-	for i, ps := range [][]string{{"osm/12/"}, {"a/1.png", "b/"}, {""}} {
-		entry, err := j.Append(ctx, ps, "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if entry.Seq != uint64(i+1) || !entry.Time.Equal(c.Now()) {
-			t.Errorf("append %d: got %+v", i, entry)
+	appendN(t, j, 5, "p%d/")
+	s := read(t, j)
+	if s.Seq != 5 || s.Journal == "" || s.ETag == "" || !slices.Equal(seqs(s.Entries), []uint64{1, 2, 3, 4, 5}) {
+		t.Fatalf("got %+v, want entries 1..5", s)
+	}
+	for i, en := range s.Entries {
+		if want := fmt.Sprintf("p%d/", i); len(en.Prefixes) != 1 || en.Prefixes[0] != want || en.Source != "test" {
+			t.Errorf("entry %d: %+v, want prefix %q", i, en, want)
 		}
 	}
-	got, head, err := j.ReadAfter(ctx, 0, 10)
-	if err != nil || head != 3 || len(got) != 3 {
-		t.Fatalf("got %v %d %v", got, head, err)
-	}
-	if !slices.Equal(got[1].Prefixes, []string{"a/1.png", "b/"}) || got[2].Seq != 3 || got[0].Source != "test" {
-		t.Errorf("entries: %+v", got)
-	}
-	if got, head, err := j.ReadAfter(ctx, 2, 10); err != nil || len(got) != 1 || got[0].Seq != 3 || head != 3 {
-		t.Errorf("after 2: got %v %d %v", got, head, err)
-	}
-
-	// Objects are where the design says, and the head pointer is current.
-	out, err := e.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: aws.String("_tilesieve/journal/entries/00000000000000000002.json")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.Body.Close()
-	if p := readObject(t, e, testJournalPrefix+"head"); strings.TrimSpace(p) != "3" {
-		t.Errorf("head pointer: got %q", p)
-	}
-	// A fresh reader (a cold instance) finds the head.
-	if head, err := e.journal(JournalOptions{}).Head(ctx); err != nil || head != 3 {
-		t.Errorf("cold head: got %d, %v", head, err)
-	}
-	if _, err := j.Append(ctx, nil, "x"); err == nil {
-		t.Error("empty append accepted")
+	if head, err := j.Head(context.Background()); err != nil || head != 5 {
+		t.Errorf("Head: %d %v, want 5", head, err)
 	}
 }
 
-func readObject(t *testing.T, e *env, key string) string {
-	t.Helper()
-	out, err := e.api.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: aws.String(key)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Body.Close()
-	b, _ := io.ReadAll(out.Body)
-	return string(b)
-}
-
-// TestJournalNothingNewIsOneGET: the follower's common case costs one request.
-func TestJournalNothingNewIsOneGET(t *testing.T) {
+// TestJournalUnchangedIsOne304: a check that finds nothing new is one GET
+// answered 304, however long the journal is.
+func TestJournalUnchangedIsOne304(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	j := e.journal(JournalOptions{})
-	appendN(t, j, 3, "p%d/")
-	n := e.reqs.count()
-	if got, head, err := j.ReadAfter(context.Background(), 3, 10); err != nil || len(got) != 0 || head != 3 {
-		t.Fatalf("got %v %d %v", got, head, err)
+	appendN(t, j, 300, "p%d/")
+	s := read(t, j)
+	before := e.reqs.count()
+	if _, err := j.Read(context.Background(), s.ETag); !errors.Is(err, ErrUnchanged) {
+		t.Fatalf("got %v, want ErrUnchanged", err)
 	}
-	if reqs := e.reqs.since(n); len(reqs) != 1 || !strings.HasPrefix(reqs[0], "GET ") {
-		t.Errorf("requests: got %q, want one GET", reqs)
-	}
-	// One new entry: the GET that finds it and the one that does not.
-	appendN(t, j, 1, "q%d/")
-	n = e.reqs.count()
-	if got, _, err := j.ReadAfter(context.Background(), 3, 10); err != nil || len(got) != 1 {
-		t.Fatalf("got %v %v", got, err)
-	}
-	if reqs := e.reqs.since(n); len(reqs) > 3 {
-		t.Errorf("requests for one new entry: %q", reqs)
+	if got := e.reqs.since(before); len(got) != 1 || !strings.HasPrefix(got[0], "GET ") {
+		t.Errorf("requests: %v, want one GET", got)
 	}
 }
 
-func TestJournalHeadLagsOrIsMissing(t *testing.T) {
+// TestJournalWarmAppendIsOnePut: a writer that wrote the head last appends
+// with one conditional PUT; a cold one reads first.
+func TestJournalWarmAppendIsOnePut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
 	j := e.journal(JournalOptions{})
-	appendN(t, j, 40, "p%d/")
+	before := e.reqs.count()
+	appendN(t, j, 1, "a/")
+	if got := e.reqs.since(before); len(got) != 2 {
+		t.Errorf("cold append: %v, want a GET and a PUT", got)
+	}
+	before = e.reqs.count()
+	appendN(t, j, 1, "b/")
+	if got := e.reqs.since(before); len(got) != 1 || !strings.HasPrefix(got[0], "PUT ") {
+		t.Errorf("warm append: %v, want one PUT", got)
+	}
+}
 
-	// A pointer left behind by a lost update: probing finds the head in
-	// O(log gap) requests.
-	if _, err := s3local.Put(ctx, e.api, testBucket, testJournalPrefix+"head", []byte("3\n"), "text/plain", ""); err != nil {
-		t.Fatal(err)
+// TestJournalWindow: the head keeps the most recent Window entries, and
+// fewer when they would exceed MaxHeadBytes.
+func TestJournalWindow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.journal(JournalOptions{Window: 10})
+	appendN(t, j, 25, "p%d/")
+	s := read(t, j)
+	if s.Seq != 25 || s.Oldest() != 16 || len(s.Entries) != 10 {
+		t.Fatalf("got seq %d, oldest %d, %d entries; want 25, 16, 10", s.Seq, s.Oldest(), len(s.Entries))
 	}
-	n := e.reqs.count()
-	if head, err := e.journal(JournalOptions{}).Head(ctx); err != nil || head != 40 {
-		t.Fatalf("lagging pointer: got %d, %v", head, err)
-	}
-	if reqs := e.reqs.since(n); len(reqs) > 14 {
-		t.Errorf("lagging pointer took %d requests: %q", len(reqs), reqs)
-	}
-
-	// No pointer at all: the journal is listed.
-	if _, err := e.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(testBucket), Key: aws.String(testJournalPrefix + "head")}); err != nil {
-		t.Fatal(err)
-	}
-	cold := e.journal(JournalOptions{})
-	if head, err := cold.Head(ctx); err != nil || head != 40 {
-		t.Fatalf("no pointer: got %d, %v", head, err)
-	}
-	// Even with the oldest entries expired, an append continues the sequence.
-	for seq := uint64(1); seq <= 10; seq++ {
-		if _, err := e.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(testBucket), Key: aws.String(j.EntryKey(seq))}); err != nil {
+	big := e.journal(JournalOptions{MaxHeadBytes: 2048})
+	long := strings.Repeat("x", 200) + "/"
+	for range 40 {
+		if _, err := big.Append(context.Background(), []string{long}, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if entry, err := e.journal(JournalOptions{}).Append(ctx, []string{"x/"}, "t"); err != nil || entry.Seq != 41 {
-		t.Fatalf("append after expiry: got %+v, %v", entry, err)
-	}
-
-	// A garbled pointer counts as missing.
-	if _, err := s3local.Put(ctx, e.api, testBucket, testJournalPrefix+"head", []byte("garbage"), "text/plain", ""); err != nil {
-		t.Fatal(err)
-	}
-	if head, err := e.journal(JournalOptions{}).Head(ctx); err != nil || head != 41 {
-		t.Fatalf("garbled pointer: got %d, %v", head, err)
+	s = read(t, big)
+	if s.Seq != 65 || len(s.Entries) == 0 || s.Entries[len(s.Entries)-1].Seq != 65 || len(s.Entries) > 8 {
+		t.Fatalf("got seq %d with %d entries; want 65 with the few that fit 2 KiB", s.Seq, len(s.Entries))
 	}
 }
 
-func TestJournalReadAfterMax(t *testing.T) {
+// TestJournalConcurrentWriters: writers in several processes (one Journal
+// each) append at once; every entry gets its own number, none is lost, and
+// the numbers are contiguous.
+func TestJournalConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.journal(JournalOptions{})
-	appendN(t, j, 30, "p%d/")
-	got, head, err := j.ReadAfter(context.Background(), 5, 10)
-	if err != nil || len(got) != 10 || head != 30 {
-		t.Fatalf("got %d entries, head %d, %v", len(got), head, err)
-	}
-	for i, en := range got {
-		if en.Seq != uint64(6+i) || en.Prefixes[0] != fmt.Sprintf("p%d/", 5+i) {
-			t.Errorf("entry %d: %+v", i, en)
-		}
-	}
-}
-
-func TestJournalUnreadableEntry(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	j := e.journal(JournalOptions{})
-	appendN(t, j, 3, "p%d/")
-	if _, err := s3local.Put(context.Background(), e.api, testBucket, j.EntryKey(2), []byte("{not json"), "application/json", ""); err != nil {
-		t.Fatal(err)
-	}
-	got, _, err := j.ReadAfter(context.Background(), 0, 10)
-	if err != nil || len(got) != 3 {
-		t.Fatalf("got %v %v", got, err)
-	}
-	if got[1].Seq != 2 || !slices.Equal(got[1].Prefixes, []string{""}) {
-		t.Errorf("unreadable entry: got %+v, want a purge of everything", got[1])
-	}
-}
-
-// TestJournalConcurrentAppend: writers racing over many rounds never lose an
-// entry, and the sequence stays contiguous.
-func TestJournalConcurrentAppend(t *testing.T) {
-	t.Parallel()
-	for _, writers := range []int{2, 4} {
-		t.Run(fmt.Sprint(writers), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t)
-			const each = 50
-			var wg sync.WaitGroup
-			errs := make(chan error, writers)
-			for w := range writers {
-				// One Journal per writer, as in separate worker instances.
-				j := e.journal(JournalOptions{})
-				wg.Go(func() {
-					for i := range each {
-						if _, err := j.Append(context.Background(), []string{fmt.Sprintf("w%d/%d/", w, i)}, fmt.Sprint(w)); err != nil {
-							errs <- err
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-			got, head, err := e.journal(JournalOptions{}).ReadAfter(context.Background(), 0, 10000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if head != uint64(writers*each) || len(got) != writers*each {
-				t.Fatalf("got %d entries, head %d, want %d", len(got), head, writers*each)
-			}
-			seen := map[string]int{}
-			next := map[string]int{}
-			for i, en := range got {
-				if en.Seq != uint64(i+1) {
-					t.Fatalf("entry %d has seq %d", i, en.Seq)
+	const writers, each = 4, 15
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[uint64]string{}
+	for w := range writers {
+		j := e.journal(JournalOptions{})
+		wg.Go(func() {
+			for i := range each {
+				p := fmt.Sprintf("w%d/%d/", w, i)
+				en, err := j.Append(context.Background(), []string{p}, "test")
+				if err != nil {
+					t.Error(err)
+					return
 				}
-				p := en.Prefixes[0]
-				seen[p]++
-				// Each writer's entries appear in the order it wrote them.
-				var w, k int
-				fmt.Sscanf(p, "w%d/%d/", &w, &k)
-				if key := fmt.Sprint(w); k != next[key] {
-					t.Fatalf("writer %d: entry %d before %d", w, k, next[key])
-				} else {
-					next[key]++
+				mu.Lock()
+				if prev, dup := got[en.Seq]; dup {
+					t.Errorf("seq %d handed out twice: %s and %s", en.Seq, prev, p)
 				}
-			}
-			for p, n := range seen {
-				if n != 1 {
-					t.Errorf("%s recorded %d times", p, n)
-				}
+				got[en.Seq] = p
+				mu.Unlock()
 			}
 		})
+	}
+	wg.Wait()
+	s := read(t, e.journal(JournalOptions{}))
+	if s.Seq != writers*each || len(s.Entries) != writers*each {
+		t.Fatalf("head at %d with %d entries, want %d", s.Seq, len(s.Entries), writers*each)
+	}
+	for _, en := range s.Entries {
+		if got[en.Seq] != en.Prefixes[0] {
+			t.Errorf("entry %d holds %v, its writer wrote %q", en.Seq, en.Prefixes, got[en.Seq])
+		}
+	}
+}
+
+// TestJournalLaggingWriterNeverReusesANumber is the sequence-reuse case: a
+// warm writer whose idea of the head is old (others appended meanwhile), and
+// a write that failed, must neither reuse a number an instance already
+// applied nor hide a later entry.
+func TestJournalLaggingWriterNeverReusesANumber(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	lagging, other := e.journal(JournalOptions{}), e.journal(JournalOptions{})
+	appendN(t, lagging, 3, "l%d/") // lagging is warm at 3
+	appendN(t, other, 4, "o%d/")   // the head moved on to 7
+	// One failed write (S3 answers 503 to the PUT), then the lagging
+	// writer's next append.
+	e.srv.Faults().Add(s3local.Fault{Match: matchPath(http.MethodPut, "head.json"), Status: http.StatusServiceUnavailable})
+	if _, err := lagging.Append(context.Background(), []string{"failed/"}, "test"); err == nil {
+		t.Fatal("append through a failing PUT succeeded")
+	}
+	e.srv.Faults().Reset()
+	en, err := lagging.Append(context.Background(), []string{"late/"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en.Seq != 8 {
+		t.Errorf("lagging writer got seq %d, want 8 (after the other writer's 7)", en.Seq)
+	}
+	s := read(t, lagging)
+	if !slices.Equal(seqs(s.Entries), []uint64{1, 2, 3, 4, 5, 6, 7, 8}) || s.Entries[7].Prefixes[0] != "late/" {
+		t.Errorf("entries %v, want 1..8 ending with late/", seqs(s.Entries))
+	}
+}
+
+// TestJournalConflictRetried: S3's 409 ConditionalRequestConflict (another
+// conditional write of the key in flight) is retried.
+func TestJournalConflictRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.journal(JournalOptions{})
+	e.srv.Faults().Add(s3local.Fault{Match: matchPath(http.MethodPut, "head.json"), Times: 2, Status: http.StatusConflict})
+	en, err := j.Append(context.Background(), []string{"a/"}, "test")
+	if err != nil || en.Seq != 1 {
+		t.Fatalf("got %+v %v, want seq 1 after two conflicts", en, err)
+	}
+}
+
+// TestJournalWiped: after the journal is wiped, the next append starts a new
+// journal (a new id), whichever writer makes it, and writers agree on it.
+func TestJournalWiped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	warm, cold := e.journal(JournalOptions{}), e.journal(JournalOptions{})
+	appendN(t, warm, 3, "a%d/")
+	old := read(t, warm).Journal
+	e.deleteHead(t)
+	en, err := warm.Append(context.Background(), []string{"b/"}, "test")
+	if err != nil || en.Seq != 1 {
+		t.Fatalf("warm writer after the wipe: %+v %v, want seq 1 of a new journal", en, err)
+	}
+	s := read(t, warm)
+	if s.Journal == old || s.Journal == "" {
+		t.Errorf("journal id %q after the wipe, want a new one (was %q)", s.Journal, old)
+	}
+	en, err = cold.Append(context.Background(), []string{"c/"}, "test")
+	if err != nil || en.Seq != 2 {
+		t.Fatalf("cold writer: %+v %v, want seq 2 of the same new journal", en, err)
+	}
+	if read(t, cold).Journal != s.Journal {
+		t.Error("the cold writer started yet another journal")
+	}
+}
+
+// TestJournalCorruptHead: a head that cannot be decoded is a failed read,
+// and the next append replaces it with a new journal.
+func TestJournalCorruptHead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.journal(JournalOptions{})
+	appendN(t, j, 2, "a%d/")
+	old := read(t, j).Journal
+	for _, body := range []string{"not json", `{"journal":"x","seq":5,"entries":[{"seq":3}]}`, `{"seq":1}`} {
+		if _, err := s3local.Put(context.Background(), e.api, testBucket, testJournalPrefix+"head.json", []byte(body), "application/json", ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Read(context.Background(), ""); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%q: got %v, want ErrCorrupt", body, err)
+		}
+	}
+	en, err := e.journal(JournalOptions{}).Append(context.Background(), []string{"b/"}, "test")
+	if err != nil || en.Seq != 1 {
+		t.Fatalf("append over a corrupt head: %+v %v", en, err)
+	}
+	if s := read(t, j); s.Journal == old {
+		t.Error("the corrupt head was replaced by the old journal's id")
+	}
+}
+
+// TestJournalHugeEntry: an entry too large to carry becomes a purge of
+// everything, which covers it.
+func TestJournalHugeEntry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.journal(JournalOptions{})
+	var prefixes []string
+	for i := range 5000 {
+		prefixes = append(prefixes, fmt.Sprintf("some/long/directory/name/%06d/", i))
+	}
+	en, err := j.Append(context.Background(), prefixes, "test")
+	if err != nil || len(en.Prefixes) != 1 || en.Prefixes[0] != "" {
+		t.Fatalf("got %+v %v, want a purge of everything", en.Prefixes, err)
 	}
 }

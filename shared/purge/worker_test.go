@@ -43,11 +43,11 @@ func newWorkerEnv(t *testing.T, cfg WorkerConfig) *workerEnv {
 
 func (we *workerEnv) entries(t *testing.T) []Entry {
 	t.Helper()
-	got, _, err := we.j.ReadAfter(context.Background(), 0, 1000)
+	s, err := we.j.Read(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got
+	return s.Entries
 }
 
 func readFixture(t testing.TB, name string) json.RawMessage {
@@ -125,7 +125,7 @@ func TestWorkerFixtures(t *testing.T) {
 
 func TestWorkerJournalFailure(t *testing.T) {
 	t.Parallel()
-	failPuts := s3local.Fault{Match: matchPath(http.MethodPut, "/entries/"), Status: http.StatusInternalServerError}
+	failPuts := s3local.Fault{Match: matchPath(http.MethodPut, "head.json"), Status: http.StatusInternalServerError}
 
 	t.Run("sqs", func(t *testing.T) {
 		t.Parallel()

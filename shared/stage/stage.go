@@ -447,6 +447,8 @@ func (r *run) downloadLarge(ctx context.Context, j job) (*tile.Tile, error) {
 		dl.PartSize = r.cfg.PartSize
 		dl.Concurrency = partConcurrency
 	})
+	// The copy is as current as the moment its first request left.
+	sent := time.Now()
 	//lint:ignore SA1019 deliberate use of the deprecated manager, see above
 	n, err := dl.Download(ctx, buf, in, manager.WithDownloaderClientOptions(m.capture))
 	if err != nil {
@@ -461,7 +463,7 @@ func (r *run) downloadLarge(ctx context.Context, j job) (*tile.Tile, error) {
 		return nil, fmt.Errorf("stage: download %q: no response metadata", j.key)
 	}
 	t.Body = body
-	t.StoredAt = time.Now()
+	t.StoredAt = sent
 	return t, nil
 }
 

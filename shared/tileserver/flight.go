@@ -16,28 +16,39 @@ type flight struct {
 }
 
 type call struct {
-	done chan struct{}
-	t    *tile.Tile
-	src  source
-	err  error
+	epoch uint64 // guard epoch the fetch started at
+	done  chan struct{}
+	t     *tile.Tile
+	src   source
+	err   error
 }
 
-// do runs fn once for key among concurrent callers. A caller whose ctx ends
-// first returns ctx.Err(); fn goes on for the others. shared reports whether
-// this caller joined a call another one started.
-func (f *flight) do(ctx context.Context, key string, fn func() (*tile.Tile, source, error)) (t *tile.Tile, src source, shared bool, err error) {
+// do runs fn once for key among concurrent callers; epoch is the guard
+// epoch now, and fn is given the epoch its fetch starts at. A caller joins
+// a call in flight unless overtaken reports that a purge of key was applied
+// since that call started: then it starts a fetch of its own, which later
+// callers join instead. A caller whose ctx ends first returns ctx.Err(); fn
+// goes on for the others. shared reports whether this caller joined a call
+// another one started.
+func (f *flight) do(ctx context.Context, key string, epoch uint64, overtaken func(key string, epoch uint64) bool,
+	fn func(epoch uint64) (*tile.Tile, source, error)) (t *tile.Tile, src source, shared bool, err error) {
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = make(map[string]*call)
 	}
 	c, ok := f.calls[key]
+	if ok && overtaken(key, c.epoch) {
+		ok = false
+	}
 	if !ok {
-		c = &call{done: make(chan struct{})}
+		c = &call{epoch: epoch, done: make(chan struct{})}
 		f.calls[key] = c
 		go func() {
-			c.t, c.src, c.err = fn()
+			c.t, c.src, c.err = fn(c.epoch)
 			f.mu.Lock()
-			delete(f.calls, key)
+			if f.calls[key] == c {
+				delete(f.calls, key)
+			}
 			f.mu.Unlock()
 			close(c.done)
 		}()

@@ -40,16 +40,31 @@ func (g *guard) begin() uint64 {
 func (g *guard) insert(key string, epoch uint64, fn func()) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if g.epoch-epoch >= guardWindow {
+	if g.overtakenLocked(key, epoch) {
 		return false
-	}
-	for e := epoch + 1; e <= g.epoch; e++ {
-		if strings.HasPrefix(key, g.recent[e%guardWindow].prefix) {
-			return false
-		}
 	}
 	fn()
 	return true
+}
+
+// overtaken reports whether a purge applied since epoch covers key (or may:
+// more purges than the record keeps count as covering).
+func (g *guard) overtaken(key string, epoch uint64) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.overtakenLocked(key, epoch)
+}
+
+func (g *guard) overtakenLocked(key string, epoch uint64) bool {
+	if g.epoch-epoch >= guardWindow {
+		return true
+	}
+	for e := epoch + 1; e <= g.epoch; e++ {
+		if strings.HasPrefix(key, g.recent[e%guardWindow].prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // purge records prefix and runs fn (which removes it from the tiers) with no

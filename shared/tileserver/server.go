@@ -89,6 +89,7 @@ type Server struct {
 	negativeTTL  time.Duration // how long a 404 is remembered in memory
 	empty        map[string]emptyTile
 	adminToken   [32]byte // sha256 of the token; compared in constant time
+	sy           Syncer   // the journal follower, set by WithSync before serving; nil: every copy is trusted
 
 	flight flight
 	guard  guard
@@ -185,22 +186,23 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, sy Syncer) {
 	}
 }
 
-// PurgePrefix removes every tile under prefix from both tiers of this
-// instance, and keeps in-flight fills from putting them back. It is the
-// purge.Target the journal follower drives.
-func (s *Server) PurgePrefix(prefix string) {
+// PurgePrefix removes every tile under prefix ("" is everything) from both
+// tiers of this instance, and keeps in-flight fills from putting them back
+// or handing them to requests that arrive after it. It is the purge.Target
+// the journal follower drives; its error reports files the disk could not
+// unlink, which would come back after a restart.
+func (s *Server) PurgePrefix(prefix string) error {
 	var memN, diskN int
+	var err error
 	s.guard.purge(prefix, func() {
 		memN, _ = s.mem.DeletePrefix(prefix)
 		if s.disk != nil {
-			diskN, _, _ = s.disk.DeletePrefix(prefix)
+			diskN, _, err = s.disk.DeletePrefix(prefix)
 		}
 	})
 	s.log.Debug("purged", "prefix", prefix, "memory_entries", memN, "disk_entries", diskN)
+	return err
 }
-
-// PurgeAll drops both tiers (the follower fell behind the journal).
-func (s *Server) PurgeAll() { s.PurgePrefix("") }
 
 // Syncer brings an instance up to date with the purge journal; it runs on the
 // request path (Lambda freezes idle instances, so nothing runs between
@@ -210,12 +212,18 @@ type Syncer interface {
 	// Due reports, cheaply, whether MaybeSync would check now.
 	Due() bool
 	// MaybeSync checks the journal if a check is due and applies what it
-	// finds, through PurgePrefix and PurgeAll.
+	// finds, through PurgePrefix.
 	MaybeSync(ctx context.Context)
+	// Trusted reports, cheaply, whether a copy fetched from S3 at storedAt
+	// may be answered with at now: false when the journal could not be read
+	// for long enough that a purge of it may have been missed. Such a copy
+	// is revalidated with S3 instead (fail closed).
+	Trusted(storedAt, now time.Time) bool
 }
 
-// WithSync returns the handler with sy's check run on the requests that find
-// it due, before they are answered.
+// WithSync returns the handler following sy: sy's check runs on the requests
+// that find it due, before they are answered, and every cached copy is
+// served only while sy trusts it. Call it once, before serving.
 //
 // A tile request does not wait for the check before looking the tile up: the
 // check (an S3 round trip) and the lookup run side by side, and the answer
@@ -225,6 +233,7 @@ type Syncer interface {
 // answer reflects less than the check found. Other requests (admin, health)
 // wait for the check first.
 func (s *Server) WithSync(sy Syncer) http.Handler {
+	s.sy = sy
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sy.Due() {
 			s.route(w, r, sy)

@@ -99,17 +99,20 @@ func (s *Server) lookupBeside(ctx context.Context, key string, synced <-chan str
 	return t, src, err
 }
 
-// lookup finds key in memory, then on disk, then at the origin.
+// lookup finds key in memory, then on disk, then at the origin. A copy the
+// journal follower no longer vouches for is revalidated with S3, as an
+// expired one is.
 func (s *Server) lookup(ctx context.Context, key string) (*tile.Tile, source, error) {
 	if t, ok := s.mem.Get(key); ok {
+		now := s.now()
 		if t.Missing {
-			if s.now().Sub(t.StoredAt) < s.negativeTTL {
+			if now.Sub(t.StoredAt) < s.negativeTTL && s.trusted(t, now) {
 				s.stats.negativeHits.Add(1)
 				return nil, srcMemory, origin.ErrNotFound
 			}
 			return s.fetch(ctx, key, nil)
 		}
-		if s.fresh(t) {
+		if s.fresh(t, now) {
 			s.stats.memoryHits.Add(1)
 			return t, srcMemory, nil
 		}
@@ -118,7 +121,7 @@ func (s *Server) lookup(ctx context.Context, key string) (*tile.Tile, source, er
 	if s.disk != nil {
 		epoch := s.guard.begin()
 		if t, ok := s.disk.Get(key); ok {
-			if !s.fresh(t) {
+			if !s.fresh(t, s.now()) {
 				return s.fetch(ctx, key, t)
 			}
 			s.guard.insert(key, epoch, func() { s.mem.Set(key, t) })
@@ -129,23 +132,34 @@ func (s *Server) lookup(ctx context.Context, key string) (*tile.Tile, source, er
 	return s.fetch(ctx, key, nil)
 }
 
-func (s *Server) fresh(t *tile.Tile) bool {
-	return s.now().Sub(t.StoredAt) < s.cfg.RevalidateAfter
+// fresh reports whether a cached copy may be answered with as it is: young
+// enough, and vouched for by the journal follower.
+func (s *Server) fresh(t *tile.Tile, now time.Time) bool {
+	return now.Sub(t.StoredAt) < s.cfg.RevalidateAfter && s.trusted(t, now)
+}
+
+func (s *Server) trusted(t *tile.Tile, now time.Time) bool {
+	return s.sy == nil || s.sy.Trusted(t.StoredAt, now)
 }
 
 // fetch gets key from the origin, revalidating cached when it is set, and
-// fills the tiers. Concurrent fetches of one key make one origin request.
+// fills the tiers. Concurrent fetches of one key make one origin request,
+// except that a request never joins a fetch that a purge of its key has
+// overtaken: those bytes may be what the purge removed.
 func (s *Server) fetch(ctx context.Context, key string, cached *tile.Tile) (*tile.Tile, source, error) {
-	t, src, shared, err := s.flight.do(ctx, key, func() (*tile.Tile, source, error) {
-		return s.fetchOnce(ctx, key, cached)
-	})
+	t, src, shared, err := s.flight.do(ctx, key, s.guard.begin(), s.guard.overtaken,
+		func(epoch uint64) (*tile.Tile, source, error) { return s.fetchOnce(ctx, key, cached, epoch) })
 	if shared {
 		s.stats.merged.Add(1)
 	}
 	if err == nil {
 		return t, src, nil
 	}
-	if cached != nil && !errors.Is(err, origin.ErrNotFound) && s.now().Sub(cached.StoredAt) < s.cfg.RevalidateAfter+s.staleIfError {
+	if cached != nil && !errors.Is(err, origin.ErrNotFound) && s.now().Sub(cached.StoredAt) < s.cfg.RevalidateAfter+s.staleIfError &&
+		s.trusted(cached, s.now()) {
+		// Stale only by age: the origin is down, and the copy is one no
+		// purge can have removed. A copy the journal no longer vouches for
+		// is never served stale.
 		s.stats.stale.Add(1)
 		s.log.Warn("serving stale copy", "key", key, "err", err)
 		return cached, srcStale, nil
@@ -153,11 +167,10 @@ func (s *Server) fetch(ctx context.Context, key string, cached *tile.Tile) (*til
 	return nil, 0, err
 }
 
-// fetchOnce is the body of one merged fetch. It runs detached from the
-// caller that started it (other callers may be waiting), bounded by
-// OriginTimeout and by that caller's deadline.
-func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile) (*tile.Tile, source, error) {
-	epoch := s.guard.begin()
+// fetchOnce is the body of one merged fetch, started at guard epoch epoch.
+// It runs detached from the caller that started it (other callers may be
+// waiting), bounded by OriginTimeout and by that caller's deadline.
+func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile, epoch uint64) (*tile.Tile, source, error) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OriginTimeout)
 	defer cancel()
 	if dl, ok := ctx.Deadline(); ok {
@@ -170,10 +183,14 @@ func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile) (
 		etag = cached.ETag
 	}
 	s.stats.originFetches.Add(1)
+	// A copy is as current as the moment its request left: S3 may answer
+	// with the version it held then.
+	sent := s.now()
 	t, err := s.origin.Get(fctx, key, etag)
 	switch {
 	case err == nil:
 		t.ContentType = contentTypeFor(key, t.ContentType)
+		t.StoredAt = sent
 		s.store(key, t, epoch)
 		s.stats.misses.Add(1)
 		return t, srcOrigin, nil
@@ -181,7 +198,7 @@ func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile) (
 		// Both tiers get the renewed copy, so a tile that later leaves
 		// memory is not revalidated again when read back from disk.
 		renewed := *cached
-		renewed.StoredAt = s.now()
+		renewed.StoredAt = sent
 		s.store(key, &renewed, epoch)
 		s.stats.revalidated.Add(1)
 		return &renewed, srcRevalidated, nil
@@ -189,7 +206,7 @@ func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile) (
 		if cached == nil && s.negativeTTL > 0 {
 			// Remember the miss (sparse tilesets ask for missing tiles all
 			// the time); an upload's purge forgets it.
-			s.guard.insert(key, epoch, func() { s.mem.Set(key, &tile.Tile{Missing: true, StoredAt: s.now()}) })
+			s.guard.insert(key, epoch, func() { s.mem.Set(key, &tile.Tile{Missing: true, StoredAt: sent}) })
 		}
 		if cached != nil {
 			// The tile was deleted at the origin: forget every copy of it.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
@@ -74,14 +75,6 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 			a.Disk = d
 		}
 	}
-	if a.Disk != nil && (len(cfg.StagePrefixes) > 0 || cfg.StageManifest != "") {
-		a.Staged = stage.Run(ctx, stage.Config{
-			Prefixes: cfg.StagePrefixes,
-			Manifest: cfg.StageManifest,
-			Budget:   cfg.StageBudget,
-		}, o, a.Disk, log)
-	}
-
 	var inv *cdn.Invalidator
 	if cfg.DistributionID != "" {
 		inv, err = newInvalidator(ctx, cfg.Common, log)
@@ -89,7 +82,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 			return nil, err
 		}
 	}
-	a.Journal = purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{})
+	a.Journal = purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{Logger: log})
 	srv, err := tileserver.New(tileserver.Config{
 		CacheControl:         cfg.CacheControl,
 		NegativeCacheControl: cfg.NegativeCacheControl,
@@ -109,11 +102,32 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		return nil, err
 	}
 	a.Server = srv
-	a.Follower = purge.NewFollower(a.Journal, srv, purge.FollowerConfig{Interval: cfg.SyncInterval}, log)
+
+	// The journal is read before the disk tier is trusted or staging begins:
+	// a disk tier kept from an earlier process gets every purge it missed
+	// (or is dropped), and the position saved with it moves on with it.
+	fcfg := purge.FollowerConfig{Interval: cfg.SyncInterval, Timeout: cfg.SyncTimeout}
+	if a.Disk != nil {
+		fcfg.Position = purge.PositionFile{Path: filepath.Join(a.Disk.Dir(), purge.PositionFileName), Fsync: cfg.DiskFsync}
+	}
+	a.Follower = purge.NewFollower(a.Journal, srv, fcfg, log)
 	if err := a.Follower.Start(ctx); err != nil {
-		// The next request's check retries; until then the tiers are empty or
-		// freshly staged, so nothing stale can be served from them.
-		log.Warn("purge journal head not read at start; the first requests will retry", "err", err)
+		// Until a check succeeds, cached copies are trusted only for
+		// SYNC_INTERVAL + SYNC_TIMEOUT after they were fetched; older ones
+		// are revalidated with S3.
+		log.Warn("purge journal not read at start; cached copies are revalidated until it is", "err", err)
+	}
+	if a.Disk != nil && (len(cfg.StagePrefixes) > 0 || cfg.StageManifest != "") {
+		a.Staged = stage.Run(ctx, stage.Config{
+			Prefixes: cfg.StagePrefixes,
+			Manifest: cfg.StageManifest,
+			Budget:   cfg.StageBudget,
+		}, o, a.Disk, log)
+		// Purges recorded while staging copied tiles apply to them before
+		// the first answer.
+		if err := a.Follower.Sync(ctx); err != nil {
+			log.Warn("purge journal not read after staging; staged copies are revalidated until it is", "err", err)
+		}
 	}
 	a.Handler = srv.WithSync(a.Follower)
 	return a, nil
