@@ -172,7 +172,7 @@ func (f *Follower) Sync(ctx context.Context) error {
 // when the last good check started after that time, or when the copy was
 // fetched after it. It costs an atomic load.
 func (f *Follower) Trusted(storedAt, now time.Time) bool {
-	return f.vouching(now) || storedAt.UnixNano() >= f.horizon(now)
+	return f.vouching(now) || storedAt.UnixNano() > f.horizon(now)
 }
 
 func (f *Follower) horizon(now time.Time) int64 {
@@ -183,7 +183,7 @@ func (f *Follower) horizon(now time.Time) int64 {
 // for every cached copy.
 func (f *Follower) vouching(now time.Time) bool {
 	ok := f.lastOK.Load()
-	return ok != 0 && ok >= f.horizon(now)
+	return ok != 0 && ok > f.horizon(now)
 }
 
 // Applied is the sequence number of the last entry applied.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,12 @@ type Fault struct {
 	TruncateAfter int
 	// SlowBody, when > 0, sleeps this long before each 4 KiB of the body.
 	SlowBody time.Duration
+	// Hold, when set, is called once the endpoint has produced its whole
+	// response and before any of it is sent: S3 has answered, and the answer
+	// is still on its way when Hold returns. Tests use it to change the
+	// bucket between the moment S3 read an object and the moment the
+	// client receives it.
+	Hold func()
 }
 
 // Faults injects faults and latency in front of the endpoint. Its zero value
@@ -105,6 +112,17 @@ func (f *Faults) wrap(next http.Handler) http.Handler {
 		}
 		if rule.Status != 0 {
 			writeError(w, rule.Status)
+			return
+		}
+		if rule.Hold != nil {
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			rule.Hold()
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
 			return
 		}
 		if rule.TruncateAfter > 0 || rule.SlowBody > 0 {
