@@ -18,7 +18,8 @@ import (
 func invocation(id, trace string) context.Context {
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
 	if trace != "" {
-		ctx = context.WithValue(ctx, "x-amzn-trace-id", trace) //nolint:staticcheck // the key aws-lambda-go uses
+		//lint:ignore SA1029 the key aws-lambda-go uses
+		ctx = context.WithValue(ctx, "x-amzn-trace-id", trace)
 	}
 	return ctx
 }

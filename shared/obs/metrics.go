@@ -86,7 +86,7 @@ const OtherTileSet = "(other)"
 // DefaultNamespace is the CloudWatch namespace when MetricsConfig leaves it empty.
 const DefaultNamespace = "tilesieve"
 
-// DefaultMaxTileSets bounds the TileSet dimension when MetricsConfig leaves it 0.
+// DefaultMaxTileSets is the suggested bound of the TileSet dimension.
 const DefaultMaxTileSets = 20
 
 // MetricsConfig configures a metric set.
@@ -95,8 +95,8 @@ type MetricsConfig struct {
 	FunctionName string        // the FunctionName dimension (the Lambda function's name); required
 	Interval     time.Duration // least time between two lines; emf.DefaultInterval when 0
 	// MaxTileSets is how many tilesets get a line of their own (the TileSet
-	// dimension); the rest are counted as OtherTileSet. 0 means
-	// DefaultMaxTileSets, a negative number no TileSet dimension at all.
+	// dimension); the rest are counted as OtherTileSet. 0: no TileSet
+	// dimension at all.
 	MaxTileSets int
 }
 
@@ -161,9 +161,6 @@ func NewTileMetrics(cfg MetricsConfig, w io.Writer, now time.Time) (*TileMetrics
 		return nil, err
 	}
 	m := &TileMetrics{reg: reg, maxTileSets: cfg.MaxTileSets}
-	if m.maxTileSets == 0 {
-		m.maxTileSets = DefaultMaxTileSets
-	}
 	for t := range numTiers {
 		m.requests[t] = reg.Counter(t.MetricName(), emf.Count)
 	}

@@ -57,7 +57,7 @@ func lines(t *testing.T, out *bytes.Buffer) map[string][]*emftest.Doc {
 func TestTileMetricsKnownWorkload(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(t0)
-	m, out := newTileMetrics(t, obs.MetricsConfig{Interval: time.Minute}, clock.Now())
+	m, out := newTileMetrics(t, obs.MetricsConfig{Interval: time.Minute, MaxTileSets: obs.DefaultMaxTileSets}, clock.Now())
 	m.WatchTiers(func() obs.TierSize { return obs.TierSize{Bytes: 4096, Entries: 3} }, nil)
 
 	type req struct {
@@ -288,7 +288,7 @@ func TestMetricsNeedAFunctionName(t *testing.T) {
 // plus the flush check and the disabled debug log line, against doing nothing.
 
 func BenchmarkMemoryHitAccounting(b *testing.B) {
-	m, _ := newTileMetrics(b, obs.MetricsConfig{}, t0)
+	m, _ := newTileMetrics(b, obs.MetricsConfig{MaxTileSets: obs.DefaultMaxTileSets}, t0)
 	log := obs.NewLogger(io.Discard, "info")
 	ctx := context.Background()
 	now := t0.Add(time.Second)

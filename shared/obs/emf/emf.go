@@ -207,13 +207,18 @@ func (r *Registry) Group(dim Dimension) (*Group, error) {
 // When it has not, the cost is one atomic load, so it can run on every
 // request. Of concurrent callers that find the interval passed, one writes.
 func (r *Registry) MaybeFlush(now time.Time) error {
-	next := r.next.Load()
-	t := now.UnixNano()
-	if t < next {
+	if now.UnixNano() < r.next.Load() {
 		return nil
 	}
-	if !r.next.CompareAndSwap(next, t+r.interval) {
-		return nil // another caller is writing this interval's line
+	return r.flushIfDue(now)
+}
+
+// flushIfDue is MaybeFlush's slow path, kept apart so that the fast one inlines.
+func (r *Registry) flushIfDue(now time.Time) error {
+	next := r.next.Load()
+	t := now.UnixNano()
+	if t < next || !r.next.CompareAndSwap(next, t+r.interval) {
+		return nil // not due after all, or another caller writes this interval's line
 	}
 	return r.write(now)
 }

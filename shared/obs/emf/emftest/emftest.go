@@ -185,12 +185,12 @@ func (d *Doc) value(name string, raw json.RawMessage) error {
 	}
 	n := sum(h.Counts)
 	if n != *h.Count {
-		return fmt.Errorf("Count %v, Counts add up to %v", *h.Count, n)
+		return fmt.Errorf("histogram Count %v, Counts add up to %v", *h.Count, n)
 	}
 	// The sum must be one some values in [Min, Max] could give (with room for rounding).
 	lo, hi := *h.Max+*h.Min*(n-1), *h.Min+*h.Max*(n-1)
 	if slack := 1e-3 * n; *h.Sum < lo-slack || *h.Sum > hi+slack {
-		return fmt.Errorf("Sum %v impossible for %v values in [%v, %v]", *h.Sum, n, *h.Min, *h.Max)
+		return fmt.Errorf("histogram Sum %v impossible for %v values in [%v, %v]", *h.Sum, n, *h.Min, *h.Max)
 	}
 	d.Histograms[name] = Histogram{Values: h.Values, Counts: h.Counts, Min: *h.Min, Max: *h.Max, Sum: *h.Sum, Cnt: n}
 	return nil
