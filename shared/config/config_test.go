@@ -134,3 +134,39 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want Metrics
+		bad  []string
+	}{
+		{"defaults", nil, Metrics{Enabled: true, Namespace: "tilesieve", Interval: time.Minute, MaxTileSets: 20}, nil},
+		{"set", map[string]string{"METRICS": "false", "METRICS_NAMESPACE": "maps", "METRICS_INTERVAL": "10s", "METRICS_TILESETS": "0"},
+			Metrics{Namespace: "maps", Interval: 10 * time.Second}, nil},
+		{"invalid", map[string]string{"METRICS": "yes please", "METRICS_INTERVAL": "10ms", "METRICS_TILESETS": "500"},
+			Metrics{}, []string{"METRICS=", "METRICS_INTERVAL", "METRICS_TILESETS"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env, seen := recordingEnv(tc.env)
+			got, err := LoadMetrics(env)
+			if tc.bad == nil {
+				if err != nil || got != tc.want {
+					t.Errorf("got %+v, %v; want %+v", got, err, tc.want)
+				}
+				if want := names(MetricsVars()); !slices.Equal(slices.Sorted(maps.Keys(seen)), want) {
+					t.Errorf("read %v, documented %v", slices.Sorted(maps.Keys(seen)), want)
+				}
+				return
+			}
+			for _, w := range tc.bad {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("got %v, want it to mention %s", err, w)
+				}
+			}
+		})
+	}
+}

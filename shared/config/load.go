@@ -202,3 +202,44 @@ func joinHostPort(host string, port int) string {
 	}
 	return host + ":" + strconv.Itoa(port)
 }
+
+// Metrics is how a function writes its CloudWatch EMF metrics; both functions
+// read it. The worker writes once per invocation, so Interval is the tile
+// function's alone.
+type Metrics struct {
+	Enabled     bool
+	Namespace   string
+	Interval    time.Duration
+	MaxTileSets int // tilesets with a TileSet dimension of their own; 0: none
+}
+
+// MetricsVars lists the variables LoadMetrics reads.
+func MetricsVars() []Var {
+	return []Var{
+		{Name: "METRICS", Default: "true", Doc: "Write CloudWatch metrics as embedded metric format lines on stdout (no CloudWatch API calls)."},
+		{Name: "METRICS_NAMESPACE", Default: "tilesieve", Doc: "CloudWatch namespace of the metrics."},
+		{Name: "METRICS_INTERVAL", Default: "60s", Doc: "Least time between two metric lines of a tile function instance (written on the request path and at shutdown); the worker writes once per invocation."},
+		{Name: "METRICS_TILESETS", Default: "20", Doc: "Tilesets whose requests get a TileSet dimension of their own; the rest count as (other). 0 turns the dimension off."},
+	}
+}
+
+// LoadMetrics reads the metrics settings from env.
+func LoadMetrics(env Env) (Metrics, error) {
+	r := &reader{env: env}
+	m := Metrics{
+		Enabled:     r.bool("METRICS", true),
+		Namespace:   r.str("METRICS_NAMESPACE", "tilesieve"),
+		Interval:    r.duration("METRICS_INTERVAL", time.Minute),
+		MaxTileSets: r.int("METRICS_TILESETS", 20),
+	}
+	if len(m.Namespace) > 1024 {
+		r.fail("METRICS_NAMESPACE: at most 1024 characters")
+	}
+	if m.Interval < time.Second {
+		r.fail("METRICS_INTERVAL=%v: want at least 1s", m.Interval)
+	}
+	if m.MaxTileSets > 100 {
+		r.fail("METRICS_TILESETS=%d: want at most 100 (each is a line per interval and a set of CloudWatch metrics)", m.MaxTileSets)
+	}
+	return m, r.err("metrics")
+}
