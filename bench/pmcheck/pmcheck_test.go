@@ -20,6 +20,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
 // pyramid is every tile of zooms 0..maxZoom. With runs, every third tile of
@@ -333,7 +334,7 @@ func TestTestWriterArchives(t *testing.T) {
 	}{
 		{"clustered dedup gzip leaves", pmtilestest.Options{Clustered: true, Dedup: true, InternalCompression: pmtiles.CompressionGzip, MaxRootBytes: 300}},
 		{"unclustered none leaves", pmtilestest.Options{MaxRootBytes: 300}},
-		{"clustered none root only", pmtilestest.Options{Clustered: true, Dedup: true, InternalCompression: pmtiles.CompressionGzip}},
+		{"clustered dedup gzip root only", pmtilestest.Options{Clustered: true, Dedup: true, InternalCompression: pmtiles.CompressionGzip}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -361,5 +362,48 @@ func TestTestWriterArchives(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTileJSONOfConvertedArchive builds TileJSON from an archive go-pmtiles
+// converted from MBTiles (metadata as tippecanoe's MBTiles output has it).
+func TestTileJSONOfConvertedArchive(t *testing.T) {
+	t.Parallel()
+	tiles := pyramid(3, false, mvtBody)
+	b := convert(t, tiles, map[string]string{
+		"format":      "pbf",
+		"name":        "Roads",
+		"attribution": "© OpenStreetMap",
+		"bounds":      "-122.5,37.7,-122.3,37.9",
+		"center":      "-122.4,37.8,2",
+		"json":        `{"vector_layers":[{"id":"roads","fields":{"name":"String"}}]}`,
+	}, true)
+	src := pmtiles.RangeReaderFunc(func(_ context.Context, off, n int64) ([]byte, error) { return b[off : off+n], nil })
+	r, err := pmtiles.Open(context.Background(), src, int64(len(b)), pmtiles.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := r.Metadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tj, err := tileset.FromArchive("https://tiles.example", "roads", r.Header(), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tileset.TileJSON{
+		TileJSON: "3.0.0", Name: "Roads", Attribution: "© OpenStreetMap", Scheme: "xyz",
+		Tiles:   []string{"https://tiles.example/roads/{z}/{x}/{y}.pbf"},
+		MinZoom: 0, MaxZoom: 3,
+		Bounds:       []float64{-122.5, 37.7, -122.3, 37.9},
+		Center:       []float64{-122.4, 37.8, 2},
+		VectorLayers: []byte(`[{"fields":{"name":"String"},"id":"roads"}]`),
+		Format:       "pbf",
+	}
+	if got := tj.Marshal(); string(got) != string(want.Marshal()) {
+		t.Errorf("got %s\nwant %s", got, want.Marshal())
+	}
+	if h := r.Header(); h.TileCompression != pmtiles.CompressionGzip || h.TileType != pmtiles.TileTypeMVT {
+		t.Errorf("header: tile compression %v, type %v, want gzip mvt", h.TileCompression, h.TileType)
 	}
 }
