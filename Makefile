@@ -55,7 +55,8 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzOps:./shared/cache/ \
 	    FuzzParseHeader:./shared/pmtiles/ \
 	    FuzzParseDirectory:./shared/pmtiles/ \
-	    FuzzReader:./shared/pmtiles/ ; do \
+	    FuzzReader:./shared/pmtiles/ \
+	    FuzzRewriteID:./shared/iiif/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(or $(FUZZTIME),30s) "$${t#*:}"; \
 	done
