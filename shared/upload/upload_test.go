@@ -308,7 +308,9 @@ func TestFailuresAreReported(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string][]byte{"0/0/0.png": []byte("a"), "1/0/0.png": []byte("b")})
 	ep.Faults().Add(s3local.Fault{
-		Match:  func(r *http.Request) bool { return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/1/0/0.png") },
+		Match: func(r *http.Request) bool {
+			return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/1/0/0.png")
+		},
 		Status: http.StatusForbidden,
 	})
 	rep, err := upload.Run(context.Background(), ep.Client, dir, upload.Destination{Bucket: bucket, Name: "f"}, upload.Options{})
