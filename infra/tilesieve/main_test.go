@@ -44,9 +44,9 @@ func TestUploadCommand(t *testing.T) {
 	}
 
 	for _, c := range []struct {
-		name       string
-		args       []string
-		code       int
+		name        string
+		args        []string
+		code        int
 		out, errOut string
 	}{
 		{"archive", []string{"upload", "-quiet", archive, "s3://tiles/maps/world"}, 0, "s3://tiles/maps/world: 1 uploaded", ""},

@@ -328,6 +328,8 @@ func list(ctx context.Context, client *s3.Client, bucket, prefix string) (map[st
 
 // one uploads a file unless its object is already there; it returns the
 // bytes uploaded.
+//
+//lint:ignore SA1019 deliberate use of the deprecated manager, see Run
 func one(ctx context.Context, client *s3.Client, up *manager.Uploader, bucket string, it item, existing map[string]int64) (int64, bool, error) {
 	f, err := os.Open(it.path)
 	if err != nil {
