@@ -56,7 +56,8 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzParseHeader:./shared/pmtiles/ \
 	    FuzzParseDirectory:./shared/pmtiles/ \
 	    FuzzReader:./shared/pmtiles/ \
-	    FuzzRewriteID:./shared/iiif/ ; do \
+	    FuzzRewriteID:./shared/iiif/ \
+	    FuzzFromMetadata:./shared/tileset/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(or $(FUZZTIME),30s) "$${t#*:}"; \
 	done

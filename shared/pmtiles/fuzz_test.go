@@ -28,7 +28,7 @@ func seedArchives() [][]byte {
 	} {
 		out = append(out, pmtilestest.Build(tiles, o))
 	}
-	return out
+	return append(out, cycleArchive(), nestedArchive())
 }
 
 func seedDirectories() [][]byte {

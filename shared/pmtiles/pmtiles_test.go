@@ -407,15 +407,7 @@ func TestReaderRefusesBadArchives(t *testing.T) {
 	leafy := pmtilestest.Build(tiles, pmtilestest.Options{Clustered: true, MaxRootBytes: 40, LeafEntries: 64})
 	flat := pmtilestest.Build(tiles, pmtilestest.Options{Clustered: true})
 
-	// A root whose one leaf entry points at the root itself, placed as the
-	// leaf section: a cycle.
-	cycleRoot := pmtilestest.EncodeDirectory([]pmtiles.Entry{{TileID: 0, Offset: 0, Length: 0}})
-	cycleRoot = pmtilestest.EncodeDirectory([]pmtiles.Entry{{TileID: 0, Offset: 0, Length: uint32(len(cycleRoot))}})
-	cycle := append(pmtilestest.EncodeHeader(pmtiles.Header{
-		SpecVersion: 3, RootOffset: 127, RootLength: uint64(len(cycleRoot)),
-		LeafDirectoryOffset: 127, LeafDirectoryLength: uint64(len(cycleRoot)),
-		InternalCompression: pmtiles.CompressionNone, TileType: pmtiles.TileTypePNG, MaxZoom: 5,
-	}), cycleRoot...)
+	cycle := cycleArchive()
 
 	for _, c := range []struct {
 		name    string
@@ -579,5 +571,61 @@ func TestTileTypes(t *testing.T) {
 	}
 	if got := pmtiles.CompressionNone.ContentEncoding(); got != "" {
 		t.Errorf("none ContentEncoding: got %q, want empty", got)
+	}
+}
+
+// cycleArchive is an archive whose root's one leaf entry points at the root
+// itself, placed as the leaf section: a cycle.
+func cycleArchive() []byte {
+	root := pmtilestest.EncodeDirectory([]pmtiles.Entry{{TileID: 0, Offset: 0, Length: 1}})
+	root = pmtilestest.EncodeDirectory([]pmtiles.Entry{{TileID: 0, Offset: 0, Length: uint32(len(root))}})
+	return append(pmtilestest.EncodeHeader(pmtiles.Header{
+		SpecVersion: 3, RootOffset: 127, RootLength: uint64(len(root)),
+		LeafDirectoryOffset: 127, LeafDirectoryLength: uint64(len(root)),
+		InternalCompression: pmtiles.CompressionNone, TileType: pmtiles.TileTypePNG, MaxZoom: 5,
+	}), root...)
+}
+
+// nestedArchive holds tile 0/0/0 ("abc") behind two levels of leaves: the
+// root points at leaf 1, leaf 1 at leaf 2, leaf 2 at the tile.
+func nestedArchive() []byte {
+	leaf2 := pmtilestest.EncodeDirectory([]pmtiles.Entry{{TileID: 0, Offset: 0, Length: 3, RunLength: 1}})
+	leaf1 := pmtilestest.EncodeDirectory([]pmtiles.Entry{{TileID: 0, Offset: 0, Length: uint32(len(leaf2))}})
+	root := pmtilestest.EncodeDirectory([]pmtiles.Entry{{TileID: 0, Offset: uint64(len(leaf2)), Length: uint32(len(leaf1))}})
+	h := pmtiles.Header{SpecVersion: 3, RootOffset: 127, RootLength: uint64(len(root)),
+		InternalCompression: pmtiles.CompressionNone, TileType: pmtiles.TileTypePNG}
+	h.MetadataOffset = h.RootOffset + h.RootLength
+	h.LeafDirectoryOffset = h.MetadataOffset
+	h.LeafDirectoryLength = uint64(len(leaf2) + len(leaf1))
+	h.TileDataOffset = h.LeafDirectoryOffset + h.LeafDirectoryLength
+	h.TileDataLength = 3
+	b := pmtilestest.EncodeHeader(h)
+	for _, p := range [][]byte{root, leaf2, leaf1, []byte("abc")} {
+		b = append(b, p...)
+	}
+	return b
+}
+
+func TestReaderDepthLimit(t *testing.T) {
+	t.Parallel()
+	b := nestedArchive()
+	for _, c := range []struct {
+		depth int
+		ok    bool
+	}{{3, true}, {2, false}, {0, true}} { // 0: the default, 4
+		t.Run(fmt.Sprint(c.depth), func(t *testing.T) {
+			a := &archive{b: b}
+			r, err := pmtiles.Open(context.Background(), a, int64(len(b)), pmtiles.Options{MaxDepth: c.depth})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, found, err := r.ReadTile(context.Background(), 0, 0, 0)
+			if c.ok && (err != nil || !found || string(got) != "abc") {
+				t.Errorf("got %q, %v, %v, want abc", got, found, err)
+			}
+			if !c.ok && !errors.Is(err, pmtiles.ErrInvalid) {
+				t.Errorf("got %q, %v, %v, want %v", got, found, err, pmtiles.ErrInvalid)
+			}
+		})
 	}
 }

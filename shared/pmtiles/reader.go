@@ -38,9 +38,13 @@ type LeafCache interface {
 
 // Defaults of Options.
 const (
-	DefaultMaxDepth          = 4        // the root and three levels of leaves; writers use one
-	DefaultMaxDirectoryBytes = 32 << 20 // compressed or decompressed
-	DefaultMaxMetadataBytes  = 4 << 20  // compressed or decompressed
+	DefaultMaxDepth = 4 // the root and three levels of leaves; writers use one
+	// DefaultMaxDirectoryBytes caps a directory stored and decompressed. A
+	// planet-scale archive's leaves are well under 1 MiB; decoded entries
+	// take at most six times the decompressed bytes, so a leaf costs at most
+	// 24 MiB of memory.
+	DefaultMaxDirectoryBytes = 4 << 20
+	DefaultMaxMetadataBytes  = 4 << 20 // stored and decompressed
 	DefaultMaxTileBytes      = 64 << 20
 )
 

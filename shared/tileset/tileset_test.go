@@ -181,3 +181,27 @@ func TestFromArchive(t *testing.T) {
 		t.Errorf("unknown tile type: got %v, want %v", err, tileset.ErrMetadata)
 	}
 }
+
+// FuzzFromMetadata: any metadata.json is refused with ErrMetadata or gives a
+// TileJSON that encodes to JSON with one absolute tile URL.
+func FuzzFromMetadata(f *testing.F) {
+	for _, s := range []string{tippecanoeMetadata, `{"format":"png","bounds":[1,2,3,4]}`, `{"vector_layers":[]}`, `{"json":"{\"vector_layers\":[]}"}`, `{}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		tj, err := tileset.FromMetadata("https://h", "n", meta)
+		if err != nil {
+			if !errors.Is(err, tileset.ErrMetadata) {
+				t.Fatalf("error %v is not ErrMetadata", err)
+			}
+			return
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(tj.Marshal(), &doc); err != nil {
+			t.Fatalf("TileJSON does not decode: %v", err)
+		}
+		if len(tj.Tiles) != 1 || tj.MinZoom > tj.MaxZoom {
+			t.Fatalf("got %+v", tj)
+		}
+	})
+}
