@@ -113,8 +113,7 @@ func convert(t *testing.T, tiles map[pmtiles.ZXY][]byte, meta map[string]string,
 // and that tiles around the pyramid are absent.
 func readAll(t *testing.T, b []byte, tiles map[pmtiles.ZXY][]byte, wantLeaves bool) pmtiles.Header {
 	t.Helper()
-	src := pmtiles.RangeReaderFunc(func(_ context.Context, off, n int64) ([]byte, error) { return b[off : off+n], nil })
-	r, err := pmtiles.Open(context.Background(), src, int64(len(b)), pmtiles.Options{})
+	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,8 +377,7 @@ func TestTileJSONOfConvertedArchive(t *testing.T) {
 		"center":      "-122.4,37.8,2",
 		"json":        `{"vector_layers":[{"id":"roads","fields":{"name":"String"}}]}`,
 	}, true)
-	src := pmtiles.RangeReaderFunc(func(_ context.Context, off, n int64) ([]byte, error) { return b[off : off+n], nil })
-	r, err := pmtiles.Open(context.Background(), src, int64(len(b)), pmtiles.Options{})
+	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -627,5 +629,38 @@ func TestReaderDepthLimit(t *testing.T) {
 				t.Errorf("got %q, %v, %v, want %v", got, found, err, pmtiles.ErrInvalid)
 			}
 		})
+	}
+}
+
+func TestReaderAtStagedFile(t *testing.T) {
+	t.Parallel()
+	tiles := pyramid(5, true)
+	path := filepath.Join(t.TempDir(), "a.pmtiles")
+	if err := os.WriteFile(path, pmtilestest.Build(tiles, pmtilestest.Options{Dedup: true, InternalCompression: pmtiles.CompressionGzip, MaxRootBytes: 200}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(f), st.Size(), pmtiles.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tl, want := range tiles {
+		if got, ok, err := r.ReadTile(context.Background(), tl.Z, tl.X, tl.Y); err != nil || !ok || !bytes.Equal(got, want) {
+			t.Fatalf("tile %v: got %q, %v, %v, want %q", tl, got, ok, err, want)
+		}
+	}
+	// A file shorter than the size the caller claims: the read error, not a
+	// short tile.
+	r, err = pmtiles.Open(context.Background(), pmtiles.ReaderAt(f), st.Size()+100, pmtiles.Options{})
+	if err == nil {
+		_, _, err = r.ReadTile(context.Background(), 5, 31, 31)
+	}
+	if err == nil {
+		t.Errorf("size past the file's end: got no error")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 )
 
 // RangeReader reads bytes of one version of an archive. A server pins the
@@ -19,6 +20,18 @@ type RangeReaderFunc func(ctx context.Context, offset, length int64) ([]byte, er
 // ReadRange calls f.
 func (f RangeReaderFunc) ReadRange(ctx context.Context, offset, length int64) ([]byte, error) {
 	return f(ctx, offset, length)
+}
+
+// ReaderAt reads ranges from r: an archive staged to a local file
+// (*os.File), or bytes in memory (bytes.NewReader).
+func ReaderAt(r io.ReaderAt) RangeReader {
+	return RangeReaderFunc(func(_ context.Context, off, n int64) ([]byte, error) {
+		b := make([]byte, n)
+		if _, err := r.ReadAt(b, off); err != nil {
+			return nil, fmt.Errorf("pmtiles: read %d+%d: %w", off, n, err)
+		}
+		return b, nil
+	})
 }
 
 // Range is a byte range of the archive, from its first byte.

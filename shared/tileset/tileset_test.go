@@ -1,6 +1,7 @@
 package tileset_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,8 +142,7 @@ func TestFromArchive(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := pmtilestest.Build(tiles, pmtilestest.Options{Clustered: true, TileType: c.tt, Metadata: c.meta, InternalCompression: pmtiles.CompressionGzip,
 				Edit: func(h *pmtiles.Header) { h.CenterLonE7, h.CenterLatE7, h.CenterZoom = 100000000, -200000000, 4 }})
-			src := pmtiles.RangeReaderFunc(func(_ context.Context, off, n int64) ([]byte, error) { return b[off : off+n], nil })
-			r, err := pmtiles.Open(context.Background(), src, int64(len(b)), pmtiles.Options{})
+			r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
