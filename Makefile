@@ -52,7 +52,12 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzConditionalHeaders:./shared/tileserver/ \
 	    FuzzParseManifest:./shared/stage/ \
 	    FuzzDecodeFile:./shared/disk/ \
-	    FuzzOps:./shared/cache/ ; do \
+	    FuzzOps:./shared/cache/ \
+	    FuzzParseHeader:./shared/pmtiles/ \
+	    FuzzParseDirectory:./shared/pmtiles/ \
+	    FuzzReader:./shared/pmtiles/ \
+	    FuzzRewriteID:./shared/iiif/ \
+	    FuzzFromMetadata:./shared/tileset/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(or $(FUZZTIME),30s) "$${t#*:}"; \
 	done

@@ -170,3 +170,25 @@ func TestMetrics(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadS3(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want S3
+		ok   bool
+	}{
+		{"defaults", nil, S3{}, true},
+		{"local endpoint", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "S3_FORCE_PATH_STYLE": "true", "AWS_REGION": "eu-west-1"},
+			S3{Region: "eu-west-1", Endpoint: "http://127.0.0.1:9000", PathStyle: true}, true},
+		{"bad endpoint", map[string]string{"AWS_ENDPOINT_URL": "127.0.0.1:9000"}, S3{}, false},
+		{"bad path style", map[string]string{"S3_FORCE_PATH_STYLE": "sometimes"}, S3{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := LoadS3(envOf(c.env))
+			if (err == nil) != c.ok || (c.ok && got != c.want) {
+				t.Errorf("got %+v, %v, want %+v (ok=%v)", got, err, c.want, c.ok)
+			}
+		})
+	}
+}

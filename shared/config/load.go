@@ -85,11 +85,7 @@ func (r *reader) common() Common {
 	if !strings.HasSuffix(c.JournalPrefix, "/") || tile.ValidatePrefix(c.JournalPrefix) != nil {
 		r.fail("JOURNAL_PREFIX=%q: must be a directory ending in /", c.JournalPrefix)
 	}
-	if c.Endpoint != "" {
-		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			r.fail("AWS_ENDPOINT_URL=%q: want an http or https URL", c.Endpoint)
-		}
-	}
+	r.checkEndpoint(c.Endpoint)
 	if c.TilesPrefix != "" && strings.HasPrefix(c.JournalPrefix, c.TilesPrefix) {
 		// The worker's own journal writes would trigger the worker. (With an
 		// empty TILES_PREFIX the worker skips journal keys itself, and the
@@ -105,6 +101,35 @@ func (r *reader) common() Common {
 		r.fail("LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel)
 	}
 	return c
+}
+
+func (r *reader) checkEndpoint(endpoint string) {
+	if endpoint != "" {
+		if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			r.fail("AWS_ENDPOINT_URL=%q: want an http or https URL", endpoint)
+		}
+	}
+}
+
+// S3 is how a command that is not one of the functions (the upload command)
+// reaches S3: the same variables the functions read, and no bucket, since
+// the command names its own.
+type S3 struct {
+	Region    string // AWS_REGION; "" leaves it to the SDK's shared config
+	Endpoint  string // AWS_ENDPOINT_URL
+	PathStyle bool   // S3_FORCE_PATH_STYLE
+}
+
+// LoadS3 reads the S3 settings of a command from env.
+func LoadS3(env Env) (S3, error) {
+	r := &reader{env: env}
+	c := S3{
+		Region:    r.str("AWS_REGION", ""),
+		Endpoint:  r.str("AWS_ENDPOINT_URL", ""),
+		PathStyle: r.bool("S3_FORCE_PATH_STYLE", false),
+	}
+	r.checkEndpoint(c.Endpoint)
+	return c, r.err("S3")
 }
 
 // LoadTiles reads the tile function's configuration from env.

@@ -1,0 +1,183 @@
+package pmtiles
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"sort"
+)
+
+// Entry is one directory entry: RunLength tiles from TileID on share the
+// bytes at Offset (from the tile data section's start), or, with RunLength 0,
+// a leaf directory at Offset from the leaf section's start.
+type Entry struct {
+	TileID    uint64
+	Offset    uint64
+	Length    uint32
+	RunLength uint32
+}
+
+// IsLeaf reports whether the entry points to a leaf directory.
+func (e Entry) IsLeaf() bool { return e.RunLength == 0 }
+
+// EntryBytes is what one decoded Entry costs in memory, for callers that
+// bound a cache of directories in bytes.
+const EntryBytes = 24
+
+// ParseDirectory decodes a decompressed directory. Besides the encoding it
+// checks what makes lookups sound: at least one entry, tile ids strictly
+// ascending, every length positive and within 32 bits, run lengths within 32
+// bits, offsets that do not overflow, and no trailing bytes.
+func ParseDirectory(b []byte) ([]Entry, error) {
+	r := varintReader{b: b}
+	n, err := r.next("entry count")
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, invalid("directory: no entries")
+	}
+	// Each entry takes at least four bytes (one per varint), which bounds
+	// the allocation by the input's size.
+	if n > uint64(len(b))/4 {
+		return nil, invalid("directory: %d entries cannot fit in %d bytes", n, len(b))
+	}
+	entries := make([]Entry, n)
+	var id uint64
+	for i := range entries {
+		d, err := r.next("tile id")
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 && d == 0 {
+			return nil, invalid("directory: entry %d repeats tile id %d", i, id)
+		}
+		if id+d < id {
+			return nil, invalid("directory: entry %d: tile id overflows", i)
+		}
+		id += d
+		entries[i].TileID = id
+	}
+	for i := range entries {
+		v, err := r.next("run length")
+		if err != nil {
+			return nil, err
+		}
+		if v > math.MaxUint32 {
+			return nil, invalid("directory: entry %d: run length %d above 32 bits", i, v)
+		}
+		entries[i].RunLength = uint32(v)
+	}
+	for i := range entries {
+		v, err := r.next("length")
+		if err != nil {
+			return nil, err
+		}
+		if v == 0 || v > math.MaxUint32 {
+			return nil, invalid("directory: entry %d: length %d, want 1 to 2^32-1", i, v)
+		}
+		entries[i].Length = uint32(v)
+	}
+	for i := range entries {
+		v, err := r.next("offset")
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case v != 0:
+			entries[i].Offset = v - 1
+		case i == 0:
+			return nil, invalid("directory: entry 0 has a contiguous offset and no entry before it")
+		default:
+			// 0 means "right after the previous entry's bytes".
+			p := entries[i-1]
+			o, ok := end(p.Offset, uint64(p.Length))
+			if !ok {
+				return nil, invalid("directory: entry %d: offset overflows", i)
+			}
+			entries[i].Offset = o
+		}
+	}
+	if r.off != len(b) {
+		return nil, invalid("directory: %d bytes after the last entry", len(b)-r.off)
+	}
+	return entries, nil
+}
+
+type varintReader struct {
+	b   []byte
+	off int
+}
+
+func (r *varintReader) next(what string) (uint64, error) {
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		if n == 0 {
+			return 0, invalid("directory: truncated at byte %d (%s)", r.off, what)
+		}
+		return 0, invalid("directory: varint at byte %d overflows 64 bits (%s)", r.off, what)
+	}
+	r.off += n
+	return v, nil
+}
+
+// FindTile looks id up in entries (sorted by TileID, as ParseDirectory
+// returns them). It returns the entry whose run covers id, or the leaf entry
+// whose range may hold it (e.IsLeaf(): descend into that leaf), and false
+// when the directory says the tile is absent.
+func FindTile(entries []Entry, id uint64) (Entry, bool) {
+	// The last entry starting at or before id.
+	i := sort.Search(len(entries), func(i int) bool { return entries[i].TileID > id }) - 1
+	if i < 0 {
+		return Entry{}, false
+	}
+	e := entries[i]
+	if e.IsLeaf() || id-e.TileID < uint64(e.RunLength) {
+		return e, true
+	}
+	return Entry{}, false
+}
+
+// DecodeDirectory decompresses raw (as stored, with the header's internal
+// compression c) and parses it; max caps the decompressed size.
+func DecodeDirectory(raw []byte, c Compression, max int64) ([]Entry, error) {
+	b, err := Decompress(raw, c, max)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDirectory(b)
+}
+
+// Decompress undoes the internal compression c of a directory or of the
+// metadata, refusing output past max bytes. None and gzip are decoded;
+// brotli, zstd and unknown compressions are ErrUnsupported.
+func Decompress(raw []byte, c Compression, max int64) ([]byte, error) {
+	switch c {
+	case CompressionNone:
+		if int64(len(raw)) > max {
+			return nil, invalid("%d bytes, more than the cap of %d", len(raw), max)
+		}
+		return raw, nil
+	case CompressionGzip:
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, invalid("gzip: %v", err)
+		}
+		var out bytes.Buffer
+		n, err := out.ReadFrom(io.LimitReader(zr, max+1))
+		if err != nil {
+			if errors.Is(err, bytes.ErrTooLarge) {
+				return nil, invalid("gzip: output too large")
+			}
+			return nil, invalid("gzip: %v", err)
+		}
+		if n > max {
+			return nil, invalid("gzip: decompresses to more than the cap of %d bytes", max)
+		}
+		return out.Bytes(), nil
+	}
+	return nil, fmtUnsupported("internal compression %v (this reader decodes none and gzip)", c)
+}

@@ -1,0 +1,461 @@
+// Package upload puts a user's tiles into S3 the way tilesieve serves them:
+// a directory of z/x/y.ext tiles (plus an optional metadata.json) under
+// NAME/, or a PMTiles archive as NAME.pmtiles. The upload command and the
+// local stack both call Run, so tiles reach the bucket one way.
+//
+// What it promises:
+//
+//   - Content-Type comes from the extension; Content-Encoding is gzip exactly
+//     when the bytes start with the gzip magic, whatever the extension says.
+//   - An object already there with the same size, SHA-256 (kept in the
+//     object's metadata as x-amz-meta-sha256, since multipart ETags are not
+//     MD5s), Content-Type and Content-Encoding is skipped, so a second run
+//     uploads nothing and a changed file is uploaded again.
+//   - Files upload concurrently; progress lines go to a writer at most once
+//     per interval; the Report counts uploaded, skipped (by reason) and
+//     failed files, and Run's error names the failures.
+package upload
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// ErrSource is a PATH that cannot be uploaded; ErrDestination an s3:// URL
+// that cannot be parsed.
+var (
+	ErrSource      = errors.New("upload: bad source")
+	ErrDestination = errors.New("upload: bad destination")
+)
+
+// MetaSHA256 is the user-metadata key (x-amz-meta-sha256) that holds the hex
+// SHA-256 of an uploaded object.
+const MetaSHA256 = "sha256"
+
+// Skip reasons, the keys of Report.Skips.
+const (
+	SkipUnchanged = "already in the bucket with the same size, SHA-256 and headers"
+	SkipNotTile   = "not a z/x/y.ext tile of a known format or metadata.json"
+)
+
+// Destination is where Run puts a tileset: Bucket, then Prefix ("" or ending
+// in /), then NAME/... for a directory or NAME.pmtiles for an archive.
+type Destination struct {
+	Bucket, Prefix, Name string
+}
+
+func (d Destination) String() string { return "s3://" + d.Bucket + "/" + d.Prefix + d.Name }
+
+// ParseDestination reads s3://bucket/prefix/NAME (the prefix may be empty or
+// several segments; a trailing .pmtiles on NAME is dropped).
+func ParseDestination(s string) (Destination, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return Destination{}, fmt.Errorf("upload: %q: want s3://bucket/prefix/NAME: %w", s, ErrDestination)
+	}
+	key := strings.TrimPrefix(u.Path, "/")
+	key = strings.TrimSuffix(strings.TrimSuffix(key, "/"), ".pmtiles")
+	if key == "" {
+		return Destination{}, fmt.Errorf("upload: %q: no tileset NAME after the bucket: %w", s, ErrDestination)
+	}
+	if err := tile.ValidateKey(key); err != nil {
+		return Destination{}, fmt.Errorf("upload: %q: %v: %w", s, err, ErrDestination)
+	}
+	d := Destination{Bucket: u.Host, Name: key}
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		d.Prefix, d.Name = key[:i+1], key[i+1:]
+	}
+	return d, nil
+}
+
+// ContentType is the Content-Type of a file by its extension (without the
+// dot, any case), "" for an extension tilesieve does not serve.
+func ContentType(ext string) string {
+	switch strings.ToLower(ext) {
+	case "png":
+		return "image/png"
+	case "jpg", "jpeg":
+		return "image/jpeg"
+	case "webp":
+		return "image/webp"
+	case "avif":
+		return "image/avif"
+	case "pbf", "mvt":
+		return "application/vnd.mapbox-vector-tile"
+	case "json":
+		return "application/json"
+	case "pmtiles":
+		return "application/vnd.pmtiles"
+	}
+	return ""
+}
+
+// IsGzip reports whether b starts with the gzip magic.
+func IsGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
+
+// Defaults of Options.
+const (
+	DefaultConcurrency   = 16
+	DefaultProgressEvery = time.Second
+)
+
+// Options tune Run. Zero values take the defaults.
+type Options struct {
+	Concurrency   int              // files in flight
+	Progress      io.Writer        // progress lines; nil for none
+	ProgressEvery time.Duration    // at most one progress line per interval
+	Now           func() time.Time // the progress clock; default time.Now
+	PartSize      int64            // multipart part size; default the uploader's (5 MiB)
+}
+
+// Report says what Run did.
+type Report struct {
+	Uploaded      int
+	UploadedBytes int64
+	Skipped       int
+	Skips         map[string]int      // reason → files
+	SkipExamples  map[string][]string // reason → the first few paths
+	Failed        int
+	Failures      []Failure // the first few
+}
+
+// Failure is one file that did not upload.
+type Failure struct {
+	Path, Key string
+	Err       error
+}
+
+const maxExamples = 5
+
+// item is one file to upload.
+type item struct {
+	path, key, ext string
+}
+
+// Run uploads src (a tile directory or a .pmtiles file) to dst through
+// client. A bad src or dst is an error before anything is sent; otherwise
+// the Report counts every file, and the error joins the first failures.
+func Run(ctx context.Context, client *s3.Client, src string, dst Destination, opts Options) (Report, error) {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = DefaultProgressEvery
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if dst.Bucket == "" || dst.Name == "" || strings.Contains(dst.Name, "/") || (dst.Prefix != "" && !strings.HasSuffix(dst.Prefix, "/")) {
+		return Report{}, fmt.Errorf("upload: %v: want a bucket, a prefix ending in / and a NAME: %w", dst, ErrDestination)
+	}
+	rep := Report{Skips: map[string]int{}, SkipExamples: map[string][]string{}}
+	items, listPrefix, err := collect(src, dst, &rep)
+	if err != nil {
+		return rep, err
+	}
+	existing, err := list(ctx, client, dst.Bucket, listPrefix)
+	if err != nil {
+		return rep, err
+	}
+	//lint:ignore SA1019 the SDK marks feature/s3/manager deprecated in favour of the pre-1.0 transfermanager; the project uses manager (as staging does) until that is stable
+	up := manager.NewUploader(client, func(u *manager.Uploader) {
+		if opts.PartSize > 0 {
+			u.PartSize = opts.PartSize
+		}
+	})
+	p := &progress{opts: opts, total: len(items), last: opts.Now(), rep: &rep}
+	work := make(chan item)
+	var wg sync.WaitGroup
+	for range min(opts.Concurrency, max(len(items), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				n, skipped, err := one(ctx, client, up, dst.Bucket, it, existing)
+				p.done(it, n, skipped, err)
+			}
+		}()
+	}
+feed:
+	for _, it := range items {
+		select {
+		case work <- it:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	p.line(true)
+	var errs []error
+	for _, f := range rep.Failures {
+		errs = append(errs, fmt.Errorf("%s: %w", f.Path, f.Err))
+	}
+	if rep.Failed > len(rep.Failures) {
+		errs = append(errs, fmt.Errorf("upload: and %d more failures", rep.Failed-len(rep.Failures)))
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("upload: stopped: %w", err))
+	}
+	return rep, errors.Join(errs...)
+}
+
+// collect lists the files of src and the key prefix their objects share.
+func collect(src string, dst Destination, rep *Report) ([]item, string, error) {
+	st, err := os.Stat(src)
+	if err != nil {
+		return nil, "", fmt.Errorf("upload: %w: %w", ErrSource, err)
+	}
+	if !st.IsDir() {
+		if !st.Mode().IsRegular() || !strings.EqualFold(filepath.Ext(src), ".pmtiles") {
+			return nil, "", fmt.Errorf("upload: %s: want a directory of z/x/y.ext tiles or a .pmtiles file: %w", src, ErrSource)
+		}
+		if err := checkArchive(src); err != nil {
+			return nil, "", err
+		}
+		key := dst.Prefix + dst.Name + ".pmtiles"
+		return []item{{path: src, key: key, ext: "pmtiles"}}, key, nil
+	}
+	base := dst.Prefix + dst.Name + "/"
+	var items []item
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		ext, ok := tilePath(rel)
+		if !ok {
+			rep.skip(SkipNotTile, rel)
+			return nil
+		}
+		items = append(items, item{path: p, key: base + rel, ext: ext})
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("upload: %w: %w", ErrSource, err)
+	}
+	if len(items) == 0 {
+		return nil, "", fmt.Errorf("upload: %s: no z/x/y.ext tiles: %w", src, ErrSource)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
+	return items, base, nil
+}
+
+// tilePath reports whether rel is metadata.json or z/x/y.ext with numbers
+// and a known extension, and returns its extension.
+func tilePath(rel string) (string, bool) {
+	if rel == "metadata.json" {
+		return "json", true
+	}
+	parts := strings.Split(rel, "/")
+	if len(parts) != 3 {
+		return "", false
+	}
+	y, ext, ok := strings.Cut(parts[2], ".")
+	if !ok || ContentType(ext) == "" || ext == "json" || ext == "pmtiles" {
+		return "", false
+	}
+	z, errZ := strconv.ParseUint(parts[0], 10, 8)
+	_, errX := strconv.ParseUint(parts[1], 10, 32)
+	_, errY := strconv.ParseUint(y, 10, 32)
+	if errZ != nil || errX != nil || errY != nil || z > pmtiles.MaxZoom {
+		return "", false
+	}
+	return strings.ToLower(ext), true
+}
+
+func checkArchive(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("upload: %w: %w", ErrSource, err)
+	}
+	defer f.Close()
+	b := make([]byte, pmtiles.HeaderLen)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return fmt.Errorf("upload: %s: not a PMTiles archive (%v): %w", p, err, ErrSource)
+	}
+	if _, err := pmtiles.ParseHeader(b); err != nil {
+		return fmt.Errorf("upload: %s: %w: %w", p, ErrSource, err)
+	}
+	return nil
+}
+
+// list returns the sizes of the objects under prefix (or of the one object
+// named prefix).
+func list(ctx context.Context, client *s3.Client, bucket, prefix string) (map[string]int64, error) {
+	sizes := map[string]int64{}
+	pages := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("upload: list s3://%s/%s: %w", bucket, prefix, err)
+		}
+		for _, o := range page.Contents {
+			sizes[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
+		}
+	}
+	return sizes, nil
+}
+
+// one uploads a file unless its object is already there; it returns the
+// bytes uploaded.
+//
+//lint:ignore SA1019 deliberate use of the deprecated manager, see Run
+func one(ctx context.Context, client *s3.Client, up *manager.Uploader, bucket string, it item, existing map[string]int64) (int64, bool, error) {
+	f, err := os.Open(it.path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	head := make([]byte, 2)
+	n, _ := io.ReadFull(f, head)
+	h := sha256.New()
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, false, err
+	}
+	size, err := io.Copy(h, bufio.NewReader(f))
+	if err != nil {
+		return 0, false, err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	ctype := ContentType(it.ext)
+	var cenc string
+	if IsGzip(head[:n]) {
+		cenc = "gzip"
+	}
+	if have, ok := existing[it.key]; ok && have == size {
+		out, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(it.key)})
+		var apiErr smithy.APIError
+		switch {
+		case err == nil:
+			if out.Metadata[MetaSHA256] == sum && aws.ToString(out.ContentType) == ctype && aws.ToString(out.ContentEncoding) == cenc {
+				return 0, true, nil
+			}
+		case errors.As(err, &apiErr) && (apiErr.ErrorCode() == "NotFound" || apiErr.ErrorCode() == "NoSuchKey"):
+			// Deleted since the listing: upload it.
+		default:
+			return 0, false, fmt.Errorf("head %s: %w", it.key, err)
+		}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, false, err
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(bucket),
+		Key:           aws.String(it.key),
+		Body:          f,
+		ContentLength: aws.Int64(size),
+		ContentType:   aws.String(ctype),
+		Metadata:      map[string]string{MetaSHA256: sum},
+	}
+	if cenc != "" {
+		in.ContentEncoding = aws.String(cenc)
+	}
+	//lint:ignore SA1019 deliberate use of the deprecated manager, see Run
+	if _, err := up.Upload(ctx, in); err != nil {
+		return 0, false, fmt.Errorf("put %s: %w", it.key, err)
+	}
+	return size, false, nil
+}
+
+func (r *Report) skip(reason, p string) {
+	r.Skipped++
+	r.Skips[reason]++
+	if len(r.SkipExamples[reason]) < maxExamples {
+		r.SkipExamples[reason] = append(r.SkipExamples[reason], p)
+	}
+}
+
+// progress counts finished files and writes rate-limited lines.
+type progress struct {
+	opts  Options
+	total int
+
+	mu       sync.Mutex // guards the fields below and rep
+	finished int
+	last     time.Time
+	rep      *Report
+}
+
+func (p *progress) done(it item, n int64, skipped bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.finished++
+	switch {
+	case err != nil:
+		p.rep.Failed++
+		if len(p.rep.Failures) < maxExamples {
+			p.rep.Failures = append(p.rep.Failures, Failure{Path: it.path, Key: it.key, Err: err})
+		}
+	case skipped:
+		p.rep.skip(SkipUnchanged, it.path)
+	default:
+		p.rep.Uploaded++
+		p.rep.UploadedBytes += n
+	}
+	p.lineLocked(false)
+}
+
+func (p *progress) line(final bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lineLocked(final)
+}
+
+func (p *progress) lineLocked(final bool) {
+	if p.opts.Progress == nil {
+		return
+	}
+	now := p.opts.Now()
+	if !final && now.Sub(p.last) < p.opts.ProgressEvery {
+		return
+	}
+	p.last = now
+	word := "progress"
+	if final {
+		word = "done"
+	}
+	fmt.Fprintf(p.opts.Progress, "upload: %s: %d/%d files, %d uploaded (%s), %d skipped, %d failed\n",
+		word, p.finished, p.total, p.rep.Uploaded, bytesString(p.rep.UploadedBytes), p.rep.Skipped, p.rep.Failed)
+}
+
+func bytesString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

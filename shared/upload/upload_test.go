@@ -1,0 +1,326 @@
+package upload_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tilesieve/tilesieve/shared/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/upload"
+)
+
+const bucket = "tiles"
+
+func gz(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+func writeFiles(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	for rel, b := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type object struct {
+	body                   []byte
+	ctype, cenc, sha256hex string
+}
+
+func get(t *testing.T, c *s3.Client, key string) object {
+	t.Helper()
+	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("get %s: %v", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return object{b, aws.ToString(out.ContentType), aws.ToString(out.ContentEncoding), out.Metadata[upload.MetaSHA256]}
+}
+
+func keys(t *testing.T, c *s3.Client) []string {
+	t.Helper()
+	out, err := c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks []string
+	for _, o := range out.Contents {
+		ks = append(ks, aws.ToString(o.Key))
+	}
+	return ks
+}
+
+func sum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+func TestDirectory(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	dir := t.TempDir()
+	png := []byte("\x89PNG\r\n\x1a\n tile")
+	mvt := []byte("\x1a\x05water")
+	files := map[string][]byte{
+		"0/0/0.png":     png,
+		"1/0/1.pbf":     gz(mvt), // gzip by its bytes
+		"1/1/1.pbf":     mvt,     // not gzip, same extension
+		"1/1/0.mvt":     mvt,
+		"2/1/3.jpeg":    []byte("\xff\xd8\xff jpeg"),
+		"2/3/3.webp":    []byte("RIFF webp"),
+		"3/0/0.avif":    gz([]byte("avif gzipped by mistake")), // gzip magic wins over the extension
+		"metadata.json": []byte(`{"format":"pbf"}`),
+		"README.txt":    []byte("not a tile"),
+		"1/0/.DS_Store": []byte("junk"),
+		"x/0/0.png":     png,
+	}
+	writeFiles(t, dir, files)
+	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "city"}
+	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{Concurrency: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Uploaded != 8 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 3 {
+		t.Errorf("first run: got %+v, want 8 uploaded, 3 not tiles", rep)
+	}
+	for _, c := range []struct {
+		rel, ctype, cenc string
+	}{
+		{"0/0/0.png", "image/png", ""},
+		{"1/0/1.pbf", "application/vnd.mapbox-vector-tile", "gzip"},
+		{"1/1/1.pbf", "application/vnd.mapbox-vector-tile", ""},
+		{"1/1/0.mvt", "application/vnd.mapbox-vector-tile", ""},
+		{"2/1/3.jpeg", "image/jpeg", ""},
+		{"2/3/3.webp", "image/webp", ""},
+		{"3/0/0.avif", "image/avif", "gzip"},
+		{"metadata.json", "application/json", ""},
+	} {
+		t.Run(c.rel, func(t *testing.T) {
+			o := get(t, ep.Client, "tiles/city/"+c.rel)
+			if o.ctype != c.ctype || o.cenc != c.cenc {
+				t.Errorf("got Content-Type %q, Content-Encoding %q, want %q, %q", o.ctype, o.cenc, c.ctype, c.cenc)
+			}
+			if !bytes.Equal(o.body, files[c.rel]) || o.sha256hex != sum(files[c.rel]) {
+				t.Errorf("got body %q sha256 %s, want %q %s", o.body, o.sha256hex, files[c.rel], sum(files[c.rel]))
+			}
+		})
+	}
+	if got := len(keys(t, ep.Client)); got != 8 {
+		t.Errorf("objects: got %d, want 8", got)
+	}
+
+	// A second run uploads nothing.
+	rep, err = upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 8 {
+		t.Errorf("second run: got %+v, want 0 uploaded, 8 unchanged", rep)
+	}
+
+	// A changed file of the same size is uploaded again (the checksum, not
+	// the size, tells); so is one whose object lost its headers.
+	changed := []byte("\x89PNG\r\n\x1a\n TILE")
+	writeFiles(t, dir, map[string][]byte{"0/0/0.png": changed})
+	if _, err := s3local.Put(context.Background(), ep.Client, bucket, "tiles/city/2/3/3.webp", files["2/3/3.webp"], "application/octet-stream", ""); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Uploaded != 2 || rep.Skips[upload.SkipUnchanged] != 6 {
+		t.Errorf("third run: got %+v, want 2 uploaded, 6 unchanged", rep)
+	}
+	if o := get(t, ep.Client, "tiles/city/0/0/0.png"); !bytes.Equal(o.body, changed) {
+		t.Errorf("changed tile: got %q, want %q", o.body, changed)
+	}
+	if o := get(t, ep.Client, "tiles/city/2/3/3.webp"); o.ctype != "image/webp" {
+		t.Errorf("re-uploaded webp: got Content-Type %q, want image/webp", o.ctype)
+	}
+}
+
+func TestArchive(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	// One incompressible 6 MiB tile makes the archive a multipart upload
+	// with 5 MiB parts, whose ETag is no MD5 of the bytes.
+	big := make([]byte, 6<<20)
+	rand.Read(big)
+	archive := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("root"), {Z: 1, X: 1}: big}, pmtilestest.Options{Clustered: true})
+	path := filepath.Join(t.TempDir(), "sat.pmtiles")
+	if err := os.WriteFile(path, archive, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"s3://tiles/tiles/sat", "s3://tiles/tiles/sat.pmtiles"} {
+		dst, err := upload.ParseDestination(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := upload.Run(context.Background(), ep.Client, path, dst, upload.Options{PartSize: 5 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if target == "s3://tiles/tiles/sat" && rep.Uploaded != 1 {
+			t.Errorf("first run: got %+v, want 1 uploaded", rep)
+		}
+		if target == "s3://tiles/tiles/sat.pmtiles" && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
+			t.Errorf("second run: got %+v, want it skipped as unchanged", rep)
+		}
+	}
+	o := get(t, ep.Client, "tiles/sat.pmtiles")
+	if o.ctype != "application/vnd.pmtiles" || o.cenc != "" || !bytes.Equal(o.body, archive) || o.sha256hex != sum(archive) {
+		t.Errorf("got Content-Type %q, Content-Encoding %q, %d bytes, sha256 %s, want application/vnd.pmtiles, none, %d bytes, %s",
+			o.ctype, o.cenc, len(o.body), o.sha256hex, len(archive), sum(archive))
+	}
+	if got := keys(t, ep.Client); len(got) != 1 {
+		t.Errorf("objects: got %v, want only tiles/sat.pmtiles", got)
+	}
+}
+
+func TestBadSource(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"notes.txt": []byte("x"), "fake.pmtiles": []byte("<html>not an archive</html>" + strings.Repeat(" ", 200)), "short.pmtiles": []byte("PMTiles")})
+	empty := filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	dst := upload.Destination{Bucket: bucket, Name: "x"}
+	for _, c := range []struct{ name, path string }{
+		{"missing", filepath.Join(dir, "nope")},
+		{"a file that is no archive", filepath.Join(dir, "notes.txt")},
+		{"an archive that is not one", filepath.Join(dir, "fake.pmtiles")},
+		{"a truncated archive", filepath.Join(dir, "short.pmtiles")},
+		{"a directory without tiles", empty},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := upload.Run(context.Background(), ep.Client, c.path, dst, upload.Options{})
+			if !errors.Is(err, upload.ErrSource) {
+				t.Errorf("got %v, want %v", err, upload.ErrSource)
+			}
+		})
+	}
+	if got := keys(t, ep.Client); len(got) != 0 {
+		t.Errorf("objects after bad sources: got %v, want none", got)
+	}
+}
+
+func TestParseDestination(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		want upload.Destination
+		ok   bool
+	}{
+		{"s3://b/NAME", upload.Destination{Bucket: "b", Name: "NAME"}, true},
+		{"s3://b/tiles/osm", upload.Destination{Bucket: "b", Prefix: "tiles/", Name: "osm"}, true},
+		{"s3://b/a/b/osm.pmtiles", upload.Destination{Bucket: "b", Prefix: "a/b/", Name: "osm"}, true},
+		{"s3://b/tiles/osm/", upload.Destination{Bucket: "b", Prefix: "tiles/", Name: "osm"}, true},
+		{"s3://b", upload.Destination{}, false},
+		{"s3://b/", upload.Destination{}, false},
+		{"https://b/osm", upload.Destination{}, false},
+		{"b/osm", upload.Destination{}, false},
+		{"s3:///osm", upload.Destination{}, false},
+		{"s3://b/a/../osm", upload.Destination{}, false},
+		{"s3://b/osm?versionId=1", upload.Destination{}, false},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := upload.ParseDestination(c.in)
+			if (err == nil) != c.ok || got != c.want {
+				t.Errorf("got %+v, %v, want %+v (ok=%v)", got, err, c.want, c.ok)
+			}
+			if err != nil && !errors.Is(err, upload.ErrDestination) {
+				t.Errorf("error %v is not ErrDestination", err)
+			}
+		})
+	}
+}
+
+func TestProgressIsRateLimited(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	dir := t.TempDir()
+	files := map[string][]byte{}
+	for i := range 10 {
+		files["4/1/"+string(rune('0'+i))+".png"] = []byte{byte(i)}
+	}
+	writeFiles(t, dir, files)
+	for _, c := range []struct {
+		name  string
+		step  time.Duration // the clock moves this much each time it is read
+		lines int
+	}{
+		{"clock stands still: the final line only", 0, 1},
+		{"clock moves past the interval each read: a line per file", 2 * time.Second, 11},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := fakeclock.New(time.Unix(0, 0))
+			now := func() time.Time { clock.Advance(c.step); return clock.Now() }
+			var out bytes.Buffer
+			dst := upload.Destination{Bucket: bucket, Name: "p" + c.step.String()}
+			rep, err := upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{Progress: &out, Now: now, Concurrency: 2})
+			if err != nil || rep.Uploaded != 10 {
+				t.Fatalf("got %+v, %v", rep, err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) != c.lines {
+				t.Errorf("got %d lines, want %d:\n%s", len(lines), c.lines, out.String())
+			}
+			if want := "upload: done: 10/10 files, 10 uploaded (10 B), 0 skipped, 0 failed"; lines[len(lines)-1] != want {
+				t.Errorf("last line: got %q, want %q", lines[len(lines)-1], want)
+			}
+		})
+	}
+}
+
+func TestFailuresAreReported(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"0/0/0.png": []byte("a"), "1/0/0.png": []byte("b")})
+	ep.Faults().Add(s3local.Fault{
+		Match: func(r *http.Request) bool {
+			return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/1/0/0.png")
+		},
+		Status: http.StatusForbidden,
+	})
+	rep, err := upload.Run(context.Background(), ep.Client, dir, upload.Destination{Bucket: bucket, Name: "f"}, upload.Options{})
+	if err == nil || !strings.Contains(err.Error(), "1/0/0.png") {
+		t.Errorf("got error %v, want one naming 1/0/0.png", err)
+	}
+	if rep.Uploaded != 1 || rep.Failed != 1 || len(rep.Failures) != 1 {
+		t.Errorf("got %+v, want 1 uploaded, 1 failed", rep)
+	}
+	if _, err := upload.Run(context.Background(), ep.Client, dir, upload.Destination{Bucket: "no-such-bucket", Name: "f"}, upload.Options{}); err == nil {
+		t.Errorf("missing bucket: got no error")
+	}
+}
