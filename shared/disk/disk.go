@@ -81,7 +81,7 @@ const (
 // IndexEntryBytes is the heap one index entry costs besides its key and ETag
 // bytes: the entry, its radix node and its share of inner nodes and child
 // arrays (see TestIndexBytes).
-const IndexEntryBytes = 176
+const IndexEntryBytes = 136
 
 // Errors.
 var (
