@@ -54,9 +54,14 @@ func (t *Tile) Cost() int64 {
 
 // AllocBytes is the heap an allocation of n pointer-free bytes occupies: n
 // rounded up to Go's allocator size class (to whole 8 KiB pages past 32 KiB).
+// Below 16 bytes it is a whole 16-byte block: the allocator packs such tiny
+// objects together, and a live one keeps its block's dead neighbours.
 func AllocBytes(n int) int64 {
-	if n <= 0 {
+	switch {
+	case n <= 0:
 		return 0
+	case n < tinyBlock:
+		return tinyBlock
 	}
 	if n > sizeClasses[len(sizeClasses)-1] {
 		return int64((n + pageBytes - 1) / pageBytes * pageBytes)
@@ -65,7 +70,10 @@ func AllocBytes(n int) int64 {
 	return int64(sizeClasses[i])
 }
 
-const pageBytes = 8 << 10
+const (
+	pageBytes = 8 << 10
+	tinyBlock = 16
+)
 
 // sizeClasses are the Go runtime's small object size classes
 // (internal/runtime/gc/sizeclasses.go).
