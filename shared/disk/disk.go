@@ -874,6 +874,10 @@ func (s *Store) Dir() string { return s.cfg.Dir }
 // length (FileSize) rounded up to the store's block.
 func (s *Store) Charge(key string, t *tile.Tile) int64 { return s.charge(FileSize(key, t)) }
 
+// ChargeSize is what a file of size bytes costs against MaxBytes: size
+// rounded up to the store's block.
+func (s *Store) ChargeSize(size int64) int64 { return s.charge(size) }
+
 // FileSize is the length of the file a tile would have under key. A store
 // charges it in whole blocks (Store.Charge).
 func FileSize(key string, t *tile.Tile) int64 {
