@@ -789,6 +789,9 @@ func (d Detached) Unlink() error {
 				delete(s.detached, e.key)
 			}
 		}
+		if len(s.detached) == 0 {
+			s.detached = nil // a map keeps its buckets after deletes
+		}
 		s.unlinked.Broadcast()
 		s.mu.Unlock()
 	}
