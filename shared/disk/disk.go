@@ -6,9 +6,9 @@
 //
 //   - A torn or corrupt file is never served. Every file carries CRC32C
 //     checksums of its header and body and its own tile key; Get verifies
-//     them, Open verifies the header and the body as it streams, and a file
-//     that fails is removed, logged at warn and reported as a miss (Get) or
-//     a read error (Open).
+//     them, Store.Open verifies the header and then the body as it streams,
+//     and a file that fails is removed, logged at warn and reported as a
+//     miss (or, once Store.Open has returned, as a read error).
 //   - Writes are atomic: a temp file in the same directory, fsync when
 //     configured, then rename. A write that fails removes its temp file and
 //     returns an error; callers degrade to memory + origin.
