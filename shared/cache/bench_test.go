@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"strings"
@@ -22,35 +23,73 @@ func tileKeys(n int) []string {
 }
 
 // TestBookkeepingBytes measures the heap the cache spends per entry beyond
-// the key and the tile: the keys and one shared empty tile exist before the
+// the key and the tile, which weight charges separately (the key's bytes and
+// tile.Cost): every key and every tile is distinct and exists before the
 // first reading, so the delta is the radix node (with the SIEVE links), its
-// share of inner nodes and child arrays, and the index slot. The keys are
-// sparse and realistic (sparseTileKeys, the shape bench/cachebench uses):
-// dense keys share more inner nodes and would flatter the number.
+// share of inner nodes and child arrays, and the index slot. It measures
+// the sparse, realistic keys bench/cachebench uses (dense keys share more
+// inner nodes and would flatter the number) and random keys, the shape of a
+// flood of missing tiles (remembered 404s). Then it checks the whole: the
+// heap the entries hold, keys and tiles included, against their weights.
 func TestBookkeepingBytes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("allocates ~20 MB")
+		t.Skip("allocates ~60 MB")
 	}
 	const n = 131_072
-	keys := sparseTileKeys(n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	c, _ := New(Config{MaxBytes: 1 << 40})
-	for _, k := range keys {
-		c.Set(k, empty)
+	r := rand.New(rand.NewPCG(3, 4))
+	tests := []struct {
+		name string
+		keys func() []string
+		tile func(i int) *tile.Tile
+	}{
+		{"sparse tile keys, tiles", func() []string { return sparseTileKeys(n) }, func(i int) *tile.Tile {
+			return &tile.Tile{Body: make([]byte, 100+i%500), ContentType: strings.Clone("image/png"), ETag: fmt.Sprintf(`"%032x"`, i)}
+		}},
+		{"random keys, 404s", func() []string {
+			keys := make([]string, n)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("osm/%d/%d/%d.png", r.IntN(20), r.Uint32(), r.Uint32())
+			}
+			return keys
+		}, func(int) *tile.Tile { return &tile.Tile{Missing: true} }},
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	perEntry := float64(after.HeapAlloc-before.HeapAlloc) / n
-	runtime.KeepAlive(c)
-	runtime.KeepAlive(keys)
-	t.Logf("bookkeeping: %.1f bytes per entry (%d entries), EntryOverhead = %d", perEntry, c.Len(), EntryOverhead)
-	if perEntry > 100 {
-		t.Fatalf("bookkeeping %.1f bytes per entry, want <= 100", perEntry)
-	}
-	if perEntry > EntryOverhead {
-		t.Fatalf("EntryOverhead %d undercharges the measured %.1f bytes per entry", EntryOverhead, perEntry)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, mid, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			keys := tt.keys()
+			tiles := make([]*tile.Tile, n)
+			for i := range tiles {
+				tiles[i] = tt.tile(i)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&mid)
+			c, _ := New(Config{MaxBytes: 1 << 40})
+			for i, k := range keys {
+				c.Set(k, tiles[i])
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			if c.Len() != n {
+				t.Fatalf("%d entries, want %d distinct", c.Len(), n)
+			}
+			perEntry := float64(after.HeapAlloc-mid.HeapAlloc) / n
+			// The whole: less the keys and tiles slices, which the cache
+			// does not hold.
+			held := int64(after.HeapAlloc-before.HeapAlloc) - 2*int64(n)*16
+			runtime.KeepAlive(c)
+			runtime.KeepAlive(keys)
+			runtime.KeepAlive(tiles)
+			t.Logf("bookkeeping: %.1f bytes per entry, EntryOverhead = %d; entries hold %d bytes, weigh %d (%.3fx)",
+				perEntry, EntryOverhead, held, c.Bytes(), float64(c.Bytes())/float64(held))
+			if perEntry > EntryOverhead {
+				t.Errorf("EntryOverhead %d undercharges the measured %.1f bytes per entry", EntryOverhead, perEntry)
+			}
+			if c.Bytes() < held {
+				t.Errorf("entries weigh %d, but hold %d bytes of heap", c.Bytes(), held)
+			}
+		})
 	}
 }
 
@@ -85,7 +124,7 @@ func BenchmarkGet(b *testing.B) {
 func BenchmarkSet(b *testing.B) {
 	keys := tileKeys(200_000)
 	tl := &tile.Tile{Body: make([]byte, 100)}
-	c, _ := New(Config{MaxBytes: 100_000 * (100 + 20 + EntryOverhead)})
+	c, _ := New(Config{MaxBytes: 100_000 * weight(keys[0], tl)})
 	for _, k := range keys[:100_000] {
 		c.Set(k, tl)
 	}

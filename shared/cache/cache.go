@@ -4,9 +4,11 @@
 // What it promises:
 //
 //   - Safe for any number of goroutines. After any Set returns, the summed
-//     weight of the entries (len(key) + len(body) + EntryOverhead each) is at
-//     most Config.MaxBytes; an entry heavier than MaxEntryFraction of it is
-//     refused.
+//     weight of the entries is at most Config.MaxBytes; an entry heavier
+//     than MaxEntryFraction of it is refused. An entry weighs the heap it
+//     holds: its key's bytes, its tile's Cost (the Tile, its body and its
+//     strings) and EntryOverhead, so the bound is the heap the cache holds,
+//     remembered 404s and small tiles included.
 //   - Get, Set and Delete take expected O(1) time; a Get takes no lock at all
 //     and a hit allocates nothing.
 //   - Eviction is SIEVE (Zhang et al., "SIEVE is Simpler than LRU", NSDI'24):
@@ -46,11 +48,11 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
-// EntryOverhead is the weight charged per entry on top of len(key) and
-// len(body): the measured bookkeeping per entry (radix node with SIEVE
-// links, its share of inner nodes and child arrays, and the index slot; see
-// TestBookkeepingBytes), rounded up.
-const EntryOverhead = 100
+// EntryOverhead is the weight charged per entry on top of its key's bytes
+// and its tile's Cost: the measured bookkeeping per entry (radix node with
+// SIEVE links, its share of inner nodes and child arrays, and the index
+// slot; see TestBookkeepingBytes), rounded up.
+const EntryOverhead = 112
 
 // DefaultMaxEntryFraction is used when Config.MaxEntryFraction is 0. One
 // eighth keeps a single giant tile from flushing most of the cache.
@@ -275,8 +277,10 @@ func New(cfg Config) (*Cache, error) {
 	return c, nil
 }
 
+// weight is what an entry costs against MaxBytes: the heap it holds. The
+// tile's part is tile.Cost, the one place that counts a Tile's fields.
 func weight(key string, t *tile.Tile) int64 {
-	return int64(len(key)) + t.Size() + EntryOverhead
+	return tile.AllocBytes(len(key)) + t.Cost() + EntryOverhead
 }
 
 // hash returns key's index hash and its shard.
@@ -381,7 +385,7 @@ func (c *Cache) swapInPlace(s *shard, key string, h uint32, t *tile.Tile) bool {
 	}
 	e := n.Value()
 	old := e.tile.Load()
-	if old == nil || old.Size() != t.Size() || !e.tile.CompareAndSwap(old, t) {
+	if old == nil || old.Cost() != t.Cost() || !e.tile.CompareAndSwap(old, t) {
 		return false
 	}
 	if e.meta.Load()&visitedBit == 0 {

@@ -7,15 +7,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 // unitCache returns a cache that holds exactly n entries with one-byte keys
-// and empty bodies.
+// and empty tiles.
 func unitCache(t *testing.T, n int) *Cache {
 	t.Helper()
-	c, err := New(Config{MaxBytes: int64(n) * (1 + EntryOverhead), MaxEntryFraction: 1})
+	c, err := New(Config{MaxBytes: int64(n) * weight("k", empty), MaxEntryFraction: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,8 @@ func TestHandOnDelete(t *testing.T) {
 
 func TestHandOnDeletePrefix(t *testing.T) {
 	t.Parallel()
-	c, err := New(Config{MaxBytes: 6 * (3 + EntryOverhead), MaxEntryFraction: 1})
+	unit := weight("a/1", empty)
+	c, err := New(Config{MaxBytes: 6 * unit, MaxEntryFraction: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +142,8 @@ func TestHandOnDeletePrefix(t *testing.T) {
 	}
 	wantKeys([]string{"a/1", "b/1", "p/2", "p/3", "c/1", "d/1"}, "p/2")
 	// The hand and its newer neighbour go: the hand lands on c/1.
-	if n, b := c.DeletePrefix("p/"); n != 2 || b != 2*(3+EntryOverhead) {
-		t.Fatalf("DeletePrefix(p/) = %d, %d, want 2, %d", n, b, 2*(3+EntryOverhead))
+	if n, b := c.DeletePrefix("p/"); n != 2 || b != 2*unit {
+		t.Fatalf("DeletePrefix(p/) = %d, %d, want 2, %d", n, b, 2*unit)
 	}
 	wantKeys([]string{"a/1", "b/1", "c/1", "d/1"}, "c/1")
 	c.Set("e/1", empty)
@@ -151,7 +153,7 @@ func TestHandOnDeletePrefix(t *testing.T) {
 
 	// Replacing the entry under the hand by a tile of the same weight swaps
 	// it in place: nothing moves, and the entry counts as hit.
-	v2 := &tile.Tile{ETag: "v2"}
+	v2 := &tile.Tile{StoredAt: time.Unix(2, 0)}
 	c.Set("d/1", v2)
 	wantKeys([]string{"a/1", "b/1", "d/1", "e/1", "f/1", "g/1"}, "d/1")
 	if got, _ := c.peek("d/1"); got != v2 {
@@ -173,7 +175,7 @@ func TestReplacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	setAll(t, c, "ABCD")
-	same := &tile.Tile{ETag: "same weight"}
+	same := &tile.Tile{StoredAt: time.Unix(1, 0)} // revalidated: same weight
 	if !c.Set("B", same) {
 		t.Fatal("same-weight replacement refused")
 	}
@@ -194,7 +196,7 @@ func TestReplacement(t *testing.T) {
 			t.Fatalf("Get(%s) = %+v, want the replacement", k, got)
 		}
 	}
-	if st := c.Stats(); st.Sets != 6 || st.Entries != 4 || c.Bytes() != 4*(1+EntryOverhead)+3 {
+	if st := c.Stats(); st.Sets != 6 || st.Entries != 4 || c.Bytes() != 3*weight("A", empty)+weight("C", heavier) {
 		t.Fatalf("stats %+v, bytes %d", st, c.Bytes())
 	}
 	mustCheck(t, c)
@@ -218,9 +220,14 @@ func TestAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := 8000 / 8 // the default fraction
-	fits := &tile.Tile{Body: make([]byte, limit-1-EntryOverhead)}
-	tooBig := &tile.Tile{Body: make([]byte, limit-1-EntryOverhead+1)}
+	limit := int64(8000 / 8) // the default fraction
+	// The largest body whose entry weighs no more than the limit.
+	n := 0
+	for weight("k", &tile.Tile{Body: make([]byte, n+1)}) <= limit {
+		n++
+	}
+	fits := &tile.Tile{Body: make([]byte, n)}
+	tooBig := &tile.Tile{Body: make([]byte, n+1)}
 	if !c.Set("k", fits) {
 		t.Fatal("Set of an entry at the limit refused")
 	}
@@ -244,7 +251,7 @@ func TestReplacementAdjustsBytes(t *testing.T) {
 	c := unitCache(t, 100)
 	c.Set("key", &tile.Tile{Body: make([]byte, 10)})
 	c.Set("key", &tile.Tile{Body: make([]byte, 3), ETag: "v2"})
-	if got, want := c.Bytes(), int64(3+3+EntryOverhead); got != want {
+	if got, want := c.Bytes(), weight("key", &tile.Tile{Body: make([]byte, 3), ETag: "v2"}); got != want {
 		t.Fatalf("Bytes() = %d, want %d", got, want)
 	}
 	if got, _ := c.Get("key"); got.ETag != "v2" {
@@ -308,9 +315,10 @@ func TestDeletePrefixShapes(t *testing.T) {
 			c := unitCache(t, 100)
 			var wantBytes int64
 			for i, k := range keys {
-				c.Set(k, &tile.Tile{Body: make([]byte, i)})
+				tl := &tile.Tile{Body: make([]byte, i)}
+				c.Set(k, tl)
 				if slices.Contains(tc.want, k) {
-					wantBytes += int64(len(k) + i + EntryOverhead)
+					wantBytes += weight(k, tl)
 				}
 			}
 			n, b := c.DeletePrefix(tc.prefix)
@@ -340,8 +348,8 @@ func TestDeletePrefixBatches(t *testing.T) {
 	c.Set("other", empty)
 	c.Set("", empty)
 	entries, bytes := c.DeletePrefix("big/")
-	if entries != n || bytes != int64(n*(9+EntryOverhead)) {
-		t.Fatalf("DeletePrefix = %d, %d, want %d, %d", entries, bytes, n, n*(9+EntryOverhead))
+	if w := n * weight("big/00000", empty); entries != n || bytes != w {
+		t.Fatalf("DeletePrefix = %d, %d, want %d, %d", entries, bytes, n, w)
 	}
 	if c.Len() != 2 {
 		t.Fatalf("Len() = %d, want 2", c.Len())
@@ -539,6 +547,9 @@ func testUniverse() []string {
 	return slices.Compact(u)
 }
 
+// heaviestModelEntry is the weight of the heaviest entry model.apply sets.
+var heaviestModelEntry = weight("a/12/10", &tile.Tile{Body: make([]byte, 63), ETag: "255"})
+
 func newModel(t *testing.T, maxBytes int64, exact bool) *model {
 	c, err := New(Config{MaxBytes: maxBytes, MaxEntryFraction: 0.5})
 	if err != nil {
@@ -554,8 +565,8 @@ func TestAgainstModel(t *testing.T) {
 		maxBytes int64
 		exact    bool
 	}{
-		{"evicting", 6 * (EntryOverhead + 32), false},
-		{"tight", 2 * (EntryOverhead + 64 + 4), false},
+		{"evicting", 6 * weight("a/1", &tile.Tile{Body: make([]byte, 24)}), false},
+		{"tight", 2 * heaviestModelEntry, false},
 		{"roomy", 1 << 30, true},
 	} {
 		for seed := range uint64(8) {
@@ -582,7 +593,7 @@ func FuzzOps(f *testing.F) {
 			return
 		}
 		exact := data[0]&1 == 1
-		maxBytes := int64(data[0]>>1)*16 + EntryOverhead + 64
+		maxBytes := int64(data[0]>>1)*16 + heaviestModelEntry
 		if exact {
 			maxBytes = 1 << 30
 		}
@@ -597,7 +608,8 @@ func FuzzOps(f *testing.F) {
 // cache (so evictions race with everything else), then checks invariants.
 func TestConcurrentStress(t *testing.T) {
 	t.Parallel()
-	c, _ := New(Config{MaxBytes: 50 * (EntryOverhead + 40)})
+	bound := 50 * weight("t/0/0/00", &tile.Tile{Body: make([]byte, 16), ETag: "4000"})
+	c, _ := New(Config{MaxBytes: bound})
 	const workers, ops = 8, 4000
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -629,7 +641,7 @@ func TestConcurrentStress(t *testing.T) {
 						return true
 					})
 				}
-				if c.Bytes() > 50*(EntryOverhead+40) {
+				if c.Bytes() > bound {
 					t.Errorf("Bytes() = %d over the bound", c.Bytes())
 				}
 			}

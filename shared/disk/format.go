@@ -1,12 +1,14 @@
 package disk
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -45,11 +47,12 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// errFormat is the class of every decoding failure.
-var errFormat = errors.New("disk: bad file")
+// ErrCorrupt is the class of every decoding and verification failure: a
+// torn, truncated or damaged file, or one that holds another key.
+var ErrCorrupt = errors.New("disk: corrupt file")
 
 func formatErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errFormat, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
 }
 
 // fileName returns the path of key's file relative to Dir: the hex of the
@@ -173,29 +176,62 @@ func decodeMeta(p parsedHeader, h []byte) (meta, error) {
 	return m, nil
 }
 
+// readHeader reads and verifies the header and metadata of a file of size
+// bytes held by r, and returns them with the offset of the body.
+func readHeader(r io.ReaderAt, size int64) (parsedHeader, meta, int64, error) {
+	fixed := make([]byte, headerLen, headerLen+64)
+	if _, err := r.ReadAt(fixed, 0); err != nil {
+		return parsedHeader{}, meta{}, 0, readErr("header", err)
+	}
+	p, err := parseFixed(fixed)
+	if err != nil {
+		return parsedHeader{}, meta{}, 0, err
+	}
+	bodyOff := int64(headerLen) + int64(p.metaLen)
+	if want := bodyOff + p.bodyLen; size != want {
+		return parsedHeader{}, meta{}, 0, formatErr("file is %d bytes, header says %d (torn)", size, want)
+	}
+	h := append(fixed, make([]byte, p.metaLen)...)
+	if _, err := r.ReadAt(h[headerLen:], headerLen); err != nil {
+		return parsedHeader{}, meta{}, 0, readErr("metadata", err)
+	}
+	m, err := decodeMeta(p, h)
+	if err != nil {
+		return parsedHeader{}, meta{}, 0, err
+	}
+	return p, m, bodyOff, nil
+}
+
+// readErr is a failed read of part of a file: a file shorter than its header
+// says is corrupt, anything else is an I/O error.
+func readErr(part string, err error) error {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return formatErr("short %s", part)
+	}
+	return fmt.Errorf("disk: read %s: %w", part, err)
+}
+
 // decodeFile verifies a whole file and returns its tile; the body aliases b.
 func decodeFile(b []byte) (meta, *tile.Tile, error) {
-	p, err := parseFixed(b)
+	p, m, off, err := readHeader(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return meta{}, nil, err
 	}
-	if want := int64(headerLen) + int64(p.metaLen) + p.bodyLen; int64(len(b)) != want {
-		return meta{}, nil, formatErr("file is %d bytes, header says %d (torn)", len(b), want)
-	}
-	m, err := decodeMeta(p, b)
-	if err != nil {
-		return meta{}, nil, err
-	}
-	body := b[headerLen+p.metaLen:]
+	body := b[off:]
 	if crc32.Checksum(body, castagnoli) != p.bodyCRC {
 		return meta{}, nil, formatErr("body checksum mismatch")
 	}
-	return m, &tile.Tile{
+	return m, m.tile(body), nil
+}
+
+// tile returns the tile m describes, with body.
+func (m meta) tile(body []byte) *tile.Tile {
+	return &tile.Tile{
 		Body:            body,
 		ContentType:     m.contentType,
 		ContentEncoding: m.contentEncoding,
 		ETag:            m.etag,
 		LastModified:    m.lastModified,
 		StoredAt:        m.storedAt,
-	}, nil
+	}
 }

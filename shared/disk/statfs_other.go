@@ -4,6 +4,6 @@ package disk
 
 import "errors"
 
-func freeBytes(string) (int64, error) {
-	return 0, errors.New("free space unknown on this platform; set DISK_CACHE_BYTES")
+func statfs(string) (free, block int64, err error) {
+	return 0, 0, errors.New("free space unknown on this platform; set DISK_CACHE_BYTES")
 }

@@ -4,12 +4,12 @@ package disk
 
 import "syscall"
 
-// freeBytes is the space available to an unprivileged writer in dir's file
-// system.
-func freeBytes(dir string) (int64, error) {
+// statfs reports the space available to an unprivileged writer in dir's file
+// system and the block size it allocates files in.
+func statfs(dir string) (free, block int64, err error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
+	return int64(st.Bavail) * int64(st.Bsize), int64(st.Bsize), nil
 }

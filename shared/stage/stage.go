@@ -263,7 +263,7 @@ func (r *run) produce(ctx context.Context, jobs chan<- job) {
 		}
 		j := job{key: key, size: size, etag: etag}
 		if size >= 0 {
-			j.reserved = estimate(key, size, etag)
+			j.reserved = r.estimate(key, size, etag)
 			if !r.reserve(j.reserved) {
 				r.skipped.Add(1)
 				return false
@@ -351,8 +351,8 @@ func ParseManifest(body []byte) (keys []string, bad []error) {
 
 // estimate is what an object will cost on disk before its metadata is
 // known.
-func estimate(key string, size int64, etag string) int64 {
-	return disk.FileSize(key, &tile.Tile{ETag: etag, LastModified: time.Now(), StoredAt: time.Now()}) + metaSlack + size
+func (r *run) estimate(key string, size int64, etag string) int64 {
+	return r.d.ChargeSize(disk.FileSize(key, &tile.Tile{ETag: etag, LastModified: time.Now(), StoredAt: time.Now()}) + metaSlack + size)
 }
 
 // reserve takes n bytes of the disk's room, or marks the disk full.
@@ -395,7 +395,7 @@ func (r *run) stage(ctx context.Context, j job) {
 		return
 	}
 	// Settle the reservation at the exact size now that the metadata is known.
-	exact := disk.FileSize(j.key, t)
+	exact := r.d.Charge(j.key, t)
 	r.reserved.Add(-j.reserved)
 	if !r.reserve(exact) {
 		r.skipped.Add(1)

@@ -280,7 +280,7 @@ func TestStopsAtDiskBound(t *testing.T) {
 	for i := range 50 {
 		e.put(t, fmt.Sprintf("v1/osm/%02d.png", i), body, "image/png", "")
 	}
-	per := disk.FileSize("osm/00.png", &tile.Tile{Body: body, ContentType: "image/png", ETag: `"0123456789abcdef0123456789abcdef"`,
+	per := openDisk(t, 1<<20).Charge("osm/00.png", &tile.Tile{Body: body, ContentType: "image/png", ETag: `"0123456789abcdef0123456789abcdef"`,
 		LastModified: time.Now(), StoredAt: time.Now()})
 	d := openDisk(t, 10*per+per/2)
 	rep := stage.Run(context.Background(), stage.Config{Prefixes: []string{"osm/"}, Concurrency: 4}, e.o, d, nil)

@@ -9,14 +9,20 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Tile is one stored tile: its bytes exactly as held in S3, and the metadata
 // the HTTP layer answers with. A Tile is immutable once it is handed to a tier;
 // a new version is a new Tile.
+//
+// Every field that refers to memory (a slice, a string, a pointer) must be
+// counted in Cost, which is what the memory tier's byte bound charges;
+// TestCostCountsEveryField fails until it is.
 type Tile struct {
 	Body            []byte
 	ContentType     string
@@ -32,6 +38,49 @@ type Tile struct {
 
 // Size is the length of the body in bytes.
 func (t *Tile) Size() int64 { return int64(len(t.Body)) }
+
+// tileBytes is the heap a Tile value itself occupies.
+var tileBytes = AllocBytes(int(unsafe.Sizeof(Tile{})))
+
+// Cost is the heap t holds: the Tile itself, its body (by capacity: a body
+// read with spare room holds it) and every string, each as the allocator
+// rounds it. Strings shared with other tiles are counted in each, which errs
+// on the safe side. The times' Locations are UTC or Local, shared by all.
+// Every field that refers to memory must be added here.
+func (t *Tile) Cost() int64 {
+	return tileBytes + AllocBytes(cap(t.Body)) +
+		AllocBytes(len(t.ContentType)) + AllocBytes(len(t.ContentEncoding)) + AllocBytes(len(t.ETag))
+}
+
+// AllocBytes is the heap an allocation of n pointer-free bytes occupies: n
+// rounded up to Go's allocator size class (to whole 8 KiB pages past 32 KiB).
+// Below 16 bytes it is a whole 16-byte block: the allocator packs such tiny
+// objects together, and a live one keeps its block's dead neighbours.
+func AllocBytes(n int) int64 {
+	switch {
+	case n <= 0:
+		return 0
+	case n < tinyBlock:
+		return tinyBlock
+	}
+	if n > sizeClasses[len(sizeClasses)-1] {
+		return int64((n + pageBytes - 1) / pageBytes * pageBytes)
+	}
+	i, _ := slices.BinarySearch(sizeClasses[:], n)
+	return int64(sizeClasses[i])
+}
+
+const (
+	pageBytes = 8 << 10
+	tinyBlock = 16
+)
+
+// sizeClasses are the Go runtime's small object size classes
+// (internal/runtime/gc/sizeclasses.go).
+var sizeClasses = [...]int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
+	288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048,
+	2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880,
+	12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768}
 
 // Limits on keys. S3 allows 1024 bytes for a whole object key; a tile key
 // leaves room for TILES_PREFIX.
