@@ -85,12 +85,7 @@ func (we *workerEnv) head(t *testing.T) uint64 {
 
 // failJournalWrites makes every PUT under the journal prefix fail.
 func (we *workerEnv) failJournalWrites() {
-	we.s3.Faults().Add(s3local.Fault{
-		Match: func(r *http.Request) bool {
-			return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/"+workerJournal)
-		},
-		Status: http.StatusInternalServerError,
-	})
+	we.s3.Faults().Add(s3local.Fault{Match: matchPath(http.MethodPut, "/"+workerJournal), Status: http.StatusInternalServerError})
 }
 
 // fakeSleep moves a fake clock instead of waiting.
