@@ -116,7 +116,8 @@ localstack-e2e: ## up + deploy + smoke + down; prints one line and skips where n
 .PHONY: validate
 validate: ## Check template.yaml: its Go test, and cfn-lint (SAM transform) when installed
 	$(GO) test -count=1 ./infra/templatetest/
-	@if command -v cfn-lint >/dev/null; then cfn-lint template.yaml; else echo "cfn-lint not installed: skipped (pip install cfn-lint)"; fi
+	@if command -v cfn-lint >/dev/null; then cfn-lint template.yaml && echo "cfn-lint: template.yaml clean"; \
+	else echo "cfn-lint not installed: skipped (no Debian package provides it; pip install cfn-lint where PyPI is reachable)"; fi
 
 .PHONY: deploy
 deploy: ## Build and deploy to AWS with SAM (guided the first time: sam deploy --guided)

@@ -2,19 +2,26 @@
 // shaped exactly as AWS delivers them. They serve `sam local invoke`, the
 // tests (embedded through FS) and the docs.
 //
-// S3-side fixtures (bucket "tiles", TILES_PREFIX "tiles/"):
+// S3-side fixtures (bucket "tiles", TILES_PREFIX "tiles/"). S3 sends one
+// record per notification, so every s3-*.json holds one; batches of them
+// arrive only through SQS:
 //
-//	s3-put.json               ObjectCreated:Put; keys in the URL-encoded form S3 uses
-//	                          ("+" is a space, "%2B" a plus, UTF-8 percent-encoded, "%25")
-//	s3-delete.json            ObjectRemoved:Delete and ObjectRemoved:DeleteMarkerCreated
-//	s3-lifecycle.json         LifecycleExpiration:Delete / :DeleteMarkerCreated and a
-//	                          LifecycleTransition, which changes no bytes and is ignored
-//	s3-test-event.json        the s3:TestEvent S3 sends when notifications are configured
-//	s3-malformed.json         records without a key, with bad escapes, without an s3 entity
-//	sqs-s3.json               an SQS batch whose bodies are S3 notifications, a TestEvent,
-//	                          a stale duplicate and one malformed body
-//	eventbridge-created.json  "Object Created" (EventBridge keys are NOT URL-encoded)
-//	eventbridge-deleted.json  "Object Deleted" (a delete marker from DeleteObject)
+//	s3-put.json                  ObjectCreated:Put; the key in the URL-encoded form S3
+//	                             uses ("+" is a space, "%2B" a plus, "%25" a percent)
+//	s3-delete.json               ObjectRemoved:Delete
+//	s3-delete-marker.json        ObjectRemoved:DeleteMarkerCreated (a versioned bucket)
+//	s3-lifecycle.json            LifecycleExpiration:Delete
+//	s3-lifecycle-transition.json LifecycleTransition, which changes no bytes and is ignored
+//	s3-test-event.json           the s3:TestEvent S3 sends when notifications are configured
+//	s3-malformed.json            a record whose key is not a valid escape ("%ZZ")
+//	sqs-s3.json                  an SQS batch as the event source mapping delivers it: 16
+//	                             messages, each body one single-record S3 notification (a
+//	                             JSON string), with UTF-8 and reserved characters, a
+//	                             TestEvent, a truncated body, a record without a key, a
+//	                             stale duplicate, keys outside TILES_PREFIX and the
+//	                             journal's own head object
+//	eventbridge-created.json     "Object Created" (EventBridge keys are NOT URL-encoded)
+//	eventbridge-deleted.json     "Object Deleted" (a delete marker from DeleteObject)
 //
 // The function-URL fixtures (url-*.json) are requests to the tile function.
 package events

@@ -91,7 +91,7 @@ deploy_sam() {
 		CreateCdn=false \
 		SyncInterval=1s \
 		"AdminToken=$ADMIN_TOKEN" \
-		LogLevel=debug)
+		ApplicationLogLevel=DEBUG)
 	local url
 	url="$(awsls cloudformation describe-stacks --stack-name "$STACK_NAME" \
 		--query "Stacks[0].Outputs[?OutputKey=='TilesFunctionUrl'].OutputValue" --output text)"
@@ -146,11 +146,21 @@ deploy_cli() {
 		fi
 	fi
 
-	local dlq_url dlq_arn
+	# The template's queues: S3 notifications (one record each) into the events
+	# queue, whose visibility timeout is six times the worker's 60 s timeout plus a
+	# minute, and messages received 20 times into the dead-letter queue.
+	local dlq_url dlq_arn queue_url queue_arn
 	dlq_url="$(awsls sqs create-queue --queue-name "$STACK_NAME-sync-dlq" \
 		--attributes MessageRetentionPeriod=1209600 --query QueueUrl --output text)"
 	dlq_arn="$(awsls sqs get-queue-attributes --queue-url "$dlq_url" \
 		--attribute-names QueueArn --query Attributes.QueueArn --output text)"
+	queue_url="$(awsls sqs create-queue --queue-name "$STACK_NAME-tile-events" --query QueueUrl --output text)"
+	queue_arn="$(awsls sqs get-queue-attributes --queue-url "$queue_url" \
+		--attribute-names QueueArn --query Attributes.QueueArn --output text)"
+	local redrive="{\\\"deadLetterTargetArn\\\":\\\"$dlq_arn\\\",\\\"maxReceiveCount\\\":\\\"20\\\"}"
+	local policy="{\\\"Version\\\":\\\"2012-10-17\\\",\\\"Statement\\\":[{\\\"Effect\\\":\\\"Allow\\\",\\\"Principal\\\":{\\\"Service\\\":\\\"s3.amazonaws.com\\\"},\\\"Action\\\":\\\"sqs:SendMessage\\\",\\\"Resource\\\":\\\"$queue_arn\\\",\\\"Condition\\\":{\\\"ArnEquals\\\":{\\\"aws:SourceArn\\\":\\\"arn:aws:s3:::$TILES_BUCKET\\\"},\\\"StringEquals\\\":{\\\"aws:SourceAccount\\\":\\\"$LOCALSTACK_ACCOUNT\\\"}}}]}"
+	awsls sqs set-queue-attributes --queue-url "$queue_url" --attributes \
+		"{\"VisibilityTimeout\":\"420\",\"MessageRetentionPeriod\":\"345600\",\"RedrivePolicy\":\"$redrive\",\"Policy\":\"$policy\"}"
 
 	# LocalStack does not enforce IAM by default; the role only has to exist.
 	ROLE_ARN="arn:aws:iam::$LOCALSTACK_ACCOUNT:role/$STACK_NAME-lambda"
@@ -186,20 +196,31 @@ deploy_cli() {
 	local url
 	url="$(awsls lambda get-function-url-config --function-name "$TILES_FUNCTION" --query FunctionUrl --output text)"
 
-	# The worker: asynchronous retries into the dead-letter queue, invoked by S3 for
-	# changes under TILES_PREFIX only.
-	awsls lambda put-function-event-invoke-config --function-name "$SYNC_WORKER" \
-		--maximum-retry-attempts 2 --maximum-event-age-in-seconds 3600 \
-		--destination-config "{\"OnFailure\":{\"Destination\":\"$dlq_arn\"}}" >/dev/null
-	local worker_arn
-	worker_arn="$(awsls lambda get-function --function-name "$SYNC_WORKER" --query Configuration.FunctionArn --output text)"
-	awsls lambda add-permission --function-name "$SYNC_WORKER" --statement-id s3-tile-changes \
-		--action lambda:InvokeFunction --principal s3.amazonaws.com \
-		--source-arn "arn:aws:s3:::$TILES_BUCKET" --source-account "$LOCALSTACK_ACCOUNT" >/dev/null 2>&1 || true
+	# The worker reads the queue through an event source mapping, as in the
+	# template: batches of up to 1,000 notifications gathered for up to 5 s, partial
+	# batch failures, one batch at a time.
+	awsls lambda delete-function-event-invoke-config --function-name "$SYNC_WORKER" >/dev/null 2>&1 || true
+	awsls lambda put-function-concurrency --function-name "$SYNC_WORKER" \
+		--reserved-concurrent-executions 1 >/dev/null
+	local esm
+	esm="$(awsls lambda list-event-source-mappings --function-name "$SYNC_WORKER" \
+		--event-source-arn "$queue_arn" --query 'EventSourceMappings[0].UUID' --output text)"
+	if [ -z "$esm" ] || [ "$esm" = None ]; then
+		awsls lambda create-event-source-mapping --function-name "$SYNC_WORKER" \
+			--event-source-arn "$queue_arn" --batch-size 1000 --maximum-batching-window-in-seconds 5 \
+			--function-response-types ReportBatchItemFailures >/dev/null
+	else
+		awsls lambda update-event-source-mapping --uuid "$esm" --batch-size 1000 \
+			--maximum-batching-window-in-seconds 5 --function-response-types ReportBatchItemFailures >/dev/null
+	fi
+	# Changes under TILES_PREFIX only go to the queue (this replaces an older
+	# deployment's direct S3 -> worker notification).
 	local prefix_json="${TILES_PREFIX//\"/\\\"}"
+	local filter="{\"Key\":{\"FilterRules\":[{\"Name\":\"prefix\",\"Value\":\"$prefix_json\"}]}}"
 	awsls s3api put-bucket-notification-configuration --bucket "$TILES_BUCKET" \
-		--notification-configuration "{\"LambdaFunctionConfigurations\":[{\"Id\":\"tilesieve-sync\",\"LambdaFunctionArn\":\"$worker_arn\",\"Events\":[\"s3:ObjectCreated:*\",\"s3:ObjectRemoved:*\",\"s3:LifecycleExpiration:*\"],\"Filter\":{\"Key\":{\"FilterRules\":[{\"Name\":\"prefix\",\"Value\":\"$prefix_json\"}]}}}]}"
-	log "S3 events under s3://$TILES_BUCKET/$TILES_PREFIX go to $SYNC_WORKER (failures to $dlq_url)"
+		--notification-configuration "{\"QueueConfigurations\":[{\"Id\":\"tilesieve-tile-events\",\"QueueArn\":\"$queue_arn\",\"Events\":[\"s3:ObjectCreated:*\",\"s3:ObjectRemoved:*\",\"s3:LifecycleExpiration:*\"],\"Filter\":$filter}]}"
+	awsls lambda remove-permission --function-name "$SYNC_WORKER" --statement-id s3-tile-changes >/dev/null 2>&1 || true
+	log "S3 events under s3://$TILES_BUCKET/$TILES_PREFIX go to $queue_url, read by $SYNC_WORKER (failures to $dlq_url)"
 	write_outputs "$url"
 }
 

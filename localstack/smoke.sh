@@ -3,8 +3,9 @@
 #   1. upload a tile under TILES_PREFIX
 #   2. fetch it through the function URL (S3 -> disk -> memory)
 #   3. fetch it again (a warm hit)
-#   4. upload new bytes for the same key: S3 notifies the sync worker, which writes
-#      a purge journal entry
+#   4. upload new bytes for the same key: S3 notifies the events queue, whose event
+#      source mapping hands the notification to the sync worker, which writes a
+#      purge journal entry
 #   5. poll the function URL (bounded) until it serves the new bytes: the function
 #      instance has read the journal and dropped its cached copy
 # Prints each step; exits non-zero when a step fails.
@@ -96,7 +97,7 @@ if [ "$code" != 200 ] || ! cmp -s "$tmp/v1.png" "$tmp/body"; then
 fi
 printf '200, X-Cache: %s, Server-Timing: %s\n' "$(header X-Cache)" "$(header Server-Timing)"
 
-step "4. upload v2 (S3 notifies the sync worker, which appends to the purge journal)"
+step "4. upload v2 (S3 -> queue -> sync worker, which appends to the purge journal)"
 put "$tmp/v2.png"
 start="$(date +%s)"
 echo "uploaded $(wc -c <"$tmp/v2.png" | tr -d ' ') bytes"
@@ -107,4 +108,4 @@ wait_for "$tmp/v2.png" "$PURGE_WAIT" ||
 # shellcheck disable=SC2016 # a JMESPath literal, not a shell expansion
 echo "journal entries: $(awsls s3api list-objects-v2 --bucket "$TILES_BUCKET" --prefix "$JOURNAL_PREFIX" --query 'length(Contents || `[]`)' --output text 2>/dev/null || echo '?')"
 
-printf '\nPASS: upload -> S3 event -> worker -> journal -> function purge -> new bytes in %s s\n' "$(($(date +%s) - start))"
+printf '\nPASS: upload -> S3 event -> queue -> worker -> journal -> function purge -> new bytes in %s s\n' "$(($(date +%s) - start))"

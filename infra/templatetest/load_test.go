@@ -87,13 +87,14 @@ func open(t *testing.T, params map[string]string) *cloudformation.Template {
 	opts := &intrinsics.ProcessorOptions{
 		ParameterOverrides: overrides,
 		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{
-			"Ref":        r.ref,
-			"Fn::GetAtt": r.getAtt,
-			"Fn::Sub":    r.sub,
-			"Fn::If":     r.fnIf,
-			"Fn::Select": r.selectFn,
-			"Fn::Split":  r.split,
-			"Fn::Join":   r.join,
+			"Ref":           r.ref,
+			"Fn::GetAtt":    r.getAtt,
+			"Fn::Sub":       r.sub,
+			"Fn::If":        r.fnIf,
+			"Fn::Select":    r.selectFn,
+			"Fn::Split":     r.split,
+			"Fn::Join":      r.join,
+			"Fn::FindInMap": r.findInMap,
 		},
 	}
 	parseMu.Lock()
@@ -119,7 +120,9 @@ var goformationUnknown = map[string][]string{
 	"AWS::Lambda::Permission":   {"InvokedViaFunctionUrl"},
 }
 
-// goformationInput is template.yaml without the properties goformation rejects.
+// goformationInput is template.yaml with SAM's Globals merged into each
+// serverless function (goformation does not apply them) and without the
+// properties goformation rejects.
 var goformationInput = sync.OnceValues(func() ([]byte, error) {
 	b, err := os.ReadFile(templatePath)
 	if err != nil {
@@ -133,6 +136,8 @@ var goformationInput = sync.OnceValues(func() ([]byte, error) {
 	if resources == nil {
 		return nil, fmt.Errorf("template.yaml has no Resources")
 	}
+	fnGlobals := mapValue(mapValue(doc.Content[0], "Globals"), "Function")
+	deleteKey(doc.Content[0], "Globals")
 	for i := 0; i+1 < len(resources.Content); i += 2 {
 		res := resources.Content[i+1]
 		typ := mapValue(res, "Type")
@@ -140,12 +145,32 @@ var goformationInput = sync.OnceValues(func() ([]byte, error) {
 		if typ == nil || props == nil {
 			continue
 		}
+		if typ.Value == "AWS::Serverless::Function" && fnGlobals != nil {
+			mergeNode(fnGlobals, props)
+		}
 		for _, drop := range goformationUnknown[typ.Value] {
 			deleteKey(props, drop)
 		}
 	}
 	return yaml.Marshal(&doc)
 })
+
+// mergeNode merges the mapping global into local as SAM merges Globals (see
+// mergeGlobals): maps key by key, lists concatenated, local scalars win.
+func mergeNode(global, local *yaml.Node) {
+	for i := 0; i+1 < len(global.Content); i += 2 {
+		k, gv := global.Content[i], global.Content[i+1]
+		lv := mapValue(local, k.Value)
+		switch {
+		case lv == nil:
+			local.Content = append(local.Content, k, gv)
+		case gv.Kind == yaml.MappingNode && lv.Kind == yaml.MappingNode && gv.Tag == lv.Tag:
+			mergeNode(gv, lv)
+		case gv.Kind == yaml.SequenceNode && lv.Kind == yaml.SequenceNode && gv.Tag == lv.Tag:
+			lv.Content = append(append([]*yaml.Node{}, gv.Content...), lv.Content...)
+		}
+	}
+}
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
@@ -440,6 +465,25 @@ func (r *resolver) split(_ string, input any, _ any) any {
 		out = append(out, s)
 	}
 	return out
+}
+
+// findInMap looks a value up in the raw template's Mappings; keys compare
+// as strings, as CloudFormation compares them (a Number parameter's value
+// is a string there).
+func (r *resolver) findInMap(_ string, input any, template any) any {
+	args, ok := input.([]any)
+	if !ok || len(args) != 3 {
+		return r.fail("FindInMap of %v", input)
+	}
+	tpl, _ := template.(map[string]any)
+	mappings, _ := tpl["Mappings"].(map[string]any)
+	m, _ := mappings[scalarString(args[0])].(map[string]any)
+	top, _ := m[scalarString(args[1])].(map[string]any)
+	v, ok := top[scalarString(args[2])]
+	if !ok {
+		return r.fail("FindInMap %v: no such entry", args)
+	}
+	return v
 }
 
 func (r *resolver) selectFn(_ string, input any, _ any) any {

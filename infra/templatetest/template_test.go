@@ -3,11 +3,14 @@ package templatetest
 import (
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/cloudformation/serverless"
@@ -89,15 +92,16 @@ func TestFunctionSizesFollowParameters(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		fn, mem, timeout, storage string
+		timeoutValue              int
 	}{
-		{"TilesFunction", "TilesMemorySize", "TilesTimeout", "TilesEphemeralStorage"},
-		{"SyncWorker", "WorkerMemorySize", "WorkerTimeout", "WorkerEphemeralStorage"},
+		{"TilesFunction", "TilesMemorySize", "TilesTimeout", "TilesEphemeralStorage", 41},
+		{"SyncWorker", "WorkerMemorySize", "WorkerTimeout", "WorkerEphemeralStorage", 120},
 	} {
 		t.Run(tc.fn, func(t *testing.T) {
-			fn := function(t, open(t, map[string]string{tc.mem: "1769", tc.timeout: "41", tc.storage: "3072"}), tc.fn)
-			if deref(fn.MemorySize) != 1769 || deref(fn.Timeout) != 41 || fn.EphemeralStorage == nil || fn.EphemeralStorage.Size != 3072 {
-				t.Fatalf("memory %d timeout %d storage %+v: want the parameters' 1769, 41, 3072",
-					deref(fn.MemorySize), deref(fn.Timeout), fn.EphemeralStorage)
+			fn := function(t, open(t, map[string]string{tc.mem: "1769", tc.timeout: strconv.Itoa(tc.timeoutValue), tc.storage: "3072"}), tc.fn)
+			if deref(fn.MemorySize) != 1769 || deref(fn.Timeout) != tc.timeoutValue || fn.EphemeralStorage == nil || fn.EphemeralStorage.Size != 3072 {
+				t.Fatalf("memory %d timeout %d storage %+v: want the parameters' 1769, %d, 3072",
+					deref(fn.MemorySize), deref(fn.Timeout), fn.EphemeralStorage, tc.timeoutValue)
 			}
 			def := function(t, open(t, nil), tc.fn)
 			if deref(def.MemorySize) < 128 || deref(def.Timeout) < 3 || def.EphemeralStorage == nil || def.EphemeralStorage.Size < 512 {
@@ -107,7 +111,12 @@ func TestFunctionSizesFollowParameters(t *testing.T) {
 	}
 }
 
-func TestWorkerS3Event(t *testing.T) {
+// TestTileEventsReachTheWorkerThroughSQS: S3 sends one record per
+// notification, so the deployed path batches them in a queue: the bucket
+// notifies TileEventsQueue of changes under TILES_PREFIX only, and the worker
+// reads it through an event source mapping with a batching window and partial
+// batch failures.
+func TestTileEventsReachTheWorkerThroughSQS(t *testing.T) {
 	t.Parallel()
 	for _, prefix := range []string{"", "probe/tiles/"} {
 		t.Run("TilesPrefix="+prefix, func(t *testing.T) {
@@ -120,68 +129,182 @@ func TestWorkerS3Event(t *testing.T) {
 			if n := len(function(t, tpl, "TilesFunction").Events); n != 0 {
 				t.Errorf("TilesFunction has %d events, want none (it is reached through its URL)", n)
 			}
-			events := function(t, tpl, "SyncWorker").Events
-			if len(events) != 1 {
-				t.Fatalf("SyncWorker events %v, want one S3 event", slices.Collect(maps.Keys(events)))
+			b, err := tpl.GetS3BucketWithName("TilesBucket")
+			if err != nil {
+				t.Fatal(err)
 			}
-			for name, ev := range events {
-				if ev.Type != "S3" || ev.Properties == nil || ev.Properties.S3Event == nil {
-					t.Fatalf("event %s: type %q, want S3", name, ev.Type)
+			if !slices.Contains(b.AWSCloudFormationDependsOn, "TileEventsQueuePolicy") {
+				t.Errorf("bucket DependsOn %v: S3 tests the queue policy when notifications are set", b.AWSCloudFormationDependsOn)
+			}
+			nc := b.NotificationConfiguration
+			if nc == nil || len(nc.LambdaConfigurations) != 0 || len(nc.TopicConfigurations) != 0 {
+				t.Fatalf("notifications %+v: want queue configurations only", nc)
+			}
+			var got []string
+			for _, qc := range nc.QueueConfigurations {
+				got = append(got, qc.Event)
+				if qc.Queue != getAtt("TileEventsQueue", "Arn") {
+					t.Errorf("%s goes to %q, want %s", qc.Event, qc.Queue, getAtt("TileEventsQueue", "Arn"))
 				}
-				s3 := ev.Properties.S3Event
-				if s3.Bucket != ref("TilesBucket") {
-					t.Errorf("event bucket %q, want %s (SAM needs the bucket of this template)", s3.Bucket, ref("TilesBucket"))
+				if qc.Filter == nil || qc.Filter.S3Key == nil || len(qc.Filter.S3Key.Rules) != 1 {
+					t.Fatalf("%s: filter %+v, want one prefix rule", qc.Event, qc.Filter)
 				}
-				var got []string
-				if s3.Events != nil && s3.Events.StringArray != nil {
-					got = slices.Clone(*s3.Events.StringArray)
+				if r := qc.Filter.S3Key.Rules[0]; r.Name != "prefix" || r.Value != want {
+					t.Errorf("%s: filter %s=%q, want prefix=%q (TILES_PREFIX only; the journal lies outside)", qc.Event, r.Name, r.Value, want)
 				}
-				slices.Sort(got)
-				if want := []string{"s3:LifecycleExpiration:*", "s3:ObjectCreated:*", "s3:ObjectRemoved:*"}; !slices.Equal(got, want) {
-					t.Errorf("event names %v, want %v", got, want)
-				}
-				if s3.Filter == nil || s3.Filter.S3Key == nil || len(s3.Filter.S3Key.Rules) != 1 {
-					t.Fatalf("filter %+v, want one prefix rule", s3.Filter)
-				}
-				rule := s3.Filter.S3Key.Rules[0]
-				if rule.Name != "prefix" || rule.Value != want {
-					t.Errorf("filter rule %s=%q, want prefix=%q (TILES_PREFIX only; the journal lies outside)", rule.Name, rule.Value, want)
-				}
+			}
+			slices.Sort(got)
+			if want := []string{"s3:LifecycleExpiration:*", "s3:ObjectCreated:*", "s3:ObjectRemoved:*"}; !slices.Equal(got, want) {
+				t.Errorf("notified events %v, want %v", got, want)
 			}
 		})
 	}
+
+	// goformation drops the SQS event's newer properties: read them as YAML.
+	rawTpl := raw(t)
+	events := at(t, rawTpl, "Resources", "SyncWorker", "Properties", "Events").(map[string]any)
+	if len(events) != 1 {
+		t.Fatalf("SyncWorker events %v, want one SQS event", slices.Collect(maps.Keys(events)))
+	}
+	for name, ev := range events {
+		if got := at(t, ev, "Type"); got != "SQS" {
+			t.Fatalf("event %s: type %v, want SQS (S3 invoking the worker directly sends one record per invocation)", name, got)
+		}
+		props := at(t, ev, "Properties")
+		for key, want := range map[string]any{
+			"Queue":                          map[string]any{"Fn::GetAtt": []any{"TileEventsQueue", "Arn"}},
+			"BatchSize":                      map[string]any{"Ref": "WorkerBatchSize"},
+			"MaximumBatchingWindowInSeconds": map[string]any{"Ref": "WorkerBatchingWindow"},
+			"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+		} {
+			if got := at(t, props, key); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("SQS event %s: %v, want %v", key, got, want)
+			}
+		}
+	}
+	window := at(t, rawTpl, "Parameters", "WorkerBatchingWindow")
+	if d, lo := toFloat(at(t, window, "Default")), toFloat(at(t, window, "MinValue")); d < 1 || d > 10 || lo < 1 {
+		t.Errorf("WorkerBatchingWindow default %v, min %v: want a few seconds, and at least 1 (BatchSize above 10 needs a window)", d, lo)
+	}
+	size := at(t, rawTpl, "Parameters", "WorkerBatchSize")
+	if d, hi := toFloat(at(t, size, "Default")), toFloat(at(t, size, "MaxValue")); d < 100 || d > 2000 || hi > 10000 {
+		t.Errorf("WorkerBatchSize default %v, max %v: want hundreds (6 MB of payload holds about 2,000), SQS's limit 10,000", d, hi)
+	}
 }
 
-func TestWorkerAsyncInvokeAndDLQ(t *testing.T) {
+// TestTileEventsQueue: the visibility timeout covers six worker timeouts (as
+// AWS asks for an SQS event source) for every allowed worker timeout, failed
+// messages go to the dead-letter queue after enough receives, and only this
+// stack's bucket may send.
+func TestTileEventsQueue(t *testing.T) {
 	t.Parallel()
-	tpl := open(t, map[string]string{"WorkerMaxRetryAttempts": "1", "WorkerMaxEventAge": "900"})
-	cfg := function(t, tpl, "SyncWorker").EventInvokeConfig
-	if cfg == nil {
-		t.Fatal("SyncWorker has no EventInvokeConfig")
+	rawTpl := raw(t)
+	for _, v := range allowedValues(t, rawTpl, "WorkerTimeout").([]any) {
+		timeout := int(toFloat(v))
+		tpl := open(t, map[string]string{"WorkerTimeout": strconv.Itoa(timeout)})
+		q, err := tpl.GetSQSQueueWithName("TileEventsQueue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		window := int(toFloat(at(t, rawTpl, "Parameters", "WorkerBatchingWindow", "MaxValue")))
+		if got := deref(q.VisibilityTimeout); got < 6*timeout+window || got > 43200 {
+			t.Errorf("WorkerTimeout %d: visibility timeout %d, want at least 6x it plus the longest batching window (%d)", timeout, got, 6*timeout+window)
+		}
+		if deref(function(t, tpl, "SyncWorker").Timeout) != timeout {
+			t.Errorf("worker timeout does not follow WorkerTimeout=%d", timeout)
+		}
 	}
-	if deref(cfg.MaximumRetryAttempts) != 1 || deref(cfg.MaximumEventAgeInSeconds) != 900 {
-		t.Errorf("retries %d, max age %d: want the parameters' 1 and 900", deref(cfg.MaximumRetryAttempts), deref(cfg.MaximumEventAgeInSeconds))
-	}
-	if cfg.DestinationConfig == nil || cfg.DestinationConfig.OnFailure == nil {
-		t.Fatal("no OnFailure destination")
-	}
-	onFailure := cfg.DestinationConfig.OnFailure
-	if deref(onFailure.Type) != "SQS" || onFailure.Destination != getAtt("DeadLetterQueue", "Arn") {
-		t.Errorf("OnFailure %s %q, want SQS %s", deref(onFailure.Type), onFailure.Destination, getAtt("DeadLetterQueue", "Arn"))
-	}
-	q, err := tpl.GetSQSQueueWithName("DeadLetterQueue")
+	tpl := open(t, map[string]string{"WorkerMaxReceiveCount": "33"})
+	q, err := tpl.GetSQSQueueWithName("TileEventsQueue")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if deref(q.MessageRetentionPeriod) < 4*24*3600 {
-		t.Errorf("DLQ keeps messages %d s; want days, to leave time to replay them", deref(q.MessageRetentionPeriod))
+	redrive, _ := q.RedrivePolicy.(map[string]any)
+	if redrive["deadLetterTargetArn"] != getAtt("DeadLetterQueue", "Arn") || toFloat(redrive["maxReceiveCount"]) != 33 {
+		t.Errorf("redrive policy %v, want the dead-letter queue after WorkerMaxReceiveCount (33) receives", q.RedrivePolicy)
+	}
+	if d := toFloat(at(t, rawTpl, "Parameters", "WorkerMaxReceiveCount", "Default")); d < 5 {
+		t.Errorf("WorkerMaxReceiveCount default %v: throttled and budget-bound deliveries count as receives; want at least 5", d)
+	}
+	dlq, err := tpl.GetSQSQueueWithName("DeadLetterQueue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deref(dlq.MessageRetentionPeriod) <= deref(q.MessageRetentionPeriod) || deref(dlq.MessageRetentionPeriod) < 4*24*3600 {
+		t.Errorf("DLQ keeps messages %d s, the queue %d s: want the DLQ longer, and days", deref(dlq.MessageRetentionPeriod), deref(q.MessageRetentionPeriod))
+	}
+
+	pol, err := tpl.GetSQSQueuePolicyWithName("TileEventsQueuePolicy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pol.Queues, []string{ref("TileEventsQueue")}) {
+		t.Errorf("queue policy on %v", pol.Queues)
+	}
+	doc, _ := pol.PolicyDocument.(map[string]any)
+	stmts, _ := doc["Statement"].([]any)
+	if len(stmts) != 1 {
+		t.Fatalf("queue policy %v, want one statement", doc)
+	}
+	st := stmts[0].(map[string]any)
+	principal, _ := st["Principal"].(map[string]any)
+	cond, _ := st["Condition"].(map[string]any)
+	arnEq, _ := cond["ArnEquals"].(map[string]any)
+	strEq, _ := cond["StringEquals"].(map[string]any)
+	if st["Effect"] != "Allow" || fmt.Sprint(principal["Service"]) != "s3.amazonaws.com" ||
+		fmt.Sprint(asStrings(st["Action"])) != "[sqs:SendMessage]" || st["Resource"] != getAtt("TileEventsQueue", "Arn") {
+		t.Errorf("queue policy statement %v: want s3.amazonaws.com allowed sqs:SendMessage on the queue only", st)
+	}
+	if arnEq["aws:SourceArn"] != wantBucketARN || strEq["aws:SourceAccount"] != pseudo["AWS::AccountId"] || len(cond) != 2 {
+		t.Errorf("queue policy conditions %v: want aws:SourceArn %s and aws:SourceAccount %s", cond, wantBucketARN, pseudo["AWS::AccountId"])
+	}
+	if _, ok := tpl.Outputs["TileEventsQueueUrl"]; !ok {
+		t.Error("no TileEventsQueueUrl output")
 	}
 	if _, ok := tpl.Outputs["DeadLetterQueueUrl"]; !ok {
 		t.Error("no DeadLetterQueueUrl output")
 	}
-	def := function(t, open(t, nil), "SyncWorker").EventInvokeConfig
-	if r := deref(def.MaximumRetryAttempts); r < 0 || r > 2 {
-		t.Errorf("default MaximumRetryAttempts %d outside Lambda's 0-2", r)
+}
+
+// TestDeadLetterQueueAlarm: a notification in the dead-letter queue raises an
+// alarm, which mails the optional AlarmEmail through SNS.
+func TestDeadLetterQueueAlarm(t *testing.T) {
+	t.Parallel()
+	for _, email := range []string{"", "ops@example.com"} {
+		t.Run("AlarmEmail="+email, func(t *testing.T) {
+			tpl := open(t, map[string]string{"AlarmEmail": email})
+			a, err := tpl.GetCloudWatchAlarmWithName("DeadLetterQueueAlarm")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if deref(a.Namespace) != "AWS/SQS" || deref(a.MetricName) != "ApproximateNumberOfMessagesVisible" ||
+				a.ComparisonOperator != "GreaterThanThreshold" || deref(a.Threshold) != 0 || deref(a.TreatMissingData) != "notBreaching" {
+				t.Errorf("alarm %s %s %s %v (missing data %s): want visible messages > 0", deref(a.Namespace), deref(a.MetricName), a.ComparisonOperator, deref(a.Threshold), deref(a.TreatMissingData))
+			}
+			if len(a.Dimensions) != 1 || a.Dimensions[0].Name != "QueueName" || a.Dimensions[0].Value != getAtt("DeadLetterQueue", "QueueName") {
+				t.Errorf("alarm dimensions %+v, want the dead-letter queue's name", a.Dimensions)
+			}
+			rawTpl := raw(t)
+			if got := at(t, rawTpl, "Resources", "AlarmTopic", "Condition"); got != "HasAlarmEmail" {
+				t.Errorf("AlarmTopic condition %v, want HasAlarmEmail", got)
+			}
+			if email == "" {
+				if len(a.AlarmActions) != 0 {
+					t.Errorf("alarm actions %v without an e-mail address", a.AlarmActions)
+				}
+				return
+			}
+			if !slices.Equal(a.AlarmActions, []string{ref("AlarmTopic")}) {
+				t.Errorf("alarm actions %v, want the topic", a.AlarmActions)
+			}
+			topic, err := tpl.GetSNSTopicWithName("AlarmTopic")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(topic.Subscription) != 1 || topic.Subscription[0].Protocol != "email" || topic.Subscription[0].Endpoint != email {
+				t.Errorf("topic subscriptions %+v, want one e-mail to %s", topic.Subscription, email)
+			}
+		})
 	}
 }
 
@@ -317,12 +440,17 @@ func TestLeastPrivilege(t *testing.T) {
 		// only to a caller that may list the bucket, and a GetObject has no
 		// s3:prefix for a condition to match (with one, missing tiles are 403).
 		"s3:ListBucket " + wantBucketARN,
-		"s3:PutObject " + wantBucketARN + "/" + journal + "*",
 	}
+	// The journal's writes from the tile function are admin purges.
+	adminGrant := "s3:PutObject " + wantBucketARN + "/" + journal + "*"
 	workerGrants := []string{
 		"s3:GetObject " + wantBucketARN + "/" + journal + "*",
-		"s3:ListBucket " + wantBucketARN + "?prefix=" + journal + "*",
+		// Unconditioned too: the journal reads keys that may be missing.
+		"s3:ListBucket " + wantBucketARN,
 		"s3:PutObject " + wantBucketARN + "/" + journal + "*",
+	}
+	cdnGrants := func(arn string) []string {
+		return []string{"cloudfront:CreateInvalidation " + arn, "cloudfront:GetInvalidation " + arn, "cloudfront:ListInvalidations " + arn}
 	}
 	plus := func(l []string, extra ...string) []string {
 		out := append(slices.Clone(l), extra...)
@@ -335,12 +463,13 @@ func TestLeastPrivilege(t *testing.T) {
 		wantTiles, wantWork []string
 	}{
 		{"no CDN", base, tilesGrants, workerGrants},
+		{"admin API", with("AdminToken", "s3cret"), plus(tilesGrants, adminGrant), workerGrants},
 		{"CDN created", with("CreateCdn", "true", "UrlAuthType", "AWS_IAM"),
-			tilesGrants, plus(workerGrants, "cloudfront:CreateInvalidation "+dist+ref("Distribution"))},
+			tilesGrants, plus(workerGrants, cdnGrants(dist+ref("Distribution"))...)},
 		{"CDN created, ID handed back", with("CreateCdn", "true", "UrlAuthType", "AWS_IAM", "DistributionId", "E2EXAMPLE"),
-			plus(tilesGrants, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, "cloudfront:CreateInvalidation "+dist+ref("Distribution"))},
-		{"external CDN", with("DistributionId", "E2EXAMPLE"),
-			plus(tilesGrants, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE")},
+			plus(tilesGrants, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, cdnGrants(dist+ref("Distribution"))...)},
+		{"external CDN, admin API", with("DistributionId", "E2EXAMPLE", "AdminToken", "s3cret"),
+			plus(tilesGrants, adminGrant, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, cdnGrants(dist+"E2EXAMPLE")...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tpl := open(t, tc.params)
@@ -351,6 +480,27 @@ func TestLeastPrivilege(t *testing.T) {
 				t.Errorf("SyncWorker grants\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.wantWork, "\n"))
 			}
 		})
+	}
+}
+
+// TestMissingKeysAre404s: without an unconditioned s3:ListBucket on the
+// bucket, S3 answers a GET or HEAD of a missing key with 403, not 404. Every
+// role that reads keys that may be missing (tiles, the journal) must have one.
+// The local S3 does not enforce IAM, so this test is where that is checked.
+func TestMissingKeysAre404s(t *testing.T) {
+	t.Parallel()
+	for _, params := range []map[string]string{nil, {"AdminToken": "s3cret", "DistributionId": "E2EXAMPLE"}} {
+		tpl := open(t, params)
+		for _, name := range []string{"TilesFunction", "SyncWorker"} {
+			g := grants(t, statements(t, function(t, tpl, name)))
+			reads := slices.ContainsFunc(g, func(s string) bool { return strings.HasPrefix(s, "s3:GetObject "+wantBucketARN+"/") })
+			if !reads {
+				t.Errorf("%s reads nothing from the bucket: %v", name, g)
+			}
+			if !slices.Contains(g, "s3:ListBucket "+wantBucketARN) {
+				t.Errorf("%s reads keys that may be missing but has no unconditioned s3:ListBucket on %s: %v", name, wantBucketARN, g)
+			}
+		}
 	}
 }
 
@@ -416,7 +566,7 @@ func TestEnvironmentLoads(t *testing.T) {
 	t.Parallel()
 	rawTpl := raw(t)
 	cases := []map[string]string{nil, {"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "DistributionId": "E2EXAMPLE", "CdnPathPrefix": "maps/"}}
-	for _, p := range []string{"UrlInvokeMode", "LogLevel", "MissingTile", "DiskFsync", "S3ForcePathStyle"} {
+	for _, p := range []string{"UrlInvokeMode", "ApplicationLogLevel", "MissingTile", "DiskFsync", "S3ForcePathStyle"} {
 		for _, v := range strs(t, allowedValues(t, rawTpl, p)) {
 			cases = append(cases, map[string]string{p: v})
 		}
@@ -687,8 +837,8 @@ func TestNoBucketCycle(t *testing.T) {
 			if s, ok := m["Fn::Sub"].(string); ok && strings.Contains(s, "${TilesBucket") {
 				bad = true
 			}
-			if bad && path != "SyncWorker.Events.TileChanges.Properties.Bucket" {
-				t.Errorf("%s refers to the TilesBucket resource: a dependency cycle with the S3 event", path)
+			if bad {
+				t.Errorf("%s refers to the TilesBucket resource: a dependency cycle through the bucket's notifications", path)
 			}
 			for k := range m {
 				if strings.HasPrefix(k, "S3") && strings.HasSuffix(k, "Policy") {
@@ -697,6 +847,16 @@ func TestNoBucketCycle(t *testing.T) {
 			}
 		})
 	}
+	// The bucket depends on the queue policy, which must name it by string.
+	walk(at(t, rawTpl, "Resources", "TileEventsQueuePolicy"), "TileEventsQueuePolicy", func(path string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			ga, _ := m["Fn::GetAtt"].([]any)
+			s, _ := m["Fn::Sub"].(string)
+			if m["Ref"] == "TilesBucket" || len(ga) > 0 && ga[0] == "TilesBucket" || strings.Contains(s, "${TilesBucket") {
+				t.Errorf("%s refers to the TilesBucket resource: a bucket -> policy -> bucket cycle", path)
+			}
+		}
+	})
 	// The tile function is the distribution's origin: no reference back to it.
 	walk(at(t, rawTpl, "Resources", "TilesFunction"), "TilesFunction", func(path string, v any) {
 		if m, ok := v.(map[string]any); ok {
@@ -793,4 +953,128 @@ func TestParameters(t *testing.T) {
 func toFloat(v any) float64 {
 	f, _ := strconv.ParseFloat(scalarString(v), 64)
 	return f
+}
+
+// TestLogging: JSON logs filtered at the levels the parameters give, into log
+// groups named as Lambda names them (/aws/lambda/<function name>), which the
+// stack owns with a retention.
+func TestLogging(t *testing.T) {
+	t.Parallel()
+	rawTpl := raw(t)
+	tpl := open(t, map[string]string{"LogRetentionDays": "14", "ApplicationLogLevel": "WARN"})
+	for fn, group := range map[string]string{"TilesFunction": "TilesLogGroup", "SyncWorker": "WorkerLogGroup"} {
+		t.Run(fn, func(t *testing.T) {
+			lc := at(t, rawTpl, "Resources", fn, "Properties", "LoggingConfig")
+			for key, want := range map[string]any{
+				"LogFormat":           "JSON",
+				"ApplicationLogLevel": map[string]any{"Ref": "ApplicationLogLevel"},
+				"SystemLogLevel":      map[string]any{"Ref": "SystemLogLevel"},
+				"LogGroup":            map[string]any{"Ref": group},
+			} {
+				if got := at(t, lc, key); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("LoggingConfig.%s %v, want %v", key, got, want)
+				}
+			}
+			f := function(t, tpl, fn)
+			lg, err := tpl.GetLogsLogGroupWithName(group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if deref(f.FunctionName) == "" || deref(lg.LogGroupName) != "/aws/lambda/"+deref(f.FunctionName) {
+				t.Errorf("log group %q for function %q, want /aws/lambda/<function name>", deref(lg.LogGroupName), deref(f.FunctionName))
+			}
+			if deref(lg.RetentionInDays) != 14 {
+				t.Errorf("retention %d, want LogRetentionDays (14)", deref(lg.RetentionInDays))
+			}
+			if got := f.Environment.Variables["LOG_LEVEL"]; got != "warn" {
+				t.Errorf("LOG_LEVEL %q, want warn (from ApplicationLogLevel WARN)", got)
+			}
+		})
+	}
+	if got := strs(t, allowedValues(t, rawTpl, "SystemLogLevel")); !slices.Equal(got, []string{"DEBUG", "INFO", "WARN"}) {
+		t.Errorf("SystemLogLevel allows %v", got)
+	}
+}
+
+// TestGlobals: what both functions share is said once.
+func TestGlobals(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(templatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Globals struct {
+			Function map[string]any `yaml:"Function"`
+		} `yaml:"Globals"`
+		Resources map[string]struct {
+			Properties map[string]any `yaml:"Properties"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"CodeUri", "Handler", "Runtime", "Architectures", "LoggingConfig", "Environment"} {
+		if _, ok := doc.Globals.Function[key]; !ok {
+			t.Errorf("Globals.Function has no %s", key)
+		}
+	}
+	for _, fn := range []string{"TilesFunction", "SyncWorker"} {
+		for _, key := range []string{"CodeUri", "Handler", "Runtime", "Architectures"} {
+			if _, ok := doc.Resources[fn].Properties[key]; ok {
+				t.Errorf("%s repeats %s, which Globals sets", fn, key)
+			}
+		}
+	}
+}
+
+// TestConcurrency: the worker runs one batch at a time unless told otherwise;
+// the tile function reserves concurrency only when asked.
+func TestConcurrency(t *testing.T) {
+	t.Parallel()
+	tpl := open(t, nil)
+	if got := function(t, tpl, "SyncWorker").ReservedConcurrentExecutions; deref(got) != 1 {
+		t.Errorf("worker reserved concurrency %v, want 1 by default (appends and CDN budget decisions do not race)", deref(got))
+	}
+	if got := function(t, tpl, "TilesFunction").ReservedConcurrentExecutions; got != nil {
+		t.Errorf("tile function reserves %d by default, want none", *got)
+	}
+	tpl = open(t, map[string]string{"WorkerReservedConcurrency": "3", "TilesReservedConcurrency": "250"})
+	if got := function(t, tpl, "SyncWorker").ReservedConcurrentExecutions; deref(got) != 3 {
+		t.Errorf("worker reserved concurrency %d, want the parameter's 3", deref(got))
+	}
+	if got := function(t, tpl, "TilesFunction").ReservedConcurrentExecutions; deref(got) != 250 {
+		t.Errorf("tile function reserved concurrency %d, want the parameter's 250", deref(got))
+	}
+}
+
+// TestTilesTimeoutBehindCdn: behind the CDN the tile function runs no longer
+// than CloudFront waits for it; the two come from one parameter.
+func TestTilesTimeoutBehindCdn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		params map[string]string
+		want   int
+	}{
+		{map[string]string{"TilesTimeout": "100"}, 100},
+		{map[string]string{"TilesTimeout": "100", "CreateCdn": "true", "UrlAuthType": "AWS_IAM"}, 30},
+		{map[string]string{"TilesTimeout": "100", "CreateCdn": "true", "UrlAuthType": "AWS_IAM", "CdnOriginReadTimeout": "45"}, 45},
+	} {
+		t.Run(fmt.Sprint(sortedPairs(tc.params)), func(t *testing.T) {
+			tpl := open(t, tc.params)
+			if got := deref(function(t, tpl, "TilesFunction").Timeout); got != tc.want {
+				t.Errorf("tile function timeout %d, want %d", got, tc.want)
+			}
+			if tc.params["CreateCdn"] != "true" {
+				return
+			}
+			d, err := tpl.GetCloudFrontDistributionWithName("Distribution")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := deref(d.DistributionConfig.Origins[0].CustomOriginConfig.OriginReadTimeout); got != tc.want {
+				t.Errorf("origin read timeout %d, function timeout %d: they must agree", got, tc.want)
+			}
+		})
+	}
 }

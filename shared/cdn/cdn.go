@@ -1,8 +1,13 @@
 // Package cdn purges the CDN (CloudFront) for the same prefixes the tiers
-// purge: one CreateInvalidation per batch, each prefix a wildcard path, with a
-// caller reference derived from the batch so that a retried batch is not
-// invalidated (and charged) twice, and a bounded, jittered retry when
-// CloudFront throttles or has too many invalidations in progress.
+// purge: one CreateInvalidation per batch, with a caller reference derived
+// from the batch so that a retried batch is not invalidated (and charged)
+// twice, and a bounded, jittered retry when CloudFront throttles.
+//
+// A coalesced batch (InvalidateTargets) keeps within CloudFront's budget of
+// paths in progress per distribution, across invocations: it counts the paths
+// of the invalidations still in progress, lets the caller coalesce further
+// until the batch fits, and waits within its deadline when nothing fits.
+// Directories become wildcard paths, single keys exact ones.
 package cdn
 
 import (
@@ -12,9 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +48,25 @@ type Config struct {
 	// finish). Defaults 500ms and 10s.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
+	// BudgetWait bounds how long InvalidateTargets waits for CloudFront's
+	// in-progress budget to free up; it stops earlier so that Reserve is
+	// left before ctx's deadline. Default 5m.
+	BudgetWait time.Duration
+	// Reserve is the time InvalidateTargets leaves before ctx's deadline,
+	// so that a Lambda handler can still report the batch as failed.
+	// Default 3s.
+	Reserve time.Duration
+	// MaxWildcardPaths and MaxExactPaths are CloudFront's limits of paths
+	// in progress per distribution; defaults 15 and 3,000.
+	MaxWildcardPaths int
+	MaxExactPaths    int
+	// MaxListPages bounds the ListInvalidations pages (100 each) read per
+	// count; default 3. CloudFront lists the newest first, and invalidations
+	// in progress are recent.
+	MaxListPages int
+	// Sleep waits d or until ctx ends; tests inject a clock through it.
+	// Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Defaults of Config.
@@ -48,7 +74,31 @@ const (
 	DefaultMaxAttempts = 5
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 10 * time.Second
+	DefaultBudgetWait  = 5 * time.Minute
+	DefaultReserve     = 3 * time.Second
+	DefaultListPages   = 3
+
+	// CloudFront's quotas of invalidation paths in progress per distribution.
+	MaxWildcardPathsInProgress = 15
+	MaxExactPathsInProgress    = 3000
 )
+
+// ErrNoBudget means the distribution's invalidation budget did not free up
+// before the wait ended; the caller should retry the batch later.
+var ErrNoBudget = errors.New("cdn: too many invalidation paths in progress")
+
+// Usage counts invalidation paths.
+type Usage struct {
+	Wildcard int // paths ending in *
+	Exact    int
+}
+
+func (u Usage) add(o Usage) Usage { return Usage{u.Wildcard + o.Wildcard, u.Exact + o.Exact} }
+
+// Fit shrinks a batch's targets (coalescing further upward) so that it needs
+// at most free.Wildcard wildcard and free.Exact exact paths; ok is false when
+// it cannot.
+type Fit func(targets []string, free Usage) (fitted []string, ok bool)
 
 // Invalidator issues CloudFront invalidations. A nil or disabled Invalidator
 // does nothing. Safe for concurrent use.
@@ -56,6 +106,9 @@ type Invalidator struct {
 	api *cloudfront.Client
 	cfg Config
 	log *slog.Logger
+
+	mu    sync.Mutex       // guards known
+	known map[string]Usage // invalidation id → its paths; invalidations are immutable
 }
 
 // New returns an Invalidator that calls CloudFront through api.
@@ -69,28 +122,197 @@ func New(api *cloudfront.Client, cfg Config, log *slog.Logger) *Invalidator {
 	if cfg.MaxDelay <= 0 {
 		cfg.MaxDelay = DefaultMaxDelay
 	}
+	if cfg.BudgetWait <= 0 {
+		cfg.BudgetWait = DefaultBudgetWait
+	}
+	if cfg.Reserve <= 0 {
+		cfg.Reserve = DefaultReserve
+	}
+	if cfg.MaxWildcardPaths <= 0 {
+		cfg.MaxWildcardPaths = MaxWildcardPathsInProgress
+	}
+	if cfg.MaxExactPaths <= 0 {
+		cfg.MaxExactPaths = MaxExactPathsInProgress
+	}
+	if cfg.MaxListPages <= 0 {
+		cfg.MaxListPages = DefaultListPages
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
 	cfg.PathPrefix = normPathPrefix(cfg.PathPrefix)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Invalidator{api: api, cfg: cfg, log: log}
+	return &Invalidator{api: api, cfg: cfg, log: log, known: map[string]Usage{}}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Enabled reports whether a distribution is configured.
 func (v *Invalidator) Enabled() bool { return v != nil && v.cfg.DistributionID != "" }
 
-// Invalidate purges the distribution for the key prefixes of one batch with
-// one CreateInvalidation call, and returns the paths it sent. batchID names
-// the batch: the same batchID and prefixes give the same caller reference, so
-// CloudFront answers a repeat with the invalidation it already made. It
-// retries throttling, TooManyInvalidationsInProgress and server errors up to
-// MaxAttempts, and stops when ctx ends. A disabled Invalidator returns nil,
-// nil.
+// Invalidate purges the distribution for arbitrary key prefixes (the admin
+// API's) with one CreateInvalidation call, every prefix a wildcard path, and
+// returns the paths it sent. batchID names the batch: the same batchID and
+// prefixes give the same caller reference, so CloudFront answers a repeat
+// with the invalidation it already made. It retries throttling,
+// TooManyInvalidationsInProgress and server errors up to MaxAttempts, and
+// stops when ctx ends. A disabled Invalidator returns nil, nil.
 func (v *Invalidator) Invalidate(ctx context.Context, prefixes []string, batchID string) ([]string, error) {
 	if !v.Enabled() || len(prefixes) == 0 {
 		return nil, nil
 	}
-	paths := Paths(v.cfg.PathPrefix, prefixes)
+	paths := PrefixPaths(v.cfg.PathPrefix, prefixes)
+	return paths, v.create(ctx, paths, batchID)
+}
+
+// InvalidateTargets purges the distribution for a coalesced batch: targets
+// that are directories ("a/b/", or "" for everything) become wildcard paths,
+// single keys exact paths. Before creating the invalidation it counts the
+// paths still in progress on the distribution; when the batch does not fit in
+// what is left, fit (which may be nil) coalesces it further. When nothing
+// fits it waits with backoff, within BudgetWait and ctx's deadline less
+// Reserve, and then fails with ErrNoBudget. It returns the paths it sent (or
+// meant to send).
+func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, batchID string, fit Fit) ([]string, error) {
+	if !v.Enabled() || len(targets) == 0 {
+		return nil, nil
+	}
+	limit := v.cfg.BudgetWait
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(dl)-v.cfg.Reserve)
+	}
+	var waited time.Duration
+	for attempt := 1; ; attempt++ {
+		used, err := v.InProgress(ctx)
+		if err != nil {
+			return Paths(v.cfg.PathPrefix, targets), err
+		}
+		free := Usage{Wildcard: v.cfg.MaxWildcardPaths - used.Wildcard, Exact: v.cfg.MaxExactPaths - used.Exact}
+		batch := targets
+		fits := within(count(Paths(v.cfg.PathPrefix, batch)), free)
+		if !fits && fit != nil && free.Wildcard >= 0 && free.Exact >= 0 {
+			if f, ok := fit(targets, free); ok {
+				batch, fits = f, within(count(Paths(v.cfg.PathPrefix, f)), free)
+			}
+		}
+		if fits {
+			paths := Paths(v.cfg.PathPrefix, batch)
+			if len(batch) != len(targets) {
+				v.log.Info("cdn batch coalesced to fit the invalidation budget", "targets", len(targets), "paths", len(paths),
+					"wildcards_in_progress", used.Wildcard, "exact_in_progress", used.Exact)
+			}
+			return paths, v.create(ctx, paths, batchID)
+		}
+		d := v.backoff(attempt)
+		if waited+d > limit {
+			return Paths(v.cfg.PathPrefix, targets), fmt.Errorf("cdn: %d targets, %d wildcard and %d exact paths in progress after waiting %v: %w",
+				len(targets), used.Wildcard, used.Exact, waited, ErrNoBudget)
+		}
+		v.log.Info("cdn invalidation budget used up, waiting", "wildcards_in_progress", used.Wildcard, "exact_in_progress", used.Exact, "wait", d)
+		if err := v.cfg.Sleep(ctx, d); err != nil {
+			return Paths(v.cfg.PathPrefix, targets), fmt.Errorf("cdn: waiting for the invalidation budget: %w", err)
+		}
+		waited += d
+	}
+}
+
+func within(u, free Usage) bool { return u.Wildcard <= free.Wildcard && u.Exact <= free.Exact }
+
+// count sorts paths into wildcard and exact ones.
+func count(paths []string) Usage {
+	var u Usage
+	for _, p := range paths {
+		if strings.HasSuffix(p, "*") {
+			u.Wildcard++
+		} else {
+			u.Exact++
+		}
+	}
+	return u
+}
+
+// InProgress counts the paths of the distribution's invalidations still in
+// progress: one ListInvalidations page per 100 invalidations (at most
+// MaxListPages), and one GetInvalidation per in-progress invalidation this
+// Invalidator has not seen before (its own are known from their creation).
+func (v *Invalidator) InProgress(ctx context.Context) (Usage, error) {
+	var total Usage
+	if !v.Enabled() {
+		return total, nil
+	}
+	noRetry := func(o *cloudfront.Options) { o.Retryer = aws.NopRetryer{} }
+	var inProgress []string
+	var marker *string
+	for page := 0; page < v.cfg.MaxListPages; page++ {
+		out, err := v.api.ListInvalidations(ctx, &cloudfront.ListInvalidationsInput{
+			DistributionId: aws.String(v.cfg.DistributionID), Marker: marker, MaxItems: aws.Int32(100),
+		}, noRetry)
+		if err != nil {
+			return total, fmt.Errorf("cdn: list invalidations: %w", err)
+		}
+		l := out.InvalidationList
+		if l == nil {
+			break
+		}
+		pageHas := false
+		for _, it := range l.Items {
+			if aws.ToString(it.Status) != "Completed" {
+				inProgress = append(inProgress, aws.ToString(it.Id))
+				pageHas = true
+			}
+		}
+		// The newest come first: a page with nothing in progress means the
+		// older pages have nothing either.
+		if !pageHas || !aws.ToBool(l.IsTruncated) || l.NextMarker == nil {
+			break
+		}
+		marker = l.NextMarker
+	}
+	seen := make(map[string]Usage, len(inProgress))
+	for _, id := range inProgress {
+		v.mu.Lock()
+		u, ok := v.known[id]
+		v.mu.Unlock()
+		if !ok {
+			out, err := v.api.GetInvalidation(ctx, &cloudfront.GetInvalidationInput{
+				DistributionId: aws.String(v.cfg.DistributionID), Id: aws.String(id),
+			}, noRetry)
+			if err != nil {
+				return total, fmt.Errorf("cdn: get invalidation %s: %w", id, err)
+			}
+			if inv := out.Invalidation; inv != nil && inv.InvalidationBatch != nil && inv.InvalidationBatch.Paths != nil {
+				u = count(inv.InvalidationBatch.Paths.Items)
+			}
+		}
+		seen[id] = u
+		total = total.add(u)
+	}
+	// Keep only what is still in progress: a completed invalidation never
+	// comes back, so the cache stays as small as the budget.
+	v.mu.Lock()
+	for id := range v.known {
+		if _, ok := seen[id]; !ok {
+			delete(v.known, id)
+		}
+	}
+	maps.Copy(v.known, seen)
+	v.mu.Unlock()
+	return total, nil
+}
+
+// create sends one CreateInvalidation with paths, retrying as Invalidate says.
+func (v *Invalidator) create(ctx context.Context, paths []string, batchID string) error {
 	ref := CallerReference(batchID, paths)
 	in := &cloudfront.CreateInvalidationInput{
 		DistributionId: aws.String(v.cfg.DistributionID),
@@ -111,23 +333,24 @@ func (v *Invalidator) Invalidate(ctx context.Context, prefixes []string, batchID
 			if out.Invalidation != nil {
 				id = aws.ToString(out.Invalidation.Id)
 			}
+			if id != "" && (out.Invalidation.Status == nil || aws.ToString(out.Invalidation.Status) != "Completed") {
+				v.mu.Lock()
+				v.known[id] = count(paths)
+				v.mu.Unlock()
+			}
 			v.log.Info("cdn invalidation created", "id", id, "paths", len(paths), "caller_reference", ref, "attempts", attempt)
-			return paths, nil
+			return nil
 		}
 		if !retryable(err) || attempt >= v.cfg.MaxAttempts {
 			break
 		}
 		d := v.backoff(attempt)
 		v.log.Warn("cdn invalidation refused, retrying", "attempt", attempt, "wait", d, "err", err)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return paths, fmt.Errorf("cdn: invalidate %d paths: %w (last error: %w)", len(paths), ctx.Err(), err)
-		case <-t.C:
+		if serr := v.cfg.Sleep(ctx, d); serr != nil {
+			return fmt.Errorf("cdn: invalidate %d paths: %w (last error: %w)", len(paths), serr, err)
 		}
 	}
-	return paths, fmt.Errorf("cdn: invalidate %d paths: %w", len(paths), err)
+	return fmt.Errorf("cdn: invalidate %d paths: %w", len(paths), err)
 }
 
 // backoff is the wait before attempt+1: between half and all of an
@@ -161,10 +384,32 @@ func retryable(err error) bool {
 	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
 }
 
-// Paths turns key prefixes into CloudFront wildcard paths: "/" + pathPrefix +
-// prefix + "*", escaped as CloudFront asks (see escapePath). The prefix ""
-// becomes "/"+pathPrefix+"*". pathPrefix is normalised as Config.PathPrefix.
-func Paths(pathPrefix string, prefixes []string) []string {
+// IsDirectory reports whether a coalesced target stands for everything under
+// it (it ends in "/", or is "" for everything) rather than for one key. It is
+// how purge.Coalesce tells the two apart.
+func IsDirectory(target string) bool { return target == "" || strings.HasSuffix(target, "/") }
+
+// Paths turns coalesced targets into CloudFront paths, escaped as CloudFront
+// asks (see escapePath): a directory becomes the wildcard path "/" +
+// pathPrefix + dir + "*" ("" becomes "/"+pathPrefix+"*"), a single key the
+// exact path "/" + pathPrefix + key, which CloudFront counts against its far
+// larger budget of exact paths. pathPrefix is normalised as Config.PathPrefix.
+func Paths(pathPrefix string, targets []string) []string {
+	pathPrefix = normPathPrefix(pathPrefix)
+	paths := make([]string, 0, len(targets))
+	for _, t := range targets {
+		p := "/" + escapePath(pathPrefix+t)
+		if IsDirectory(t) {
+			p += "*"
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// PrefixPaths turns arbitrary key prefixes into wildcard paths: "osm/1"
+// covers "osm/1/0/0.png" and "osm/10/...", so it cannot be an exact path.
+func PrefixPaths(pathPrefix string, prefixes []string) []string {
 	pathPrefix = normPathPrefix(pathPrefix)
 	paths := make([]string, 0, len(prefixes))
 	for _, p := range prefixes {

@@ -3,12 +3,14 @@ package cdn_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge"
 )
 
 func newInvalidator(t *testing.T, cfg cdn.Config) (*cdn.Invalidator, *cdntest.Server) {
@@ -27,22 +29,58 @@ func TestPaths(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		pathPrefix string
-		prefixes   []string
+		targets    []string
 		want       []string
 	}{
 		{"", []string{""}, []string{"/*"}},
 		{"tiles/", []string{""}, []string{"/tiles/*"}},
 		{"/tiles", []string{"osm/"}, []string{"/tiles/osm/*"}},
-		{"", []string{"osm/12/2048/", "osm/1/0/0.png"}, []string{"/osm/12/2048/*", "/osm/1/0/0.png*"}},
+		// A directory is a wildcard, a single key an exact path.
+		{"", []string{"osm/12/2048/", "osm/1/0/0.png"}, []string{"/osm/12/2048/*", "/osm/1/0/0.png"}},
+		{"maps", []string{"osm/1/0/0.png"}, []string{"/maps/osm/1/0/0.png"}},
 		{"", []string{"city maps/c++/100%/"}, []string{"/city%20maps/c++/100%25/*"}},
 		{"", []string{"café/地図/"}, []string{"/caf%C3%A9/%E5%9C%B0%E5%9B%B3/*"}},
-		{"", []string{"a*b?c#d\"e<f>{g}|h\\i^j~k[l]m`n"}, []string{"/a%2Ab%3Fc%23d%22e%3Cf%3E%7Bg%7D%7Ch%5Ci%5Ej%7Ek%5Bl%5Dm%60n*"}},
-		{"", []string{"iiif/page=7/0,0,512,512/full/0/default.jpg"}, []string{"/iiif/page=7/0,0,512,512/full/0/default.jpg*"}},
+		// A key that ends in an escaped * is still exact.
+		{"", []string{"a*b?c#d\"e<f>{g}|h\\i^j~k[l]m`n*"}, []string{"/a%2Ab%3Fc%23d%22e%3Cf%3E%7Bg%7D%7Ch%5Ci%5Ej%7Ek%5Bl%5Dm%60n%2A"}},
+		{"", []string{"iiif/page=7/0,0,512,512/full/0/default.jpg"}, []string{"/iiif/page=7/0,0,512,512/full/0/default.jpg"}},
 	}
 	for _, tt := range tests {
-		if got := cdn.Paths(tt.pathPrefix, tt.prefixes); !slices.Equal(got, tt.want) {
-			t.Errorf("Paths(%q, %q): got %q, want %q", tt.pathPrefix, tt.prefixes, got, tt.want)
-		}
+		t.Run(fmt.Sprint(tt.pathPrefix, tt.targets), func(t *testing.T) {
+			if got := cdn.Paths(tt.pathPrefix, tt.targets); !slices.Equal(got, tt.want) {
+				t.Errorf("Paths(%q, %q): got %q, want %q", tt.pathPrefix, tt.targets, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPathsAgreeWithCoalesce: what purge.Coalesce returns as a directory
+// (a covering prefix) is a wildcard, what it returns as a key is exact.
+func TestPathsAgreeWithCoalesce(t *testing.T) {
+	t.Parallel()
+	var keys []string
+	for i := range 20 {
+		keys = append(keys, fmt.Sprintf("osm/12/2048/%d.png", i))
+	}
+	keys = append(keys, "sat/3/1/1.jpg")
+	targets := purge.Coalesce(keys, purge.CoalesceConfig{})
+	if want := []string{"osm/12/2048/", "sat/3/1/1.jpg"}; !slices.Equal(targets, want) {
+		t.Fatalf("Coalesce: got %q, want %q", targets, want)
+	}
+	if got, want := cdn.Paths("", targets), []string{"/osm/12/2048/*", "/sat/3/1/1.jpg"}; !slices.Equal(got, want) {
+		t.Errorf("Paths: got %q, want %q", got, want)
+	}
+	if all := purge.Coalesce(keys, purge.CoalesceConfig{Cap: 1}); !slices.Equal(cdn.Paths("", all), []string{"/*"}) {
+		t.Errorf("everything: got %q from %q", cdn.Paths("", all), all)
+	}
+}
+
+func TestPrefixPaths(t *testing.T) {
+	t.Parallel()
+	// Arbitrary prefixes (the admin API's): "osm/1" covers osm/10/..., so
+	// every one is a wildcard.
+	got := cdn.PrefixPaths("/maps", []string{"osm/1", "osm/1/0/0.png", ""})
+	if want := []string{"/maps/osm/1*", "/maps/osm/1/0/0.png*", "/maps/*"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

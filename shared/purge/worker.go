@@ -15,13 +15,16 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
-// Invalidator purges the CDN; *cdn.Invalidator is one.
+// Invalidator purges the CDN for coalesced targets (directories and single
+// keys), coalescing further through fit when the CDN's budget of paths in
+// progress is short; *cdn.Invalidator is one.
 type Invalidator interface {
-	Invalidate(ctx context.Context, prefixes []string, batchID string) (paths []string, err error)
+	InvalidateTargets(ctx context.Context, targets []string, batchID string, fit cdn.Fit) (paths []string, err error)
 }
 
 // WorkerConfig configures a Worker.
@@ -35,6 +38,9 @@ type WorkerConfig struct {
 	// CDN comes back for the tiles, so it cannot refill the CDN with the old
 	// bytes from an instance that has not caught up yet. 0 does not wait.
 	SettleDelay time.Duration
+	// Sleep waits d or until ctx ends; tests inject a clock through it.
+	// Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Worker is the sync worker's logic: decode an event, coalesce the changed
@@ -51,14 +57,28 @@ type Worker struct {
 }
 
 // NewWorker returns a worker. cdn may be nil (no CDN to purge).
-func NewWorker(cfg WorkerConfig, j *Journal, cdn Invalidator, log *slog.Logger) *Worker {
-	if e, ok := cdn.(interface{ Enabled() bool }); ok && !e.Enabled() {
-		cdn = nil // no distribution: do not wait SettleDelay for nothing
+func NewWorker(cfg WorkerConfig, j *Journal, inv Invalidator, log *slog.Logger) *Worker {
+	if e, ok := inv.(interface{ Enabled() bool }); ok && !e.Enabled() {
+		inv = nil // no distribution: do not wait SettleDelay for nothing
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{cfg: cfg, j: j, cdn: cdn, log: log}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	return &Worker{cfg: cfg, j: j, cdn: inv, log: log}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Result is what one batch did.
@@ -169,19 +189,16 @@ func (w *Worker) purge(ctx context.Context, changes []s3event.Change, res *Resul
 		return nil
 	}
 	if w.cfg.SettleDelay > 0 {
-		t := time.NewTimer(w.cfg.SettleDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("purge: before invalidating the CDN: %w", ctx.Err())
-		case <-t.C:
+		if err := w.cfg.Sleep(ctx, w.cfg.SettleDelay); err != nil {
+			return fmt.Errorf("purge: before invalidating the CDN: %w", err)
 		}
 	}
-	paths, err := w.cdn.Invalidate(ctx, res.Prefixes, BatchID(changes))
+	paths, err := w.cdn.InvalidateTargets(ctx, res.Prefixes, BatchID(changes), w.cfg.Coalesce.Fit)
 	res.Paths = paths
 	if err != nil {
-		// Recorded for the instances but not for the CDN: fail the batch so
-		// it comes back; the journal gets a harmless second entry then.
+		// Recorded for the instances but not for the CDN (refused, or no
+		// budget left within the deadline): fail the batch so it comes
+		// back; the journal gets a harmless second entry then.
 		return err
 	}
 	return nil

@@ -1,7 +1,12 @@
 // Package cdntest is a CloudFront stand-in for tests: an HTTP server that
-// speaks the CreateInvalidation part of the CloudFront REST/XML API (2020-05-31),
-// so code under test uses the real SDK client against it. It records every
-// request and answers from a script of failures, then with success.
+// speaks the invalidation part of the CloudFront REST/XML API (2020-05-31:
+// CreateInvalidation, ListInvalidations, GetInvalidation), so code under test
+// uses the real SDK client against it. It records every request, answers
+// CreateInvalidation from a script of failures, then with success, and keeps
+// the invalidations it made: each is InProgress until its time has passed on
+// the server's clock (or Complete says so), and a CreateInvalidation that
+// would put more paths in progress than CloudFront allows is refused with
+// TooManyInvalidationsInProgress, as CloudFront does.
 package cdntest
 
 import (
@@ -10,6 +15,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,32 +49,84 @@ var (
 	BadPath     = Failure{Status: http.StatusBadRequest, Code: "InvalidArgument"}
 )
 
+// CloudFront's quotas of paths in progress per distribution.
+const (
+	MaxWildcardPaths = 15
+	MaxExactPaths    = 3000
+)
+
+// Options configure a Server.
+type Options struct {
+	// Now is the server's clock; default time.Now. Tests hand it a
+	// fakeclock's Now so that invalidations complete when the test says.
+	Now func() time.Time
+	// CompleteAfter is how long an invalidation stays InProgress; 0
+	// completes it as soon as the clock moves past its creation, so a
+	// created invalidation is InProgress in its own answer only.
+	CompleteAfter time.Duration
+	// Manual keeps every invalidation InProgress until Complete or
+	// CompleteAll, whatever the clock says.
+	Manual bool
+	// MaxWildcardPaths and MaxExactPaths are the limits of paths in
+	// progress; defaults CloudFront's 15 and 3,000.
+	MaxWildcardPaths int
+	MaxExactPaths    int
+}
+
+// Usage counts paths in progress.
+type Usage struct{ Wildcard, Exact int }
+
 // Server is a fake CloudFront endpoint.
 type Server struct {
 	*httptest.Server
+	opts Options
 
 	mu       sync.Mutex // guards the fields below
 	requests []Request
 	script   []Failure
-	byRef    map[string]string // caller reference → invalidation id
+	byRef    map[string]*invalidation // caller reference → invalidation
+	all      []*invalidation          // in creation order
+	calls    map[string]int           // operation → calls
+	refused  int                      // creates refused for the limits
+	peak     Usage                    // most paths in progress at once
 }
 
-// New starts a server; it is closed when the test ends.
-func New(t testing.TB) *Server {
-	s := &Server{byRef: map[string]string{}}
+type invalidation struct {
+	id, dist, ref string
+	paths         []string
+	created       time.Time
+	done          bool // completed explicitly
+}
+
+// New starts a server with default Options; it is closed when the test ends.
+func New(t testing.TB) *Server { return NewWithOptions(t, Options{}) }
+
+// NewWithOptions starts a server; it is closed when the test ends.
+func NewWithOptions(t testing.TB, opts Options) *Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxWildcardPaths <= 0 {
+		opts.MaxWildcardPaths = MaxWildcardPaths
+	}
+	if opts.MaxExactPaths <= 0 {
+		opts.MaxExactPaths = MaxExactPaths
+	}
+	s := &Server{opts: opts, byRef: map[string]*invalidation{}, calls: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
 }
 
-// Fail makes the next calls fail, in order, before calls succeed again.
+// Fail makes the next CreateInvalidation calls fail, in order, before calls
+// succeed again.
 func (s *Server) Fail(f ...Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script = append(s.script, f...)
 }
 
-// Requests returns the requests received so far.
+// Requests returns the CreateInvalidation requests received so far.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,6 +141,56 @@ func (s *Server) Invalidations() int {
 	return len(s.byRef)
 }
 
+// Calls is how many requests of an operation ("CreateInvalidation",
+// "ListInvalidations", "GetInvalidation") the server answered.
+func (s *Server) Calls(op string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[op]
+}
+
+// Refused is how many CreateInvalidation calls were refused because they
+// would have exceeded the limits of paths in progress.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// InProgress counts the paths of the invalidations in progress now.
+func (s *Server) InProgress() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usageLocked()
+}
+
+// Peak is the most paths that were in progress at any moment.
+func (s *Server) Peak() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// Complete marks the invalidation with this id completed.
+func (s *Server) Complete(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, inv := range s.all {
+		if inv.id == id {
+			inv.done = true
+		}
+	}
+}
+
+// CompleteAll marks every invalidation completed.
+func (s *Server) CompleteAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, inv := range s.all {
+		inv.done = true
+	}
+}
+
 // Client returns a CloudFront client for the server.
 func (s *Server) Client() *cloudfront.Client {
 	return cloudfront.New(cloudfront.Options{
@@ -89,6 +198,40 @@ func (s *Server) Client() *cloudfront.Client {
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
 	})
+}
+
+func (s *Server) inProgressLocked(inv *invalidation) bool {
+	if inv.done {
+		return false
+	}
+	if s.opts.Manual {
+		return true
+	}
+	return s.opts.Now().Before(inv.created.Add(s.opts.CompleteAfter)) || s.opts.CompleteAfter == 0 && !s.opts.Now().After(inv.created)
+}
+
+func (s *Server) usageLocked() Usage {
+	var u Usage
+	for _, inv := range s.all {
+		if s.inProgressLocked(inv) {
+			u = u.add(count(inv.paths))
+		}
+	}
+	return u
+}
+
+func (u Usage) add(o Usage) Usage { return Usage{u.Wildcard + o.Wildcard, u.Exact + o.Exact} }
+
+func count(paths []string) Usage {
+	var u Usage
+	for _, p := range paths {
+		if strings.HasSuffix(p, "*") {
+			u.Wildcard++
+		} else {
+			u.Exact++
+		}
+	}
+	return u
 }
 
 type invalidationBatch struct {
@@ -101,10 +244,10 @@ type invalidationBatch struct {
 const ns = "http://cloudfront.amazonaws.com/doc/2020-05-31/"
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	// POST /2020-05-31/distribution/{Id}/invalidation
+	// /2020-05-31/distribution/{Id}/invalidation[/{InvalidationId}]
 	rest, ok := strings.CutPrefix(r.URL.Path, "/2020-05-31/distribution/")
-	id, tail, _ := strings.Cut(rest, "/")
-	if !ok || tail != "invalidation" || r.Method != http.MethodPost {
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) < 2 || len(parts) > 3 || parts[1] != "invalidation" {
 		writeError(w, Failure{Status: http.StatusNotFound, Code: "NoSuchResource"}, "unsupported "+r.Method+" "+r.URL.Path)
 		return
 	}
@@ -112,6 +255,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Failure{Status: http.StatusForbidden, Code: "MissingAuthenticationToken"}, "unsigned request")
 		return
 	}
+	dist := parts[0]
+	switch {
+	case len(parts) == 2 && r.Method == http.MethodPost:
+		s.create(w, r, dist)
+	case len(parts) == 2 && r.Method == http.MethodGet:
+		s.list(w, r, dist)
+	case len(parts) == 3 && r.Method == http.MethodGet:
+		s.get(w, dist, parts[2])
+	default:
+		writeError(w, Failure{Status: http.StatusNotFound, Code: "NoSuchResource"}, "unsupported "+r.Method+" "+r.URL.Path)
+	}
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, dist string) {
 	body, err := io.ReadAll(r.Body)
 	var batch invalidationBatch
 	if err == nil {
@@ -122,40 +279,149 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{DistributionID: id, CallerReference: batch.CallerReference, Paths: batch.Paths, Quantity: batch.Quantity})
+	s.calls["CreateInvalidation"]++
+	s.requests = append(s.requests, Request{DistributionID: dist, CallerReference: batch.CallerReference, Paths: batch.Paths, Quantity: batch.Quantity})
 	var fail *Failure
 	if len(s.script) > 0 {
 		fail = &s.script[0]
 		s.script = s.script[1:]
 	}
-	invID, seen := s.byRef[batch.CallerReference]
-	if fail == nil && !seen {
-		invID = fmt.Sprintf("I%013d", len(s.byRef)+1)
-		s.byRef[batch.CallerReference] = invID
+	inv, seen := s.byRef[batch.CallerReference]
+	var msg string
+	switch {
+	case fail != nil:
+		msg = "scripted failure"
+	case batch.Quantity != len(batch.Paths):
+		fail, msg = &Failure{Status: http.StatusBadRequest, Code: "InconsistentQuantities"}, "quantity does not match paths"
+	case seen:
+		// CloudFront answers a repeated caller reference with the
+		// invalidation it made, and creates nothing.
+	default:
+		now, want := s.usageLocked(), count(batch.Paths)
+		if now.Wildcard+want.Wildcard > s.opts.MaxWildcardPaths || now.Exact+want.Exact > s.opts.MaxExactPaths {
+			s.refused++
+			fail = &TooMany
+			msg = fmt.Sprintf("%d wildcard and %d exact paths in progress, %d and %d more asked", now.Wildcard, now.Exact, want.Wildcard, want.Exact)
+			break
+		}
+		inv = &invalidation{
+			id: fmt.Sprintf("I%013d", len(s.all)+1), dist: dist, ref: batch.CallerReference,
+			paths: batch.Paths, created: s.opts.Now(),
+		}
+		s.byRef[batch.CallerReference] = inv
+		s.all = append(s.all, inv)
+		after := now.add(want)
+		s.peak = Usage{max(s.peak.Wildcard, after.Wildcard), max(s.peak.Exact, after.Exact)}
+	}
+	var doc string
+	if fail == nil {
+		doc = s.invalidationXMLLocked(inv, true)
 	}
 	s.mu.Unlock()
 	if fail != nil {
-		writeError(w, *fail, "scripted failure")
-		return
-	}
-	if batch.Quantity != len(batch.Paths) {
-		writeError(w, Failure{Status: http.StatusBadRequest, Code: "InconsistentQuantities"}, "quantity does not match paths")
+		writeError(w, *fail, msg)
 		return
 	}
 	w.Header().Set("Content-Type", "text/xml")
-	w.Header().Set("Location", s.URL+r.URL.Path+"/"+invID)
+	w.Header().Set("Location", s.URL+r.URL.Path+"/"+inv.id)
 	w.WriteHeader(http.StatusCreated)
+	io.WriteString(w, doc)
+}
+
+// invalidationXMLLocked renders an Invalidation document; fresh is true in
+// the answer to its creation, which CloudFront always gives as InProgress.
+func (s *Server) invalidationXMLLocked(inv *invalidation, fresh bool) string {
 	var items strings.Builder
-	for _, p := range batch.Paths {
+	for _, p := range inv.paths {
 		items.WriteString("<Path>")
 		xml.EscapeText(&items, []byte(p))
 		items.WriteString("</Path>")
 	}
 	var ref strings.Builder
-	xml.EscapeText(&ref, []byte(batch.CallerReference))
+	xml.EscapeText(&ref, []byte(inv.ref))
+	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
+<Invalidation xmlns="%s"><Id>%s</Id><Status>%s</Status><CreateTime>%s</CreateTime><InvalidationBatch><Paths><Quantity>%d</Quantity><Items>%s</Items></Paths><CallerReference>%s</CallerReference></InvalidationBatch></Invalidation>`,
+		ns, inv.id, s.statusLocked(inv, fresh), inv.created.UTC().Format(time.RFC3339), len(inv.paths), items.String(), ref.String())
+}
+
+func (s *Server) statusLocked(inv *invalidation, fresh bool) string {
+	if fresh && !inv.done || s.inProgressLocked(inv) {
+		return "InProgress"
+	}
+	return "Completed"
+}
+
+func (s *Server) get(w http.ResponseWriter, dist, id string) {
+	s.mu.Lock()
+	s.calls["GetInvalidation"]++
+	var doc string
+	for _, inv := range s.all {
+		if inv.id == id && inv.dist == dist {
+			doc = s.invalidationXMLLocked(inv, false)
+		}
+	}
+	s.mu.Unlock()
+	if doc == "" {
+		writeError(w, Failure{Status: http.StatusNotFound, Code: "NoSuchInvalidation"}, "no invalidation "+id)
+		return
+	}
+	w.Header().Set("Content-Type", "text/xml")
+	io.WriteString(w, doc)
+}
+
+// list answers ListInvalidations newest first, MaxItems (default 100) a
+// page, a page after Marker (an invalidation id) starting after it.
+func (s *Server) list(w http.ResponseWriter, r *http.Request, dist string) {
+	q := r.URL.Query()
+	maxItems := 100
+	if v := q.Get("MaxItems"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, Failure{Status: http.StatusBadRequest, Code: "InvalidArgument"}, "bad MaxItems")
+			return
+		}
+		maxItems = min(n, 100)
+	}
+	marker := q.Get("Marker")
+	s.mu.Lock()
+	s.calls["ListInvalidations"]++
+	var mine []*invalidation
+	for _, inv := range s.all {
+		if inv.dist == dist {
+			mine = append(mine, inv)
+		}
+	}
+	slices.Reverse(mine)
+	start := 0
+	if marker != "" {
+		start = len(mine)
+		for i, inv := range mine {
+			if inv.id == marker {
+				start = i + 1
+			}
+		}
+	}
+	page := mine[start:]
+	truncated := len(page) > maxItems
+	if truncated {
+		page = page[:maxItems]
+	}
+	var items strings.Builder
+	for _, inv := range page {
+		fmt.Fprintf(&items, "<InvalidationSummary><Id>%s</Id><CreateTime>%s</CreateTime><Status>%s</Status></InvalidationSummary>",
+			inv.id, inv.created.UTC().Format(time.RFC3339), s.statusLocked(inv, false))
+	}
+	next := ""
+	if truncated {
+		next = "<NextMarker>" + page[len(page)-1].id + "</NextMarker>"
+	}
+	s.mu.Unlock()
+	var m strings.Builder
+	xml.EscapeText(&m, []byte(marker))
+	w.Header().Set("Content-Type", "text/xml")
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
-<Invalidation xmlns="%s"><Id>%s</Id><Status>InProgress</Status><CreateTime>%s</CreateTime><InvalidationBatch><Paths><Quantity>%d</Quantity><Items>%s</Items></Paths><CallerReference>%s</CallerReference></InvalidationBatch></Invalidation>`,
-		ns, invID, time.Now().UTC().Format(time.RFC3339), len(batch.Paths), items.String(), ref.String())
+<InvalidationList xmlns="%s"><Marker>%s</Marker>%s<MaxItems>%d</MaxItems><IsTruncated>%t</IsTruncated><Quantity>%d</Quantity><Items>%s</Items></InvalidationList>`,
+		ns, m.String(), next, maxItems, truncated, len(page), items.String())
 }
 
 func writeError(w http.ResponseWriter, f Failure, msg string) {
