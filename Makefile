@@ -20,9 +20,14 @@ ARTIFACTS_DIR ?= build
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-20s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# `go run` exits 1 after Ctrl-C (the go command counts the interrupt against
+# its build), so make would report an error: build, then run the binary.
+DEVSTACK_BIN ?= build/devstack
+
 .PHONY: run
 run: ## Run the whole loop locally: embedded S3, tile function on :8080, worker, viewer (ARGS=flags)
-	$(GO) run ./infra/devstack $(ARGS)
+	$(GO) build -o $(DEVSTACK_BIN) ./infra/devstack
+	exec $(DEVSTACK_BIN) $(ARGS)
 
 .PHONY: test
 test: fmt-check vet tools ## gofmt check, go vet, go test -race (incl. fuzz seeds, RIE smoke tests)
@@ -72,16 +77,16 @@ $(GOBIN)/staticcheck:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 .PHONY: build
-build: ## Build both Lambda bootstraps for linux/$(LAMBDA_GOARCH) into build/
+build: ## Build both Lambda bootstraps for linux/arm64 (LAMBDA_GOARCH) into build/
 	$(LAMBDA_BUILD) -o build/tiles/bootstrap ./functions/tiles
 	$(LAMBDA_BUILD) -o build/worker/bootstrap ./worker
 
 .PHONY: build-TilesFunction
-build-TilesFunction: ## SAM makefile build of the tile function (writes $(ARTIFACTS_DIR)/bootstrap)
+build-TilesFunction: ## SAM makefile build of the tile function (writes bootstrap into ARTIFACTS_DIR)
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tiles
 
 .PHONY: build-SyncWorker
-build-SyncWorker: ## SAM makefile build of the sync worker (writes $(ARTIFACTS_DIR)/bootstrap)
+build-SyncWorker: ## SAM makefile build of the sync worker (writes bootstrap into ARTIFACTS_DIR)
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./worker
 
 .PHONY: bench-cache

@@ -4,19 +4,24 @@
 // into the sync worker, and serves the tile function and a map viewer on
 // 127.0.0.1:8080. See package stack.
 //
-// With AWS_ENDPOINT_URL or TILES_BUCKET set (or -embedded=false) it starts no
-// endpoint and serves the tile function against that S3 (AWS, LocalStack),
-// configured from the environment as on Lambda.
+// With -embedded=false it starts no endpoint and serves the tile function
+// against the S3 the environment configures (AWS, LocalStack), as on Lambda.
+// Only the flag does that: exported S3 variables never switch the embedded
+// endpoint off.
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,37 +32,52 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "devstack:", err)
+	err := run()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		os.Exit(2) // the flag package has printed the problem and the usage
+	default:
+		// Every error reaching here names its origin once ("devstack: ...").
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
+var errUsage = errors.New("devstack: usage")
+
 func run() error {
 	env := config.OS
-	embedded := stack.EmbeddedByDefault(env)
 	s3Port, err := envInt(env, "S3_LOCAL_PORT", 9000)
 	if err != nil {
 		return err
 	}
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
-	fs.BoolVar(&embedded, "embedded", embedded, "start the embedded S3 endpoint and event notifications (default: unless AWS_ENDPOINT_URL or TILES_BUCKET is set)")
-	fs.IntVar(&s3Port, "s3-port", s3Port, "port of the embedded S3 endpoint on 127.0.0.1 (env S3_LOCAL_PORT)")
-	port := fs.Int("port", 0, "port of the tile function and viewer (default: PORT, or 8080)")
+	embedded := fs.Bool("embedded", true, "start the embedded S3 endpoint and event notifications; false serves the S3 the environment configures (AWS_REGION, credentials, TILES_BUCKET, AWS_ENDPOINT_URL)")
+	fs.IntVar(&s3Port, "s3-port", s3Port, "port of the embedded S3 endpoint on 127.0.0.1 (env S3_LOCAL_PORT; 0: any free port)")
+	port := fs.Int("port", -1, "port of the tile function and viewer (default: PORT, or 8080; 0: any free port)")
 	seed := fs.Bool("seed", false, "write the demo tileset at start (default: only into the embedded endpoint)")
 	maxZoom := fs.Int("seed-zoom", demotiles.DefaultMaxZoom, "deepest zoom level of the demo tileset")
 	if err := fs.Parse(os.Args[1:]); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
 	if !seedSet {
 		// The embedded endpoint starts empty; a real bucket is seeded only
 		// when asked.
-		*seed = embedded
+		*seed = *embedded
 	}
 
-	if *port != 0 {
+	addr := ""
+	if *port == 0 {
+		// PORT=0 is not a port the function could run on; the flag asks for
+		// any free one (tests, a second stack beside a running one).
+		addr = net.JoinHostPort(cmp.Or(strings.TrimSpace(env("LISTEN_ADDR")), "127.0.0.1"), "0")
+	} else if *port > 0 {
 		// -port stands for PORT: the configuration builds the address.
 		base, p := env, strconv.Itoa(*port)
 		env = func(k string) string {
@@ -72,7 +92,8 @@ func run() error {
 
 	opts := stack.Options{
 		Env:         env,
-		Embedded:    embedded,
+		Embedded:    *embedded,
+		Addr:        addr,
 		S3Addr:      fmt.Sprintf("127.0.0.1:%d", s3Port),
 		Seed:        *seed,
 		SeedMaxZoom: *maxZoom,
@@ -102,7 +123,7 @@ func envInt(env config.Env, name string, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || n > 65535 {
-		return 0, fmt.Errorf("%s=%q: want a port number", name, v)
+		return 0, fmt.Errorf("devstack: %s=%q: want a port number", name, v)
 	}
 	return n, nil
 }

@@ -25,8 +25,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	route := strings.TrimPrefix(r.URL.Path, adminPrefix)
 	if route == "health" {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
+			s.notAllowed(w, "GET, HEAD")
 			return
 		}
 		s.writeJSON(w, http.StatusOK, s.health())
@@ -41,7 +40,12 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case route == "purge" && r.Method == http.MethodPost:
-		s.adminPurge(w, r, r.URL.Query().Get("prefix"))
+		q := r.URL.Query()
+		if len(q["prefix"]) > 1 {
+			s.plain(w, http.StatusBadRequest, "one prefix per purge")
+			return
+		}
+		s.adminPurge(w, r, q.Get("prefix"))
 	case strings.HasPrefix(route, "cache/") && r.Method == http.MethodDelete:
 		// DELETE /_tilesieve/cache/<prefix>: the prefix is the rest of the path.
 		prefix := strings.TrimPrefix(strings.TrimPrefix(r.URL.EscapedPath(), adminPrefix), "cache/")
@@ -55,11 +59,21 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		s.adminKeys(w, r)
 	case route == "stats" && r.Method == http.MethodGet:
 		s.writeJSON(w, http.StatusOK, s.Stats())
-	case route == "purge" || strings.HasPrefix(route, "cache/") || route == "keys" || route == "stats":
-		s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
+	case route == "purge":
+		s.notAllowed(w, http.MethodPost)
+	case strings.HasPrefix(route, "cache/"):
+		s.notAllowed(w, http.MethodDelete)
+	case route == "keys" || route == "stats":
+		s.notAllowed(w, http.MethodGet)
 	default:
 		s.plain(w, http.StatusNotFound, "not found")
 	}
+}
+
+// notAllowed is a 405 with the Allow header RFC 9110 requires.
+func (s *Server) notAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
 }
 
 // TokenHeader carries the admin token where Authorization cannot: behind
@@ -72,7 +86,7 @@ const TokenHeader = "X-Tilesieve-Token"
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	tok := r.Header.Get(TokenHeader)
 	if tok == "" {
-		tok, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tok = bearerToken(r.Header.Get("Authorization"))
 	}
 	if tok == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tilesieve"`)
@@ -87,6 +101,18 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// bearerToken is the token of an Authorization value in the Bearer scheme,
+// or "". The scheme is case-insensitive and followed by one or more spaces
+// (RFC 9110 §11.4); a value with no scheme is not a token, or a token
+// pasted in the wrong header would pass.
+func bearerToken(v string) string {
+	scheme, rest, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimLeft(rest, " ")
+}
+
 // PurgeResult is what an admin purge issued.
 type PurgeResult struct {
 	Prefix        string   `json:"prefix"`
@@ -98,8 +124,22 @@ type PurgeResult struct {
 }
 
 // adminPurge writes a journal entry (so every instance purges), purges this
-// instance at once, and invalidates the CDN.
+// instance at once, and invalidates the CDN. The empty prefix, which empties
+// every tier everywhere, must be asked for with all=true alone, so a
+// forgotten or mistyped parameter cannot do it.
 func (s *Server) adminPurge(w http.ResponseWriter, r *http.Request, prefix string) {
+	all, ok := r.URL.Query()["all"]
+	switch {
+	case ok && (len(all) != 1 || all[0] != "true"):
+		s.plain(w, http.StatusBadRequest, "all: the only value is true")
+		return
+	case ok && prefix != "":
+		s.plain(w, http.StatusBadRequest, "a prefix and all=true exclude each other")
+		return
+	case !ok && prefix == "":
+		s.plain(w, http.StatusBadRequest, "prefix required (all=true purges everything)")
+		return
+	}
 	if err := tile.ValidatePrefix(prefix); err != nil {
 		s.plain(w, http.StatusBadRequest, "bad prefix: "+err.Error())
 		return
@@ -144,6 +184,8 @@ type keyLine struct {
 	Tier string `json:"tier"`
 	Size int64  `json:"size"`
 	ETag string `json:"etag"`
+	// Missing marks a remembered 404 (memory only), not an empty tile.
+	Missing bool `json:"missing"`
 }
 
 // adminKeys streams this instance's cached keys under a prefix as NDJSON,
@@ -181,7 +223,7 @@ func (s *Server) adminKeys(w http.ResponseWriter, r *http.Request) {
 		return sent < limit
 	}
 	s.mem.Scan(prefix, limit, func(it cache.Item) bool {
-		return emit(keyLine{Key: it.Key, Tier: "memory", Size: it.Size, ETag: it.ETag})
+		return emit(keyLine{Key: it.Key, Tier: "memory", Size: it.Size, ETag: it.ETag, Missing: s.remembered404(it)})
 	})
 	if s.disk != nil && sent < limit {
 		s.disk.Scan(prefix, limit-sent, func(it disk.Item) bool {
@@ -189,6 +231,18 @@ func (s *Server) adminKeys(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	rc.Flush()
+}
+
+// remembered404 reports whether a listed memory entry is a remembered 404.
+// cache.Item does not carry Tile.Missing, so the few entries shaped like one
+// (no body, no ETag: an S3 object always has an ETag) are read back; that
+// read marks them visited, which only they pay.
+func (s *Server) remembered404(it cache.Item) bool {
+	if it.Size != 0 || it.ETag != "" {
+		return false
+	}
+	t, ok := s.mem.Get(it.Key)
+	return ok && t.Missing
 }
 
 // Health is the body of GET /_tilesieve/health.

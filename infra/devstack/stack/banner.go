@@ -9,9 +9,6 @@ import (
 	"github.com/tilesieve/tilesieve/shared/s3local"
 )
 
-// exampleTile is the tile the printed commands change.
-var exampleTile = demotiles.Key(2, 1, 1)
-
 // credentialsEnv is the environment an S3 client needs for the embedded
 // endpoint. Checksums "when required" keep newer AWS CLIs from sending
 // trailing checksums the endpoint does not need.
@@ -22,7 +19,7 @@ func (st *Stack) credentialsEnv() string {
 
 // uploadCommands are the commands that replace and delete the example tile.
 func (st *Stack) uploadCommands() (cp, rm string) {
-	obj := "s3://" + st.Tiles.Bucket + "/" + st.Tiles.TilesPrefix + exampleTile
+	obj := "s3://" + st.Tiles.Bucket + "/" + st.Tiles.TilesPrefix + st.Example
 	endpoint := ""
 	if st.S3URL != "" {
 		endpoint = " --endpoint-url " + st.S3URL
@@ -34,22 +31,35 @@ func (st *Stack) uploadCommands() (cp, rm string) {
 	return env + "aws s3 cp my.png " + obj + endpoint, env + "aws s3 rm " + obj + endpoint
 }
 
+// downloadCommand fetches a PNG to upload: the zoom-0 demo tile, which
+// differs from the example tile.
+func (st *Stack) downloadCommand() string {
+	return "curl -sfo my.png " + st.URL + "/" + demotiles.Key(0, 0, 0)
+}
+
+// actionCommand is the curl line of a demo action.
+func (st *Stack) actionCommand(a viewer.Action) string {
+	return fmt.Sprintf("curl -sX POST -H '%s: 1' '%s%s'", a.Header, st.URL, a.Path)
+}
+
 // hints are the commands the viewer suggests.
 func (st *Stack) hints() []viewer.Hint {
 	cp, rm := st.uploadCommands()
 	return []viewer.Hint{
-		{Label: "Replace tile 2/1/1 (any PNG):", Command: cp},
+		{Label: "A PNG to upload:", Command: st.downloadCommand()},
+		{Label: "Replace tile " + strings.TrimSuffix(st.Example, ".png") + " with it:", Command: cp},
 		{Label: "Delete it:", Command: rm},
 		{Label: "Then press Refresh: within about a second (SYNC_INTERVAL) it is a MISS with the new bytes, or gone.", Command: ""},
 	}
 }
 
-// Banner is what `make run` prints: where everything is and how to watch a
-// purge go through.
+// Banner is what `make run` prints: where everything is, which S3 it uses,
+// how to watch a purge go through (each step a command, in the order they
+// run) and how to see every tier.
 func (st *Stack) Banner() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	tile := st.URL + "/" + exampleTile
+	tile := st.URL + "/" + st.Example
 	p("")
 	p("tilesieve local stack is running")
 	p("")
@@ -60,23 +70,46 @@ func (st *Stack) Banner() string {
 		p("  admin API       curl -H 'Authorization: Bearer %s' %s/_tilesieve/stats", st.Tiles.AdminToken, st.URL)
 	}
 	if st.S3 != nil {
-		p("  S3 endpoint     %s   bucket %q, tiles under %q, %d demo tiles (%s/{z}/{x}/{y}.png)",
+		p("  S3              embedded S3 endpoint %s, bucket %q, tiles under %q, %d demo tiles (%s/{z}/{x}/{y}.png)",
 			st.S3URL, st.Tiles.Bucket, st.Tiles.TilesPrefix, st.Seeded, demotiles.Tileset)
 		p("  credentials     %s", st.credentialsEnv())
+		if len(st.IgnoredEnv) > 0 {
+			p("  not used        %s from the environment (-embedded=false uses them)", strings.Join(st.IgnoredEnv, ", "))
+		}
 	} else {
-		p("  S3              bucket %q, tiles under %q, from the environment (no embedded endpoint, no emulated events)",
-			st.Tiles.Bucket, st.Tiles.TilesPrefix)
+		where := "AWS S3 in " + st.Region
+		if st.Tiles.Endpoint != "" {
+			where = "the S3 at AWS_ENDPOINT_URL " + st.Tiles.Endpoint
+		}
+		p("  S3              %s (from the environment), bucket %q, tiles under %q; no emulated events: purges come from that bucket's worker",
+			where, st.Tiles.Bucket, st.Tiles.TilesPrefix)
 	}
 	p("")
-	p("Watch a purge go through:")
-	p("  1. curl -sI %s | grep -i -e x-cache -e etag      # MISS, then HIT-MEMORY", tile)
+	p("Watch a purge go through (run the steps in order):")
 	cp, rm := st.uploadCommands()
-	p("  2. %s", cp)
-	p("  3. curl -sI %s | grep -i -e x-cache -e etag      # within ~%s: MISS with a new ETag", tile, st.Tiles.SyncInterval)
-	p("  4. %s", rm)
-	p("  5. curl -sI %s | head -1                          # 404", tile)
-	if st.S3 != nil {
-		p("  (a demo tile to upload: curl -so my.png %s/%s)", st.URL, demotiles.Key(0, 0, 0))
+	steps := [][2]string{
+		{st.downloadCommand(), "a PNG to upload: the zoom-0 demo tile"},
+		{"curl -sI " + tile + " | grep -i -e x-cache -e etag", "MISS"},
+		{"curl -sI " + tile + " | grep -i -e x-cache -e etag", "HIT-MEMORY, the same ETag"},
+		{cp, ""},
+		{"curl -sI " + tile + " | grep -i -e x-cache -e etag", fmt.Sprintf("within ~%s: MISS with a new ETag", st.Tiles.SyncInterval)},
+		{rm, ""},
+		{"curl -sI " + tile + " | head -1", "404"},
+	}
+	for i, s := range steps {
+		if s[1] == "" {
+			p("  %d. %s", i+1, s[0])
+		} else {
+			p("  %d. %-60s # %s", i+1, s[0], s[1])
+		}
+	}
+	p("")
+	p("See the other tiers (the viewer has buttons for these):")
+	acts := st.actions()
+	p("  HIT-DISK        %s   then fetch a cached tile", st.actionCommand(acts[0]))
+	p("  REVALIDATED     fetch a tile cached more than REVALIDATE_AFTER (%s) ago", st.Tiles.RevalidateAfter)
+	if len(acts) > 1 {
+		p("  STALE           %s   then fetch a tile cached more than %s ago", st.actionCommand(acts[1]), st.Tiles.RevalidateAfter)
 	}
 	p("")
 	p("Ctrl-C stops it.")

@@ -47,7 +47,8 @@ func runChromium(t *testing.T, bin, url string, extra ...string) []byte {
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
 		"--user-data-dir=" + t.TempDir(),
-		"--window-size=1024,768",
+		// The size the viewer is laid out for (a laptop screen).
+		"--window-size=1280,900",
 		// Virtual time runs the page's timers without waiting for them in
 		// real time; network fetches still pause it until they finish.
 		"--virtual-time-budget=6000",
@@ -141,6 +142,9 @@ func TestViewerInChromium(t *testing.T) {
 	}
 	if tiers["HIT-MEMORY"] != loaded {
 		t.Errorf("tiers %v: on the second load every tile should come from memory", tiers)
+	}
+	if data["covered"] != "0" {
+		t.Errorf("%s visible tiles lie under a panel, want none", data["covered"])
 	}
 	if data["health"] != "ok" {
 		t.Errorf("health panel: got %q, want ok", data["health"])

@@ -14,6 +14,10 @@
 // only the tile function and the viewer against it, configured from the
 // environment exactly as on Lambda; purges then come from whatever delivers
 // that bucket's events (the deployed worker, LocalStack's notifications).
+//
+// The demo actions under /_tilesieve/devstack/ (see actions.go) make the
+// tiers a request rarely meets locally visible: a fresh memory tier over the
+// kept disk tier, and a short S3 outage.
 package stack
 
 import (
@@ -47,7 +51,14 @@ const (
 	DefaultPrefix     = "tiles/"
 	DefaultAdminToken = "local-admin-token"
 	DefaultDiskBytes  = "256MiB"
+	// DefaultRevalidateAfter is short so a demo sees REVALIDATED (and, in an
+	// outage, STALE) within a minute, not after Lambda's default hour.
+	DefaultRevalidateAfter = "30s"
 )
+
+// s3Variables locate the S3 of the environment; the embedded stack
+// overrides them and says so.
+var s3Variables = []string{"AWS_ENDPOINT_URL", "TILES_BUCKET", "S3_FORCE_PATH_STYLE"}
 
 // Options configure Start.
 type Options struct {
@@ -55,7 +66,10 @@ type Options struct {
 	// variables below); nil is the process environment.
 	Env config.Env
 	// Embedded starts the in-process S3 endpoint, event notifications and the
-	// worker. EmbeddedByDefault says what `make run` picks.
+	// worker; the environment's AWS_ENDPOINT_URL, TILES_BUCKET and
+	// S3_FORCE_PATH_STYLE are then not used (Stack.IgnoredEnv lists those
+	// set). False serves the S3 the environment configures, which must give
+	// a region and credentials.
 	Embedded bool
 	// S3Addr is where the embedded endpoint listens; default DefaultS3Addr.
 	// Tests use "127.0.0.1:0".
@@ -75,12 +89,6 @@ type Options struct {
 	OnEvent func(s3notify.Delivery)
 }
 
-// EmbeddedByDefault reports whether env leaves S3 unconfigured, so the
-// stack should start its own: neither AWS_ENDPOINT_URL nor TILES_BUCKET set.
-func EmbeddedByDefault(env config.Env) bool {
-	return strings.TrimSpace(env("AWS_ENDPOINT_URL")) == "" && strings.TrimSpace(env("TILES_BUCKET")) == ""
-}
-
 // Stack is a running local stack.
 type Stack struct {
 	URL    string // the tile function and the viewer, e.g. http://127.0.0.1:8080
@@ -88,6 +96,11 @@ type Stack struct {
 	Region string
 	Seeded int          // demo tiles written at start
 	Tiles  config.Tiles // bucket, prefix, admin token: what the tile function runs with
+	// IgnoredEnv are the S3 variables set in the environment that the
+	// embedded stack does not use.
+	IgnoredEnv []string
+	// Example is the demo tile the banner's commands change.
+	Example string
 
 	App      *app.App
 	S3       *s3local.Server    // nil when not embedded
@@ -96,10 +109,11 @@ type Stack struct {
 	Client   *s3.Client         // an S3 client of the embedded endpoint; nil when not embedded
 	closers  []func(context.Context) error
 	log      *slog.Logger
+	outage   outage
 }
 
 // Start builds and starts the stack. The returned stack runs until Close;
-// ctx bounds the start only.
+// ctx bounds the start only. Its errors start with "devstack: ", once.
 func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if opts.Env == nil {
 		opts.Env = config.OS
@@ -114,9 +128,10 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st = &Stack{log: log}
+	st = &Stack{log: log, Example: demotiles.Key(exampleTile(opts.SeedMaxZoom))}
 	defer func() {
 		if err != nil {
+			err = fmt.Errorf("devstack: %w", err)
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			st.Close(cctx)
@@ -124,11 +139,11 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		}
 	}()
 
-	defaults := map[string]string{"DISK_CACHE_BYTES": DefaultDiskBytes}
+	defaults := map[string]string{"DISK_CACHE_BYTES": DefaultDiskBytes, "REVALIDATE_AFTER": DefaultRevalidateAfter}
 	if strings.TrimSpace(opts.Env("DISK_CACHE_DIR")) == "" {
 		dir, err := os.MkdirTemp("", "tilesieve-devstack-")
 		if err != nil {
-			return st, fmt.Errorf("devstack: disk tier directory: %w", err)
+			return st, fmt.Errorf("disk tier directory: %w", err)
 		}
 		st.closers = append(st.closers, func(context.Context) error { return os.RemoveAll(dir) })
 		defaults["DISK_CACHE_DIR"] = dir
@@ -138,13 +153,21 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 
 	var ln net.Listener
 	if opts.Embedded {
-		defaults["TILES_BUCKET"] = DefaultBucket
+		for _, v := range s3Variables {
+			if strings.TrimSpace(opts.Env(v)) != "" {
+				st.IgnoredEnv = append(st.IgnoredEnv, v)
+			}
+		}
+		if len(st.IgnoredEnv) > 0 {
+			log.Warn("the embedded S3 is on: these variables are not used (-embedded=false uses them)", "vars", strings.Join(st.IgnoredEnv, ","))
+		}
 		defaults["TILES_PREFIX"] = DefaultPrefix
 		defaults["ADMIN_TOKEN"] = DefaultAdminToken
 		if ln, err = net.Listen("tcp", opts.S3Addr); err != nil {
-			return st, fmt.Errorf("devstack: S3 endpoint: %w (set S3_LOCAL_PORT or -s3-port to use another port)", err)
+			return st, fmt.Errorf("S3 endpoint: %w (set S3_LOCAL_PORT or -s3-port to use another port)", err)
 		}
 		st.S3URL = "http://" + ln.Addr().String()
+		overrides["TILES_BUCKET"] = DefaultBucket
 		overrides["AWS_ENDPOINT_URL"] = st.S3URL
 		overrides["S3_FORCE_PATH_STYLE"] = "true"
 	}
@@ -155,6 +178,14 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 			ln.Close()
 		}
 		return st, err
+	}
+	if !opts.Embedded {
+		// Found now, the problem is one line; found by the first request, it
+		// is a running stack that answers 502 (or an SDK error about DNS
+		// names when the region is missing).
+		if st.Region, err = checkAWS(ctx, log); err != nil {
+			return st, err
+		}
 	}
 	st.Tiles = tcfg
 	addr := opts.Addr
@@ -174,7 +205,7 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if st.Client != nil {
 		o = origin.NewWithS3(st.Client, app.OriginConfig(tcfg))
 	} else if o, err = origin.New(ctx, app.OriginConfig(tcfg)); err != nil {
-		return st, fmt.Errorf("devstack: tile function: %w", err)
+		return st, fmt.Errorf("tile function: %w", err)
 	}
 	if opts.Seed {
 		if err := st.seed(ctx, o.S3(), opts.SeedMaxZoom); err != nil {
@@ -185,7 +216,7 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		st.Notifier.SetEnabled(true)
 	}
 	if st.App, err = app.NewWithOrigin(ctx, tcfg, o, log.With("component", "tiles")); err != nil {
-		return st, fmt.Errorf("devstack: tile function: %w", err)
+		return st, fmt.Errorf("tile function: %w", err)
 	}
 
 	page, err := viewer.Handler(viewer.Config{
@@ -194,16 +225,17 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		MaxZoom:  max(opts.SeedMaxZoom, 0),
 		Zoom:     min(2, max(opts.SeedMaxZoom, 0)),
 		Hints:    st.hints(),
+		Actions:  st.actions(),
 	})
 	if err != nil {
 		return st, err
 	}
 	tl, err := net.Listen("tcp", addr)
 	if err != nil {
-		return st, fmt.Errorf("devstack: tile function: %w (set PORT or -port to use another port)", err)
+		return st, fmt.Errorf("tile function: %w (set PORT or -port to use another port)", err)
 	}
 	st.URL = "http://" + tl.Addr().String()
-	st.serve(tl, viewer.Mount(page, st.App.Handler), "tiles")
+	st.serve(tl, st.withActions(viewer.Mount(page, st.App.Handler)), "tiles")
 	log.Info("tile function ready", "url", st.URL, "disk", st.App.Disk != nil, "sync_interval", tcfg.SyncInterval)
 	return st, nil
 }
@@ -223,6 +255,7 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 	}
 	st.S3 = srv
 	st.Client = srv.Client(st.S3URL)
+	srv.Faults().Add(s3local.Fault{Match: st.outage.matches(wcfg.Bucket, wcfg.TilesPrefix), Status: http.StatusServiceUnavailable})
 
 	journal := purge.NewJournal(st.Client, wcfg.Bucket, wcfg.JournalPrefix, purge.JournalOptions{Logger: st.log.With("component", "journal")})
 	wc := purge.WorkerConfig{
@@ -289,7 +322,7 @@ func (st *Stack) serve(ln net.Listener, h http.Handler, name string) {
 		err := srv.Shutdown(ctx)
 		<-done
 		if err != nil {
-			return fmt.Errorf("devstack: stop %s server: %w", name, err)
+			return fmt.Errorf("stop %s server: %w", name, err)
 		}
 		return nil
 	})
@@ -305,7 +338,18 @@ func (st *Stack) Close(ctx context.Context) error {
 		}
 	}
 	st.closers = nil
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return fmt.Errorf("devstack: stop: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// exampleTile is the demo tile the printed commands change: one at zoom 2,
+// or at the deepest seeded zoom if that is less.
+func exampleTile(maxZoom int) (z, x, y int) {
+	z = min(2, max(maxZoom, 0))
+	x = min(1, (1<<z)-1)
+	return z, x, x
 }
 
 // TileURL is the URL of a demo tile.

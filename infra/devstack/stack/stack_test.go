@@ -8,6 +8,9 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -214,7 +217,14 @@ func TestUploadDeleteCopyPurgeTheFunction(t *testing.T) {
 	}
 
 	// The notifications: one per change, in order, all delivered, none for
-	// the seed or the journal's own writes.
+	// the seed or the journal's own writes. The function serves the copy as
+	// soon as the worker has written the journal, which is before the
+	// notifier records the delivery: Flush waits for that record.
+	fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer fcancel()
+	if err := st.Notifier.Flush(fctx); err != nil {
+		t.Fatal(err)
+	}
 	want := []struct{ name, key string }{
 		{"ObjectCreated:Put", "demo/2/1/1.png"},
 		{"ObjectRemoved:Delete", "demo/2/1/1.png"},
@@ -370,9 +380,6 @@ func TestExternalS3FromTheEnvironment(t *testing.T) {
 		"S3_FORCE_PATH_STYLE": "true",
 		"DISK_CACHE_BYTES":    "0",
 	})
-	if !stack.EmbeddedByDefault(mapEnv(nil)) || stack.EmbeddedByDefault(env) {
-		t.Fatal("EmbeddedByDefault: want embedded only without AWS_ENDPOINT_URL and TILES_BUCKET")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := stack.Start(ctx, stack.Options{Env: env, Embedded: false, Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1})
@@ -392,4 +399,192 @@ func TestExternalS3FromTheEnvironment(t *testing.T) {
 	if !strings.Contains(st.Banner(), "from the environment") {
 		t.Error("banner does not say where S3 is")
 	}
+}
+
+// TestBannerStepsRunInOrder: a newcomer pastes the steps one after another,
+// so nothing may use a file or state a later step makes.
+func TestBannerStepsRunInOrder(t *testing.T) {
+	t.Parallel()
+	st := startEmbedded(t, nil)
+	var steps []string
+	for line := range strings.SplitSeq(st.Banner(), "\n") {
+		line = strings.TrimSpace(line)
+		if n := len(steps) + 1; strings.HasPrefix(line, strconv.Itoa(n)+". ") {
+			steps = append(steps, strings.TrimPrefix(line, strconv.Itoa(n)+". "))
+		}
+	}
+	if len(steps) < 5 {
+		t.Fatalf("found %d numbered steps in the banner:\n%s", len(steps), st.Banner())
+	}
+	made := -1 // the step that writes my.png
+	for i, s := range steps {
+		writes := strings.Contains(s, "-o my.png") || strings.Contains(s, "-sfo my.png") || strings.Contains(s, "> my.png")
+		switch {
+		case writes && made < 0:
+			made = i
+		case strings.Contains(s, "my.png") && made < 0:
+			t.Errorf("step %d uses my.png before any step writes it: %s", i+1, s)
+		}
+	}
+	if made < 0 {
+		t.Errorf("no step writes my.png:\n%s", st.Banner())
+	}
+	// The file the first step writes is a tile the stack serves.
+	if a := get(t, st.TileURL(0, 0, 0)); a.status != http.StatusOK || !strings.Contains(steps[made], st.TileURL(0, 0, 0)) {
+		t.Errorf("step %d does not download the zoom-0 tile (%d): %s", made+1, a.status, steps[made])
+	}
+	// The example tile the steps change exists at the seeded zooms.
+	if a := get(t, st.URL+"/"+st.Example); a.status != http.StatusOK || !strings.Contains(st.Banner(), st.Example) {
+		t.Errorf("example tile %s: %d", st.Example, a.status)
+	}
+}
+
+// TestEmbeddedIgnoresExportedS3Variables: with the embedded S3 on, an
+// exported TILES_BUCKET or AWS_ENDPOINT_URL changes nothing, and the banner
+// says they are not used.
+func TestEmbeddedIgnoresExportedS3Variables(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Options{
+		Env:      mapEnv(map[string]string{"TILES_BUCKET": "production-tiles", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}),
+		Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(context.Background())
+	if st.S3URL == "" || st.Tiles.Bucket != stack.DefaultBucket || st.Tiles.Endpoint != st.S3URL {
+		t.Fatalf("got S3URL %q, bucket %q, endpoint %q; want the embedded endpoint and bucket %q", st.S3URL, st.Tiles.Bucket, st.Tiles.Endpoint, stack.DefaultBucket)
+	}
+	if a := get(t, st.TileURL(1, 0, 0)); a.status != http.StatusOK {
+		t.Fatalf("demo tile: %d", a.status)
+	}
+	b := st.Banner()
+	if !strings.Contains(b, "embedded S3 endpoint "+st.S3URL) || !strings.Contains(b, "AWS_ENDPOINT_URL, TILES_BUCKET from the environment") {
+		t.Errorf("the banner does not say which S3 it uses and which variables it ignores:\n%s", b)
+	}
+}
+
+// TestExternalS3NeedsRegionAndCredentials: -embedded=false with no region
+// or no credentials is refused at start, on one line naming what is missing.
+func TestExternalS3NeedsRegionAndCredentials(t *testing.T) {
+	s3e := s3localtest.Start(t, "other")
+	for _, v := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	env := mapEnv(map[string]string{"AWS_ENDPOINT_URL": s3e.URL, "TILES_BUCKET": "other", "S3_FORCE_PATH_STYLE": "true", "DISK_CACHE_BYTES": "0"})
+	for _, tc := range []struct {
+		name    string
+		set     map[string]string
+		missing []string
+	}{
+		{"neither", nil, []string{"no region", "no credentials"}},
+		{"no region", map[string]string{"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"}, []string{"no region"}},
+		{"no credentials", map[string]string{"AWS_REGION": "eu-west-1"}, []string{"no credentials"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.set {
+				t.Setenv(k, v)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			st, err := stack.Start(ctx, stack.Options{Env: env, Embedded: false, Addr: "127.0.0.1:0"})
+			if err == nil {
+				st.Close(context.Background())
+				t.Fatal("started without what it needs")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "devstack: ") || strings.Count(msg, "devstack:") != 1 || strings.Contains(msg, "DNS") {
+				t.Errorf("want one line with one \"devstack: \" prefix and no SDK jargon, got %q", msg)
+			}
+			for _, m := range []string{"no region", "no credentials"} {
+				if want := slices.Contains(tc.missing, m); strings.Contains(msg, m) != want {
+					t.Errorf("%q: mentions %q: %v, want %v", msg, m, !want, want)
+				}
+			}
+		})
+	}
+}
+
+// TestDemoActionsShowEveryTier: the viewer's legend shows five tiers; the
+// demo actions make the three a local request rarely meets appear.
+func TestDemoActionsShowEveryTier(t *testing.T) {
+	t.Parallel()
+	action := func(t *testing.T, st *stack.Stack, path string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", st.URL+stack.ActionsPath+path, nil)
+		req.Header.Set(stack.ActionHeader, "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d", path, resp.StatusCode)
+		}
+	}
+	t.Run("fresh memory over the kept disk: HIT-DISK", func(t *testing.T) {
+		t.Parallel()
+		st := startEmbedded(t, nil)
+		u := st.TileURL(1, 0, 0)
+		get(t, u)
+		if a := get(t, u); a.cache != "HIT-MEMORY" {
+			t.Fatalf("got %s, want HIT-MEMORY", a.cache)
+		}
+		action(t, st, "fresh-memory")
+		if a := get(t, u); a.status != http.StatusOK || a.cache != "HIT-DISK" {
+			t.Fatalf("after a fresh memory tier: got %d %s, want 200 HIT-DISK", a.status, a.cache)
+		}
+	})
+	t.Run("expired copies: REVALIDATED, then STALE in an outage", func(t *testing.T) {
+		t.Parallel()
+		// REVALIDATE_AFTER=1ns: every cached copy has expired by the next
+		// request, as one has after the stack's 30s default (0 would mean
+		// the tile server's default hour).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		st, err := stack.Start(ctx, stack.Options{
+			Env: mapEnv(map[string]string{"REVALIDATE_AFTER": "1ns"}), Embedded: true,
+			S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close(context.Background())
+		u := st.TileURL(1, 1, 0)
+		first := get(t, u)
+		if a := get(t, u); a.cache != "REVALIDATED" || !bytes.Equal(a.body, first.body) {
+			t.Fatalf("got %s, want REVALIDATED with the same bytes", a.cache)
+		}
+		action(t, st, "s3-outage?seconds=60")
+		if a := get(t, u); a.status != http.StatusOK || a.cache != "STALE" || !bytes.Equal(a.body, first.body) {
+			t.Fatalf("in an outage: got %d %s, want 200 STALE with the cached bytes", a.status, a.cache)
+		}
+		if a := get(t, st.TileURL(1, 1, 1)); a.status < 500 {
+			t.Fatalf("an uncached tile in an outage: got %d %s, want a 5xx", a.status, a.cache)
+		}
+		action(t, st, "s3-outage?seconds=0")
+		if a := get(t, u); a.cache != "REVALIDATED" {
+			t.Fatalf("after the outage: got %s, want REVALIDATED", a.cache)
+		}
+	})
+	t.Run("actions need their header and POST", func(t *testing.T) {
+		t.Parallel()
+		st := startEmbedded(t, nil)
+		resp, err := http.Post(st.URL+stack.ActionsPath+"fresh-memory", "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("POST without %s: got %d, want 403", stack.ActionHeader, resp.StatusCode)
+		}
+		if a := get(t, st.URL+stack.ActionsPath+"fresh-memory"); a.status != http.StatusMethodNotAllowed {
+			t.Errorf("GET: got %d, want 405", a.status)
+		}
+	})
 }

@@ -6,8 +6,9 @@
 //
 // The page records its progress on <body> for tests and curious users:
 // data-requested, data-loaded, data-failed, data-pending, data-aborted and
-// data-tiers (a JSON count per X-Cache value); each failure is also listed
-// in #failures.
+// data-tiers (a JSON count per X-Cache value), data-covered (visible tiles
+// that a panel overlaps: the panels sit beside the map, so 0); each failure
+// is also listed in #failures.
 package viewer
 
 import (
@@ -33,8 +34,20 @@ type Config struct {
 	Template string
 	MinZoom  int
 	MaxZoom  int
-	Zoom     int    // the zoom level the page opens at
-	Hints    []Hint // shown in a collapsible "try it" box
+	Zoom     int      // the zoom level the page opens at
+	Hints    []Hint   // shown in a collapsible "try it" box
+	Actions  []Action // buttons that POST to the server, then refresh the tiles
+}
+
+// Action is a button of the page: it POSTs to Path with Header set to "1"
+// and refreshes the visible tiles; with Duration (seconds) it counts down
+// and refreshes again when the effect is over.
+type Action struct {
+	Label    string
+	Path     string
+	Header   string
+	Title    string
+	Duration int
 }
 
 // Hint is one command the page suggests.
@@ -49,6 +62,11 @@ func (c Config) Validate() error {
 	if !strings.HasPrefix(c.Template, "/") || !strings.Contains(c.Template, "{z}") ||
 		!strings.Contains(c.Template, "{x}") || !strings.Contains(c.Template, "{y}") {
 		errs = append(errs, fmt.Sprintf("template %q: want a path with {z}, {x} and {y}", c.Template))
+	}
+	for _, a := range c.Actions {
+		if !strings.HasPrefix(a.Path, "/") || a.Label == "" {
+			errs = append(errs, fmt.Sprintf("action %q at %q: want a label and a path", a.Label, a.Path))
+		}
 	}
 	if c.MinZoom < 0 || c.MaxZoom < c.MinZoom || c.MaxZoom > 30 || c.Zoom < c.MinZoom || c.Zoom > c.MaxZoom {
 		errs = append(errs, fmt.Sprintf("zoom %d in %d-%d: want 0 ≤ min ≤ zoom ≤ max ≤ 30", c.Zoom, c.MinZoom, c.MaxZoom))

@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runAsDevstack makes this test binary the devstack command in a
+// subprocess, so the tests below drive the real main: its flags, its
+// signals and its exit status.
+const runAsDevstack = "TILESIEVE_TEST_RUN_DEVSTACK"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsDevstack) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// cleanEnv is an environment with nothing of AWS or tilesieve in it but
+// what a test adds, and with every credential source that could leave this
+// machine (instance metadata, profiles) shut.
+func cleanEnv(extra ...string) []string {
+	env := []string{
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=" + os.DevNull,
+		"AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "TILES_") || k == "PORT" || k == "S3_LOCAL_PORT" || k == "ADMIN_TOKEN" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// devstack is a devstack process a test started.
+type devstack struct {
+	cmd    *exec.Cmd
+	banner string
+	stderr *syncBuffer
+	done   chan error
+}
+
+// freePorts keeps the stack off the ports a developer's `make run` uses.
+var freePorts = []string{"-port", "0", "-s3-port", "0", "-seed-zoom", "1"}
+
+// syncBuffer collects a process's output; banner receives everything up to
+// the banner's last line once it has been written.
+type syncBuffer struct {
+	mu     sync.Mutex // guards b and sent
+	b      bytes.Buffer
+	sent   bool
+	banner chan string
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if w.banner != nil && !w.sent && strings.Contains(w.b.String(), "\nCtrl-C stops it") {
+		w.sent = true
+		w.banner <- w.b.String()
+	}
+	return len(p), nil
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// start runs cmd and waits for its banner; it fails the test if the
+// process exits first. The process is killed at the end of the test if it
+// still runs (with its process group when it has one).
+func start(t *testing.T, cmd *exec.Cmd) *devstack {
+	t.Helper()
+	out := &syncBuffer{banner: make(chan string, 1)}
+	d := &devstack{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = out, d.stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		d.done <- cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			if cmd.SysProcAttr != nil && cmd.SysProcAttr.Setpgid {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			} else {
+				cmd.Process.Kill()
+			}
+			<-exited
+		}
+	})
+	select {
+	case d.banner = <-out.banner:
+	case err := <-d.done:
+		t.Fatalf("exited before its banner: %v; stdout:\n%s\nstderr:\n%s", err, out, d.stderr)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("no banner within 90s; stderr:\n%s", d.stderr)
+	}
+	return d
+}
+
+func devstackCmd(t *testing.T, timeout time.Duration, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(env, runAsDevstack+"=1")
+	return cmd
+}
+
+var viewerLine = regexp.MustCompile(`(?m)^\s+viewer\s+(http://127\.0\.0\.1:\d+)/$`)
+
+// url is the address of the tile function the banner names.
+func (d *devstack) url(t *testing.T) string {
+	t.Helper()
+	m := viewerLine.FindStringSubmatch(d.banner)
+	if m == nil {
+		t.Fatalf("no viewer URL on 127.0.0.1 in the banner:\n%s", d.banner)
+	}
+	return m[1]
+}
+
+// interrupt sends SIGINT, as Ctrl-C does, and returns the exit error.
+func (d *devstack) interrupt(t *testing.T) error {
+	t.Helper()
+	if err := d.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30s after SIGINT; stderr:\n%s", d.stderr)
+		return nil
+	}
+}
+
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestInterruptExitsZero: Ctrl-C is how the stack is meant to stop, so it
+// is a success, and make prints no error after it.
+func TestInterruptExitsZero(t *testing.T) {
+	t.Parallel()
+	d := start(t, devstackCmd(t, 2*time.Minute, cleanEnv(), freePorts...))
+	if code := getStatus(t, d.url(t)+"/demo/0/0/0.png"); code != http.StatusOK {
+		t.Fatalf("demo tile: %d", code)
+	}
+	if err := d.interrupt(t); err != nil {
+		t.Fatalf("after SIGINT: %v, want exit status 0; stderr:\n%s", err, d.stderr)
+	}
+	if s := d.stderr.String(); strings.Contains(s, "level=ERROR") || strings.Contains(s, "devstack: devstack:") {
+		t.Errorf("stderr after a clean stop:\n%s", s)
+	}
+}
+
+// TestExportedS3VariablesKeepTheEmbeddedS3: variables exported for another
+// project (or a LocalStack session) must not switch the embedded S3 off
+// behind the user's back; only -embedded=false does.
+func TestExportedS3VariablesKeepTheEmbeddedS3(t *testing.T) {
+	t.Parallel()
+	env := cleanEnv("TILES_BUCKET=someone-elses-bucket", "AWS_ENDPOINT_URL=http://127.0.0.1:9")
+	d := start(t, devstackCmd(t, 2*time.Minute, env, freePorts...))
+	if !strings.Contains(d.banner, "embedded S3") {
+		t.Errorf("the banner does not say the embedded S3 is in use:\n%s", d.banner)
+	}
+	for _, v := range []string{"TILES_BUCKET", "AWS_ENDPOINT_URL"} {
+		if !strings.Contains(d.banner, v) {
+			t.Errorf("the banner does not say %s from the environment is not used:\n%s", v, d.banner)
+		}
+	}
+	if code := getStatus(t, d.url(t)+"/demo/0/0/0.png"); code != http.StatusOK {
+		t.Errorf("demo tile: %d, want 200 from the embedded S3", code)
+	}
+	if err := d.interrupt(t); err != nil {
+		t.Fatalf("after SIGINT: %v; stderr:\n%s", err, d.stderr)
+	}
+}
+
+// TestExternalS3WithoutRegionOrCredentials: with -embedded=false and no
+// region or credentials the command refuses to start, on one line that says
+// what is missing, and prints no banner.
+func TestExternalS3WithoutRegionOrCredentials(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		env     []string
+		missing []string
+	}{
+		{"neither", nil, []string{"region", "credentials"}},
+		{"no region", []string{"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=secret"}, []string{"region"}},
+		{"no credentials", []string{"AWS_REGION=eu-west-1"}, []string{"credentials"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := cleanEnv(append([]string{"TILES_BUCKET=tiles"}, tc.env...)...)
+			// Bounded: a stack that starts anyway runs until it is stopped.
+			cmd := devstackCmd(t, 30*time.Second, env, append([]string{"-embedded=false"}, freePorts...)...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("got %v, want exit status 1; stderr:\n%s", err, stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("printed a banner although it did not start:\n%s", stdout.String())
+			}
+			msg := strings.TrimSuffix(stderr.String(), "\n")
+			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "devstack: ") || strings.Contains(msg, "devstack: devstack:") {
+				t.Errorf("want one line starting with one \"devstack: \", got:\n%s", msg)
+			}
+			for _, m := range tc.missing {
+				if !strings.Contains(msg, "no "+m) {
+					t.Errorf("the error does not say there is no %s: %s", m, msg)
+				}
+			}
+			if strings.Contains(msg, "DNS") || (len(tc.missing) == 1 && strings.Contains(msg, "no region") != (tc.missing[0] == "region")) {
+				t.Errorf("the error names the wrong cause: %s", msg)
+			}
+		})
+	}
+}
+
+// repoRoot is the module root, where the Makefile is.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "Makefile")); err != nil {
+		t.Skipf("no Makefile at %s: %v", root, err)
+	}
+	return root
+}
+
+func makeCmd(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("make not installed")
+	}
+	return bin
+}
+
+// TestMakeRunInterruptPrintsNoError presses Ctrl-C on `make run` as a
+// terminal does: SIGINT to the whole foreground process group. make then
+// reports any recipe that did not exit 0 ("make: *** [run] Error 1").
+func TestMakeRunInterruptPrintsNoError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the devstack binary")
+	}
+	t.Parallel()
+	bin := makeCmd(t)
+	root := repoRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-s", "--no-print-directory", "run",
+		"DEVSTACK_BIN="+filepath.Join(t.TempDir(), "devstack"),
+		"ARGS="+strings.Join(freePorts, " "))
+	cmd.Dir = root
+	cmd.Env = cleanEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	d := start(t, cmd)
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("make run still running 30s after SIGINT; stderr:\n%s", d.stderr)
+	}
+	if s := d.stderr.String(); strings.Contains(s, "make: ***") || strings.Contains(s, "exit status") {
+		t.Errorf("make reported an error after Ctrl-C:\n%s", s)
+	}
+}
+
+// TestMakeHelpExpandsEverything: `make help` prints the targets' comments
+// as they are written, so a comment that names a variable shows "$(...)".
+func TestMakeHelpExpandsEverything(t *testing.T) {
+	t.Parallel()
+	bin := makeCmd(t)
+	cmd := exec.Command(bin, "-s", "--no-print-directory", "help")
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make help: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("run")) {
+		t.Fatalf("make help lists no run target:\n%s", out)
+	}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if strings.Contains(line, "$(") || strings.Contains(line, "${") {
+			t.Errorf("unexpanded variable: %s", line)
+		}
+	}
+}
