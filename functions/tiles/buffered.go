@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
 // maxBufferedPayload is Lambda's limit on a buffered response: 6 MB for the
@@ -20,32 +25,145 @@ import (
 // it sooner; the check is on the encoded payload, headers included.
 const maxBufferedPayload = 6 * 1024 * 1024
 
-// bufferedHandler adapts h to function-URL invocations in BUFFERED mode:
-// the request event becomes an *http.Request, the response is collected and
-// returned as one event, binary bodies base64-encoded.
-func bufferedHandler(h http.Handler, log *slog.Logger) func(context.Context, *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLResponse, error) {
-	return func(ctx context.Context, ev *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLResponse, error) {
-		req, err := requestFromEvent(ctx, ev)
-		if err != nil {
-			return textResponse(http.StatusBadRequest, "bad request"), nil
-		}
-		rec := newRecorder()
-		h.ServeHTTP(rec, req)
-		resp := rec.response()
-		if n := payloadSize(resp); n > maxBufferedPayload {
-			log.Warn("response over the buffered 6 MB limit", "path", ev.RawPath, "bytes", n)
-			return textResponse(http.StatusBadGateway,
-				fmt.Sprintf("response of %d bytes exceeds the 6 MB limit of buffered function URLs; use INVOKE_MODE=RESPONSE_STREAM", n)), nil
-		}
-		return resp, nil
+// urlEvent is the part of a function-URL event the server reads; the rest
+// of the event is skipped by the decoder, not kept. Header keys arrive in
+// lower case (the decoder matches them regardless of case).
+type urlEvent struct {
+	RawPath        string     `json:"rawPath"`
+	RawQueryString string     `json:"rawQueryString"`
+	Headers        urlHeaders `json:"headers"`
+	RequestContext struct {
+		DomainName string `json:"domainName"`
+		HTTP       struct {
+			Method   string `json:"method"`
+			SourceIP string `json:"sourceIp"`
+		} `json:"http"`
+	} `json:"requestContext"`
+}
+
+// urlHeaders are the request headers the server reads: the tile path's
+// (tileserver.HeaderName) and the admin API's.
+type urlHeaders struct {
+	AcceptEncoding              string `json:"accept-encoding"`
+	IfMatch                     string `json:"if-match"`
+	IfNoneMatch                 string `json:"if-none-match"`
+	IfModifiedSince             string `json:"if-modified-since"`
+	IfUnmodifiedSince           string `json:"if-unmodified-since"`
+	Range                       string `json:"range"`
+	IfRange                     string `json:"if-range"`
+	Origin                      string `json:"origin"`
+	AccessControlRequestMethod  string `json:"access-control-request-method"`
+	AccessControlRequestHeaders string `json:"access-control-request-headers"`
+	Authorization               string `json:"authorization"`
+	Token                       string `json:"x-tilesieve-token"`
+}
+
+func (ev *urlEvent) request(req *tileserver.Request) {
+	req.Method = ev.RequestContext.HTTP.Method
+	if req.Method == "" {
+		req.Method = http.MethodGet
+	}
+	req.Path = ev.RawPath
+	h := &ev.Headers
+	req.Header = [tileserver.NumHeaderNames]string{
+		tileserver.HdrAcceptEncoding:              h.AcceptEncoding,
+		tileserver.HdrIfMatch:                     h.IfMatch,
+		tileserver.HdrIfNoneMatch:                 h.IfNoneMatch,
+		tileserver.HdrIfModifiedSince:             h.IfModifiedSince,
+		tileserver.HdrIfUnmodifiedSince:           h.IfUnmodifiedSince,
+		tileserver.HdrRange:                       h.Range,
+		tileserver.HdrIfRange:                     h.IfRange,
+		tileserver.HdrOrigin:                      h.Origin,
+		tileserver.HdrAccessControlRequestMethod:  h.AccessControlRequestMethod,
+		tileserver.HdrAccessControlRequestHeaders: h.AccessControlRequestHeaders,
 	}
 }
 
-func requestFromEvent(ctx context.Context, ev *events.LambdaFunctionURLRequest) (*http.Request, error) {
-	var body io.Reader = strings.NewReader(ev.Body)
-	if ev.IsBase64Encoded {
-		body = base64.NewDecoder(base64.StdEncoding, body)
+// buffered answers function-URL invocations in BUFFERED mode. A memory hit
+// returns the tile's payload prepared when it entered the memory tier, as
+// an io.Reader the runtime sends as it is: nothing is base64-encoded or
+// JSON-escaped per request. Other answers are encoded here.
+type buffered struct {
+	srv  *tileserver.Server
+	next http.Handler // the admin API
+	log  *slog.Logger
+}
+
+var responses = sync.Pool{New: func() any { return new(tileserver.Response) }}
+
+// Handle is the Lambda handler. It never returns an error: a panic becomes
+// a 500 and the process serves the next invocation.
+func (b *buffered) Handle(ctx context.Context, ev *urlEvent) (out io.Reader, _ error) {
+	defer func() {
+		if p := recover(); p != nil {
+			b.log.Error("panic while answering; answered 500", "path", ev.RawPath, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			out = textPayload(http.StatusInternalServerError, "internal error")
+		}
+	}()
+	var req tileserver.Request
+	ev.request(&req)
+	resp := responses.Get().(*tileserver.Response)
+	defer responses.Put(resp)
+	b.srv.Serve(ctx, &req, resp)
+	if resp.Admin {
+		return b.admin(ctx, ev), nil
 	}
+	if before, after, ok := resp.Payload(); ok {
+		return newHoleReader(before, resp.Timing(), resp.ReflectedOrigin(), after), nil
+	}
+	return b.encode(ev, resp), nil
+}
+
+// encode writes an answer as a function-URL payload.
+func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
+	out := events.LambdaFunctionURLResponse{StatusCode: resp.Status, Headers: make(map[string]string, len(resp.Fields()))}
+	contentType, encoding := "", ""
+	for _, f := range resp.Fields() {
+		v := strings.Join(f.Values, ", ")
+		out.Headers[f.Name] = v
+		switch f.Name {
+		case "Content-Type":
+			contentType = v
+		case "Content-Encoding":
+			encoding = v
+		}
+	}
+	if isText(contentType, encoding) && utf8.Valid(resp.Body) {
+		out.Body = string(resp.Body)
+	} else if len(resp.Body) > 0 {
+		out.Body = base64.StdEncoding.EncodeToString(resp.Body)
+		out.IsBase64Encoded = true
+	}
+	p, err := json.Marshal(out)
+	if err != nil {
+		return textPayload(http.StatusInternalServerError, "encoding failed")
+	}
+	if len(p) > maxBufferedPayload {
+		b.log.Warn("response over the buffered 6 MB limit", "path", ev.RawPath, "bytes", len(p))
+		return textPayload(http.StatusBadGateway,
+			fmt.Sprintf("response of %d bytes exceeds the 6 MB limit of buffered function URLs; use INVOKE_MODE=RESPONSE_STREAM", len(p)))
+	}
+	return bytes.NewReader(p)
+}
+
+// admin serves the admin API through net/http, which it is written for.
+func (b *buffered) admin(ctx context.Context, ev *urlEvent) io.Reader {
+	req, err := ev.httpRequest(ctx)
+	if err != nil {
+		return textPayload(http.StatusBadRequest, "bad request")
+	}
+	rec := newRecorder()
+	b.next.ServeHTTP(rec, req)
+	p, err := json.Marshal(rec.response())
+	if err != nil {
+		return textPayload(http.StatusInternalServerError, "encoding failed")
+	}
+	return bytes.NewReader(p)
+}
+
+// httpRequest is the event as an *http.Request (no body: the admin API
+// reads none).
+func (ev *urlEvent) httpRequest(ctx context.Context) (*http.Request, error) {
 	host := ev.RequestContext.DomainName
 	if host == "" {
 		host = "lambda-url.invalid"
@@ -58,22 +176,76 @@ func requestFromEvent(ctx context.Context, ev *events.LambdaFunctionURLRequest) 
 	if method == "" {
 		method = http.MethodGet
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	req, err := http.NewRequestWithContext(ctx, method, target, http.NoBody)
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range ev.Headers {
-		req.Header.Set(k, v)
-	}
-	for _, c := range ev.Cookies {
-		req.Header.Add("Cookie", c)
+	h := &ev.Headers
+	for name, v := range map[string]string{"Authorization": h.Authorization, tileserver.TokenHeader: h.Token} {
+		if v != "" {
+			req.Header.Set(name, v)
+		}
 	}
 	req.RemoteAddr = ev.RequestContext.HTTP.SourceIP
 	req.RequestURI = ev.RawPath
 	return req, nil
 }
 
-// recorder collects a response in memory.
+// holeReader reads a prepared payload with its hole filled: the part
+// before, the Server-Timing value and a reflected origin, the part after.
+// It has no exported fields, so the runtime passes it through unencoded.
+type holeReader struct {
+	parts [3][]byte
+	hole  [128]byte
+}
+
+func newHoleReader(before, timing []byte, origin string, after []byte) *holeReader {
+	r := &holeReader{}
+	h := append(r.hole[:0], timing...)
+	h = append(h, '"')
+	if origin != "" {
+		// Origins are from the configured list: scheme://host[:port], no
+		// character that needs escaping in JSON.
+		h = append(h, `,"Access-Control-Allow-Origin":"`...)
+		h = append(h, origin...)
+		h = append(h, `","Access-Control-Expose-Headers":"ETag, Content-Length, Content-Range, X-Cache, Server-Timing"`...)
+	}
+	r.parts = [3][]byte{before, h, after}
+	return r
+}
+
+func (r *holeReader) Read(p []byte) (int, error) {
+	n := 0
+	for i := range r.parts {
+		if len(p) == 0 {
+			break
+		}
+		m := copy(p, r.parts[i])
+		r.parts[i] = r.parts[i][m:]
+		p = p[m:]
+		n += m
+	}
+	if n == 0 && len(r.parts[2]) == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// WriteTo writes the rest of the payload to w without an intermediate copy.
+func (r *holeReader) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for i := range r.parts {
+		m, err := w.Write(r.parts[i])
+		n += int64(m)
+		r.parts[i] = r.parts[i][m:]
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// recorder collects an admin answer in memory.
 type recorder struct {
 	header http.Header
 	status int
@@ -135,16 +307,9 @@ func isText(contentType, contentEncoding string) bool {
 		strings.Contains(ct, "javascript")
 }
 
-func payloadSize(r *events.LambdaFunctionURLResponse) int {
-	n := len(r.Body) + 128
-	for k, v := range r.Headers {
-		n += len(k) + len(v) + 6
-	}
-	return n
-}
-
-func textResponse(status int, msg string) *events.LambdaFunctionURLResponse {
-	return &events.LambdaFunctionURLResponse{
+// textPayload is a short text answer as a payload.
+func textPayload(status int, msg string) io.Reader {
+	p, _ := json.Marshal(events.LambdaFunctionURLResponse{
 		StatusCode: status,
 		Headers: map[string]string{
 			"Content-Type":   "text/plain; charset=utf-8",
@@ -152,5 +317,6 @@ func textResponse(status int, msg string) *events.LambdaFunctionURLResponse {
 			"Content-Length": strconv.Itoa(len(msg) + 1),
 		},
 		Body: msg + "\n",
-	}
+	})
+	return bytes.NewReader(p)
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -49,12 +50,13 @@ func run() error {
 	log.Info("tile function ready", "memory_bytes", cfg.MemBytes, "disk", a.Disk != nil,
 		"staged_objects", a.Staged.Staged, "staged_bytes", a.Staged.Bytes, "invoke_mode", cfg.InvokeMode, "on_lambda", cfg.OnLambda)
 
-	h := withDeadlineMargin(a.Handler)
+	h := withDeadlineMargin(withRecover(a.Handler, log))
 	if cfg.OnLambda {
 		if cfg.InvokeMode == "RESPONSE_STREAM" {
 			lambdaurl.Start(h)
 		} else {
-			lambda.Start(bufferedHandler(h, log))
+			b := &buffered{srv: a.Server, next: h, log: log}
+			lambda.Start(withDeadline(b.Handle))
 		}
 		return nil
 	}
@@ -84,6 +86,37 @@ func withDeadlineMargin(h http.Handler) http.Handler {
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// withDeadline is withDeadlineMargin for the buffered handler.
+func withDeadline(h func(context.Context, *urlEvent) (io.Reader, error)) func(context.Context, *urlEvent) (io.Reader, error) {
+	return func(ctx context.Context, ev *urlEvent) (io.Reader, error) {
+		if dl, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl.Add(-deadlineMargin))
+			defer cancel()
+		}
+		return h(ctx, ev)
+	}
+}
+
+// withRecover turns a panic in h into a 500 (when nothing was written yet)
+// and a log line, so that one bad request does not end the process: on
+// Lambda a panic that reaches the runtime makes it exit.
+func withRecover(h http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				log.Error("panic while answering; answered 500", "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				w.Header().Set("Cache-Control", "no-store")
+				http.Error(w, "internal error", http.StatusInternalServerError)
+			}
+		}()
 		h.ServeHTTP(w, r)
 	})
 }

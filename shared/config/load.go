@@ -36,6 +36,8 @@ type Tiles struct {
 	StageBudget          time.Duration
 	CacheControl         string
 	NegativeCacheControl string
+	StaleCacheControl    string
+	CORSAllowOrigins     string
 	MissingTile          string // "404", "204" or "empty"
 	RevalidateAfter      time.Duration
 	OriginTimeout        time.Duration
@@ -144,6 +146,8 @@ func LoadTiles(env Env) (Tiles, error) {
 		StageBudget:          r.duration("STAGE_BUDGET", 5*time.Second),
 		CacheControl:         r.str("CACHE_CONTROL", DefaultCacheControl),
 		NegativeCacheControl: r.str("NEGATIVE_CACHE_CONTROL", DefaultNegativeCacheControl),
+		StaleCacheControl:    r.str("STALE_CACHE_CONTROL", DefaultStaleCacheControl),
+		CORSAllowOrigins:     r.str("CORS_ALLOW_ORIGINS", "*"),
 		MissingTile:          strings.ToLower(r.str("MISSING_TILE", "404")),
 		RevalidateAfter:      r.duration("REVALIDATE_AFTER", time.Hour),
 		OriginTimeout:        r.duration("ORIGIN_TIMEOUT", 10*time.Second),

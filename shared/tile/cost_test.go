@@ -47,6 +47,8 @@ func TestCostCountsEveryField(t *testing.T) {
 				v.SetString(strings.Repeat("s", big))
 			case f.Type == reflect.TypeFor[[]byte]():
 				v.SetBytes(make([]byte, big))
+			case f.Type == reflect.TypeFor[Prepared]():
+				v.Set(reflect.ValueOf(Prepared(costOf(big))))
 			default:
 				t.Fatalf("field %s of type %s: count it in Cost, then teach this test its kind", f.Name, f.Type)
 			}
@@ -104,3 +106,8 @@ func TestCostMatchesHeap(t *testing.T) {
 		})
 	}
 }
+
+// costOf is a Prepared that holds n bytes.
+type costOf int64
+
+func (c costOf) Cost() int64 { return int64(c) }

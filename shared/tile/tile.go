@@ -34,6 +34,17 @@ type Tile struct {
 	// StoredAt. Only the memory tier holds these, for as long as the
 	// negative Cache-Control allows; a purge of the key forgets them.
 	Missing bool
+	// Prepared is what a server keeps beside the tile to answer with it
+	// without formatting anything (ready header values, a ready-encoded
+	// payload), set before the tile enters the memory tier. Its own Cost is
+	// charged with the tile's.
+	Prepared Prepared
+}
+
+// Prepared is a server's ready-made answer for a tile.
+type Prepared interface {
+	// Cost is the heap it holds.
+	Cost() int64
 }
 
 // Size is the length of the body in bytes.
@@ -48,8 +59,12 @@ var tileBytes = AllocBytes(int(unsafe.Sizeof(Tile{})))
 // on the safe side. The times' Locations are UTC or Local, shared by all.
 // Every field that refers to memory must be added here.
 func (t *Tile) Cost() int64 {
-	return tileBytes + AllocBytes(cap(t.Body)) +
+	n := tileBytes + AllocBytes(cap(t.Body)) +
 		AllocBytes(len(t.ContentType)) + AllocBytes(len(t.ContentEncoding)) + AllocBytes(len(t.ETag))
+	if t.Prepared != nil {
+		n += t.Prepared.Cost()
+	}
+	return n
 }
 
 // AllocBytes is the heap an allocation of n pointer-free bytes occupies: n

@@ -2,6 +2,7 @@ package tileserver
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/tilesieve/tilesieve/shared/tile"
@@ -44,6 +45,19 @@ func (f *flight) do(ctx context.Context, key string, epoch uint64, overtaken fun
 		c = &call{epoch: epoch, done: make(chan struct{})}
 		f.calls[key] = c
 		go func() {
+			defer func() {
+				// A panic in a fetch must not take the process down: its
+				// callers answer 500, and the next request fetches again.
+				if p := recover(); p != nil {
+					c.t, c.src, c.err = nil, 0, fmt.Errorf("%w: fetch of %q panicked: %v", errPanic, key, p)
+					f.mu.Lock()
+					if f.calls[key] == c {
+						delete(f.calls, key)
+					}
+					f.mu.Unlock()
+					close(c.done)
+				}
+			}()
 			c.t, c.src, c.err = fn(c.epoch)
 			f.mu.Lock()
 			if f.calls[key] == c {

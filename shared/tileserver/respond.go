@@ -9,122 +9,266 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
-// writeTile answers with t and returns the status it wrote.
-//
-// This is the hit path, so it is written for allocations: the header values
-// of one response share one backing array, and the formatted ones
-// (Last-Modified, Content-Length, Server-Timing) one string, so a hit costs
-// two allocations however many headers it sends. Each value slice is
-// capped at its length, so a later Header().Add copies instead of writing
-// into its neighbour.
-func (s *Server) writeTile(w http.ResponseWriter, r *http.Request, t *tile.Tile, src source, start time.Time) int {
-	body, etag := t.Body, t.ETag
-	encoding := t.ContentEncoding
-	if encoding == "gzip" && !acceptsGzip(headerValue(r.Header, "Accept-Encoding")) {
-		// The client cannot take gzip: decode, and name the decoded
-		// representation with a weak ETag of its own.
+var responsePool = sync.Pool{New: func() any { return new(Response) }}
+
+// Shared field values: capped one-element slices, never written to.
+var (
+	xCacheValues = [...][]string{
+		0:              {"MISS"},
+		srcMemory:      {"HIT-MEMORY"},
+		srcDisk:        {"HIT-DISK"},
+		srcOrigin:      {"MISS"},
+		srcRevalidated: {"REVALIDATED"},
+		srcStale:       {"STALE"},
+	}
+	acceptRangesBytes = []string{"bytes"}
+	varyEncoding      = []string{"Accept-Encoding"}
+	varyOrigin        = []string{"Origin"}
+	varyBoth          = []string{"Accept-Encoding, Origin"}
+	noStore           = []string{"no-store"}
+	textPlain         = []string{"text/plain; charset=utf-8"}
+	allowAny          = []string{"*"}
+	exposeHeaders     = []string{"ETag, Content-Length, Content-Range, X-Cache, Server-Timing"}
+	allowMethods      = []string{"GET, HEAD, OPTIONS"}
+	preflightMaxAge   = []string{"86400"}
+)
+
+// prepared is what the server keeps beside a tile in the memory tier so that
+// a hit formats nothing: the header values of its stored representation,
+// and, on Lambda in BUFFERED mode, the whole function-URL payload but the
+// two per-request values (Server-Timing and a reflected CORS origin),
+// encoded once. Its Cost is charged with the tile's.
+type prepared struct {
+	contentType, contentEncoding, etag, lastModified, contentLength, cacheControl []string
+	vary                                                                          []string
+
+	// payload is the function-URL answer with a hole at split for
+	// `,"Server-Timing":"…"` and a reflected origin: payload[:split], the
+	// hole, payload[split:].
+	payload []byte
+	split   int
+}
+
+// Cost implements tile.Prepared.
+func (p *prepared) Cost() int64 {
+	n := tile.AllocBytes(int(preparedSize)) + tile.AllocBytes(cap(p.payload))
+	for _, v := range [][]string{p.contentType, p.contentEncoding, p.etag, p.lastModified, p.contentLength, p.cacheControl} {
+		if v != nil {
+			n += tile.AllocBytes(16) + tile.AllocBytes(len(v[0]))
+		}
+	}
+	return n
+}
+
+// Payload returns the prepared function-URL payload around its hole, or
+// nil when the tile has none.
+func (p *prepared) Payload() (before, after []byte) {
+	if p == nil || p.payload == nil {
+		return nil, nil
+	}
+	return p.payload[:p.split], p.payload[p.split:]
+}
+
+// prepare builds t's prepared answer before t enters the memory tier.
+func (s *Server) prepare(t *tile.Tile) {
+	if t.Missing || t.Prepared != nil {
+		return
+	}
+	t.Prepared = s.newPrepared(t, s.cfg.Payloads && len(t.Body) <= MaxPayloadBody)
+}
+
+func (s *Server) newPrepared(t *tile.Tile, payload bool) *prepared {
+	p := &prepared{
+		contentType:   []string{t.ContentType},
+		contentLength: []string{strconv.Itoa(len(t.Body))},
+		cacheControl:  s.cacheControl,
+	}
+	if t.ETag != "" {
+		p.etag = []string{t.ETag}
+	}
+	if !t.LastModified.IsZero() {
+		var b [29]byte
+		p.lastModified = []string{string(appendHTTPDate(b[:0], t.LastModified))}
+	}
+	if t.ContentEncoding != "" {
+		p.contentEncoding = []string{t.ContentEncoding}
+	}
+	p.vary = s.vary(t.ContentEncoding != "")
+	if payload {
+		s.buildPayload(p, t)
+	}
+	return p
+}
+
+// vary is the Vary value of a tile answer.
+func (s *Server) vary(encoded bool) []string {
+	switch {
+	case encoded && s.cors.reflect:
+		return varyBoth
+	case encoded:
+		return varyEncoding
+	case s.cors.reflect:
+		return varyOrigin
+	}
+	return nil
+}
+
+// answerTile answers with t (from tier src): the stored representation or
+// the decoded one, after the conditional headers, and a range of it.
+func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Tile, src source, start time.Time) {
+	p, _ := t.Prepared.(*prepared)
+	if p == nil {
+		// A tile that did not enter the memory tier (too large for it) is
+		// prepared for this answer alone.
+		p = s.newPrepared(t, false)
+	}
+	body, etag, encoding := t.Body, p.etag, p.contentEncoding
+	stored := true
+	if t.ContentEncoding != "" && !accepts(req.Header[HdrAcceptEncoding], t.ContentEncoding) {
+		if !strings.EqualFold(t.ContentEncoding, "gzip") {
+			// A coding this server cannot decode (br, zstd) goes only to
+			// clients that accept it.
+			resp.set("Vary", p.vary)
+			s.answerPlain(req, resp, http.StatusNotAcceptable, "tile stored as "+t.ContentEncoding+"; the client does not accept it")
+			return
+		}
 		decoded, err := gunzip(t.Body)
 		if err != nil {
-			s.log.Warn("stored gzip tile does not decode", "etag", t.ETag, "err", err)
-			s.plain(w, http.StatusBadGateway, "stored tile is not valid gzip")
-			return http.StatusBadGateway
+			s.log.Warn("stored gzip tile does not decode", "key", key, "etag", t.ETag, "err", err)
+			s.answerPlain(req, resp, http.StatusBadGateway, "stored tile is not valid gzip")
+			return
 		}
-		body, etag, encoding = decoded, weakETag(t.ETag), ""
+		body, encoding, stored = decoded, nil, false
+		if t.ETag != "" {
+			// The decoded representation is another one: its own strong
+			// ETag, so no conditional request confuses the two.
+			etag = []string{identityETag(t.ETag)}
+		}
 	}
+	cacheControl := p.cacheControl
+	if src == srcStale {
+		cacheControl = s.staleCacheControl
+	}
+	resp.setString("Server-Timing", s.timing(resp, src, start))
+	resp.set("X-Cache", xCacheValues[src])
+	s.corsFields(req, resp)
+	if p.vary != nil {
+		resp.set("Vary", p.vary)
+	}
+	if etag != nil {
+		resp.set("Etag", etag)
+	}
+	if p.lastModified != nil {
+		resp.set("Last-Modified", p.lastModified)
+	}
+	resp.set("Cache-Control", cacheControl)
 
-	var buf [96]byte
-	b := buf[:0]
-	if !t.LastModified.IsZero() {
-		b = appendHTTPDate(b, t.LastModified)
+	switch status := preconditions(req, firstOr(etag), t.LastModified); status {
+	case http.StatusPreconditionFailed:
+		s.answerPlain(req, resp, status, "precondition failed")
+		return
+	case http.StatusNotModified:
+		resp.Status = status
+		return
 	}
-	lmEnd := len(b)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
-	clEnd := len(b)
-	b = appendServerTiming(b, src, time.Since(start))
-	formatted := string(b)
-
-	hs := headerSetter{h: w.Header(), vals: make([]string, 0, 10)}
-	if t.ContentEncoding == "gzip" {
-		hs.set("Vary", "Accept-Encoding")
+	resp.set("Content-Type", p.contentType)
+	if encoding != nil {
+		resp.set("Content-Encoding", encoding)
 	}
-	if encoding != "" {
-		hs.set("Content-Encoding", encoding)
+	resp.set("Accept-Ranges", acceptRangesBytes)
+	if req.Method == http.MethodGet && req.Header[HdrRange] != "" && ifRange(req.Header[HdrIfRange], firstOr(etag), t.LastModified) {
+		if lo, hi, ok := parseRange(req.Header[HdrRange], int64(len(body))); ok {
+			resp.setString("Content-Range", "bytes "+strconv.FormatInt(lo, 10)+"-"+strconv.FormatInt(hi-1, 10)+"/"+strconv.Itoa(len(body)))
+			resp.setString("Content-Length", strconv.FormatInt(hi-lo, 10))
+			resp.Status = http.StatusPartialContent
+			resp.Body = body[lo:hi]
+			return
+		} else if lo < 0 {
+			resp.setString("Content-Range", "bytes */"+strconv.Itoa(len(body)))
+			s.answerPlain(req, resp, http.StatusRequestedRangeNotSatisfiable, "range not satisfiable")
+			return
+		}
+		// Several ranges or one this server does not parse: the whole tile.
 	}
-	hs.set("Content-Type", t.ContentType)
-	if etag != "" {
-		hs.set("Etag", etag)
+	if stored {
+		resp.set("Content-Length", p.contentLength)
+	} else {
+		resp.setString("Content-Length", strconv.Itoa(len(body)))
 	}
-	if lmEnd > 0 {
-		hs.set("Last-Modified", formatted[:lmEnd])
+	resp.Status = http.StatusOK
+	if req.Method == http.MethodHead {
+		return
 	}
-	hs.set("Cache-Control", s.cfg.CacheControl)
-	hs.set("X-Cache", src.String())
-	hs.set("Server-Timing", formatted[clEnd:])
-	hs.set("Accept-Ranges", "bytes")
-
-	if headerValue(r.Header, "Range") != "" {
-		// ServeContent does ranges (and If-Range) by the book; it reads the
-		// ETag and Last-Modified set above for its conditionals.
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		http.ServeContent(rec, r, "", t.LastModified, bytes.NewReader(body))
-		return rec.status
+	resp.Body = body
+	if stored && src == srcMemory && p.payload != nil {
+		resp.prepared = p
 	}
-	if notModified(r, etag, t.LastModified) {
-		delete(hs.h, "Content-Type")
-		w.WriteHeader(http.StatusNotModified)
-		return http.StatusNotModified
-	}
-	hs.set("Content-Length", formatted[lmEnd:clEnd])
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(body)
-	}
-	return http.StatusOK
 }
 
-// headerSetter sets header values as capped slices of one backing array.
-type headerSetter struct {
-	h    http.Header
-	vals []string
+func firstOr(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
 }
 
-func (hs *headerSetter) set(key, value string) {
-	hs.vals = append(hs.vals, value)
-	n := len(hs.vals)
-	hs.h[key] = hs.vals[n-1 : n : n]
+// timing formats Server-Timing into resp's scratch space and returns it.
+func (s *Server) timing(resp *Response, src source, start time.Time) string {
+	b := appendServerTiming(resp.timing[:0], src, time.Since(start))
+	resp.ntiming = copy(resp.timing[:], b)
+	return string(resp.timing[:resp.ntiming])
 }
 
-// writeMissing answers for a tile the origin does not have; src says
+// Timing is the answer's Server-Timing value as bytes (no allocation).
+func (r *Response) Timing() []byte { return r.timing[:r.ntiming] }
+
+// answerMissing answers for a tile the origin does not have; src says
 // whether the origin said so now (MISS) or a remembered 404 did (HIT-MEMORY).
-func (s *Server) writeMissing(w http.ResponseWriter, r *http.Request, key string, src source) int {
-	h := w.Header()
-	h.Set("Cache-Control", s.cfg.NegativeCacheControl)
-	h.Set("X-Cache", src.String())
+func (s *Server) answerMissing(req *Request, resp *Response, key string, src source) {
+	resp.set("Cache-Control", s.negativeCacheControl)
+	resp.set("X-Cache", xCacheValues[src])
+	s.corsFields(req, resp)
 	switch s.cfg.MissingTile {
 	case "204":
-		w.WriteHeader(http.StatusNoContent)
-		return http.StatusNoContent
+		resp.Status = http.StatusNoContent
+		return
 	case "empty":
 		if e, ok := s.empty[strings.ToLower(path.Ext(key))]; ok {
-			h.Set("Content-Type", e.contentType)
-			h.Set("Content-Length", strconv.Itoa(len(e.body)))
-			w.WriteHeader(http.StatusOK)
-			if r.Method != http.MethodHead {
-				w.Write(e.body)
+			resp.setString("Content-Type", e.contentType)
+			resp.setString("Content-Length", strconv.Itoa(len(e.body)))
+			resp.Status = http.StatusOK
+			if req.Method != http.MethodHead {
+				resp.Body = e.body
 			}
-			return http.StatusOK
+			return
 		}
 	}
-	s.plain(w, http.StatusNotFound, "tile not found")
-	return http.StatusNotFound
+	s.answerPlain(req, resp, http.StatusNotFound, "tile not found")
 }
 
-// plain writes a short text answer.
+// answerPlain answers with a short text body; fields set before stay.
+func (s *Server) answerPlain(req *Request, resp *Response, status int, msg string) {
+	if resp.Get("Cache-Control") == "" {
+		resp.set("Cache-Control", noStore)
+	}
+	if resp.Get("Access-Control-Allow-Origin") == "" {
+		s.corsFields(req, resp)
+	}
+	resp.set("Content-Type", textPlain)
+	resp.setString("Content-Length", strconv.Itoa(len(msg)+1))
+	resp.Status = status
+	if req.Method != http.MethodHead {
+		resp.Body = []byte(msg + "\n")
+	}
+}
+
+// plain writes a short text answer (the admin API).
 func (s *Server) plain(w http.ResponseWriter, status int, msg string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
@@ -136,62 +280,157 @@ func (s *Server) plain(w http.ResponseWriter, status int, msg string) {
 	io.WriteString(w, msg+"\n")
 }
 
-// notModified applies If-None-Match (weak comparison, as GET allows) and,
-// when that is absent, If-Modified-Since.
-func notModified(r *http.Request, etag string, lastModified time.Time) bool {
-	if inm := headerValue(r.Header, "If-None-Match"); inm != "" {
-		if etag == "" {
-			return false
+// preconditions applies RFC 9110 §13.2.2: If-Match (strong), else
+// If-Unmodified-Since, may fail the request (412); then If-None-Match
+// (weak), else If-Modified-Since, may make it a 304. It returns 0 to go on.
+func preconditions(req *Request, etag string, lastModified time.Time) int {
+	if im := req.Header[HdrIfMatch]; im != "" {
+		if !matchETag(im, etag, false) {
+			return http.StatusPreconditionFailed
 		}
-		for tag := range strings.SplitSeq(inm, ",") {
-			tag = strings.TrimSpace(tag)
-			if tag == "*" || strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/") {
-				return true
-			}
+	} else if ius := req.Header[HdrIfUnmodifiedSince]; ius != "" && !lastModified.IsZero() {
+		if t, err := http.ParseTime(ius); err == nil && lastModified.Truncate(time.Second).After(t) {
+			return http.StatusPreconditionFailed
 		}
+	}
+	if inm := req.Header[HdrIfNoneMatch]; inm != "" {
+		if matchETag(inm, etag, true) {
+			return http.StatusNotModified
+		}
+		return 0
+	}
+	if ims := req.Header[HdrIfModifiedSince]; ims != "" && !lastModified.IsZero() {
+		if t, err := http.ParseTime(ims); err == nil && !lastModified.Truncate(time.Second).After(t) {
+			return http.StatusNotModified
+		}
+	}
+	return 0
+}
+
+// matchETag reports whether a list of entity tags (or "*") matches etag,
+// with the weak comparison when weak, else the strong one (a weak tag
+// matches nothing).
+func matchETag(list, etag string, weak bool) bool {
+	if strings.TrimSpace(list) == "*" {
+		return etag != ""
+	}
+	if etag == "" {
 		return false
 	}
-	if ims := headerValue(r.Header, "If-Modified-Since"); ims != "" && !lastModified.IsZero() {
-		t, err := http.ParseTime(ims)
-		return err == nil && !lastModified.Truncate(time.Second).After(t)
+	if !weak && strings.HasPrefix(etag, "W/") {
+		return false
+	}
+	for tag := range strings.SplitSeq(list, ",") {
+		tag = strings.TrimSpace(tag)
+		if weak {
+			if strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/") {
+				return true
+			}
+		} else if tag == etag {
+			return true
+		}
 	}
 	return false
 }
 
-// headerValue is h.Get(key) for a key already in canonical form, without
-// canonicalising it again on every request (both net/http and the Lambda
-// adapters store request headers under canonical keys).
-func headerValue(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
+// ifRange reports whether a Range applies given If-Range: absent, a strong
+// ETag that matches, or the exact Last-Modified date.
+func ifRange(v, etag string, lastModified time.Time) bool {
+	switch {
+	case v == "":
+		return true
+	case strings.HasPrefix(v, `"`):
+		return v == etag && !strings.HasPrefix(etag, "W/")
+	case strings.HasPrefix(v, "W/"):
+		return false
 	}
-	return ""
+	t, err := http.ParseTime(v)
+	return err == nil && !lastModified.IsZero() && lastModified.Truncate(time.Second).Equal(t)
 }
 
-// acceptsGzip reports whether an Accept-Encoding value allows gzip.
-func acceptsGzip(ae string) bool {
-	for part := range strings.SplitSeq(ae, ",") {
-		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		coding = strings.TrimSpace(coding)
-		if !strings.EqualFold(coding, "gzip") && !strings.EqualFold(coding, "x-gzip") && coding != "*" {
-			continue
+// parseRange parses a single byte range of a body of size n and returns
+// [lo, hi). ok is false for a header it does not apply (lo ≥ 0: serve the
+// whole body; several ranges, another unit, a malformed one) or one no byte
+// satisfies (lo < 0: 416).
+func parseRange(v string, n int64) (lo, hi int64, ok bool) {
+	unit, spec, found := strings.Cut(v, "=")
+	if !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") || strings.Contains(spec, ",") {
+		return 0, 0, false
+	}
+	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return 0, 0, false
+	}
+	if first == "" {
+		// A suffix: the last N bytes; N = 0 is satisfied by no byte.
+		k, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || k < 0 {
+			return 0, 0, false
 		}
-		q := strings.TrimSpace(params)
-		if v, ok := strings.CutPrefix(q, "q="); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil && f == 0 {
-				return false
+		if k == 0 || n == 0 {
+			return -1, 0, false
+		}
+		return max(0, n-k), n, true
+	}
+	a, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || a < 0 {
+		return 0, 0, false
+	}
+	b := n - 1
+	if last != "" {
+		if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a {
+			return 0, 0, false
+		}
+	}
+	if a >= n {
+		return -1, 0, false
+	}
+	return a, min(b, n-1) + 1, true
+}
+
+// accepts reports whether an Accept-Encoding value allows coding (RFC 9110
+// §12.5.3: codings and q case-insensitive, q=0 refuses, "*" covers codings
+// not named).
+func accepts(ae, coding string) bool {
+	star := -1.0
+	for part := range strings.SplitSeq(ae, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		name = strings.TrimSpace(name)
+		q := 1.0
+		for p := range strings.SplitSeq(params, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || f < 0 || f > 1 {
+					f = 0
+				}
+				q = f
 			}
 		}
-		return true
+		switch {
+		case strings.EqualFold(name, coding) || (strings.EqualFold(coding, "gzip") && strings.EqualFold(name, "x-gzip")):
+			return q > 0
+		case name == "*":
+			star = q
+		}
 	}
-	return false
+	return star > 0
 }
 
-func weakETag(etag string) string {
-	if etag == "" || strings.HasPrefix(etag, "W/") {
-		return etag
+// identityETag names the decoded representation of a tile stored with a
+// content coding: a strong tag of its own.
+func identityETag(etag string) string {
+	weak := strings.HasPrefix(etag, "W/")
+	inner := strings.TrimPrefix(etag, "W/")
+	if len(inner) >= 2 && inner[0] == '"' && inner[len(inner)-1] == '"' {
+		inner = inner[:len(inner)-1] + `-identity"`
+	} else {
+		inner = `"` + inner + `-identity"`
 	}
-	return "W/" + etag
+	if weak {
+		return "W/" + inner
+	}
+	return inner
 }
 
 // maxDecoded bounds what a stored gzip tile may expand to (a tile is small;
@@ -218,7 +457,7 @@ var errTooLarge = errors.New("tileserver: decoded tile too large")
 
 // appendHTTPDate appends t in the HTTP date format (http.TimeFormat,
 // "Mon, 02 Jan 2006 15:04:05 GMT"). It is time.AppendFormat without the
-// layout interpretation, which costs several times more on every hit.
+// layout interpretation, which costs several times more.
 func appendHTTPDate(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	yy, mm, dd := t.Date()
@@ -263,14 +502,4 @@ func appendServerTiming(b []byte, src source, d time.Duration) []byte {
 	}
 	b = append(b, ";dur="...)
 	return strconv.AppendFloat(b, float64(d.Microseconds())/1000, 'f', 3, 64)
-}
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
-	r.ResponseWriter.WriteHeader(code)
 }

@@ -14,7 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -46,8 +46,14 @@ type Config struct {
 	MissingTile          string        // "404", "204" or "empty"
 	RevalidateAfter      time.Duration // age after which a cached tile is revalidated
 	OriginTimeout        time.Duration // deadline of one origin fetch
+	StaleCacheControl    string        // a copy served stale because the origin failed; short, so a CDN does not keep it long
 	AdminToken           string        // empty disables the admin API
-	Now                  func() time.Time
+	CORSAllowOrigins     string        // "*" (default), "none", or origins to reflect; never on the admin API
+	// Payloads keeps, beside each tile in the memory tier, its buffered
+	// function-URL answer encoded once (Lambda in BUFFERED mode), charged
+	// to the memory tier's bound.
+	Payloads bool
+	Now      func() time.Time
 }
 
 // Validate reports every problem at once.
@@ -60,6 +66,9 @@ func (c Config) Validate() error {
 	}
 	if c.RevalidateAfter < 0 || c.OriginTimeout < 0 {
 		errs = append(errs, errors.New("tileserver: durations must not be negative"))
+	}
+	if _, err := parseCORS(c.CORSAllowOrigins); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -90,6 +99,10 @@ type Server struct {
 	empty        map[string]emptyTile
 	adminToken   [32]byte // sha256 of the token; compared in constant time
 	sy           Syncer   // the journal follower, set by WithSync before serving; nil: every copy is trusted
+	cors         corsPolicy
+
+	// Field values shared by every answer.
+	cacheControl, negativeCacheControl, staleCacheControl, allow []string
 
 	flight flight
 	guard  guard
@@ -123,6 +136,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if cfg.NegativeCacheControl == "" {
 		cfg.NegativeCacheControl = "public, max-age=60"
 	}
+	if cfg.StaleCacheControl == "" {
+		cfg.StaleCacheControl = "public, max-age=60"
+	}
 	if cfg.RevalidateAfter == 0 {
 		cfg.RevalidateAfter = time.Hour
 	}
@@ -149,42 +165,19 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if cfg.AdminToken != "" {
 		s.adminToken = hashToken(cfg.AdminToken)
 	}
+	s.cors, _ = parseCORS(cfg.CORSAllowOrigins) // validated above
+	s.cacheControl = []string{cfg.CacheControl}
+	s.negativeCacheControl = []string{cfg.NegativeCacheControl}
+	s.staleCacheControl = []string{cfg.StaleCacheControl}
+	s.allow = []string{"GET, HEAD"}
+	if s.cors.any || s.cors.reflect {
+		s.allow = allowMethods
+	}
 	return s, nil
 }
 
 // adminPrefix is the reserved path space of the health check and admin API.
 const adminPrefix = "/_tilesieve/"
-
-// ServeHTTP routes the health check and admin API, and serves tiles.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.route(w, r, nil) }
-
-// route is ServeHTTP with sy, when not nil, a journal check that is due: a
-// tile read runs it beside its lookup, any other request before it is
-// answered.
-func (s *Server) route(w http.ResponseWriter, r *http.Request, sy Syncer) {
-	s.stats.requests.Add(1)
-	isAdmin := strings.HasPrefix(r.URL.Path, adminPrefix)
-	isRead := r.Method == http.MethodGet || r.Method == http.MethodHead
-	if sy != nil && (isAdmin || !isRead) {
-		sy.MaybeSync(r.Context())
-	}
-	switch {
-	case isAdmin:
-		s.serveAdmin(w, r)
-	case !isRead:
-		w.Header().Set("Allow", "GET, HEAD")
-		s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
-	case sy != nil:
-		synced := make(chan struct{})
-		go func() {
-			defer close(synced)
-			sy.MaybeSync(r.Context())
-		}()
-		s.serveTile(w, r, synced)
-	default:
-		s.serveTile(w, r, nil)
-	}
-}
 
 // PurgePrefix removes every tile under prefix ("" is everything) from both
 // tiers of this instance, and keeps in-flight fills from putting them back
@@ -221,9 +214,10 @@ type Syncer interface {
 	Trusted(storedAt, now time.Time) bool
 }
 
-// WithSync returns the handler following sy: sy's check runs on the requests
-// that find it due, before they are answered, and every cached copy is
-// served only while sy trusts it. Call it once, before serving.
+// WithSync makes the server follow sy: sy's check runs on the requests that
+// find it due, before they are answered, and every cached copy is served
+// only while sy trusts it. Call it once, before serving; it returns the
+// server.
 //
 // A tile request does not wait for the check before looking the tile up: the
 // check (an S3 round trip) and the lookup run side by side, and the answer
@@ -232,15 +226,9 @@ type Syncer interface {
 // on disk is looked up again if the check applied a purge meanwhile, so no
 // answer reflects less than the check found. Other requests (admin, health)
 // wait for the check first.
-func (s *Server) WithSync(sy Syncer) http.Handler {
+func (s *Server) WithSync(sy Syncer) *Server {
 	s.sy = sy
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if sy.Due() {
-			s.route(w, r, sy)
-			return
-		}
-		s.route(w, r, nil)
-	})
+	return s
 }
 
 // directiveSeconds reads a delta-seconds directive from a Cache-Control value.

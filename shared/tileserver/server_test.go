@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -237,7 +238,8 @@ func TestGzipPassThroughAndDecode(t *testing.T) {
 	if got := body(t, r); got != "vector tile bytes" || r.Header.Get("Content-Encoding") != "" {
 		t.Fatalf("identity client: got %q, encoding %q", got, r.Header.Get("Content-Encoding"))
 	}
-	if r.Header.Get("Etag") != "W/"+etag || r.Header.Get("Content-Length") != "17" {
+	// The decoded representation has a strong ETag of its own.
+	if r.Header.Get("Etag") != etag[:len(etag)-1]+`-identity"` || r.Header.Get("Content-Length") != "17" {
 		t.Fatalf("identity client: etag %q length %q", r.Header.Get("Etag"), r.Header.Get("Content-Length"))
 	}
 	expect(t, e.do("GET", "/v/3/1/2.pbf", "Accept-Encoding", "gzip;q=0"), 200, "")
@@ -340,7 +342,7 @@ func TestBadRequestsNeverReachS3(t *testing.T) {
 	}
 	r := e.do("POST", "/osm/1/0/0.png")
 	expect(t, r, 405, "")
-	if r.Header.Get("Allow") != "GET, HEAD" {
+	if r.Header.Get("Allow") != "GET, HEAD, OPTIONS" { // CORS is on by default
 		t.Errorf("Allow: %q", r.Header.Get("Allow"))
 	}
 	if n := e.s3Reqs.Load(); n != 0 {
@@ -724,5 +726,59 @@ func TestSyncedHandlerChecksBeforeAdmin(t *testing.T) {
 	e.clock.Advance(time.Second)
 	if code := serve("POST", "/o/1/0/0.png"); code != http.StatusMethodNotAllowed || fol.Stats().Checks != 3 {
 		t.Fatalf("POST: %d, %+v; want 405 after a second check", code, fol.Stats())
+	}
+}
+
+// TestPreparedPayload: with Payloads on, a memory hit is answered with the
+// function-URL payload prepared when the tile entered the memory tier, and
+// the memory tier's byte bound is charged for it.
+func TestPreparedPayload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.Payloads = true }))
+	tileBody := bytes.Repeat([]byte{0, 1, 2, 0xff}, 3000)
+	e.put("p/1/0/0.png", tileBody, "image/png", "")
+	serve := func(hdr ...string) *tileserver.Response {
+		var req tileserver.Request
+		req.Method, req.Path = "GET", "/p/1/0/0.png"
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header[tileserver.HdrIfNoneMatch] = hdr[i+1]
+		}
+		resp := new(tileserver.Response)
+		e.srv.Serve(context.Background(), &req, resp)
+		return resp
+	}
+	if r := serve(); r.Status != 200 || r.Get("X-Cache") != "MISS" {
+		t.Fatalf("miss: %d %s", r.Status, r.Get("X-Cache"))
+	}
+	if _, _, ok := serve().Payload(); !ok {
+		t.Fatal("memory hit without its prepared payload")
+	}
+	r := serve()
+	before, after, _ := r.Payload()
+	payload := string(before) + string(r.Timing()) + `"` + string(after)
+	var got struct {
+		StatusCode      int               `json:"statusCode"`
+		Headers         map[string]string `json:"headers"`
+		Body            string            `json:"body"`
+		IsBase64Encoded bool              `json:"isBase64Encoded"`
+	}
+	if err := json.Unmarshal([]byte(payload), &got); err != nil {
+		t.Fatalf("payload is not JSON: %v", err)
+	}
+	decoded, _ := base64.StdEncoding.DecodeString(got.Body)
+	if got.StatusCode != 200 || !got.IsBase64Encoded || !bytes.Equal(decoded, tileBody) {
+		t.Fatalf("payload: %d, %d body bytes", got.StatusCode, len(decoded))
+	}
+	for _, f := range r.Fields() {
+		if got.Headers[f.Name] != f.Values[0] {
+			t.Errorf("payload header %s = %q, the answer's is %q", f.Name, got.Headers[f.Name], f.Values[0])
+		}
+	}
+	// A conditional hit is not the prepared answer.
+	if _, _, ok := serve("If-None-Match", r.Get("Etag")).Payload(); ok {
+		t.Error("a 304 used the prepared 200 payload")
+	}
+	if charged, min := e.mem.Stats().Bytes, int64(len(tileBody))*7/3; charged < min {
+		t.Errorf("memory tier charged %d bytes for a %d-byte tile and its payload, want at least %d", charged, len(tileBody), min)
 	}
 }

@@ -3,8 +3,6 @@ package tileserver
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/origin"
@@ -36,48 +34,6 @@ func (s source) String() string {
 		return "STALE"
 	}
 	return "MISS"
-}
-
-// serveTile answers a tile request. synced, when not nil, is closed when a
-// journal check running beside this request is done (see WithSync): the
-// answer waits for it, and a tile from memory or disk is looked up again if
-// the check applied a purge meanwhile.
-func (s *Server) serveTile(w http.ResponseWriter, r *http.Request, synced <-chan struct{}) {
-	start := time.Now()
-	if synced != nil {
-		// Never return before the check ends: Lambda would freeze it half
-		// done, holding the follower until the instance thaws.
-		defer func() { <-synced }()
-	}
-	key, err := tile.KeyFromPath(r.URL.EscapedPath())
-	if err != nil {
-		s.stats.badRequests.Add(1)
-		s.plain(w, http.StatusBadRequest, "bad tile path")
-		s.logRequest(r, "", http.StatusBadRequest, 0, start)
-		return
-	}
-	t, src, err := s.lookupBeside(r.Context(), key, synced)
-	switch {
-	case err == nil:
-		status := s.writeTile(w, r, t, src, start)
-		s.logRequest(r, key, status, src, start)
-	case errors.Is(err, origin.ErrNotFound):
-		s.stats.notFound.Add(1)
-		if src == 0 {
-			src = srcOrigin
-		}
-		status := s.writeMissing(w, r, key, src)
-		s.logRequest(r, key, status, src, start)
-	default:
-		status, msg := http.StatusBadGateway, "origin error"
-		if isTimeout(err) {
-			status, msg = http.StatusGatewayTimeout, "origin timeout"
-		}
-		s.log.Warn("tile not served", "key", key, "status", status, "err", err)
-		w.Header().Set("X-Cache", srcOrigin.String())
-		s.plain(w, status, msg)
-		s.logRequest(r, key, status, srcOrigin, start)
-	}
 }
 
 // lookupBeside is lookup while the journal check that closes synced runs
@@ -124,6 +80,7 @@ func (s *Server) lookup(ctx context.Context, key string) (*tile.Tile, source, er
 			if !s.fresh(t, s.now()) {
 				return s.fetch(ctx, key, t)
 			}
+			s.prepare(t)
 			s.guard.insert(key, epoch, func() { s.mem.Set(key, t) })
 			s.stats.diskHits.Add(1)
 			return t, srcDisk, nil
@@ -197,7 +154,7 @@ func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile, e
 	case cached != nil && errors.Is(err, origin.ErrNotModified):
 		// Both tiers get the renewed copy, so a tile that later leaves
 		// memory is not revalidated again when read back from disk.
-		renewed := *cached
+		renewed := *cached // its prepared answer stays right: same bytes, same version
 		renewed.StoredAt = sent
 		s.store(key, &renewed, epoch)
 		s.stats.revalidated.Add(1)
@@ -227,6 +184,7 @@ func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile, e
 // store puts a fetched tile into both tiers unless a purge overtook the fetch.
 // A disk that cannot write is logged and skipped: memory and origin still serve.
 func (s *Server) store(key string, t *tile.Tile, epoch uint64) {
+	s.prepare(t)
 	ok := s.guard.insert(key, epoch, func() {
 		s.mem.Set(key, t)
 		if s.disk == nil {
@@ -244,17 +202,4 @@ func (s *Server) store(key string, t *tile.Tile, epoch uint64) {
 
 func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || origin.IsTimeout(err)
-}
-
-func (s *Server) logRequest(r *http.Request, key string, status int, src source, start time.Time) {
-	if !s.log.Enabled(r.Context(), slog.LevelDebug) {
-		return
-	}
-	s.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
-		slog.String("method", r.Method),
-		slog.String("key", key),
-		slog.Int("status", status),
-		slog.String("cache", src.String()),
-		slog.Duration("dur", time.Since(start)),
-	)
 }

@@ -86,10 +86,15 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	srv, err := tileserver.New(tileserver.Config{
 		CacheControl:         cfg.CacheControl,
 		NegativeCacheControl: cfg.NegativeCacheControl,
-		MissingTile:          cfg.MissingTile,
-		RevalidateAfter:      cfg.RevalidateAfter,
-		OriginTimeout:        cfg.OriginTimeout,
-		AdminToken:           cfg.AdminToken,
+		StaleCacheControl:    cfg.StaleCacheControl,
+		CORSAllowOrigins:     cfg.CORSAllowOrigins,
+		// On Lambda in BUFFERED mode a memory hit answers with its payload
+		// encoded once, when the tile entered the memory tier.
+		Payloads:        cfg.OnLambda && cfg.InvokeMode != "RESPONSE_STREAM",
+		MissingTile:     cfg.MissingTile,
+		RevalidateAfter: cfg.RevalidateAfter,
+		OriginTimeout:   cfg.OriginTimeout,
+		AdminToken:      cfg.AdminToken,
 	}, tileserver.Deps{
 		Memory:  mem,
 		Disk:    a.Disk,

@@ -1,0 +1,262 @@
+package tileserver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// HeaderName names one of the request headers the server reads. Adapters
+// fill Request.Header by these names, each from wherever their transport
+// keeps it, and nothing else of a request's headers is read on the tile path.
+type HeaderName uint8
+
+// The request headers the tile path reads.
+const (
+	HdrAcceptEncoding HeaderName = iota
+	HdrIfMatch
+	HdrIfNoneMatch
+	HdrIfModifiedSince
+	HdrIfUnmodifiedSince
+	HdrRange
+	HdrIfRange
+	HdrOrigin
+	HdrAccessControlRequestMethod
+	HdrAccessControlRequestHeaders
+	NumHeaderNames // how many there are
+)
+
+var headerNames = [NumHeaderNames]string{
+	"Accept-Encoding", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since",
+	"Range", "If-Range", "Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers",
+}
+
+// String is the header's canonical name.
+func (h HeaderName) String() string { return headerNames[h] }
+
+// Request is what the server reads of a request, however it arrived: the
+// core of the server never sees an *http.Request or a Lambda event.
+type Request struct {
+	Method string
+	Path   string                 // escaped, as on the wire: "/osm/3/1/2.png"
+	Header [NumHeaderNames]string // values by HeaderName, "" when absent
+}
+
+// HTTPRequest is the Request an *http.Request describes.
+func HTTPRequest(r *http.Request, into *Request) {
+	into.Method = r.Method
+	into.Path = r.URL.EscapedPath()
+	for i, name := range headerNames {
+		// Request headers are stored under canonical keys by net/http (and
+		// by the Lambda adapters), so no per-request canonicalisation.
+		if v := r.Header[name]; len(v) > 0 {
+			into.Header[i] = strings.Join(v, ", ")
+			if len(v) == 1 {
+				into.Header[i] = v[0]
+			}
+		} else {
+			into.Header[i] = ""
+		}
+	}
+}
+
+// Field is one response header: its canonical name and its values. Values
+// are shared, capped slices: an adapter may hand them to net/http as they
+// are (a later Add copies).
+type Field struct {
+	Name   string
+	Values []string
+}
+
+// maxFields bounds the header fields of one answer.
+const maxFields = 20
+
+// Response is the server's answer: a status, header fields and a body that
+// refers to cached bytes, never a copy. Adapters write it to their
+// transport. A Response is reusable; Serve resets it.
+type Response struct {
+	Status int
+	Body   []byte // nil for HEAD, 304 and other empty answers; Content-Length is among the fields
+	// Admin reports a path under /_tilesieve/ other than the health check:
+	// the core did not answer it; the adapter serves it with ServeHTTP.
+	Admin bool
+
+	fields  [maxFields]Field
+	nfields int
+
+	// When the answer is a memory hit in the tile's stored representation,
+	// the tile's prepared answer serves it; timing and origin are the two
+	// per-request values that prepared answer leaves open.
+	prepared *prepared
+	timing   [32]byte
+	ntiming  int
+	origin   string // a reflected CORS origin, or ""
+}
+
+// Fields are the answer's header fields.
+func (r *Response) Fields() []Field { return r.fields[:r.nfields] }
+
+// Get returns the first value of the field named name (canonical), or "".
+func (r *Response) Get(name string) string {
+	for _, f := range r.Fields() {
+		if f.Name == name && len(f.Values) > 0 {
+			return f.Values[0]
+		}
+	}
+	return ""
+}
+
+// Payload returns, when the answer is a memory hit on a tile whose buffered
+// function-URL payload was prepared (Config.Payloads), that payload around
+// its hole: the adapter writes Timing, a closing quote and the fields of a
+// ReflectedOrigin into the hole. ok is false for any other answer.
+func (r *Response) Payload() (before, after []byte, ok bool) {
+	before, after = r.prepared.Payload()
+	return before, after, before != nil
+}
+
+// ReflectedOrigin is the CORS origin the answer reflects, or "".
+func (r *Response) ReflectedOrigin() string { return r.origin }
+
+func (r *Response) reset() {
+	*r = Response{}
+}
+
+// set adds a field with one value, shared or new.
+func (r *Response) set(name string, values []string) {
+	if r.nfields == maxFields {
+		return
+	}
+	r.fields[r.nfields] = Field{Name: name, Values: values}
+	r.nfields++
+}
+
+func (r *Response) setString(name, value string) { r.set(name, []string{value}) }
+
+// Serve answers a request: tiles (GET, HEAD), CORS preflights, the health
+// check. Admin routes are left to ServeHTTP (Response.Admin). ctx carries
+// the invocation's deadline to every S3 call.
+func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
+	resp.reset()
+	start := time.Now()
+	if strings.HasPrefix(req.Path, adminPrefix) {
+		resp.Admin = true
+		return
+	}
+	s.stats.requests.Add(1)
+	sy := s.sy
+	due := sy != nil && sy.Due()
+	switch req.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodOptions:
+		if due {
+			sy.MaybeSync(ctx)
+		}
+		s.answerPreflight(req, resp)
+		return
+	default:
+		if due {
+			sy.MaybeSync(ctx)
+		}
+		resp.set("Allow", s.allow)
+		s.answerPlain(req, resp, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	key, err := tile.KeyFromPath(req.Path)
+	if err != nil {
+		s.stats.badRequests.Add(1)
+		s.answerPlain(req, resp, http.StatusBadRequest, "bad tile path")
+		s.logRequest(ctx, req, "", http.StatusBadRequest, 0, start)
+		return
+	}
+	var synced chan struct{}
+	if due {
+		// The check (one S3 round trip) runs beside the lookup, and the
+		// answer waits for both; never return before the check ends, or
+		// Lambda would freeze it half done.
+		synced = make(chan struct{})
+		go func() {
+			defer close(synced)
+			sy.MaybeSync(ctx)
+		}()
+		defer func() { <-synced }()
+	}
+	t, src, err := s.lookupBeside(ctx, key, synced)
+	switch {
+	case err == nil:
+		s.answerTile(req, resp, key, t, src, start)
+	case errors.Is(err, origin.ErrNotFound):
+		s.stats.notFound.Add(1)
+		if src == 0 {
+			src = srcOrigin
+		}
+		s.answerMissing(req, resp, key, src)
+	default:
+		status, msg := http.StatusBadGateway, "origin error"
+		switch {
+		case errors.Is(err, errPanic):
+			status, msg = http.StatusInternalServerError, "internal error"
+		case errors.Is(err, errTooLarge):
+			msg = "tile too large"
+		case isTimeout(err):
+			status, msg = http.StatusGatewayTimeout, "origin timeout"
+		}
+		s.log.Warn("tile not served", "key", key, "status", status, "err", err)
+		resp.set("X-Cache", xCacheValues[srcOrigin])
+		s.answerPlain(req, resp, status, msg)
+	}
+	s.logRequest(ctx, req, key, resp.Status, src, start)
+}
+
+// ServeHTTP routes the health check and the admin API, and serves tiles
+// through Serve.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, adminPrefix) {
+		s.stats.requests.Add(1)
+		if s.sy != nil && s.sy.Due() {
+			s.sy.MaybeSync(r.Context())
+		}
+		s.serveAdmin(w, r)
+		return
+	}
+	var req Request
+	HTTPRequest(r, &req)
+	resp := responsePool.Get().(*Response)
+	defer responsePool.Put(resp)
+	s.Serve(r.Context(), &req, resp)
+	WriteHTTP(w, resp)
+}
+
+// WriteHTTP writes resp to w.
+func WriteHTTP(w http.ResponseWriter, resp *Response) {
+	h := w.Header()
+	for _, f := range resp.Fields() {
+		h[f.Name] = f.Values
+	}
+	w.WriteHeader(resp.Status)
+	if len(resp.Body) > 0 {
+		w.Write(resp.Body)
+	}
+}
+
+// errPanic marks a fetch that panicked; its callers answer 500.
+var errPanic = errors.New("tileserver: internal error")
+
+func (s *Server) logRequest(ctx context.Context, req *Request, key string, status int, src source, start time.Time) {
+	if !s.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	s.log.LogAttrs(ctx, slog.LevelDebug, "request",
+		slog.String("method", req.Method),
+		slog.String("key", key),
+		slog.Int("status", status),
+		slog.String("cache", src.String()),
+		slog.Duration("dur", time.Since(start)),
+	)
+}
