@@ -176,6 +176,13 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		return
 	}
 	var synced chan struct{}
+	if due && !sy.Trusted(time.Time{}, s.now()) {
+		// The last good check is too old to vouch for any cached copy: a
+		// lookup beside the check would only send them all to S3 for
+		// revalidation. Check first.
+		sy.MaybeSync(ctx)
+		due = false
+	}
 	if due {
 		// The check (one S3 round trip) runs beside the lookup, and the
 		// answer waits for both; never return before the check ends, or

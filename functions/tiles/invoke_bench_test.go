@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdaurl"
+
+	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+
+	fixtures "github.com/tilesieve/tilesieve/events"
+)
+
+// These benchmarks measure what Lambda runs: one whole invocation, from the
+// event's bytes to the payload's bytes, through aws-lambda-go's own handler
+// (the event decoded into the handler's argument, the answer encoded or, for
+// an io.Reader, passed through and read to the end), beside a floor in the
+// same run: the same tile's answer encoded once at start and returned as an
+// io.Reader by a handler that decodes only the path.
+//
+//	go test -run '^$' -bench 'BenchmarkInvoke' -benchmem ./functions/tiles/
+
+var benchSizes = []int{1 << 10, 30 << 10, 300 << 10}
+
+func sizeName(n int) string { return strconv.Itoa(n>>10) + "KB" }
+
+// benchTile is n bytes of incompressible data, as PNG and JPEG tiles are.
+func benchTile(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(n), 7))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// benchEvent is a realistic function-URL event (as CloudFront forwards one)
+// for path.
+func benchEvent(b *testing.B, path string) []byte {
+	b.Helper()
+	raw, err := fixturesFS("url-get-tile.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ev map[string]any
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		b.Fatal(err)
+	}
+	ev["rawPath"] = path
+	out, err := json.Marshal(ev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+type benchFunction struct {
+	buffered, streaming lambda.Handler
+}
+
+// newBenchFunction is the tile function over an in-process S3 holding one
+// tile of each size; memBytes and diskBytes pick the tier that answers.
+func newBenchFunction(b *testing.B, memBytes, diskBytes string) *benchFunction {
+	b.Helper()
+	s3e := s3localtest.Start(b, "tiles")
+	for _, n := range benchSizes {
+		if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/bench/"+sizeName(n)+".png", benchTile(n), "image/png", ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	env := map[string]string{
+		"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "MEM_CACHE_BYTES": memBytes,
+		"DISK_CACHE_DIR": b.TempDir(), "DISK_CACHE_BYTES": diskBytes, "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9",
+		"SYNC_INTERVAL": "1h", // the journal check is a separate cost (section 5)
+	}
+	cfg, err := config.LoadTiles(func(k string) string { return env[k] })
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := withDeadlineMargin(withRecover(a.Handler, log))
+	bf := &buffered{srv: a.Server, next: h, log: log}
+	return &benchFunction{
+		buffered:  lambda.NewHandler(withDeadline(bf.Handle)),
+		streaming: lambda.NewHandler(lambdaurl.Wrap(h)),
+	}
+}
+
+func invokeOnce(b *testing.B, h lambda.Handler, event []byte) int {
+	out, err := h.Invoke(context.Background(), event)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(out)
+}
+
+func runInvoke(b *testing.B, h lambda.Handler, event []byte) {
+	b.Helper()
+	n := invokeOnce(b, h, event) // warm: the miss fills the tiers
+	n = invokeOnce(b, h, event)
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		invokeOnce(b, h, event)
+	}
+}
+
+// BenchmarkInvokeBuffered is a memory hit in BUFFERED mode.
+func BenchmarkInvokeBuffered(b *testing.B) {
+	fn := newBenchFunction(b, "64MiB", "0")
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+	}
+}
+
+// BenchmarkInvokeBufferedFloor is the floor of BenchmarkInvokeBuffered.
+func BenchmarkInvokeBufferedFloor(b *testing.B) {
+	for _, n := range benchSizes {
+		body := benchTile(n)
+		payload, err := json.Marshal(events.LambdaFunctionURLResponse{
+			StatusCode: 200,
+			Headers: map[string]string{
+				"Content-Type": "image/png", "Etag": `"0123456789abcdef0123456789abcdef"`, "Cache-Control": config.DefaultCacheControl,
+				"Content-Length": strconv.Itoa(n), "Last-Modified": "Tue, 01 Dec 2026 06:00:00 GMT", "X-Cache": "HIT-MEMORY",
+			},
+			Body:            base64.StdEncoding.EncodeToString(body),
+			IsBase64Encoded: true,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		floor := lambda.NewHandler(func(_ context.Context, ev *struct {
+			RawPath string `json:"rawPath"`
+		}) (io.Reader, error) {
+			if ev.RawPath == "" {
+				return nil, fmt.Errorf("no path")
+			}
+			return bytes.NewReader(payload), nil
+		})
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, floor, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+	}
+}
+
+// BenchmarkInvokeStreaming is a memory hit in RESPONSE_STREAM mode
+// (lambdaurl), the body read to the end.
+func BenchmarkInvokeStreaming(b *testing.B) {
+	fn := newBenchFunction(b, "64MiB", "0")
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.streaming, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+	}
+}
+
+// BenchmarkInvokeStreamingFloor is the floor of BenchmarkInvokeStreaming:
+// lambdaurl over a handler that writes prebuilt headers and bytes.
+func BenchmarkInvokeStreamingFloor(b *testing.B) {
+	for _, n := range benchSizes {
+		body := benchTile(n)
+		hdr := http.Header{
+			"Content-Type": {"image/png"}, "Etag": {`"0123456789abcdef0123456789abcdef"`}, "Cache-Control": {config.DefaultCacheControl},
+			"Content-Length": {strconv.Itoa(n)}, "Last-Modified": {"Tue, 01 Dec 2026 06:00:00 GMT"}, "X-Cache": {"HIT-MEMORY"},
+		}
+		floor := lambda.NewHandler(lambdaurl.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for k, v := range hdr {
+				w.Header()[k] = v
+			}
+			w.Write(body)
+		})))
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, floor, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+	}
+}
+
+// BenchmarkInvokeBufferedDisk is a disk hit in BUFFERED mode (the memory
+// tier admits nothing).
+func BenchmarkInvokeBufferedDisk(b *testing.B) {
+	fn := newBenchFunction(b, "1KiB", "64MiB")
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+	}
+}
+
+// BenchmarkInvokeBufferedOrigin is an S3 fetch in BUFFERED mode (no tier
+// keeps the tile; S3 in process over loopback HTTP).
+func BenchmarkInvokeBufferedOrigin(b *testing.B) {
+	fn := newBenchFunction(b, "1KiB", "0")
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+	}
+}
+
+func fixturesFS(name string) ([]byte, error) { return fixtures.FS.ReadFile(name) }
