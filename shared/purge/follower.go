@@ -159,6 +159,7 @@ func (f *Follower) MaybeSync(ctx context.Context) {
 		// than send every cached tile to S3 for revalidation.
 		if !f.vouching(f.cfg.Now()) {
 			f.mu.Lock()
+			//lint:ignore SA2001 the lock is taken only to wait for the check under way to end
 			f.mu.Unlock()
 		}
 		return
