@@ -1,20 +1,27 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/lambdatest"
+	"github.com/tilesieve/tilesieve/shared/obs"
+	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
@@ -36,7 +43,7 @@ func TestBuildAndHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler),
+	w, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard,
 		awsconfig.WithRegion(s3local.DefaultRegion),
 		awsconfig.WithCredentialsProvider(s3e.Credentials()),
 		awsconfig.WithBaseEndpoint(cf.URL), // CloudFront; S3 has its own endpoint
@@ -74,6 +81,80 @@ func TestBuildAndHandle(t *testing.T) {
 	want := `{"batchItemFailures":[{"itemIdentifier":"3f8b1a2c-5d6e-4f70-8a9b-0c1d2e3f4a5b"},{"itemIdentifier":"d375fb46-f708-491a-a435-a0b1c2d3e4f5"}]}`
 	if string(out) != want {
 		t.Errorf("response: got %s, want %s", out, want)
+	}
+}
+
+// TestInvocationLogsAndMetrics: wired as main wires it, with logs and
+// metrics sharing one stream, every line of an invocation carries its
+// request id, the first invocation logs the cold start with the init
+// durations, and each invocation writes one EMF line.
+func TestInvocationLogsAndMetrics(t *testing.T) {
+	t.Parallel()
+	s3e := s3localtest.Start(t, "tiles")
+	cfg, err := config.LoadWorker(envOf(map[string]string{
+		"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "METRICS_NAMESPACE": "maps",
+		"AWS_ENDPOINT_URL": s3e.URL, "S3_FORCE_PATH_STYLE": "true",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	out := &lineWriter{w: &buf}
+	env := obs.NewEnvironment()
+	log := slog.New(env.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
+	w, err := build(context.Background(), cfg, log, out,
+		awsconfig.WithRegion(s3local.DefaultRegion),
+		awsconfig.WithCredentialsProvider(s3e.Credentials()),
+		awsconfig.WithSharedConfigFiles(nil), awsconfig.WithSharedCredentialsFiles(nil),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := handler(env, log, obs.InitDurations{Config: 12 * time.Millisecond}, w)
+	raw, err := fs.ReadFile(events.FS, "s3-delete.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"req-1", "req-2"} {
+		buf.Reset()
+		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
+		if _, err := handle(ctx, raw); err != nil {
+			t.Fatal(err)
+		}
+		var logs []map[string]any
+		var metrics [][]byte
+		for line := range bytes.SplitSeq(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+			var l map[string]any
+			if err := json.Unmarshal(line, &l); err != nil {
+				t.Fatalf("%s: not JSON: %s", id, line)
+			}
+			if _, ok := l["_aws"]; ok {
+				metrics = append(metrics, line)
+				continue
+			}
+			logs = append(logs, l)
+			if l[obs.KeyRequestID] != id || l[obs.KeyColdStart] != (i == 0) || l["level"] == nil {
+				t.Errorf("%s: line %v, want its request id, cold_start %v and a level", id, l, i == 0)
+			}
+		}
+		cold := slices.IndexFunc(logs, func(l map[string]any) bool { return l["msg"] == "cold start" })
+		if (cold >= 0) != (i == 0) {
+			t.Errorf("%s: cold start line at %d, want one in the first invocation only", id, cold)
+		}
+		if cold >= 0 && logs[cold]["init_config_ms"] != 12.0 {
+			t.Errorf("cold start line %v, want init_config_ms 12", logs[cold])
+		}
+		if len(metrics) != 1 {
+			t.Fatalf("%s: %d metric lines, want 1", id, len(metrics))
+		}
+		d, err := emftest.Parse(metrics[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Namespace != "maps" || d.DimValues[obs.DimFunctionName] != defaultFunctionName ||
+			d.Numbers[obs.MetricNotifications] != 1 || d.Numbers[obs.MetricPrefixes] != 1 {
+			t.Errorf("%s: metrics %+v", id, d)
+		}
 	}
 }
 

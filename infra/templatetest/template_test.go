@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -566,7 +567,7 @@ func TestEnvironmentLoads(t *testing.T) {
 	t.Parallel()
 	rawTpl := raw(t)
 	cases := []map[string]string{nil, {"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "DistributionId": "E2EXAMPLE", "CdnPathPrefix": "maps/"}}
-	for _, p := range []string{"UrlInvokeMode", "ApplicationLogLevel", "MissingTile", "DiskFsync", "S3ForcePathStyle"} {
+	for _, p := range []string{"UrlInvokeMode", "ApplicationLogLevel", "MissingTile", "DiskFsync", "S3ForcePathStyle", "Metrics"} {
 		for _, v := range strs(t, allowedValues(t, rawTpl, p)) {
 			cases = append(cases, map[string]string{p: v})
 		}
@@ -800,6 +801,70 @@ func TestCdnNeedsIamAuthRule(t *testing.T) {
 	}
 }
 
+// TestMetricsSettings: both functions get the metrics switch and namespace
+// from Globals, the tile function its interval and tilesets too, and the
+// parameters reach the configuration the functions load.
+func TestMetricsSettings(t *testing.T) {
+	t.Parallel()
+	rawTpl := raw(t)
+	globals := at(t, rawTpl, "Globals", "Function", "Environment", "Variables")
+	for name, param := range map[string]string{"METRICS": "Metrics", "METRICS_NAMESPACE": "MetricsNamespace"} {
+		if got := at(t, globals, name); fmt.Sprint(got) != fmt.Sprint(map[string]any{"Ref": param}) {
+			t.Errorf("Globals %s: %v, want !Ref %s", name, got, param)
+		}
+	}
+	tpl := open(t, map[string]string{"Metrics": "false", "MetricsNamespace": "maps/prod", "MetricsInterval": "5m", "MetricsTileSets": "3"})
+	tenv := function(t, tpl, "TilesFunction").Environment.Variables
+	tiles, err := config.LoadTiles(func(k string) string { return tenv[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (config.Metrics{Namespace: "maps/prod", Interval: 5 * time.Minute, MaxTileSets: 3}); tiles.Metrics != want {
+		t.Errorf("tile function metrics %+v, want %+v", tiles.Metrics, want)
+	}
+	wenv := function(t, tpl, "SyncWorker").Environment.Variables
+	worker, err := config.LoadWorker(func(k string) string { return wenv[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if worker.Metrics.Enabled || worker.Metrics.Namespace != "maps/prod" {
+		t.Errorf("worker metrics %+v, want off in maps/prod", worker.Metrics)
+	}
+	def := function(t, open(t, nil), "TilesFunction").Environment.Variables
+	if c, err := config.LoadTiles(func(k string) string { return def[k] }); err != nil || !c.Metrics.Enabled {
+		t.Errorf("default metrics %+v, %v: want on", c.Metrics, err)
+	}
+}
+
+// TestMetricsNeedInfoLogsRule: EMF lines have no level and Lambda counts
+// them as INFO, so with metrics on the application log filter may not be
+// stricter than INFO.
+func TestMetricsNeedInfoLogsRule(t *testing.T) {
+	t.Parallel()
+	rawTpl := raw(t)
+	rule := at(t, rawTpl, "Rules", "MetricsNeedInfoLogs")
+	if got := at(t, rule, "RuleCondition"); fmt.Sprint(got) != fmt.Sprint(map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "Metrics"}, "true"}}) {
+		t.Errorf("RuleCondition %v", got)
+	}
+	// The allowed levels that keep INFO lines, lowest first as the parameter lists them.
+	allowed := strs(t, allowedValues(t, rawTpl, "ApplicationLogLevel"))
+	keep := []any{}
+	for _, l := range allowed[:slices.Index(allowed, "INFO")+1] {
+		keep = append(keep, l)
+	}
+	if fmt.Sprint(keep) != "[TRACE DEBUG INFO]" {
+		t.Fatalf("ApplicationLogLevel allows %v: the levels up to INFO are %v", allowed, keep)
+	}
+	want := fmt.Sprint(map[string]any{"Fn::Contains": []any{keep, map[string]any{"Ref": "ApplicationLogLevel"}}})
+	found := false
+	for _, a := range at(t, rule, "Assertions").([]any) {
+		found = found || fmt.Sprint(at(t, a, "Assert")) == want
+	}
+	if !found {
+		t.Errorf("no assertion %s under Metrics=true", want)
+	}
+}
+
 func TestOutputs(t *testing.T) {
 	t.Parallel()
 	tpl := open(t, nil)
@@ -957,7 +1022,8 @@ func toFloat(v any) float64 {
 func TestLogging(t *testing.T) {
 	t.Parallel()
 	rawTpl := raw(t)
-	tpl := open(t, map[string]string{"LogRetentionDays": "14", "ApplicationLogLevel": "WARN"})
+	// WARN drops the metric lines, which the MetricsNeedInfoLogs rule allows only without metrics.
+	tpl := open(t, map[string]string{"LogRetentionDays": "14", "ApplicationLogLevel": "WARN", "Metrics": "false"})
 	for fn, group := range map[string]string{"TilesFunction": "TilesLogGroup", "SyncWorker": "WorkerLogGroup"} {
 		t.Run(fn, func(t *testing.T) {
 			lc := at(t, rawTpl, "Resources", fn, "Properties", "LoggingConfig")

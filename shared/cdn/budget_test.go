@@ -21,8 +21,9 @@ const dist = "E2QWRUHEXAMPLE"
 // sleeper moves a fake clock instead of waiting, and records the waits.
 type sleeper struct {
 	clock *fakeclock.Clock
-	mu    sync.Mutex // guards total
+	mu    sync.Mutex // guards total and n
 	total time.Duration
+	n     int
 }
 
 func (s *sleeper) Sleep(ctx context.Context, d time.Duration) error {
@@ -31,9 +32,16 @@ func (s *sleeper) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	s.mu.Lock()
 	s.total += d
+	s.n++
 	s.mu.Unlock()
 	s.clock.Advance(d)
 	return nil
+}
+
+func (s *sleeper) waits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }
 
 func (s *sleeper) slept() time.Duration {
@@ -193,12 +201,15 @@ func TestInvalidateTargetsCoalescesToFit(t *testing.T) {
 	srv := cdntest.NewWithOptions(t, cdntest.Options{Manual: true})
 	fill(t, srv, 10, "a")
 	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist}, nil)
-	paths, err := inv.InvalidateTargets(context.Background(), dirs(8), "b", halve)
+	out, err := inv.InvalidateTargets(context.Background(), dirs(8), "b", halve)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := cdn.Paths("", dirs(4)); !slices.Equal(paths, want) {
-		t.Errorf("paths %q, want %q (8 halved to fit the 5 left)", paths, want)
+	if want := cdn.Paths("", dirs(4)); !slices.Equal(out.Paths, want) {
+		t.Errorf("paths %q, want %q (8 halved to fit the 5 left)", out.Paths, want)
+	}
+	if out.Throttled != 0 {
+		t.Errorf("throttled %d, want 0: it fitted without a wait or a refusal", out.Throttled)
 	}
 	if srv.Refused() != 0 || srv.Peak().Wildcard > 15 {
 		t.Errorf("refused %d, peak %+v", srv.Refused(), srv.Peak())
@@ -212,8 +223,12 @@ func TestInvalidateTargetsWaitsForCompletion(t *testing.T) {
 	fill(t, srv, 15, "a")
 	sl := &sleeper{clock: clock}
 	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, Sleep: sl.Sleep}, nil)
-	if _, err := inv.InvalidateTargets(context.Background(), dirs(3), "b", halve); err != nil {
+	out, err := inv.InvalidateTargets(context.Background(), dirs(3), "b", halve)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if out.Throttled == 0 || out.Throttled != sl.waits() {
+		t.Errorf("throttled %d, want one per wait for the budget (%d)", out.Throttled, sl.waits())
 	}
 	if got := sl.slept(); got < time.Minute {
 		t.Errorf("waited %v, want at least the minute the others take", got)
@@ -229,9 +244,12 @@ func TestInvalidateTargetsGivesUp(t *testing.T) {
 	fill(t, srv, 15, "a")
 	sl := &sleeper{clock: newClock()}
 	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, Sleep: sl.Sleep, BudgetWait: 30 * time.Second}, nil)
-	_, err := inv.InvalidateTargets(context.Background(), dirs(2), "b", halve)
+	out, err := inv.InvalidateTargets(context.Background(), dirs(2), "b", halve)
 	if !errors.Is(err, cdn.ErrNoBudget) {
 		t.Fatalf("got %v, want ErrNoBudget", err)
+	}
+	if out.Throttled != sl.waits() || !slices.Equal(out.Paths, cdn.Paths("", dirs(2))) {
+		t.Errorf("outcome %+v: want the paths meant and one throttle per wait (%d)", out, sl.waits())
 	}
 	if got := sl.slept(); got > 30*time.Second || got == 0 {
 		t.Errorf("waited %v, want some, at most BudgetWait", got)

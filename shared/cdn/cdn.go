@@ -95,6 +95,17 @@ type Usage struct {
 
 func (u Usage) add(o Usage) Usage { return Usage{u.Wildcard + o.Wildcard, u.Exact + o.Exact} }
 
+// Outcome is what InvalidateTargets did.
+type Outcome struct {
+	// Paths are the paths it sent; on an error, the ones it meant to send.
+	Paths []string
+	// Throttled counts the times CloudFront held the batch back:
+	// CreateInvalidation answers of throttling or
+	// TooManyInvalidationsInProgress (each retried), and waits for the
+	// budget of paths in progress to free up.
+	Throttled int
+}
+
 // Fit shrinks a batch's targets (coalescing further upward) so that it needs
 // at most free.Wildcard wildcard and free.Exact exact paths; ok is false when
 // it cannot.
@@ -173,7 +184,8 @@ func (v *Invalidator) Invalidate(ctx context.Context, prefixes []string, batchID
 		return nil, nil
 	}
 	paths := PrefixPaths(v.cfg.PathPrefix, prefixes)
-	return paths, v.create(ctx, paths, batchID)
+	_, err := v.create(ctx, paths, batchID)
+	return paths, err
 }
 
 // InvalidateTargets purges the distribution for a coalesced batch: targets
@@ -182,11 +194,12 @@ func (v *Invalidator) Invalidate(ctx context.Context, prefixes []string, batchID
 // paths still in progress on the distribution; when the batch does not fit in
 // what is left, fit (which may be nil) coalesces it further. When nothing
 // fits it waits with backoff, within BudgetWait and ctx's deadline less
-// Reserve, and then fails with ErrNoBudget. It returns the paths it sent (or
-// meant to send).
-func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, batchID string, fit Fit) ([]string, error) {
+// Reserve, and then fails with ErrNoBudget. Its Outcome says which paths it
+// sent (or meant to send) and how often CloudFront held it back.
+func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, batchID string, fit Fit) (Outcome, error) {
+	var out Outcome
 	if !v.Enabled() || len(targets) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	limit := v.cfg.BudgetWait
 	if dl, ok := ctx.Deadline(); ok {
@@ -196,7 +209,8 @@ func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, b
 	for attempt := 1; ; attempt++ {
 		used, err := v.InProgress(ctx)
 		if err != nil {
-			return Paths(v.cfg.PathPrefix, targets), err
+			out.Paths = Paths(v.cfg.PathPrefix, targets)
+			return out, err
 		}
 		free := Usage{Wildcard: v.cfg.MaxWildcardPaths - used.Wildcard, Exact: v.cfg.MaxExactPaths - used.Exact}
 		batch := targets
@@ -209,19 +223,23 @@ func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, b
 		if fits {
 			paths := Paths(v.cfg.PathPrefix, batch)
 			if len(batch) != len(targets) {
-				v.log.Info("cdn batch coalesced to fit the invalidation budget", "targets", len(targets), "paths", len(paths),
+				v.log.InfoContext(ctx, "cdn batch coalesced to fit the invalidation budget", "targets", len(targets), "paths", len(paths),
 					"wildcards_in_progress", used.Wildcard, "exact_in_progress", used.Exact)
 			}
-			return paths, v.create(ctx, paths, batchID)
+			refused, err := v.create(ctx, paths, batchID)
+			out.Paths, out.Throttled = paths, out.Throttled+refused
+			return out, err
 		}
+		out.Paths = Paths(v.cfg.PathPrefix, targets)
 		d := v.backoff(attempt)
 		if waited+d > limit {
-			return Paths(v.cfg.PathPrefix, targets), fmt.Errorf("cdn: %d targets, %d wildcard and %d exact paths in progress after waiting %v: %w",
+			return out, fmt.Errorf("cdn: %d targets, %d wildcard and %d exact paths in progress after waiting %v: %w",
 				len(targets), used.Wildcard, used.Exact, waited, ErrNoBudget)
 		}
-		v.log.Info("cdn invalidation budget used up, waiting", "wildcards_in_progress", used.Wildcard, "exact_in_progress", used.Exact, "wait", d)
+		out.Throttled++
+		v.log.InfoContext(ctx, "cdn invalidation budget used up, waiting", "wildcards_in_progress", used.Wildcard, "exact_in_progress", used.Exact, "wait", d)
 		if err := v.cfg.Sleep(ctx, d); err != nil {
-			return Paths(v.cfg.PathPrefix, targets), fmt.Errorf("cdn: waiting for the invalidation budget: %w", err)
+			return out, fmt.Errorf("cdn: waiting for the invalidation budget: %w", err)
 		}
 		waited += d
 	}
@@ -311,8 +329,9 @@ func (v *Invalidator) InProgress(ctx context.Context) (Usage, error) {
 	return total, nil
 }
 
-// create sends one CreateInvalidation with paths, retrying as Invalidate says.
-func (v *Invalidator) create(ctx context.Context, paths []string, batchID string) error {
+// create sends one CreateInvalidation with paths, retrying as Invalidate says,
+// and counts the answers that were throttling.
+func (v *Invalidator) create(ctx context.Context, paths []string, batchID string) (throttledAnswers int, err error) {
 	ref := CallerReference(batchID, paths)
 	in := &cloudfront.CreateInvalidationInput{
 		DistributionId: aws.String(v.cfg.DistributionID),
@@ -324,7 +343,6 @@ func (v *Invalidator) create(ctx context.Context, paths []string, batchID string
 	// This loop is the retry policy; the SDK's own would multiply attempts
 	// and does not retry TooManyInvalidationsInProgress.
 	noRetry := func(o *cloudfront.Options) { o.Retryer = aws.NopRetryer{} }
-	var err error
 	for attempt := 1; ; attempt++ {
 		var out *cloudfront.CreateInvalidationOutput
 		out, err = v.api.CreateInvalidation(ctx, in, noRetry)
@@ -338,19 +356,22 @@ func (v *Invalidator) create(ctx context.Context, paths []string, batchID string
 				v.known[id] = count(paths)
 				v.mu.Unlock()
 			}
-			v.log.Info("cdn invalidation created", "id", id, "paths", len(paths), "caller_reference", ref, "attempts", attempt)
-			return nil
+			v.log.InfoContext(ctx, "cdn invalidation created", "id", id, "paths", len(paths), "caller_reference", ref, "attempts", attempt)
+			return throttledAnswers, nil
+		}
+		if throttled(err) {
+			throttledAnswers++
 		}
 		if !retryable(err) || attempt >= v.cfg.MaxAttempts {
 			break
 		}
 		d := v.backoff(attempt)
-		v.log.Warn("cdn invalidation refused, retrying", "attempt", attempt, "wait", d, "err", err)
+		v.log.WarnContext(ctx, "cdn invalidation refused, retrying", "attempt", attempt, "wait", d, "err", err)
 		if serr := v.cfg.Sleep(ctx, d); serr != nil {
-			return fmt.Errorf("cdn: invalidate %d paths: %w (last error: %w)", len(paths), serr, err)
+			return throttledAnswers, fmt.Errorf("cdn: invalidate %d paths: %w (last error: %w)", len(paths), serr, err)
 		}
 	}
-	return fmt.Errorf("cdn: invalidate %d paths: %w", len(paths), err)
+	return throttledAnswers, fmt.Errorf("cdn: invalidate %d paths: %w", len(paths), err)
 }
 
 // backoff is the wait before attempt+1: between half and all of an
@@ -363,11 +384,9 @@ func (v *Invalidator) backoff(attempt int) time.Duration {
 	return ceil/2 + rand.N(ceil/2+1)
 }
 
-// retryable reports whether a failed CreateInvalidation may succeed later.
-func retryable(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
+// throttled reports whether CloudFront refused a call for its rate or its
+// budget of invalidations in progress, rather than for what it asked.
+func throttled(err error) bool {
 	var tooMany *types.TooManyInvalidationsInProgress
 	if errors.As(err, &tooMany) {
 		return true
@@ -375,8 +394,25 @@ func retryable(err error) bool {
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
-		case "Throttling", "ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded",
-			"ServiceUnavailable", "InternalError", "InternalFailure", "TooManyInvalidationsInProgress":
+		case "Throttling", "ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded", "TooManyInvalidationsInProgress":
+			return true
+		}
+	}
+	return false
+}
+
+// retryable reports whether a failed CreateInvalidation may succeed later.
+func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if throttled(err) {
+		return true
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "ServiceUnavailable", "InternalError", "InternalFailure":
 			return true
 		}
 	}

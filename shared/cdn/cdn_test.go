@@ -162,6 +162,29 @@ func TestInvalidateRetriesThenSucceeds(t *testing.T) {
 	}
 }
 
+// TestInvalidateTargetsCountsThrottling: answers of throttling and of too
+// many invalidations in progress count as throttled; a server error is
+// retried but is not throttling.
+func TestInvalidateTargetsCountsThrottling(t *testing.T) {
+	t.Parallel()
+	noWait := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	inv, srv := newInvalidator(t, cdn.Config{Sleep: noWait})
+	srv.Fail(cdntest.TooMany, cdntest.Throttling, cdntest.Unavailable)
+	out, err := inv.InvalidateTargets(context.Background(), []string{"osm/", "sat/1/0/0.png"}, "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/osm/*", "/sat/1/0/0.png"}; out.Throttled != 2 || !slices.Equal(out.Paths, want) {
+		t.Errorf("outcome %+v, want paths %q and 2 throttled", out, want)
+	}
+
+	inv, srv = newInvalidator(t, cdn.Config{Sleep: noWait, MaxAttempts: 2})
+	srv.Fail(cdntest.Throttling, cdntest.Throttling)
+	if out, err = inv.InvalidateTargets(context.Background(), []string{"osm/"}, "b", nil); err == nil || out.Throttled != 2 {
+		t.Errorf("given up: %+v, %v; want an error and 2 throttled", out, err)
+	}
+}
+
 func TestInvalidateGivesUp(t *testing.T) {
 	t.Parallel()
 	inv, srv := newInvalidator(t, cdn.Config{MaxAttempts: 3})

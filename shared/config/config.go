@@ -36,6 +36,11 @@ var (
 	varSyncInterval = Var{Name: "SYNC_INTERVAL", Default: "1s", Doc: "How often a busy instance reads the purge journal; the staleness bound after an upload is this plus SYNC_TIMEOUT plus the worker's latency. The worker waits that long before invalidating the CDN, so no instance refills the CDN with bytes it has not purged yet."}
 	varSyncTimeout  = Var{Name: "SYNC_TIMEOUT", Default: "1s", Doc: "Deadline of one journal check. When checks fail or time out for longer than SYNC_INTERVAL + SYNC_TIMEOUT, an instance revalidates cached copies with S3 instead of answering from its tiers (fail closed)."}
 	varLogLevel     = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error. Requests are logged at debug."}
+
+	varMetrics          = Var{Name: "METRICS", Default: "true", Doc: "Write CloudWatch metrics as embedded metric format lines on stdout (no CloudWatch API calls). The lines carry no level, so Lambda counts them as INFO: an ApplicationLogLevel of WARN or above drops them."}
+	varMetricsNamespace = Var{Name: "METRICS_NAMESPACE", Default: "tilesieve", Doc: "CloudWatch namespace of the metrics."}
+	varMetricsInterval  = Var{Name: "METRICS_INTERVAL", Default: "60s", Doc: "Least time between two metric lines of a tile function instance (written on the request path and at shutdown); the worker writes once per invocation."}
+	varMetricsTileSets  = Var{Name: "METRICS_TILESETS", Default: "20", Doc: "Tilesets whose requests get a TileSet dimension of their own; the rest count as (other). 0 turns the dimension off."}
 )
 
 // TilesVars lists every variable the tile function reads.
@@ -63,6 +68,7 @@ func TilesVars() []Var {
 		{Name: "PORT", Default: "8080", Doc: "Port of the local HTTP server (off Lambda).", LocalOnly: true},
 		{Name: "LISTEN_ADDR", Default: "127.0.0.1", Doc: "Address of the local HTTP server (off Lambda).", LocalOnly: true},
 		varLogLevel,
+		varMetrics, varMetricsNamespace, varMetricsInterval, varMetricsTileSets,
 	}
 }
 
@@ -74,6 +80,7 @@ func WorkerVars() []Var {
 		{Name: "COALESCE_CAP", Default: "15", Doc: "Most prefixes per batch (CloudFront allows 15 wildcard invalidations in progress)."},
 		varSyncInterval, varSyncTimeout,
 		varLogLevel,
+		varMetrics, varMetricsNamespace,
 	}
 }
 

@@ -171,6 +171,30 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// TestFunctionsReadMetrics: each function's configuration carries its
+// metrics settings; the worker's interval and tilesets are not its to set.
+func TestFunctionsReadMetrics(t *testing.T) {
+	t.Parallel()
+	env := envOf(map[string]string{"TILES_BUCKET": "b", "METRICS": "false", "METRICS_NAMESPACE": "maps", "METRICS_INTERVAL": "10s", "METRICS_TILESETS": "3"})
+	tiles, err := LoadTiles(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Metrics{Namespace: "maps", Interval: 10 * time.Second, MaxTileSets: 3}); tiles.Metrics != want {
+		t.Errorf("tile function: got %+v, want %+v", tiles.Metrics, want)
+	}
+	worker, err := LoadWorker(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Metrics{Namespace: "maps", Interval: time.Minute}); worker.Metrics != want {
+		t.Errorf("worker: got %+v, want %+v", worker.Metrics, want)
+	}
+	if _, err := LoadWorker(envOf(map[string]string{"TILES_BUCKET": "b", "METRICS": "maybe"})); err == nil || !strings.Contains(err.Error(), "METRICS=") {
+		t.Errorf("worker with METRICS=maybe: %v", err)
+	}
+}
+
 func TestLoadS3(t *testing.T) {
 	for _, c := range []struct {
 		name string

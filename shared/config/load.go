@@ -46,6 +46,7 @@ type Tiles struct {
 	ListenAddr           string // host:port off Lambda
 	OnLambda             bool
 	FunctionMemoryBytes  int64 // from AWS_LAMBDA_FUNCTION_MEMORY_SIZE; 0 off Lambda
+	Metrics              Metrics
 }
 
 // Worker is the sync worker's configuration.
@@ -53,6 +54,7 @@ type Worker struct {
 	Common
 	CoalesceThreshold int
 	CoalesceCap       int
+	Metrics           Metrics // Enabled and Namespace; the worker writes once per invocation
 }
 
 // DefaultMemBytesOffLambda is the memory tier's size when neither
@@ -154,6 +156,7 @@ func LoadTiles(env Env) (Tiles, error) {
 		AdminToken:           r.str("ADMIN_TOKEN", ""),
 		InvokeMode:           strings.ToUpper(r.str("INVOKE_MODE", "BUFFERED")),
 		OnLambda:             r.str("AWS_LAMBDA_RUNTIME_API", "") != "",
+		Metrics:              r.metrics(true),
 	}
 	if mb, ok := r.lookup("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"); ok {
 		n, err := strconv.ParseInt(mb, 10, 64)
@@ -215,6 +218,7 @@ func LoadWorker(env Env) (Worker, error) {
 		Common:            r.common(),
 		CoalesceThreshold: r.int("COALESCE_THRESHOLD", 8),
 		CoalesceCap:       r.int("COALESCE_CAP", 15),
+		Metrics:           r.metrics(false),
 	}
 	if w.CoalesceThreshold < 1 {
 		r.fail("COALESCE_THRESHOLD must be at least 1")
@@ -232,9 +236,9 @@ func joinHostPort(host string, port int) string {
 	return host + ":" + strconv.Itoa(port)
 }
 
-// Metrics is how a function writes its CloudWatch EMF metrics; both functions
-// read it. The worker writes once per invocation, so Interval is the tile
-// function's alone.
+// Metrics is how a function writes its CloudWatch EMF metrics (LoadTiles
+// and LoadWorker fill it in). The worker writes once per invocation, so
+// Interval and MaxTileSets are the tile function's alone.
 type Metrics struct {
 	Enabled     bool
 	Namespace   string
@@ -242,33 +246,41 @@ type Metrics struct {
 	MaxTileSets int // tilesets with a TileSet dimension of their own; 0: none
 }
 
-// MetricsVars lists the variables LoadMetrics reads.
+// MetricsVars lists the variables LoadMetrics reads: all four are the tile
+// function's (TilesVars), the first two the worker's too (WorkerVars).
 func MetricsVars() []Var {
-	return []Var{
-		{Name: "METRICS", Default: "true", Doc: "Write CloudWatch metrics as embedded metric format lines on stdout (no CloudWatch API calls)."},
-		{Name: "METRICS_NAMESPACE", Default: "tilesieve", Doc: "CloudWatch namespace of the metrics."},
-		{Name: "METRICS_INTERVAL", Default: "60s", Doc: "Least time between two metric lines of a tile function instance (written on the request path and at shutdown); the worker writes once per invocation."},
-		{Name: "METRICS_TILESETS", Default: "20", Doc: "Tilesets whose requests get a TileSet dimension of their own; the rest count as (other). 0 turns the dimension off."},
-	}
+	return []Var{varMetrics, varMetricsNamespace, varMetricsInterval, varMetricsTileSets}
 }
 
-// LoadMetrics reads the metrics settings from env.
+// LoadMetrics reads the tile function's metrics settings from env, as
+// LoadTiles does.
 func LoadMetrics(env Env) (Metrics, error) {
 	r := &reader{env: env}
+	m := r.metrics(true)
+	return m, r.err("metrics")
+}
+
+// metrics reads METRICS and METRICS_NAMESPACE, and with perInstance the
+// tile function's METRICS_INTERVAL and METRICS_TILESETS.
+func (r *reader) metrics(perInstance bool) Metrics {
 	m := Metrics{
-		Enabled:     r.bool("METRICS", true),
-		Namespace:   r.str("METRICS_NAMESPACE", "tilesieve"),
-		Interval:    r.duration("METRICS_INTERVAL", time.Minute),
-		MaxTileSets: r.int("METRICS_TILESETS", 20),
+		Enabled:   r.bool("METRICS", true),
+		Namespace: r.str("METRICS_NAMESPACE", "tilesieve"),
+		Interval:  time.Minute,
 	}
 	if len(m.Namespace) > 1024 {
 		r.fail("METRICS_NAMESPACE: at most 1024 characters")
 	}
+	if !perInstance {
+		return m
+	}
+	m.Interval = r.duration("METRICS_INTERVAL", time.Minute)
+	m.MaxTileSets = r.int("METRICS_TILESETS", 20)
 	if m.Interval < time.Second {
 		r.fail("METRICS_INTERVAL=%v: want at least 1s", m.Interval)
 	}
 	if m.MaxTileSets > 100 {
 		r.fail("METRICS_TILESETS=%d: want at most 100 (each is a line per interval and a set of CloudWatch metrics)", m.MaxTileSets)
 	}
-	return m, r.err("metrics")
+	return m
 }

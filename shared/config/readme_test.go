@@ -41,7 +41,7 @@ func TestReadmeTables(t *testing.T) {
 	for _, sec := range []struct {
 		name string
 		vars []Var
-	}{{"tiles", TilesVars()}, {"worker", WorkerVars()}, {"metrics", MetricsVars()}} {
+	}{{"tiles", TilesVars()}, {"worker", WorkerVars()}} {
 		begin, end := "<!-- config:"+sec.name+":begin -->\n", "<!-- config:"+sec.name+":end -->"
 		i, j := strings.Index(doc, begin), strings.Index(doc, end)
 		if i < 0 || j < i {

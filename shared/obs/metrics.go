@@ -405,7 +405,9 @@ func (m *WorkerMetrics) InvalidationsIssued(paths int) {
 	}
 }
 
-// InvalidationsThrottled counts CloudFront calls answered with throttling.
+// InvalidationsThrottled counts the times CloudFront held invalidations back:
+// calls answered with throttling (or too many in progress), and waits for its
+// budget of paths in progress (cdn.Outcome.Throttled).
 func (m *WorkerMetrics) InvalidationsThrottled(n int) {
 	if m != nil {
 		m.throttled.Add(int64(n))

@@ -18,6 +18,33 @@ type Target interface {
 	PurgePrefix(prefix string) error
 }
 
+// CountingTarget is a Target that also tells how many keys a purge dropped
+// from the tiers. A Follower whose Target is one passes the counts to its
+// Observer; for any other Target it reports 0 keys dropped.
+type CountingTarget interface {
+	Target
+	// PurgePrefixCount is PurgePrefix, and the number of keys it dropped.
+	PurgePrefixCount(prefix string) (keys int, err error)
+}
+
+// Observer is told what a Follower's checks do; *obs.TileMetrics is one.
+// Its methods are called with the follower's lock held, so they must be
+// quick and must not call back into the Follower.
+type Observer interface {
+	// JournalCheck is called after every check of the journal (at Start,
+	// MaybeSync and Sync): how long it took, and its error (nil for a
+	// check that found nothing new, a 304, as for one that applied
+	// entries).
+	JournalCheck(elapsed time.Duration, err error)
+	// PurgesApplied is called when a check applied journal entries to the
+	// tiers: how many entries, the keys they dropped (0 unless the Target
+	// is a CountingTarget), and the age of the newest entry applied (the
+	// journal lag: the time since the entry was recorded). A check that
+	// dropped both tiers for a journal it could not follow counts the
+	// entries it covered.
+	PurgesApplied(purges, keysDropped int, newestAge time.Duration)
+}
+
 // FollowerConfig tunes a Follower.
 type FollowerConfig struct {
 	// Interval is the least time between two checks (SYNC_INTERVAL); default 1s.
@@ -33,6 +60,8 @@ type FollowerConfig struct {
 	Position PositionStore
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Observer, if set, is told of every check and of the purges applied.
+	Observer Observer
 }
 
 // Defaults of FollowerConfig.
@@ -130,6 +159,7 @@ func (f *Follower) MaybeSync(ctx context.Context) {
 		// than send every cached tile to S3 for revalidation.
 		if !f.vouching(f.cfg.Now()) {
 			f.mu.Lock()
+			//lint:ignore SA2001 the lock is taken only to wait for the check under way to end
 			f.mu.Unlock()
 		}
 		return
@@ -216,7 +246,10 @@ func (f *Follower) Stats() FollowerStats {
 
 // check reads the head and applies it. start is when the check began: a
 // success vouches for every purge recorded before it. f.mu is held.
-func (f *Follower) check(ctx context.Context, start time.Time) error {
+func (f *Follower) check(ctx context.Context, start time.Time) (err error) {
+	if f.cfg.Observer != nil {
+		defer func() { f.cfg.Observer.JournalCheck(f.cfg.Now().Sub(start), err) }()
+	}
 	f.checks.Add(1)
 	snap, err := f.j.Read(ctx, f.etag)
 	switch {
@@ -260,9 +293,16 @@ func (f *Follower) adopt(snap Snapshot) {
 		return
 	}
 	ok := true
+	applied := appliedCount{}
 	if drop != "" {
 		f.log.Warn("purge follower dropping both tiers", "reason", drop, "position", f.pos, "journal", next)
-		ok = f.purgeAll()
+		ok = f.purgeAll(&applied)
+		sameJournal := f.known && f.pos.Journal == snap.Journal
+		for _, e := range snap.Entries {
+			if !sameJournal || e.Seq > f.pos.Seq {
+				applied.entry(e)
+			}
+		}
 	} else {
 		for _, e := range snap.Entries {
 			if e.Seq <= f.pos.Seq {
@@ -270,16 +310,25 @@ func (f *Follower) adopt(snap Snapshot) {
 			}
 			for _, p := range e.Prefixes {
 				if p == "" {
-					ok = f.purgeAll() && ok
+					ok = f.purgeAll(&applied) && ok
 					continue
 				}
-				if err := f.t.PurgePrefix(p); err != nil {
+				if err := f.purgePrefix(p, &applied); err != nil {
 					f.log.Warn("purge not fully applied on disk; it is applied again after a restart", "seq", e.Seq, "prefix", p, "err", err)
 					f.frozen, ok = true, false
 				}
 			}
+			applied.entry(e)
 			f.log.Debug("purge applied", "seq", e.Seq, "prefixes", e.Prefixes, "source", e.Source)
 		}
+	}
+	if f.cfg.Observer != nil && applied.entries > 0 {
+		var lag time.Duration
+		if !applied.newest.IsZero() {
+			// A worker's clock ahead of this one's is no lag.
+			lag = max(0, f.cfg.Now().Sub(applied.newest))
+		}
+		f.cfg.Observer.PurgesApplied(applied.entries, applied.keys, lag)
 	}
 	f.pos, f.known = next, true
 	f.applied.Store(next.Seq)
@@ -288,11 +337,35 @@ func (f *Follower) adopt(snap Snapshot) {
 	}
 }
 
+// appliedCount is what one check applied, for the Observer.
+type appliedCount struct {
+	entries, keys int
+	newest        time.Time // the Time of the newest entry applied
+}
+
+func (a *appliedCount) entry(e Entry) {
+	a.entries++
+	if e.Time.After(a.newest) {
+		a.newest = e.Time
+	}
+}
+
+// purgePrefix purges one prefix from the tiers, counting the keys dropped
+// when the Target can.
+func (f *Follower) purgePrefix(p string, a *appliedCount) error {
+	if ct, ok := f.t.(CountingTarget); ok {
+		n, err := ct.PurgePrefixCount(p)
+		a.keys += n
+		return err
+	}
+	return f.t.PurgePrefix(p)
+}
+
 // purgeAll drops both tiers and reports whether the disk let go of every
 // file. f.mu is held.
-func (f *Follower) purgeAll() bool {
+func (f *Follower) purgeAll(a *appliedCount) bool {
 	f.purgeAlls.Add(1)
-	if err := f.t.PurgePrefix(""); err != nil {
+	if err := f.purgePrefix("", a); err != nil {
 		f.log.Warn("dropping the tiers left files on disk; they are dropped again after a restart", "err", err)
 		f.frozen = true
 		return false

@@ -269,7 +269,7 @@ func (j *Journal) Append(ctx context.Context, prefixes []string, source string) 
 		if attempt == maxAppendAttempts {
 			return Entry{}, fmt.Errorf("purge: append: lost %d compare-and-swaps in a row: %w", attempt, err)
 		}
-		j.log.Debug("purge journal: head moved under an append, retrying", "attempt", attempt, "status", code)
+		j.log.DebugContext(ctx, "purge journal: head moved under an append, retrying", "attempt", attempt, "status", code)
 		if cur, err = j.readForAppend(ctx); err != nil {
 			return Entry{}, err
 		}
@@ -282,7 +282,7 @@ func (j *Journal) Append(ctx context.Context, prefixes []string, source string) 
 func (j *Journal) readForAppend(ctx context.Context) (Snapshot, error) {
 	cur, err := j.Read(ctx, "")
 	if errors.Is(err, ErrCorrupt) {
-		j.log.Error("purge journal: head unreadable, starting a new journal", "err", err)
+		j.log.ErrorContext(ctx, "purge journal: head unreadable, starting a new journal", "err", err)
 		return j.corruptHead(ctx)
 	}
 	return cur, err

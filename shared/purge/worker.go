@@ -24,7 +24,25 @@ import (
 // keys), coalescing further through fit when the CDN's budget of paths in
 // progress is short; *cdn.Invalidator is one.
 type Invalidator interface {
-	InvalidateTargets(ctx context.Context, targets []string, batchID string, fit cdn.Fit) (paths []string, err error)
+	InvalidateTargets(ctx context.Context, targets []string, batchID string, fit cdn.Fit) (cdn.Outcome, error)
+}
+
+// WorkerMetrics is what a Worker reports about each invocation;
+// *obs.WorkerMetrics is one. Handle flushes it once, at the end of the
+// invocation.
+type WorkerMetrics interface {
+	// Notifications counts the change records of a batch (Result.Changes).
+	Notifications(n int)
+	// Prefixes counts the purge prefixes left after coalescing.
+	Prefixes(n int)
+	// JournalAppend records one append and whether it failed.
+	JournalAppend(elapsed time.Duration, err error)
+	// InvalidationsIssued counts CDN paths CloudFront accepted.
+	InvalidationsIssued(paths int)
+	// InvalidationsThrottled counts the times CloudFront held a batch
+	// back (cdn.Outcome.Throttled).
+	InvalidationsThrottled(n int)
+	Flush(now time.Time) error
 }
 
 // WorkerConfig configures a Worker.
@@ -41,6 +59,11 @@ type WorkerConfig struct {
 	// Sleep waits d or until ctx ends; tests inject a clock through it.
 	// Default: a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Metrics receives each batch's numbers; nil reports none.
+	Metrics WorkerMetrics
+	// Now is the clock of the metrics (append latency, flush time);
+	// default time.Now.
+	Now func() time.Time
 }
 
 // Worker is the sync worker's logic: decode an event, coalesce the changed
@@ -67,6 +90,12 @@ func NewWorker(cfg WorkerConfig, j *Journal, inv Invalidator, log *slog.Logger) 
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Worker{cfg: cfg, j: j, cdn: inv, log: log}
 }
 
@@ -91,19 +120,25 @@ type Result struct {
 	Problems []s3event.Problem
 	Prefixes []string // what was purged
 	Seq      uint64   // the journal entry, 0 if none
-	Paths    []string // CDN paths invalidated
-	Failed   []string // SQS message IDs to report as failures
-	Err      error    // why the purge could not be recorded, if it could not
+	Paths    []string // CDN paths invalidated (or meant to be, when Err is the CDN's)
+	// Throttled counts the times CloudFront held the invalidation back
+	// (throttling answers, waits for its budget of paths in progress).
+	Throttled int
+	Failed    []string // SQS message IDs to report as failures
+	Err       error    // why the purge could not be recorded, if it could not
 }
 
 // Handle is the Lambda handler. For SQS input it answers with the batch item
 // failures (malformed messages, and every message with a change if the purge
 // could not be recorded) and no error; for a direct or EventBridge invoke it
 // returns an error when the purge could not be recorded, so Lambda retries.
+// It flushes the metrics before it returns: Lambda may freeze the
+// environment as soon as it has.
 func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	defer w.flush(ctx)
 	b, err := s3event.Decode(raw)
 	if err != nil {
-		w.log.Error("event not recognised", "err", err, "bytes", len(raw))
+		w.log.ErrorContext(ctx, "event not recognised", "err", err, "bytes", len(raw))
 		return nil, err
 	}
 	res := w.Process(ctx, b)
@@ -117,7 +152,14 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
 	return nil, res.Err
 }
 
-// Process handles a decoded batch.
+func (w *Worker) flush(ctx context.Context) {
+	if err := w.cfg.Metrics.Flush(w.cfg.Now()); err != nil {
+		w.log.WarnContext(ctx, "metrics not written", "err", err)
+	}
+}
+
+// Process handles a decoded batch. It records the batch's metrics but does
+// not flush them (Handle does).
 func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 	res := Result{Source: b.Source, Changes: len(b.Changes), Ignored: b.Ignored, Problems: b.Problems}
 	var relevant []s3event.Change
@@ -148,6 +190,8 @@ func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 		keys = append(keys, c.Key)
 	}
 	res.Prefixes = Coalesce(keys, w.cfg.Coalesce)
+	w.cfg.Metrics.Notifications(res.Changes)
+	w.cfg.Metrics.Prefixes(len(res.Prefixes))
 
 	if len(res.Prefixes) > 0 {
 		res.Err = w.purge(ctx, latest, &res)
@@ -170,7 +214,7 @@ func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 			delete(failed, id) // once, even if the batch repeats an id
 		}
 	}
-	w.report(res)
+	w.report(ctx, res)
 	return res
 }
 
@@ -180,7 +224,9 @@ func (w *Worker) purge(ctx context.Context, changes []s3event.Change, res *Resul
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		source += " " + lc.AwsRequestID
 	}
+	start := w.cfg.Now()
 	e, err := w.j.Append(ctx, res.Prefixes, source)
+	w.cfg.Metrics.JournalAppend(w.cfg.Now().Sub(start), err)
 	if err != nil {
 		return fmt.Errorf("purge: record %d prefixes: %w", len(res.Prefixes), err)
 	}
@@ -193,16 +239,28 @@ func (w *Worker) purge(ctx context.Context, changes []s3event.Change, res *Resul
 			return fmt.Errorf("purge: before invalidating the CDN: %w", err)
 		}
 	}
-	paths, err := w.cdn.InvalidateTargets(ctx, res.Prefixes, BatchID(changes), w.cfg.Coalesce.Fit)
-	res.Paths = paths
+	out, err := w.cdn.InvalidateTargets(ctx, res.Prefixes, BatchID(changes), w.cfg.Coalesce.Fit)
+	res.Paths, res.Throttled = out.Paths, out.Throttled
+	w.cfg.Metrics.InvalidationsThrottled(out.Throttled)
 	if err != nil {
 		// Recorded for the instances but not for the CDN (refused, or no
 		// budget left within the deadline): fail the batch so it comes
 		// back; the journal gets a harmless second entry then.
 		return err
 	}
+	w.cfg.Metrics.InvalidationsIssued(len(out.Paths))
 	return nil
 }
+
+// noMetrics is WorkerConfig.Metrics when none is given.
+type noMetrics struct{}
+
+func (noMetrics) Notifications(int)                  {}
+func (noMetrics) Prefixes(int)                       {}
+func (noMetrics) JournalAppend(time.Duration, error) {}
+func (noMetrics) InvalidationsIssued(int)            {}
+func (noMetrics) InvalidationsThrottled(int)         {}
+func (noMetrics) Flush(time.Time) error              { return nil }
 
 // BatchID names a batch by its changes (bucket, key and sequencer of each), so
 // a redelivered batch gets the same CDN caller reference and a new change a
@@ -221,26 +279,27 @@ func BatchID(changes []s3event.Change) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (w *Worker) report(res Result) {
+func (w *Worker) report(ctx context.Context, res Result) {
 	for i, p := range res.Problems {
 		if i == 20 {
-			w.log.Warn("more malformed records", "count", len(res.Problems)-i)
+			w.log.WarnContext(ctx, "more malformed records", "count", len(res.Problems)-i)
 			break
 		}
-		w.log.Warn("malformed record", "message_id", p.MessageID, "index", p.Index, "reason", p.Reason)
+		w.log.WarnContext(ctx, "malformed record", "message_id", p.MessageID, "index", p.Index, "reason", p.Reason)
 	}
 	attrs := []any{
 		"source", res.Source.String(), "changes", res.Changes, "relevant", res.Relevant,
 		"stale", res.Stale, "ignored", res.Ignored, "problems", len(res.Problems),
-		"prefixes", res.Prefixes, "seq", res.Seq, "cdn_paths", len(res.Paths), "failed_messages", len(res.Failed),
+		"prefixes", res.Prefixes, "seq", res.Seq, "cdn_paths", len(res.Paths), "cdn_throttled", res.Throttled,
+		"failed_messages", len(res.Failed),
 	}
 	switch {
 	case res.Err != nil:
-		w.log.Error("purge not recorded", append(attrs, "err", res.Err)...)
+		w.log.ErrorContext(ctx, "purge not recorded", append(attrs, "err", res.Err)...)
 	case len(res.Prefixes) == 0:
-		w.log.Info("nothing to purge", attrs...)
+		w.log.InfoContext(ctx, "nothing to purge", attrs...)
 	default:
-		w.log.Info("purged", attrs...)
+		w.log.InfoContext(ctx, "purged", attrs...)
 	}
 }
 

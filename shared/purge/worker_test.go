@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -45,6 +46,7 @@ type workerOpts struct {
 	cdn   cdn.Config      // DistributionID, MaxAttempts and BaseDelay get test defaults
 	cf    cdntest.Options // the stand-in's
 	sleep func(context.Context, time.Duration) error
+	log   *slog.Logger // of the worker, its journal and its CDN client; nil discards
 }
 
 func newWorkerEnv(t *testing.T, cfg WorkerConfig, o workerOpts) *workerEnv {
@@ -57,7 +59,7 @@ func newWorkerEnv(t *testing.T, cfg WorkerConfig, o workerOpts) *workerEnv {
 	if cfg.Sleep == nil {
 		cfg.Sleep = o.sleep
 	}
-	j := NewJournal(s3e.Client, workerBucket, workerJournal, JournalOptions{})
+	j := NewJournal(s3e.Client, workerBucket, workerJournal, JournalOptions{Logger: o.log})
 	c := o.cdn
 	c.DistributionID = workerDist
 	if c.MaxAttempts == 0 {
@@ -69,8 +71,8 @@ func newWorkerEnv(t *testing.T, cfg WorkerConfig, o workerOpts) *workerEnv {
 	if c.Sleep == nil {
 		c.Sleep = o.sleep
 	}
-	inv := cdn.New(cf.Client(), c, nil)
-	return &workerEnv{s3: s3e, cf: cf, j: j, w: NewWorker(cfg, j, inv, nil)}
+	inv := cdn.New(cf.Client(), c, o.log)
+	return &workerEnv{s3: s3e, cf: cf, j: j, w: NewWorker(cfg, j, inv, o.log)}
 }
 
 // head is the journal's latest sequence number: the number of entries.
