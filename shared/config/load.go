@@ -41,6 +41,9 @@ type Tiles struct {
 	MissingTile          string // "404", "204" or "empty"
 	RevalidateAfter      time.Duration
 	OriginTimeout        time.Duration
+	MaxTileBytes         int64
+	MaxOriginFetches     int
+	OriginFailureWindow  time.Duration
 	AdminToken           string
 	InvokeMode           string // "BUFFERED" or "RESPONSE_STREAM"
 	ListenAddr           string // host:port off Lambda
@@ -153,10 +156,25 @@ func LoadTiles(env Env) (Tiles, error) {
 		MissingTile:          strings.ToLower(r.str("MISSING_TILE", "404")),
 		RevalidateAfter:      r.duration("REVALIDATE_AFTER", time.Hour),
 		OriginTimeout:        r.duration("ORIGIN_TIMEOUT", 10*time.Second),
+		MaxOriginFetches:     r.int("MAX_ORIGIN_FETCHES", 64),
+		OriginFailureWindow:  r.duration("ORIGIN_FAILURE_WINDOW", 5*time.Second),
+		MaxTileBytes:         16 << 20,
 		AdminToken:           r.str("ADMIN_TOKEN", ""),
 		InvokeMode:           strings.ToUpper(r.str("INVOKE_MODE", "BUFFERED")),
 		OnLambda:             r.str("AWS_LAMBDA_RUNTIME_API", "") != "",
 		Metrics:              r.metrics(true),
+	}
+	if n, ok := r.bytes("MAX_TILE_BYTES"); ok {
+		if n < 1<<10 {
+			r.fail("MAX_TILE_BYTES=%d: want at least 1KiB", n)
+		}
+		t.MaxTileBytes = n
+	}
+	if t.MaxOriginFetches < 1 {
+		r.fail("MAX_ORIGIN_FETCHES must be at least 1")
+	}
+	if t.OriginFailureWindow < 0 {
+		r.fail("ORIGIN_FAILURE_WINDOW must not be negative")
 	}
 	if mb, ok := r.lookup("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"); ok {
 		n, err := strconv.ParseInt(mb, 10, 64)

@@ -84,7 +84,14 @@ var (
 	ErrNotModified = errors.New("origin: not modified")
 	// ErrStalled is a body that arrived slower than Config.MinBodyRate.
 	ErrStalled = errors.New("origin: body stalled")
+	// ErrTooLarge is an object larger than Config.MaxObjectBytes: refused
+	// from its Content-Length, or cut off once that many bytes were read,
+	// never read whole.
+	ErrTooLarge = errors.New("origin: object too large")
 )
+
+// DefaultMaxObjectBytes is the default Config.MaxObjectBytes (MAX_TILE_BYTES).
+const DefaultMaxObjectBytes = 16 << 20
 
 // Config configures a Client. Zero values take the defaults.
 type Config struct {
@@ -100,7 +107,11 @@ type Config struct {
 	// turns the check off.
 	MinBodyRate int64
 	BodyGrace   time.Duration    // default 2s
-	Now         func() time.Time // stamps Tile.StoredAt; default time.Now
+	// MaxObjectBytes (MAX_TILE_BYTES) bounds what Get and GetObject read:
+	// one archive or video under the prefix must not take an instance's
+	// memory. Default DefaultMaxObjectBytes; negative turns it off.
+	MaxObjectBytes int64
+	Now            func() time.Time // stamps Tile.StoredAt; default time.Now
 }
 
 // Validate reports every problem with the configuration at once.
@@ -147,6 +158,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BodyGrace == 0 {
 		c.BodyGrace = DefaultBodyGrace
+	}
+	if c.MaxObjectBytes == 0 {
+		c.MaxObjectBytes = DefaultMaxObjectBytes
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -268,6 +282,9 @@ func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*t
 	if out.ContentLength != nil {
 		length = *out.ContentLength
 	}
+	if max := c.cfg.MaxObjectBytes; max > 0 && length > max {
+		return nil, fmt.Errorf("%w: %s is %d bytes, MAX_TILE_BYTES is %d", ErrTooLarge, objectKey, length, max)
+	}
 	body, err := c.readBody(ctx, cancel, out.Body, length)
 	if err != nil {
 		return nil, err
@@ -293,6 +310,11 @@ func (e *bodyError) Unwrap() error { return e.err }
 // stall is detected by a watchdog that cancels the attempt's context with
 // ErrStalled, because a read that receives nothing never returns by itself.
 func (c *Client) readBody(ctx context.Context, cancel context.CancelCauseFunc, r io.Reader, length int64) ([]byte, error) {
+	if max := c.cfg.MaxObjectBytes; max > 0 {
+		// Without a Content-Length (or with a wrong one) read no more than
+		// the bound and one byte to tell.
+		r = io.LimitReader(r, max+1)
+	}
 	cr := &countingReader{r: r}
 	if c.cfg.MinBodyRate > 0 {
 		w := startWatchdog(cr, length, c.cfg.MinBodyRate, c.cfg.BodyGrace, func() { cancel(ErrStalled) })
@@ -309,6 +331,9 @@ func (c *Client) readBody(ctx context.Context, cancel context.CancelCauseFunc, r
 			return nil, &bodyError{fmt.Errorf("%w: %d bytes read, below %d B/s", ErrStalled, cr.n.Load(), c.cfg.MinBodyRate)}
 		}
 		return nil, &bodyError{err}
+	}
+	if max := c.cfg.MaxObjectBytes; max > 0 && int64(len(buf)) > max {
+		return nil, fmt.Errorf("%w: more than MAX_TILE_BYTES (%d) bytes", ErrTooLarge, max)
 	}
 	if length >= 0 && int64(len(buf)) != length {
 		return nil, &bodyError{fmt.Errorf("got %d bytes, Content-Length is %d: %w", len(buf), length, io.ErrUnexpectedEOF)}
@@ -494,7 +519,7 @@ var sdkRetryables = retry.IsErrorRetryables(retry.DefaultRetryables)
 
 func retryable(err error) bool {
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotModified):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotModified), errors.Is(err, ErrTooLarge):
 		return false
 	case errors.As(err, new(*bodyError)):
 		return true

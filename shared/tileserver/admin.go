@@ -158,12 +158,7 @@ func (s *Server) adminPurge(w http.ResponseWriter, r *http.Request, prefix strin
 			res.JournalSeq = e.Seq
 		}
 	}
-	s.guard.purge(prefix, func() {
-		res.MemoryEntries, _ = s.mem.DeletePrefix(prefix)
-		if s.disk != nil {
-			res.DiskEntries, _, _ = s.disk.DeletePrefix(prefix)
-		}
-	})
+	res.MemoryEntries, res.DiskEntries, _ = s.purgeTiers(prefix)
 	if s.cdn != nil {
 		batch := "admin:" + prefix + ":" + strconv.FormatInt(s.now().UnixNano(), 10)
 		paths, err := s.cdn.Invalidate(ctx, []string{prefix}, batch)
@@ -296,6 +291,10 @@ type HandlerStats struct {
 	// Relookups counts tiles looked up again because the journal check
 	// running beside their request applied a purge (see Server.WithSync).
 	Relookups int64 `json:"relookups"`
+	// OriginInFlight is the origin fetches running now; OriginInFlightPeak
+	// the most at once (at most MAX_ORIGIN_FETCHES).
+	OriginInFlight     int64 `json:"origin_in_flight"`
+	OriginInFlightPeak int64 `json:"origin_in_flight_peak"`
 }
 
 // Stats returns the tier and handler counters.
@@ -308,7 +307,7 @@ func (s *Server) Stats() Stats {
 			NotFound: c.notFound.Load(), BadRequests: c.badRequests.Load(),
 			OriginFetches: c.originFetches.Load(), OriginErrors: c.originErrors.Load(),
 			MergedMisses: c.merged.Load(), DroppedFills: c.dropped.Load(), DiskWriteErrors: c.diskWriteErrors.Load(),
-			Relookups: c.relooked.Load(),
+			Relookups: c.relooked.Load(), OriginInFlight: c.inFlight.Load(), OriginInFlightPeak: c.inFlightPeak.Load(),
 		},
 		Memory: s.mem.Stats(),
 	}

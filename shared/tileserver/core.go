@@ -209,8 +209,8 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		switch {
 		case errors.Is(err, errPanic):
 			status, msg = http.StatusInternalServerError, "internal error"
-		case errors.Is(err, errTooLarge):
-			msg = "tile too large"
+		case errors.Is(err, errTooLarge), errors.Is(err, origin.ErrTooLarge):
+			msg = "tile larger than MAX_TILE_BYTES"
 		case isTimeout(err):
 			status, msg = http.StatusGatewayTimeout, "origin timeout"
 		}

@@ -46,6 +46,8 @@ type Config struct {
 	MissingTile          string        // "404", "204" or "empty"
 	RevalidateAfter      time.Duration // age after which a cached tile is revalidated
 	OriginTimeout        time.Duration // deadline of one origin fetch
+	MaxOriginFetches     int           // origin fetches at once; default 64
+	OriginFailureWindow  time.Duration // after an origin failure, how long stale copies go out without waiting; default 5s, negative off
 	StaleCacheControl    string        // a copy served stale because the origin failed; short, so a CDN does not keep it long
 	AdminToken           string        // empty disables the admin API
 	CORSAllowOrigins     string        // "*" (default), "none", or origins to reflect; never on the admin API
@@ -104,9 +106,11 @@ type Server struct {
 	// Field values shared by every answer.
 	cacheControl, negativeCacheControl, staleCacheControl, allow []string
 
-	flight flight
-	guard  guard
-	stats  counters
+	flight    flight
+	guard     guard
+	slots     chan struct{} // one per origin fetch in flight
+	downUntil atomic.Int64  // unix ns until which the origin counts as down
+	stats     counters
 }
 
 // counters are the handler's own statistics.
@@ -117,6 +121,7 @@ type counters struct {
 	dropped                                                    atomic.Int64 // fills not inserted because a purge overtook them
 	diskWriteErrors                                            atomic.Int64
 	relooked                                                   atomic.Int64 // tiles looked up again after a purge applied beside their request
+	inFlight, inFlightPeak                                     atomic.Int64 // origin fetches running now, and the most at once
 }
 
 // New builds the handler.
@@ -145,6 +150,12 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if cfg.OriginTimeout == 0 {
 		cfg.OriginTimeout = 10 * time.Second
 	}
+	if cfg.MaxOriginFetches <= 0 {
+		cfg.MaxOriginFetches = 64
+	}
+	if cfg.OriginFailureWindow == 0 {
+		cfg.OriginFailureWindow = 5 * time.Second
+	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -169,6 +180,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.cacheControl = []string{cfg.CacheControl}
 	s.negativeCacheControl = []string{cfg.NegativeCacheControl}
 	s.staleCacheControl = []string{cfg.StaleCacheControl}
+	s.slots = make(chan struct{}, cfg.MaxOriginFetches)
 	s.allow = []string{"GET, HEAD"}
 	if s.cors.any || s.cors.reflect {
 		s.allow = allowMethods
@@ -185,16 +197,30 @@ const adminPrefix = "/_tilesieve/"
 // the journal follower drives; its error reports files the disk could not
 // unlink, which would come back after a restart.
 func (s *Server) PurgePrefix(prefix string) error {
-	var memN, diskN int
-	var err error
+	memN, diskN, err := s.purgeTiers(prefix)
+	s.log.Debug("purged", "prefix", prefix, "memory_entries", memN, "disk_entries", diskN)
+	return err
+}
+
+// PurgePrefixCount is PurgePrefix that also reports how many entries left
+// the tiers (purge.CountingTarget).
+func (s *Server) PurgePrefixCount(prefix string) (int, error) {
+	memN, diskN, err := s.purgeTiers(prefix)
+	return memN + diskN, err
+}
+
+// purgeTiers removes prefix from both tiers under the guard, and unlinks the
+// disk files after it: a purge of many files must not hold up fills and
+// disk hits of other keys while it unlinks.
+func (s *Server) purgeTiers(prefix string) (memN, diskN int, err error) {
+	var detached disk.Detached
 	s.guard.purge(prefix, func() {
 		memN, _ = s.mem.DeletePrefix(prefix)
 		if s.disk != nil {
-			diskN, _, err = s.disk.DeletePrefix(prefix)
+			detached = s.disk.Detach(prefix)
 		}
 	})
-	s.log.Debug("purged", "prefix", prefix, "memory_entries", memN, "disk_entries", diskN)
-	return err
+	return memN, detached.Entries, detached.Unlink()
 }
 
 // Syncer brings an instance up to date with the purge journal; it runs on the

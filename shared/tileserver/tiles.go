@@ -3,6 +3,7 @@ package tileserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/origin"
@@ -104,19 +105,24 @@ func (s *Server) trusted(t *tile.Tile, now time.Time) bool {
 // except that a request never joins a fetch that a purge of its key has
 // overtaken: those bytes may be what the purge removed.
 func (s *Server) fetch(ctx context.Context, key string, cached *tile.Tile) (*tile.Tile, source, error) {
+	if cached != nil && s.originDown() && s.servableStale(cached) {
+		// S3 failed moments ago: answer with the stale copy at once rather
+		// than wait for S3 again, and let one revalidation run for it.
+		s.stats.stale.Add(1)
+		go s.revalidateDetached(ctx, key, cached)
+		return cached, srcStale, nil
+	}
 	t, src, shared, err := s.flight.do(ctx, key, s.guard.begin(), s.guard.overtaken,
-		func(epoch uint64) (*tile.Tile, source, error) { return s.fetchOnce(ctx, key, cached, epoch) })
+		func(fctx context.Context, epoch uint64) (*tile.Tile, source, error) {
+			return s.fetchOnce(fctx, ctx, key, cached, epoch)
+		})
 	if shared {
 		s.stats.merged.Add(1)
 	}
 	if err == nil {
 		return t, src, nil
 	}
-	if cached != nil && !errors.Is(err, origin.ErrNotFound) && s.now().Sub(cached.StoredAt) < s.cfg.RevalidateAfter+s.staleIfError &&
-		s.trusted(cached, s.now()) {
-		// Stale only by age: the origin is down, and the copy is one no
-		// purge can have removed. A copy the journal no longer vouches for
-		// is never served stale.
+	if cached != nil && !errors.Is(err, origin.ErrNotFound) && s.servableStale(cached) {
 		s.stats.stale.Add(1)
 		s.log.Warn("serving stale copy", "key", key, "err", err)
 		return cached, srcStale, nil
@@ -124,16 +130,54 @@ func (s *Server) fetch(ctx context.Context, key string, cached *tile.Tile) (*til
 	return nil, 0, err
 }
 
-// fetchOnce is the body of one merged fetch, started at guard epoch epoch.
-// It runs detached from the caller that started it (other callers may be
-// waiting), bounded by OriginTimeout and by that caller's deadline.
-func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile, epoch uint64) (*tile.Tile, source, error) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OriginTimeout)
+// servableStale reports whether cached may be served stale when S3 fails:
+// within stale-if-error, and stale only by age. A copy the journal no
+// longer vouches for is never served stale: a purge may have removed it.
+func (s *Server) servableStale(cached *tile.Tile) bool {
+	now := s.now()
+	return now.Sub(cached.StoredAt) < s.cfg.RevalidateAfter+s.staleIfError && s.trusted(cached, now)
+}
+
+// originDown reports whether S3 failed within the last OriginFailureWindow.
+func (s *Server) originDown() bool {
+	return s.now().UnixNano() < s.downUntil.Load()
+}
+
+// revalidateDetached revalidates cached in the background for requests
+// that were answered stale; concurrent ones join one fetch.
+func (s *Server) revalidateDetached(ctx context.Context, key string, cached *tile.Tile) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OriginTimeout)
 	defer cancel()
-	if dl, ok := ctx.Deadline(); ok {
+	s.flight.do(ctx, key, s.guard.begin(), s.guard.overtaken,
+		func(fctx context.Context, epoch uint64) (*tile.Tile, source, error) {
+			return s.fetchOnce(fctx, ctx, key, cached, epoch)
+		})
+}
+
+// fetchOnce is the body of one merged fetch, started at guard epoch epoch.
+// fctx is the flight's (detached from any one caller, cancelled when none
+// waits any more); it is bounded by OriginTimeout and by the deadline of
+// the caller that started it (first). At most MaxOriginFetches run at once.
+func (s *Server) fetchOnce(fctx, first context.Context, key string, cached *tile.Tile, epoch uint64) (*tile.Tile, source, error) {
+	fctx, cancel := context.WithTimeout(fctx, s.cfg.OriginTimeout)
+	defer cancel()
+	if dl, ok := first.Deadline(); ok {
 		var cancelDL context.CancelFunc
 		fctx, cancelDL = context.WithDeadline(fctx, dl)
 		defer cancelDL()
+	}
+	select {
+	case s.slots <- struct{}{}:
+		n := s.stats.inFlight.Add(1)
+		for p := s.stats.inFlightPeak.Load(); n > p && !s.stats.inFlightPeak.CompareAndSwap(p, n); p = s.stats.inFlightPeak.Load() {
+		}
+		defer func() {
+			s.stats.inFlight.Add(-1)
+			<-s.slots
+		}()
+	case <-fctx.Done():
+		s.stats.originErrors.Add(1)
+		return nil, 0, fmt.Errorf("tileserver: waiting for one of %d origin fetch slots: %w", cap(s.slots), fctx.Err())
 	}
 	etag := ""
 	if cached != nil {
@@ -175,8 +219,16 @@ func (s *Server) fetchOnce(ctx context.Context, key string, cached *tile.Tile, e
 			})
 		}
 		return nil, 0, err
+	case errors.Is(err, origin.ErrTooLarge):
+		s.stats.originErrors.Add(1)
+		return nil, 0, err
 	default:
 		s.stats.originErrors.Add(1)
+		if fctx.Err() == nil || !errors.Is(err, context.Canceled) {
+			// S3 failed or timed out (not: every caller gave up): for a
+			// while, stale copies go out without waiting for it again.
+			s.downUntil.Store(s.now().Add(s.cfg.OriginFailureWindow).UnixNano())
+		}
 		return nil, 0, err
 	}
 }

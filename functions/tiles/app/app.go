@@ -56,6 +56,9 @@ func OriginConfig(cfg config.Tiles) origin.Config {
 		Endpoint:  cfg.Endpoint,
 		PathStyle: cfg.PathStyle,
 		Timeout:   cfg.OriginTimeout,
+		// Staging's large objects (archives) go through the ranged
+		// downloader, which this bound does not limit.
+		MaxObjectBytes: cfg.MaxTileBytes,
 	}
 }
 

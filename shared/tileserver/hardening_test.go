@@ -1,0 +1,217 @@
+package tileserver_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
+)
+
+// TestObjectLargerThanMaxTileBytes: an object over MAX_TILE_BYTES is a 502
+// from its Content-Length, and is not cached.
+func TestObjectLargerThanMaxTileBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(_ *env, _ *tileserver.Config, o *origin.Config) { o.MaxObjectBytes = 64 << 10 })
+	e.put("big/1/0/0.png", bytes.Repeat([]byte{1}, 65<<10), "image/png", "")
+	e.put("ok/1/0/0.png", bytes.Repeat([]byte{1}, 64<<10), "image/png", "")
+	r := e.do("GET", "/big/1/0/0.png")
+	expect(t, r, http.StatusBadGateway, "")
+	if b := body(t, r); !strings.Contains(b, "MAX_TILE_BYTES") {
+		t.Errorf("body %q does not say why", b)
+	}
+	if e.s3Gets.Load() != 1 {
+		t.Errorf("%d S3 GETs: a refused object must not be retried", e.s3Gets.Load())
+	}
+	expect(t, e.do("GET", "/ok/1/0/0.png"), http.StatusOK, "MISS")
+}
+
+// inFlight counts the requests the S3 endpoint is answering, and the most
+// at once.
+type inFlight struct {
+	now, peak atomic.Int64
+}
+
+func (f *inFlight) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := f.now.Add(1)
+		for p := f.peak.Load(); n > p && !f.peak.CompareAndSwap(p, n); p = f.peak.Load() {
+		}
+		defer f.now.Add(-1)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestS3HangWithImpatientClients: under an S3 hang, 100 clients that give
+// up leave no fetch behind (the last waiter's departure cancels it), no more
+// than MaxOriginFetches reach S3 at once, and misses succeed once S3 is back.
+func TestS3HangWithImpatientClients(t *testing.T) {
+	t.Parallel()
+	var flying inFlight
+	e := newEnv(t, withS3Wrapper(flying.wrap), withConfig(func(c *tileserver.Config) {
+		c.MaxOriginFetches = 4
+		c.OriginTimeout = time.Hour
+	}))
+	for i := range 100 {
+		e.put(fmt.Sprintf("h/%d/0/0.png", i), []byte("tile"), "image/png", "")
+	}
+	// A hang that ends when the client goes away, so the endpoint's count
+	// of requests in flight is the sockets the instance holds.
+	e.s3.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/h/"), Delay: time.Hour})
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			rec := httptest.NewRecorder()
+			e.srv.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", fmt.Sprintf("/h/%d/0/0.png", i), nil))
+			if rec.Code != http.StatusGatewayTimeout {
+				t.Errorf("client %d: %d, want 504", i, rec.Code)
+			}
+		})
+	}
+	wg.Wait()
+	if p := e.srv.Stats().Handler.OriginInFlightPeak; p > 4 {
+		t.Errorf("%d origin fetches at once, want at most MaxOriginFetches (4)", p)
+	}
+	// A cancelled request's socket closes a moment after its slot is
+	// free, so S3 may see a few more at once, never one per client.
+	if p := flying.peak.Load(); p > 8 {
+		t.Errorf("%d S3 requests at once for 100 clients, want about MaxOriginFetches (4)", p)
+	}
+	// Every fetch is gone once its clients are: nothing waits for S3.
+	for deadline := time.Now().Add(10 * time.Second); e.srv.Stats().Handler.OriginInFlight != 0 || flying.now.Load() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d fetches and %d S3 requests still running after every client left", e.srv.Stats().Handler.OriginInFlight, flying.now.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.s3.Faults().Reset() // S3 answers again
+	expect(t, e.do("GET", "/h/7/0/0.png"), http.StatusOK, "MISS")
+	if s := e.srv.Stats().Handler; s.OriginFetches > 100+1 {
+		t.Errorf("%d origin fetches", s.OriginFetches)
+	}
+}
+
+// TestStaleWithoutWaitingAfterAFailure: once a fetch failed, expired
+// copies go out stale at once (with the short stale Cache-Control) while
+// one revalidation runs, instead of every request waiting for S3 again.
+func TestStaleWithoutWaitingAfterAFailure(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *tileserver.Config) {
+		c.OriginTimeout = 200 * time.Millisecond
+		c.StaleCacheControl = "public, max-age=15"
+	}))
+	for _, k := range []string{"s/1/0/0.png", "s/1/0/1.png"} {
+		e.put(k, []byte("old"), "image/png", "")
+		expect(t, e.do("GET", "/"+k), http.StatusOK, "MISS")
+	}
+	e.clock.Advance(2 * time.Hour) // both expired
+	release := make(chan struct{})
+	defer close(release)
+	e.s3.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/s/"), Hold: func() { <-release }})
+	r := e.do("GET", "/s/1/0/0.png") // waits OriginTimeout, then stale
+	expect(t, r, http.StatusOK, "STALE")
+	if cc := r.Header.Get("Cache-Control"); cc != "public, max-age=15" {
+		t.Errorf("stale answer Cache-Control %q, want the short stale one", cc)
+	}
+	// Within the failure window: answered without waiting for the held S3
+	// (waiting would block until the deferred release).
+	done := make(chan *http.Response, 1)
+	go func() { done <- e.do("GET", "/s/1/0/1.png") }()
+	select {
+	case r := <-done:
+		expect(t, r, http.StatusOK, "STALE")
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request after the failure waited for S3 again")
+	}
+}
+
+// TestHTTPEdges: the answers RFC 9110 asks for.
+func TestHTTPEdges(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tileBody := bytes.Repeat([]byte("0123456789"), 2000)
+	etag := e.put("x/1/0/0.png", tileBody, "image/png", "")
+	e.put("x/1/0/1.pbf", []byte("brotli bytes"), "application/vnd.mapbox-vector-tile", "br")
+	expect(t, e.do("GET", "/x/1/0/0.png"), 200, "MISS")
+
+	r := e.do("GET", "/x/1/0/0.png", "Range", "bytes=-0")
+	expect(t, r, http.StatusRequestedRangeNotSatisfiable, "")
+	if r.Header.Get("Content-Range") != "bytes */20000" || r.Header.Get("Cache-Control") == "" {
+		t.Errorf("416: Content-Range %q Cache-Control %q", r.Header.Get("Content-Range"), r.Header.Get("Cache-Control"))
+	}
+	r = e.do("GET", "/x/1/0/0.png", "Range", "bytes=19990-")
+	expect(t, r, http.StatusPartialContent, "")
+	if r.Header.Get("Content-Range") != "bytes 19990-19999/20000" || body(t, r) != "0123456789" {
+		t.Errorf("206: %q", r.Header.Get("Content-Range"))
+	}
+	// If-Match and If-Unmodified-Since apply with and without Range.
+	for _, rng := range []string{"", "bytes=0-1"} {
+		hdr := []string{"If-Match", `"other"`}
+		if rng != "" {
+			hdr = append(hdr, "Range", rng)
+		}
+		expect(t, e.do("GET", "/x/1/0/0.png", hdr...), http.StatusPreconditionFailed, "")
+		expect(t, e.do("GET", "/x/1/0/0.png", "If-Match", etag, "Range", "bytes=0-1"), http.StatusPartialContent, "")
+		expect(t, e.do("GET", "/x/1/0/0.png", "If-Unmodified-Since", "Mon, 02 Jan 2006 15:04:05 GMT"), http.StatusPreconditionFailed, "")
+	}
+	// A content coding the server cannot decode goes only to clients that
+	// accept it.
+	r = e.do("GET", "/x/1/0/1.pbf", "Accept-Encoding", "gzip")
+	expect(t, r, http.StatusNotAcceptable, "")
+	if r.Header.Get("Vary") != "Accept-Encoding" {
+		t.Errorf("406 Vary %q", r.Header.Get("Vary"))
+	}
+	r = e.do("GET", "/x/1/0/1.pbf", "Accept-Encoding", "gzip, br")
+	expect(t, r, http.StatusOK, "")
+	if r.Header.Get("Content-Encoding") != "br" || r.Header.Get("Vary") != "Accept-Encoding" {
+		t.Errorf("br client: %v", r.Header)
+	}
+	// CORS: * by default, preflights answered, never on the admin API.
+	r = e.do("GET", "/x/1/0/0.png", "Origin", "https://app.example")
+	if r.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("ACAO %q", r.Header.Get("Access-Control-Allow-Origin"))
+	}
+	r = e.do("OPTIONS", "/x/1/0/0.png", "Origin", "https://app.example", "Access-Control-Request-Method", "GET",
+		"Access-Control-Request-Headers", "range, if-none-match")
+	expect(t, r, http.StatusNoContent, "")
+	if r.Header.Get("Access-Control-Allow-Methods") == "" || r.Header.Get("Access-Control-Allow-Headers") != "range, if-none-match" {
+		t.Errorf("preflight: %v", r.Header)
+	}
+	if r := e.do("GET", "/_tilesieve/health", "Origin", "https://app.example"); r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Error("CORS on the admin path space")
+	}
+	// Every 405 carries Allow.
+	if r := e.do("DELETE", "/x/1/0/0.png"); r.StatusCode != 405 || r.Header.Get("Allow") == "" {
+		t.Errorf("405: %d Allow %q", r.StatusCode, r.Header.Get("Allow"))
+	}
+}
+
+// TestCORSReflectsListedOrigins: with a list, a listed origin is reflected
+// with Vary: Origin, and another gets no CORS header (but the same Vary).
+func TestCORSReflectsListedOrigins(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.CORSAllowOrigins = "https://a.example, https://b.example" }))
+	e.put("c/1/0/0.png", []byte("x"), "image/png", "")
+	for _, tc := range []struct{ origin, want string }{
+		{"https://a.example", "https://a.example"}, {"https://evil.example", ""}, {"", ""},
+	} {
+		r := e.do("GET", "/c/1/0/0.png", "Origin", tc.origin)
+		if got := r.Header.Get("Access-Control-Allow-Origin"); got != tc.want || r.Header.Get("Vary") != "Origin" {
+			t.Errorf("origin %q: ACAO %q Vary %q, want %q and Vary: Origin", tc.origin, got, r.Header.Get("Vary"), tc.want)
+		}
+	}
+	if _, err := tileserver.New(tileserver.Config{CORSAllowOrigins: "not an origin"}, tileserver.Deps{Memory: e.mem, Origin: e.client}); err == nil {
+		t.Error("a malformed CORS origin was accepted")
+	}
+}
