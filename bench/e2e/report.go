@@ -245,20 +245,63 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 
 	if r := a.Purge; r != nil {
 		fmt.Fprintf(&b, "### 5. Purge propagation\n\n")
-		fmt.Fprintf(&b, "%d tile function instances in one process (`app.NewWithOrigin`: each its own memory and disk tiers and journal follower), each served on its own loopback port and polled by its own client; "+
-			"one bucket in s3local. A trial waits a random fraction of SYNC_INTERVAL, PUTs a new version of a cached tile, hands the S3 `ObjectCreated:Put` event to `purge.NewWorker`'s `Handle` (journal append; "+
-			"S3's own event delivery delay is not included), and stops the clock when every instance has answered with the new ETag. The follower rides on requests, as on Lambda.\n\n", r.Instances)
-		b.WriteString("| SYNC_INTERVAL | poll every | trials | all fresh p50 | p95 | p99 | max | one instance p50 | p99 | worker p50 | p99 | timeouts |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "%d tile function instances in one process (`app.NewWithOrigin`: each its own memory and disk tiers and journal follower), each served on its own loopback port and polled by its own client every 20 ms, "+
+			"and each talking to S3 through a loopback front of its own that counts its requests at the HTTP level; one bucket in s3local. A trial PUTs a new version of a cached tile, hands the S3 `ObjectCreated:Put` event to `purge.NewWorker`'s `Handle` (journal append; "+
+			"S3's own event delivery delay is not included), and stops the clock when every instance has answered with the new ETag. The follower rides on requests, as on Lambda. Scenarios:\n\n", r.Instances)
+		b.WriteString("- **steady**: a trial first waits a random fraction of SYNC_INTERVAL, so uploads do not arrive in step with the checks.\n")
+		b.WriteString("- **backlog**: the instances get no requests (as a frozen Lambda instance gets none) while the worker records that many entries, 1 less of other tiles' purges and then the upload's; the instances are woken right after the upload's entry, at least SYNC_INTERVAL after their last request.\n")
+		b.WriteString("- **journal +300 ms**: every GET of the journal head (`" + JournalHead + "`, and nothing else) is held 300 ms before its first byte (`s3local` `Faults` with a `Match` on the head key), at the default SYNC_TIMEOUT and at one below 300 ms, where every check fails and only revalidation with S3 keeps the bound.\n\n")
+		b.WriteString("\"late\" counts answers with the replaced bytes to requests sent more than SYNC_INTERVAL + SYNC_TIMEOUT after the worker recorded the purge: the staleness bound past the worker, checked on every read.\n\n")
+		b.WriteString("| scenario | SYNC_INTERVAL | SYNC_TIMEOUT | trials | all fresh p50 | p95 | p99 | max | one instance p50 | p99 | worker p50 | p99 | late | timeouts |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		var names []string
 		var samples [][]time.Duration
 		var marks []float64
 		for _, run := range r.Runs {
-			fmt.Fprintf(&b, "| %v | %v | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", run.SyncInterval, run.PollEvery, run.Trials,
+			fmt.Fprintf(&b, "| %s | %v | %v | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d |\n", scenario(run), run.SyncInterval, run.SyncTimeout, run.Trials,
 				d(run.AllFresh.P50), d(run.AllFresh.P95), d(run.AllFresh.P99), d(run.AllFresh.Max), d(run.PerInstance.P50), d(run.PerInstance.P99),
-				d(run.Worker.P50), d(run.Worker.P99), run.Timeouts)
-			names = append(names, fmt.Sprintf("SYNC_INTERVAL=%v", run.SyncInterval))
+				d(run.Worker.P50), d(run.Worker.P99), run.Late, run.Timeouts)
+			names = append(names, fmt.Sprintf("%s, SYNC_INTERVAL=%v", scenario(run), run.SyncInterval))
 			samples = append(samples, run.Samples)
 			marks = append(marks, ms(run.SyncInterval))
+		}
+		b.WriteString("\nWhat each instance asked S3 meanwhile, per second of the trials (the instance's own front; mean over the instances), and what its clients saw. " +
+			"A journal check is one head GET: 304 when nothing changed, 200 when it brings entries, \"failed\" when the instance gave up at SYNC_TIMEOUT. " +
+			"Tile GETs are fills after a purge and revalidations (a 304 renews the copy). The worker's requests are per append.\n\n")
+		b.WriteString("| scenario | SYNC_INTERVAL | SYNC_TIMEOUT | reads/s | read p50 | read p99 | journal GETs/s (200 / 304 / failed) | head bytes per 200 | tile GETs/s (200 / 304) | S3 requests per read | worker S3 requests per append |\n|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|\n")
+		for _, run := range r.Runs {
+			n := float64(r.Instances) * run.Seconds
+			if n == 0 {
+				continue
+			}
+			c := run.S3
+			per := func(v int) float64 { return float64(v) / n }
+			hb := int64(0)
+			if c.JournalGET200 > 0 {
+				hb = c.JournalBytes / int64(c.JournalGET200)
+			}
+			reqPerRead, perAppend := 0.0, 0.0
+			if run.Reads > 0 {
+				reqPerRead = float64(c.Total()) / float64(run.Reads)
+			}
+			if run.Appends > 0 {
+				perAppend = float64(run.WorkerS3.Total()) / float64(run.Appends)
+			}
+			fmt.Fprintf(&b, "| %s | %v | %v | %.1f | %s | %s | %.2f (%.2f / %.2f / %.2f) | %d | %.2f (%.2f / %.2f) | %.4f | %.2f |\n", scenario(run), run.SyncInterval, run.SyncTimeout,
+				per(run.Reads), d(run.ReadLatency.P50), d(run.ReadLatency.P99), per(c.JournalGETs()), per(c.JournalGET200), per(c.JournalGET304), per(c.JournalGETFailed),
+				hb, per(c.TileGET200+c.TileGET304), per(c.TileGET200), per(c.TileGET304), reqPerRead, perAppend)
+		}
+		if c := r.Checks; c != nil && len(c.Rows) > 0 {
+			fmt.Fprintf(&b, "\n**S3 requests per check.** One instance (SYNC_INTERVAL=%v) with its own counting front; each repetition waits past SYNC_INTERVAL, so its next request finds a check due, and counts the S3 requests the instance makes during that request. "+
+				"Backlog 0: nothing was appended since the last check. Backlog k: the instance sat idle while the worker recorded k−1 purges of other tiles and then, after a new version of the tile was PUT, the purge of the tile that request asks for, so the answer must be the new bytes: one head read plus one tile fill is the least any design can do.\n\n", c.SyncInterval)
+			b.WriteString("| backlog | repetitions | S3 requests (min–max) | journal GETs 200 / 304 | tile GETs | head bytes read | waking request p50 | max | answered with the new bytes |\n|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
+			for _, row := range c.Rows {
+				lo, hi := row.Range(S3Counts.Total)
+				j2lo, j2hi := row.Range(func(c S3Counts) int { return c.JournalGET200 })
+				j3lo, j3hi := row.Range(func(c S3Counts) int { return c.JournalGET304 })
+				tlo, thi := row.Range(func(c S3Counts) int { return c.TileGET200 + c.TileGET304 + c.TileOther })
+				fmt.Fprintf(&b, "| %d | %d | %s | %s / %s | %s | %d | %s | %s | %d/%d |\n", row.Backlog, len(row.Reps), span(lo, hi), span(j2lo, j2hi), span(j3lo, j3hi), span(tlo, thi),
+					row.MeanHeadBytes(), d(row.Latency.P50), d(row.Latency.Max), row.Fresh, len(row.Reps))
+			}
 		}
 		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
 		targetRows(&b, "", r.Targets)
@@ -308,4 +351,20 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		b.WriteString("\n")
 	}
 	return b.String(), errors.Join(perr...)
+}
+
+// scenario names a run (results saved before scenarios existed were steady).
+func scenario(r PurgeRun) string {
+	if r.Scenario == "" {
+		return "steady"
+	}
+	return r.Scenario
+}
+
+// span is "lo" or "lo–hi".
+func span(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
 }

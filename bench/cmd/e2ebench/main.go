@@ -148,22 +148,37 @@ func run() error {
 			return err
 		}
 		if err := step("purge", func() error {
-			plan := []struct {
-				interval time.Duration
-				trials   int
-			}{{250 * time.Millisecond, 200}, {time.Second, 40}}
+			const poll = 20 * time.Millisecond
+			plan := []e2e.PurgeSpec{
+				{Name: "steady", SyncInterval: 250 * time.Millisecond, Trials: 200},
+				{Name: "steady", SyncInterval: time.Second, Trials: 40},
+				{Name: "backlog 1,000", SyncInterval: time.Second, Trials: 12, Backlog: 1000},
+				{Name: "journal +300 ms", SyncInterval: time.Second, Trials: 20, HeadDelay: 300 * time.Millisecond},
+				{Name: "journal +300 ms, SYNC_TIMEOUT 200ms", SyncInterval: time.Second, SyncTimeout: 200 * time.Millisecond, Trials: 20, HeadDelay: 300 * time.Millisecond},
+			}
+			backlogs, reps := []int{1, 10, 100, 1000}, 5
 			if *quick {
-				plan[0].trials, plan[1].trials = 5, 3
+				for i := range plan {
+					plan[i].Trials = 3
+				}
+				plan[2].Backlog, backlogs, reps = 100, []int{1, 10, 100}, 2
 			}
 			r := e2e.PurgeResult{Instances: 4}
-			for _, pl := range plan {
-				run, err := e2e.RunPurge(ctx, 4, pl.interval, 20*time.Millisecond, pl.trials)
+			for _, sp := range plan {
+				sp.Instances, sp.Poll = r.Instances, poll
+				run, err := e2e.RunPurgeSpec(ctx, sp)
 				if err != nil {
-					return err
+					return fmt.Errorf("%s: %w", sp.Name, err)
 				}
 				r.Runs = append(r.Runs, run)
-				r.Targets = append(r.Targets, e2e.PurgeTarget(run))
+				r.Targets = append(r.Targets, e2e.PurgeTargets(run)...)
 			}
+			c, err := e2e.RunCheckCost(ctx, 250*time.Millisecond, backlogs, reps)
+			if err != nil {
+				return fmt.Errorf("checks: %w", err)
+			}
+			r.Checks = &c
+			r.Targets = append(r.Targets, e2e.CheckTargets(c)...)
 			all.Purge = &r
 			return nil
 		}); err != nil {
