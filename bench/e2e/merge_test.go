@@ -33,4 +33,10 @@ func TestMerge(t *testing.T) {
 	if i, j := strings.Index(got, "### 5."), strings.Index(got, "### 7."); !(i < j) {
 		t.Errorf("subsections out of order")
 	}
+	// Merging again names the run the kept subsections came from, not the
+	// merged one.
+	again, _ := Merge(got, strings.Replace(fresh, "day 2", "day 3", 1))
+	if !strings.Contains(again, "generated them: `all` on day 1.") || strings.Count(again, keptNote) != 1 {
+		t.Errorf("second merge:\n%s", again)
+	}
 }

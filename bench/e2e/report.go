@@ -265,7 +265,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			marks = append(marks, ms(run.SyncInterval))
 		}
 		b.WriteString("\nWhat each instance asked S3 meanwhile, per second of the trials (the instance's own front; mean over the instances), and what its clients saw. " +
-			"A journal check is one head GET: 304 when nothing changed, 200 when it brings entries, \"failed\" when the instance gave up at SYNC_TIMEOUT. " +
+			"A journal check is one head GET: 304 when nothing changed, 200 when it brings entries, \"failed\" for any other answer or when the instance gave up at SYNC_TIMEOUT (the JSON results split the two). " +
 			"Tile GETs are fills after a purge and revalidations (a 304 renews the copy). The worker's requests are per append.\n\n")
 		b.WriteString("| scenario | SYNC_INTERVAL | SYNC_TIMEOUT | reads/s | read p50 | read p99 | journal GETs/s (200 / 304 / failed) | head bytes per 200 | tile GETs/s (200 / 304) | S3 requests per read | worker S3 requests per append |\n|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|\n")
 		for _, run := range r.Runs {

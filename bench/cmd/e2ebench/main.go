@@ -238,7 +238,7 @@ func run() error {
 		err = serr
 	}
 	section, rerr := e2e.Render(all, *plots, "bench")
-	if *only != "" {
+	if *only != "" || *render {
 		// Subsections whose results are not saved here keep their text.
 		if b, err := os.ReadFile(*out); err == nil {
 			begin, end := docsection.Markers("e2e")
