@@ -28,31 +28,43 @@ var DefaultPrices = Prices{S3GetPer1000: 0.0004, LambdaGBs: 0.0000133334, Lambda
 type CostParams struct {
 	Catalog        int           `json:"catalog"`          // distinct tiles
 	ZipfS          float64       `json:"zipf_s"`           // popularity exponent
-	ViewerRequests int           `json:"viewer_requests"`  // per window (1M)
-	Window         time.Duration `json:"window"`           // over which they arrive
+	ViewerRates    []float64     `json:"viewer_rates"`     // viewer requests per second, one row each
+	Window         time.Duration `json:"window"`           // how long an instance lives and serves (its cache's history)
 	CDNHitRatio    float64       `json:"cdn_hit_ratio"`    // assumed
 	MemBytes       int64         `json:"mem_bytes"`        // memory tier per instance
 	TilesieveMemGB float64       `json:"tilesieve_mem_gb"` // function memory
 	NoCacheMemGB   float64       `json:"nocache_mem_gb"`
-	HitMs          float64       `json:"hit_ms"`  // billed duration of a memory hit
-	MissMs         float64       `json:"miss_ms"` // billed duration of an S3 fetch (also the no-cache function's)
+	HitMs          float64       `json:"hit_ms"`  // duration of a memory hit (measured, section 0)
+	MissMs         float64       `json:"miss_ms"` // duration of an S3 fetch, and of a hit that waits for a journal check (measured, section 3)
 	SyncInterval   time.Duration `json:"sync_interval"`
-	Instances      []int         `json:"instances"`
+	MaxSimulated   int           `json:"max_simulated"`  // requests fed to each simulated instance at most
+	DurationsFrom  string        `json:"durations_from"` // where HitMs and MissMs come from
 }
 
-// CostRow is one instance count.
+// CostRow is one request rate.
 type CostRow struct {
-	N              int     `json:"n"`
-	HitRatio       float64 `json:"hit_ratio"` // memory tier, measured by simulation
-	OriginRequests float64 `json:"origin_requests"`
-	TileGETs       float64 `json:"tile_gets"`
-	JournalGETs    float64 `json:"journal_gets"`
-	GBs            float64 `json:"gb_s"`
-	Cost           float64 `json:"cost"` // S3 + Lambda, per million viewer requests
-	NoCacheGETs    float64 `json:"nocache_gets"`
-	NoCacheGBs     float64 `json:"nocache_gb_s"`
-	NoCacheCost    float64 `json:"nocache_cost"`
-	Saving         float64 `json:"saving"` // NoCacheCost / Cost
+	ViewerRate  float64 `json:"viewer_rate"`
+	OriginRate  float64 `json:"origin_rate"` // requests per second reaching the function
+	MeanMs      float64 `json:"mean_ms"`     // mean duration of a function request
+	Concurrency float64 `json:"concurrency"` // OriginRate × MeanMs: Little's law
+	N           int     `json:"n"`           // environments: ⌈Concurrency⌉, at least 1
+	PerInstance float64 `json:"per_instance"`
+	HitRatio    float64 `json:"hit_ratio"` // memory tier, measured by simulation
+	// ChecksPerSec is one instance's journal GETs per second: with requests
+	// arriving at random (Poisson) at rate λ, a check is made on the first
+	// request at least SYNC_INTERVAL after the last one, 1/(SYNC_INTERVAL + 1/λ).
+	ChecksPerSec     float64 `json:"checks_per_sec"`
+	JournalMonth     float64 `json:"journal_month"`       // $ per instance per 30 days of such traffic
+	JournalPerMillon float64 `json:"journal_per_million"` // $ of journal GETs per million requests the instance serves
+	// Per million function (origin) requests:
+	TileGETs    float64 `json:"tile_gets"`
+	JournalGETs float64 `json:"journal_gets"`
+	GBs         float64 `json:"gb_s"`
+	Cost        float64 `json:"cost"` // S3 + Lambda
+	NoCacheN    int     `json:"nocache_n"`
+	NoCacheGBs  float64 `json:"nocache_gb_s"`
+	NoCacheCost float64 `json:"nocache_cost"`
+	Saving      float64 `json:"saving"` // NoCacheCost / Cost
 }
 
 // CostResult is section 7.
@@ -62,20 +74,11 @@ type CostResult struct {
 	Rows   []CostRow  `json:"rows"`
 }
 
-// originRequests is how many viewer requests the CDN passes to the function.
-func (p CostParams) originRequests() float64 {
-	return float64(p.ViewerRequests) * (1 - p.CDNHitRatio)
-}
-
-// perInstance is each of n instances' share of the origin requests.
-func (p CostParams) perInstance(n int) float64 { return p.originRequests() / float64(n) }
-
-// SimulateHitRatio draws the origin requests one instance of n sees (a random
+// SimulateHitRatio draws perInstance requests of the Zipf trace (a random
 // split of an independent Zipf trace is again such a trace) into a fresh
-// memory tier (shared/cache) and returns its hit ratio, averaged over a few
-// instances.
-func SimulateHitRatio(p CostParams, n int, z *workload.Zipf) (float64, error) {
-	perInstance := int(p.perInstance(n))
+// memory tier (shared/cache) and returns its hit ratio, averaged over up to
+// three instances.
+func SimulateHitRatio(p CostParams, n, perInstance int, z *workload.Zipf) (float64, error) {
 	insts := min(n, 3)
 	body := make([]byte, 60_001) // one backing array; tiles are slices of it
 	hits, total := 0, 0
@@ -101,41 +104,65 @@ func SimulateHitRatio(p CostParams, n int, z *workload.Zipf) (float64, error) {
 	return float64(hits) / float64(total), nil
 }
 
-// RunCost simulates the hit ratios and prices one million viewer requests.
+// RunCost finds, per request rate, how many environments Lambda runs (the
+// concurrency the traffic needs, which depends on the hit ratio, which
+// depends on how many instances share the traffic: iterated to a fixed
+// point), simulates their hit ratio and prices one million function requests.
 func RunCost(p CostParams, prices Prices) (CostResult, error) {
 	res := CostResult{Params: p, Prices: prices}
 	z := workload.NewZipf(p.Catalog, p.ZipfS, 11)
-	for _, n := range p.Instances {
-		h, err := SimulateHitRatio(p, n, z)
-		if err != nil {
-			return res, err
+	for _, v := range p.ViewerRates {
+		rate := v * (1 - p.CDNHitRatio)
+		n, h := 1, 0.0
+		for range 8 {
+			per := int(math.Min(rate*p.Window.Seconds()/float64(n), float64(p.MaxSimulated)))
+			var err error
+			if h, err = SimulateHitRatio(p, n, per, z); err != nil {
+				return res, err
+			}
+			next := Price(p, prices, v, n, h).instancesNeeded()
+			if next == n {
+				break
+			}
+			n = next
 		}
-		res.Rows = append(res.Rows, Price(p, prices, n, h))
+		res.Rows = append(res.Rows, Price(p, prices, v, n, h))
 	}
 	return res, nil
 }
 
-// Price is the cost model for n instances with memory hit ratio h, per
-// million viewer requests.
-func Price(p CostParams, pr Prices, n int, h float64) CostRow {
-	scale := 1e6 / float64(p.ViewerRequests)
-	origin, perInstance := p.originRequests(), p.perInstance(n)
-	// A busy instance reads the journal at most once per SYNC_INTERVAL, and
-	// only on a request.
-	checks := math.Min(perInstance, p.Window.Seconds()/p.SyncInterval.Seconds())
-	r := CostRow{N: n, HitRatio: h, OriginRequests: origin * scale}
-	r.TileGETs = origin * (1 - h) * scale
-	r.JournalGETs = float64(n) * checks * scale
-	billedHit, billedMiss := math.Ceil(p.HitMs), math.Ceil(p.MissMs)
-	r.GBs = r.OriginRequests * (h*billedHit + (1-h)*billedMiss) / 1000 * p.TilesieveMemGB
+// instancesNeeded is ⌈concurrency⌉, at least 1.
+func (r CostRow) instancesNeeded() int { return max(1, int(math.Ceil(r.Concurrency-1e-9))) }
+
+// Price is the cost model at viewerRate viewer requests per second served by
+// n instances with memory hit ratio h, per million function requests.
+func Price(p CostParams, pr Prices, viewerRate float64, n int, h float64) CostRow {
+	r := CostRow{ViewerRate: viewerRate, OriginRate: viewerRate * (1 - p.CDNHitRatio), N: n, HitRatio: h}
+	r.PerInstance = r.OriginRate / float64(n)
+	if r.PerInstance > 0 {
+		r.ChecksPerSec = 1 / (p.SyncInterval.Seconds() + 1/r.PerInstance)
+	}
+	get := pr.S3GetPer1000 / 1000
+	r.JournalMonth = r.ChecksPerSec * 30 * 24 * 3600 * get
+	carry := 0.0 // share of requests that carry a check
+	if r.PerInstance > 0 {
+		carry = r.ChecksPerSec / r.PerInstance
+	}
+	r.JournalPerMillon = carry * 1e6 * get
 	// A check is an S3 round trip on the request it rides on. A miss makes
 	// it beside its own fetch (tileserver.Server.WithSync), so only a hit
-	// (share h of the requests that carry one) is billed for it, like a fetch.
-	r.GBs += r.JournalGETs * h * billedMiss / 1000 * p.TilesieveMemGB
-	r.Cost = (r.TileGETs+r.JournalGETs)/1000*pr.S3GetPer1000 + r.GBs*pr.LambdaGBs + r.OriginRequests/1e6*pr.LambdaPerMillion + r.OriginRequests*pr.CFOriginRequest
-	r.NoCacheGETs = r.OriginRequests
-	r.NoCacheGBs = r.OriginRequests * billedMiss / 1000 * p.NoCacheMemGB
-	r.NoCacheCost = r.NoCacheGETs/1000*pr.S3GetPer1000 + r.NoCacheGBs*pr.LambdaGBs + r.OriginRequests/1e6*pr.LambdaPerMillion + r.OriginRequests*pr.CFOriginRequest
+	// carrying one lasts as long as a fetch.
+	slowHits := h * carry
+	r.MeanMs = (h-slowHits)*p.HitMs + (1-h+slowHits)*p.MissMs
+	r.Concurrency = r.OriginRate * r.MeanMs / 1000
+	billedHit, billedMiss := math.Ceil(p.HitMs), math.Ceil(p.MissMs)
+	r.TileGETs = (1 - h) * 1e6
+	r.JournalGETs = carry * 1e6
+	r.GBs = 1e6 * ((h-slowHits)*billedHit + (1-h+slowHits)*billedMiss) / 1000 * p.TilesieveMemGB
+	r.Cost = (r.TileGETs+r.JournalGETs)*get + r.GBs*pr.LambdaGBs + pr.LambdaPerMillion
+	r.NoCacheN = max(1, int(math.Ceil(r.OriginRate*p.MissMs/1000-1e-9)))
+	r.NoCacheGBs = 1e6 * billedMiss / 1000 * p.NoCacheMemGB
+	r.NoCacheCost = 1e6*get + r.NoCacheGBs*pr.LambdaGBs + pr.LambdaPerMillion
 	if r.Cost > 0 {
 		r.Saving = r.NoCacheCost / r.Cost
 	}

@@ -60,3 +60,27 @@ func TestPurgeStagingSmoke(t *testing.T) {
 	}
 	t.Logf("%+v", s)
 }
+
+func TestPurgeScenariosSmoke(t *testing.T) {
+	if os.Getenv("E2E_SMOKE") != "purge" {
+		t.Skip("set E2E_SMOKE=purge")
+	}
+	ctx := context.Background()
+	c, err := RunCheckCost(ctx, 100*time.Millisecond, []int{1, 10, 100}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Rows {
+		t.Logf("backlog %d fresh %d %+v", r.Backlog, r.Fresh, r.Reps)
+	}
+	for _, sp := range []PurgeSpec{
+		{Name: "backlog", Instances: 2, SyncInterval: 250 * time.Millisecond, Poll: 20 * time.Millisecond, Trials: 2, Backlog: 100},
+		{Name: "slow", Instances: 2, SyncInterval: 250 * time.Millisecond, SyncTimeout: 200 * time.Millisecond, Poll: 20 * time.Millisecond, Trials: 3, HeadDelay: 300 * time.Millisecond},
+	} {
+		r, err := RunPurgeSpec(ctx, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: all %+v late %d reads %d s %.1f s3 %+v worker %+v appends %d", r.Scenario, r.AllFresh, r.Late, r.Reads, r.Seconds, r.S3, r.WorkerS3, r.Appends)
+	}
+}

@@ -245,20 +245,63 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 
 	if r := a.Purge; r != nil {
 		fmt.Fprintf(&b, "### 5. Purge propagation\n\n")
-		fmt.Fprintf(&b, "%d tile function instances in one process (`app.NewWithOrigin`: each its own memory and disk tiers and journal follower), each served on its own loopback port and polled by its own client; "+
-			"one bucket in s3local. A trial waits a random fraction of SYNC_INTERVAL, PUTs a new version of a cached tile, hands the S3 `ObjectCreated:Put` event to `purge.NewWorker`'s `Handle` (journal append; "+
-			"S3's own event delivery delay is not included), and stops the clock when every instance has answered with the new ETag. The follower rides on requests, as on Lambda.\n\n", r.Instances)
-		b.WriteString("| SYNC_INTERVAL | poll every | trials | all fresh p50 | p95 | p99 | max | one instance p50 | p99 | worker p50 | p99 | timeouts |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "%d tile function instances in one process (`app.NewWithOrigin`: each its own memory and disk tiers and journal follower), each served on its own loopback port and polled by its own client every 20 ms, "+
+			"and each talking to S3 through a loopback front of its own that counts its requests at the HTTP level; one bucket in s3local. A trial PUTs a new version of a cached tile, hands the S3 `ObjectCreated:Put` event to `purge.NewWorker`'s `Handle` (journal append; "+
+			"S3's own event delivery delay is not included), and stops the clock when every instance has answered with the new ETag. The follower rides on requests, as on Lambda. Scenarios:\n\n", r.Instances)
+		b.WriteString("- **steady**: a trial first waits a random fraction of SYNC_INTERVAL, so uploads do not arrive in step with the checks.\n")
+		b.WriteString("- **backlog**: the instances get no requests (as a frozen Lambda instance gets none) while the worker records that many entries, 1 less of other tiles' purges and then the upload's; the instances are woken right after the upload's entry, at least SYNC_INTERVAL after their last request.\n")
+		b.WriteString("- **journal +300 ms**: every GET of the journal head (`" + JournalHead + "`, and nothing else) is held 300 ms before its first byte (`s3local` `Faults` with a `Match` on the head key), at the default SYNC_TIMEOUT and at one below 300 ms, where every check fails and only revalidation with S3 keeps the bound.\n\n")
+		b.WriteString("\"late\" counts answers with the replaced bytes to requests sent more than SYNC_INTERVAL + SYNC_TIMEOUT after the worker recorded the purge: the staleness bound past the worker, checked on every read.\n\n")
+		b.WriteString("| scenario | SYNC_INTERVAL | SYNC_TIMEOUT | trials | all fresh p50 | p95 | p99 | max | one instance p50 | p99 | worker p50 | p99 | late | timeouts |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		var names []string
 		var samples [][]time.Duration
 		var marks []float64
 		for _, run := range r.Runs {
-			fmt.Fprintf(&b, "| %v | %v | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", run.SyncInterval, run.PollEvery, run.Trials,
+			fmt.Fprintf(&b, "| %s | %v | %v | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d |\n", scenario(run), run.SyncInterval, run.SyncTimeout, run.Trials,
 				d(run.AllFresh.P50), d(run.AllFresh.P95), d(run.AllFresh.P99), d(run.AllFresh.Max), d(run.PerInstance.P50), d(run.PerInstance.P99),
-				d(run.Worker.P50), d(run.Worker.P99), run.Timeouts)
-			names = append(names, fmt.Sprintf("SYNC_INTERVAL=%v", run.SyncInterval))
+				d(run.Worker.P50), d(run.Worker.P99), run.Late, run.Timeouts)
+			names = append(names, fmt.Sprintf("%s, SYNC_INTERVAL=%v", scenario(run), run.SyncInterval))
 			samples = append(samples, run.Samples)
 			marks = append(marks, ms(run.SyncInterval))
+		}
+		b.WriteString("\nWhat each instance asked S3 meanwhile, per second of the trials (the instance's own front; mean over the instances), and what its clients saw. " +
+			"A journal check is one head GET: 304 when nothing changed, 200 when it brings entries, \"failed\" for any other answer or when the instance gave up at SYNC_TIMEOUT (the JSON results split the two). " +
+			"Tile GETs are fills after a purge and revalidations (a 304 renews the copy). The worker's requests are per append.\n\n")
+		b.WriteString("| scenario | SYNC_INTERVAL | SYNC_TIMEOUT | reads/s | read p50 | read p99 | journal GETs/s (200 / 304 / failed) | head bytes per 200 | tile GETs/s (200 / 304) | S3 requests per read | worker S3 requests per append |\n|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|\n")
+		for _, run := range r.Runs {
+			n := float64(r.Instances) * run.Seconds
+			if n == 0 {
+				continue
+			}
+			c := run.S3
+			per := func(v int) float64 { return float64(v) / n }
+			hb := int64(0)
+			if c.JournalGET200 > 0 {
+				hb = c.JournalBytes / int64(c.JournalGET200)
+			}
+			reqPerRead, perAppend := 0.0, 0.0
+			if run.Reads > 0 {
+				reqPerRead = float64(c.Total()) / float64(run.Reads)
+			}
+			if run.Appends > 0 {
+				perAppend = float64(run.WorkerS3.Total()) / float64(run.Appends)
+			}
+			fmt.Fprintf(&b, "| %s | %v | %v | %.1f | %s | %s | %.2f (%.2f / %.2f / %.2f) | %d | %.2f (%.2f / %.2f) | %.4f | %.2f |\n", scenario(run), run.SyncInterval, run.SyncTimeout,
+				per(run.Reads), d(run.ReadLatency.P50), d(run.ReadLatency.P99), per(c.JournalGETs()), per(c.JournalGET200), per(c.JournalGET304), per(c.JournalGETFailed),
+				hb, per(c.TileGET200+c.TileGET304), per(c.TileGET200), per(c.TileGET304), reqPerRead, perAppend)
+		}
+		if c := r.Checks; c != nil && len(c.Rows) > 0 {
+			fmt.Fprintf(&b, "\n**S3 requests per check.** One instance (SYNC_INTERVAL=%v) with its own counting front; each repetition waits past SYNC_INTERVAL, so its next request finds a check due, and counts the S3 requests the instance makes during that request. "+
+				"Backlog 0: nothing was appended since the last check. Backlog k: the instance sat idle while the worker recorded k−1 purges of other tiles and then, after a new version of the tile was PUT, the purge of the tile that request asks for, so the answer must be the new bytes: one head read plus one tile fill is the least any design can do.\n\n", c.SyncInterval)
+			b.WriteString("| backlog | repetitions | S3 requests (min–max) | journal GETs 200 / 304 | tile GETs | head bytes read | waking request p50 | max | answered with the new bytes |\n|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
+			for _, row := range c.Rows {
+				lo, hi := row.Range(S3Counts.Total)
+				j2lo, j2hi := row.Range(func(c S3Counts) int { return c.JournalGET200 })
+				j3lo, j3hi := row.Range(func(c S3Counts) int { return c.JournalGET304 })
+				tlo, thi := row.Range(func(c S3Counts) int { return c.TileGET200 + c.TileGET304 + c.TileOther })
+				fmt.Fprintf(&b, "| %d | %d | %s | %s / %s | %s | %d | %s | %s | %d/%d |\n", row.Backlog, len(row.Reps), span(lo, hi), span(j2lo, j2hi), span(j3lo, j3hi), span(tlo, thi),
+					row.MeanHeadBytes(), d(row.Latency.P50), d(row.Latency.Max), row.Fresh, len(row.Reps))
+			}
 		}
 		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
 		targetRows(&b, "", r.Targets)
@@ -280,32 +323,73 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		b.WriteString("\n")
 	}
 
-	if c := a.Cost; c != nil {
+	if c := a.Cost; c != nil && len(c.Rows) > 0 && c.Rows[0].OriginRate > 0 {
 		p, pr := c.Params, c.Prices
 		fmt.Fprintf(&b, "### 7. Cost per million tiles (on paper)\n\n")
-		fmt.Fprintf(&b, "Per 1,000,000 viewer requests arriving over %v. Assumptions: the CDN answers %.0f%% of them (an assumption, not measured), so %.0f reach the function URL; "+
-			"tile popularity is Zipf with exponent %.2f over %d distinct tiles of 10–60 KB; the requests that reach the origin are split at random across N warm instances, "+
-			"each with a %s memory tier (`shared/cache` itself, fed the trace: the hit ratio column is measured, not assumed; the disk tier is left out, which understates tilesieve's hits). "+
-			"Billed duration (1 ms granularity): %.0f ms for a memory hit, %.0f ms for an S3 fetch (section 3's origin fetch mean at 20 ms S3 latency, rounded up). "+
-			"tilesieve runs at %.2f GB; the function without an in-process cache (the serverless-iiif approach of fetching from S3 on every request, here without any image processing) at %.2f GB and makes one S3 GET per origin request. "+
-			"tilesieve also reads the purge journal: one GET per instance per SYNC_INTERVAL (%v) while it has requests, at most one per request. "+
-			"A check adds an S3 round trip to the request it rides on when that request is a memory hit (billed like a fetch); a miss makes it beside its own fetch, which it does not lengthen.\n\n",
-			p.Window, 100*p.CDNHitRatio, float64(p.ViewerRequests)*(1-p.CDNHitRatio)*1e6/float64(p.ViewerRequests), p.ZipfS, p.Catalog, mib(p.MemBytes),
-			p.HitMs, p.MissMs, p.TilesieveMemGB, p.NoCacheMemGB, p.SyncInterval)
-		fmt.Fprintf(&b, "Prices (us-east-1, AWS list prices as of 2026; not re-checked against the AWS pages at run time): S3 GET $%.4f per 1,000; Lambda arm64 $%.10f per GB-s and $%.2f per million requests; "+
-			"CloudFront origin requests $%.0f (CloudFront does not charge for fetches from an AWS origin; its viewer request charge, $%.4f per 10,000 HTTPS requests in the US/EU, is the same for both designs and left out).\n\n",
-			pr.S3GetPer1000, pr.LambdaGBs, pr.LambdaPerMillion, pr.CFOriginRequest, pr.CFViewerPer10000)
-		b.WriteString("| warm instances | memory hit ratio | CloudFront origin requests | tilesieve S3 GETs (tiles + journal) | tilesieve GB-s | tilesieve $ | no-cache S3 GETs | no-cache GB-s | no-cache $ | no-cache ÷ tilesieve |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("Lambda runs about as many execution environments as the concurrency the traffic needs, request rate × mean duration (Little's law), so the instance count here is derived, not chosen: " +
+			"N = ⌈rate × duration⌉, at least 1. That is a lower bound: bursts above the mean rate make Lambda start more environments, which split the traffic further (lower hit ratios, more journal checks). " +
+			"The duration depends on the hit ratio, which depends on how many instances share the traffic, so the two are iterated to a fixed point.\n\n")
+		b.WriteString("What is measured and what is assumed:\n\n")
+		fmt.Fprintf(&b, "- **Durations**: a memory hit lasts %.0f ms and an S3 fetch %.0f ms, billed at 1 ms granularity as the same values (%s).\n", p.HitMs, p.MissMs, p.DurationsFrom)
+		fmt.Fprintf(&b, "- **Measured**: the memory hit ratio, by feeding each instance's share of the trace to `shared/cache` itself with a %s bound (the disk tier is left out, which understates tilesieve's hits); "+
+			"a journal check is one GET of the head, answered 304 when nothing changed, whatever the backlog (section 5, counted at the HTTP level).\n", mib(p.MemBytes))
+		fmt.Fprintf(&b, "- **Assumed**: the viewer request rates; the CDN answers %.0f%% of viewer requests; Zipf popularity (exponent %.2f) over %d distinct tiles of 10–60 KB; requests reach the instances at random (Poisson), split evenly; "+
+			"an instance lives %v (its cache's history; at most %d requests are simulated per instance); tilesieve runs at %.2f GB, the function without an in-process cache (the serverless-iiif approach of fetching from S3 on every request, here without any image processing) at %.2f GB.\n",
+			100*p.CDNHitRatio, p.ZipfS, p.Catalog, p.Window, p.MaxSimulated, p.TilesieveMemGB, p.NoCacheMemGB)
+		fmt.Fprintf(&b, "- **Model**: a busy instance reads the journal at most once per SYNC_INTERVAL (%v), on a request, since Lambda freezes idle instances: with requests arriving at random at λ per second it checks 1/(SYNC_INTERVAL + 1/λ) times a second "+
+			"(section 5's pollers, 50 requests a second per instance, measured %s checks a second against the model's %.2f). A check that rides on a memory hit makes that hit last as long as an S3 round trip; a miss makes it beside its own fetch.\n\n",
+			p.SyncInterval, measuredChecks(a.Purge), 1/(p.SyncInterval.Seconds()+0.02))
+		fmt.Fprintf(&b, "Prices (us-east-1, AWS list prices; not re-checked at run time): S3 GET $%.4f per 1,000; Lambda arm64 $%.10f per GB-s and $%.2f per million requests; CloudFront charges nothing for fetches from an AWS origin, and its viewer request charge is the same for both designs and left out. "+
+			"A 304 is billed as a GET: AWS's S3 pricing page prices \"GET, SELECT, and all other requests\" per request with no exception for conditional ones, and its page on billing for error responses (docs.aws.amazon.com/AmazonS3/latest/userguide/ErrorCodeBilling.html) bills 200 and 4XX answers and lists the 3XX answers it does not bill (301 and 307 redirects), which do not include 304. "+
+			"So the journal's 304 saves the head's bytes and the instance's work, not the request charge.\n\n",
+			pr.S3GetPer1000, pr.LambdaGBs, pr.LambdaPerMillion)
+		b.WriteString("Per instance, the journal check's cost against that instance's request rate:\n\n")
+		b.WriteString("| viewer req/s (assumed) | function req/s | mean duration | concurrency | instances N | req/s per instance | journal GETs/s per instance | journal $ per instance per 30 days | journal $ per million requests |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range c.Rows {
+			fmt.Fprintf(&b, "| %.0f | %.0f | %.2f ms | %.2f | %d | %.2f | %.3f | $%.3f | $%.4f |\n", r.ViewerRate, r.OriginRate, r.MeanMs, r.Concurrency, r.N, r.PerInstance, r.ChecksPerSec, r.JournalMonth, r.JournalPerMillon)
+		}
+		b.WriteString("\nPer million function requests, tilesieve against the function without a cache (which runs ⌈rate × fetch duration⌉ environments):\n\n")
+		b.WriteString("| function req/s | instances N | memory hit ratio (simulated) | tile GETs | journal GETs | GB-s | tilesieve $ | no-cache instances | no-cache GB-s | no-cache $ | no-cache ÷ tilesieve |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		var xs, hr []float64
 		for _, r := range c.Rows {
-			fmt.Fprintf(&b, "| %d | %.1f%% | %.0f | %.0f + %.0f | %.1f | $%.4f | %.0f | %.1f | $%.4f | %s |\n", r.N, 100*r.HitRatio, r.OriginRequests, r.TileGETs, r.JournalGETs, r.GBs, r.Cost,
-				r.NoCacheGETs, r.NoCacheGBs, r.NoCacheCost, x(r.Saving))
-			xs, hr = append(xs, float64(r.N)), append(hr, 100*r.HitRatio)
+			fmt.Fprintf(&b, "| %.0f | %d | %.1f%% | %.0f | %.0f | %.1f | $%.4f | %d | %.1f | $%.4f | %s |\n", r.OriginRate, r.N, 100*r.HitRatio, r.TileGETs, r.JournalGETs, r.GBs, r.Cost,
+				r.NoCacheN, r.NoCacheGBs, r.NoCacheCost, x(r.Saving))
+			xs, hr = append(xs, r.OriginRate), append(hr, 100*r.HitRatio)
 		}
 		b.WriteString(plot("cost.png", func(path string) error {
-			return LinePlot(path, "Memory-tier hit ratio vs warm instances sharing the traffic", "warm instances", "hit ratio %", xs, []Series{{Name: "memory tier " + mib(p.MemBytes), Values: hr}}, true)
+			return LinePlot(path, "Memory-tier hit ratio vs function request rate (instances derived)", "function requests per second", "hit ratio %", xs, []Series{{Name: "memory tier " + mib(p.MemBytes), Values: hr}}, true)
 		}))
 		b.WriteString("\n")
 	}
 	return b.String(), errors.Join(perr...)
+}
+
+// scenario names a run (results saved before scenarios existed were steady).
+func scenario(r PurgeRun) string {
+	if r.Scenario == "" {
+		return "steady"
+	}
+	return r.Scenario
+}
+
+// span is "lo" or "lo–hi".
+func span(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
+}
+
+// measuredChecks is the journal GETs per second per instance of section 5's
+// steady run at SYNC_INTERVAL=1s, or "–".
+func measuredChecks(r *PurgeResult) string {
+	if r == nil {
+		return "–"
+	}
+	for _, run := range r.Runs {
+		if scenario(run) == "steady" && run.SyncInterval == time.Second && run.Seconds > 0 {
+			return fmt.Sprintf("%.2f", float64(run.S3.JournalGETs())/(float64(r.Instances)*run.Seconds))
+		}
+	}
+	return "–"
 }

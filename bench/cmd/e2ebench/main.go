@@ -1,7 +1,8 @@
 // Command e2ebench runs tilesieve's end-to-end benchmarks (bench/e2e) and
 // writes their section of docs/BENCHMARKS.md, between the e2e markers, with
 // the plots under docs/bench/. Raw results go to bench/results/e2e.json
-// (gitignored); a run of some sections (-only) keeps the others' last results.
+// (gitignored); a run of some sections (-only) keeps the others' last results,
+// or, without them, the others' text in -out.
 //
 //	cd bench && go run ./cmd/e2ebench -out ../docs/BENCHMARKS.md
 //	cd bench && go run ./cmd/e2ebench -only iiif,purge -quick
@@ -148,22 +149,40 @@ func run() error {
 			return err
 		}
 		if err := step("purge", func() error {
-			plan := []struct {
-				interval time.Duration
-				trials   int
-			}{{250 * time.Millisecond, 200}, {time.Second, 40}}
+			const poll = 20 * time.Millisecond
+			plan := []e2e.PurgeSpec{
+				{Name: "steady", SyncInterval: 250 * time.Millisecond, Trials: 200},
+				{Name: "steady", SyncInterval: time.Second, Trials: 40},
+				{Name: "backlog", SyncInterval: time.Second, Trials: 12, Backlog: 1000},
+				{Name: "journal +300 ms", SyncInterval: time.Second, Trials: 20, HeadDelay: 300 * time.Millisecond},
+				{Name: "journal +300 ms, SYNC_TIMEOUT 200ms", SyncInterval: time.Second, SyncTimeout: 200 * time.Millisecond, Trials: 20, HeadDelay: 300 * time.Millisecond},
+			}
+			backlogs, reps := []int{1, 10, 100, 1000}, 5
 			if *quick {
-				plan[0].trials, plan[1].trials = 5, 3
+				for i := range plan {
+					plan[i].Trials = 3
+				}
+				plan[2].Backlog, backlogs, reps = 100, []int{1, 10, 100}, 2
 			}
 			r := e2e.PurgeResult{Instances: 4}
-			for _, pl := range plan {
-				run, err := e2e.RunPurge(ctx, 4, pl.interval, 20*time.Millisecond, pl.trials)
+			for _, sp := range plan {
+				sp.Instances, sp.Poll = r.Instances, poll
+				if sp.Backlog > 0 {
+					sp.Name = fmt.Sprintf("backlog %d", sp.Backlog)
+				}
+				run, err := e2e.RunPurgeSpec(ctx, sp)
 				if err != nil {
-					return err
+					return fmt.Errorf("%s: %w", sp.Name, err)
 				}
 				r.Runs = append(r.Runs, run)
-				r.Targets = append(r.Targets, e2e.PurgeTarget(run))
+				r.Targets = append(r.Targets, e2e.PurgeTargets(run)...)
 			}
+			c, err := e2e.RunCheckCost(ctx, 250*time.Millisecond, backlogs, reps)
+			if err != nil {
+				return fmt.Errorf("checks: %w", err)
+			}
+			r.Checks = &c
+			r.Targets = append(r.Targets, e2e.CheckTargets(c)...)
 			all.Purge = &r
 			return nil
 		}); err != nil {
@@ -188,22 +207,25 @@ func run() error {
 			return err
 		}
 		return step("cost", func() error {
-			cp := e2e.CostParams{Catalog: 1_000_000, ZipfS: 1.0, ViewerRequests: 1_000_000, Window: time.Hour, CDNHitRatio: 0.9,
-				MemBytes: 512 << 20, TilesieveMemGB: 1.0, NoCacheMemGB: 0.5, HitMs: 1, MissMs: 25, SyncInterval: time.Second,
-				Instances: []int{1, 10, 100}}
+			cp := e2e.CostParams{Catalog: 1_000_000, ZipfS: 1.0, ViewerRates: []float64{10, 100, 1_000, 10_000}, Window: time.Hour, CDNHitRatio: 0.9,
+				MemBytes: 512 << 20, TilesieveMemGB: 1.0, NoCacheMemGB: 0.5, HitMs: 1, MissMs: 25, SyncInterval: time.Second, MaxSimulated: 1_000_000}
 			if *quick {
-				cp.Catalog = 100_000
+				cp.Catalog, cp.MaxSimulated = 100_000, 100_000
 			}
+			hit, miss := "assumed: section 0 is not in these results", "assumed: section 3 is not in these results"
 			if all.Handler != nil && len(all.Handler.Modes) > 0 {
 				cp.HitMs = math.Max(1, math.Ceil(all.Handler.Modes[0].NsPerOp/1e6))
+				hit = "measured: section 0's memory hit, rounded up"
 			}
 			if all.Disk != nil {
 				for _, row := range all.Disk.Rows {
 					if row.Tier == "origin fetch" && row.LatencyMs == 20 {
 						cp.MissMs = math.Ceil(float64(row.Mean) / float64(time.Millisecond))
+						miss = "measured: section 3's origin fetch mean at 20 ms injected S3 latency, rounded up"
 					}
 				}
 			}
+			cp.DurationsFrom = "hit " + hit + "; fetch " + miss
 			r, err := e2e.RunCost(cp, e2e.DefaultPrices)
 			all.Cost = &r
 			return err
@@ -216,6 +238,16 @@ func run() error {
 		err = serr
 	}
 	section, rerr := e2e.Render(all, *plots, "bench")
+	if *only != "" || *render {
+		// Subsections whose results are not saved here keep their text.
+		if b, err := os.ReadFile(*out); err == nil {
+			begin, end := docsection.Markers("e2e")
+			doc := string(b)
+			if i, j := strings.Index(doc, begin), strings.Index(doc, end); i >= 0 && j > i {
+				section, _ = e2e.Merge(strings.TrimPrefix(doc[i+len(begin):j], "\n"), section)
+			}
+		}
+	}
 	if werr := docsection.Write(*out, "e2e", section); werr != nil {
 		return werr
 	}

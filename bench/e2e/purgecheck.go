@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/tilesieve/tilesieve/bench/e2e/stats"
+	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
+	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+)
+
+// CheckCost is what one instance asks S3 for one journal check: with nothing
+// new, and when it wakes behind a backlog whose last entry purges the tile
+// it is asked for.
+type CheckCost struct {
+	SyncInterval time.Duration `json:"sync_interval"`
+	Rows         []CheckRow    `json:"rows"`
+}
+
+// CheckRow is one backlog size (0: nothing new since the last check).
+type CheckRow struct {
+	Backlog int           `json:"backlog"`
+	Reps    []S3Counts    `json:"reps"`    // the instance's S3 requests during the waking request, per repetition
+	Fresh   int           `json:"fresh"`   // waking requests answered with the newest bytes
+	Latency stats.Summary `json:"latency"` // of the waking request
+}
+
+// Range is the least and greatest of f over the repetitions.
+func (r CheckRow) Range(f func(S3Counts) int) (lo, hi int) {
+	for i, c := range r.Reps {
+		v := f(c)
+		if i == 0 || v < lo {
+			lo = v
+		}
+		if i == 0 || v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
+
+// MeanHeadBytes is the mean body size of the head reads.
+func (r CheckRow) MeanHeadBytes() int64 {
+	var b int64
+	n := 0
+	for _, c := range r.Reps {
+		b += c.JournalBytes
+		n += c.JournalGETs()
+	}
+	if n == 0 {
+		return 0
+	}
+	return b / int64(n)
+}
+
+// RunCheckCost counts, at the HTTP level (the instance's own S3 front), the
+// S3 requests one app instance makes during the request that finds a journal
+// check due: reps times with nothing new, then reps times per backlog size,
+// where the instance sat idle while the worker recorded backlog-1 purges of
+// other tiles and then the purge of a new version of the tile requested.
+func RunCheckCost(ctx context.Context, interval time.Duration, backlogs []int, reps int) (CheckCost, error) {
+	l, err := NewLocalS3()
+	if err != nil {
+		return CheckCost{}, err
+	}
+	defer l.Close()
+	pool := tileset.NewPool(1, 128, 8_000, 8_000, 9)
+	put := func(v int) (string, error) {
+		return s3local.Put(ctx, l.Client, Bucket, purgeKey, tileset.WithComment(pool[0], fmt.Sprintf("version %d", v)), "image/jpeg", "")
+	}
+	if _, err := put(0); err != nil {
+		return CheckCost{}, err
+	}
+	tmp, err := TempDir("checks")
+	if err != nil {
+		return CheckCost{}, err
+	}
+	defer os.RemoveAll(tmp)
+	env := map[string]string{
+		"TILES_BUCKET": Bucket, "MEM_CACHE_BYTES": "64MiB", "DISK_CACHE_DIR": tmp, "DISK_CACHE_BYTES": "64MiB",
+		"SYNC_INTERVAL": interval.String(),
+	}
+	cfg, err := config.LoadTiles(func(k string) string { return env[k] })
+	if err != nil {
+		return CheckCost{}, err
+	}
+	front := NewS3Counter(l.S3.Handler())
+	defer front.Close()
+	log := slog.New(slog.DiscardHandler)
+	a, err := app.NewWithOrigin(ctx, cfg, origin.NewWithS3(newS3Client(front.URL(), l.S3), origin.Config{Bucket: Bucket}), log)
+	if err != nil {
+		return CheckCost{}, err
+	}
+	url, stop, err := Serve(a.Handler)
+	if err != nil {
+		return CheckCost{}, err
+	}
+	defer stop()
+	w := purge.NewWorker(purge.WorkerConfig{Bucket: Bucket}, purge.NewJournal(l.Client, Bucket, "_tilesieve/journal/", purge.JournalOptions{}), nil, log)
+	c := HTTPClient()
+	var last time.Time // when the last request was sent
+	get := func() (string, time.Duration, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/"+purgeKey, nil)
+		last = time.Now()
+		resp, err := c.Do(req)
+		if err != nil {
+			return "", 0, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", 0, fmt.Errorf("checks: GET %s: %s", purgeKey, resp.Status)
+		}
+		return resp.Header.Get("ETag"), time.Since(last), nil
+	}
+	// Warm: the tile in both tiers, the follower's ETag of the head known.
+	if _, err := w.Handle(ctx, s3Event(Bucket, "warm/0.jpg", 1)); err != nil {
+		return CheckCost{}, err
+	}
+	for range 2 {
+		if _, _, err := get(); err != nil {
+			return CheckCost{}, err
+		}
+		time.Sleep(interval + 20*time.Millisecond)
+	}
+	res := CheckCost{SyncInterval: interval}
+	version := 0
+	for _, k := range append([]int{0}, backlogs...) {
+		row := CheckRow{Backlog: k}
+		var lat []time.Duration
+		for rep := range reps {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			want := ""
+			if k > 0 {
+				for i := 1; i < k; i++ {
+					if _, err := w.Handle(ctx, s3Event(Bucket, fmt.Sprintf("backlog/%d/%d/%d.jpg", k, rep, i), i)); err != nil {
+						return res, err
+					}
+				}
+				version++
+				if want, err = put(version); err != nil {
+					return res, err
+				}
+				if _, err := w.Handle(ctx, s3Event(Bucket, purgeKey, version)); err != nil {
+					return res, err
+				}
+			}
+			// Idle past SYNC_INTERVAL: the next request finds a check due.
+			time.Sleep(time.Until(last.Add(interval + 20*time.Millisecond)))
+			before := front.Counts()
+			got, took, err := get()
+			if err != nil {
+				return res, err
+			}
+			row.Reps = append(row.Reps, front.Counts().Sub(before))
+			lat = append(lat, took)
+			if k == 0 || got == want {
+				row.Fresh++
+			}
+		}
+		row.Latency = stats.Summarize(lat)
+		res.Rows = append(res.Rows, row)
+	}
+	return res, nil
+}
