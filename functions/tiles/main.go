@@ -60,7 +60,7 @@ func run() error {
 		}
 		return nil
 	}
-	return serve(ctx, cfg.ListenAddr, h, log)
+	return serve(ctx, cfg.ListenAddr, h, cfg.WriteTimeout(), log)
 }
 
 // setMemoryLimit keeps the Go heap inside the function's memory: the garbage
@@ -122,7 +122,7 @@ func withRecover(h http.Handler, log *slog.Logger) http.Handler {
 }
 
 // serve runs the handler as a plain HTTP server until ctx ends, then drains.
-func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+func serve(ctx context.Context, addr string, h http.Handler, writeTimeout time.Duration, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -130,6 +130,7 @@ func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       120 * time.Second,
 	}
 	log.Info("listening", "addr", "http://"+ln.Addr().String())

@@ -6,16 +6,19 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -474,4 +477,61 @@ func FuzzRequestFromEvent(f *testing.F) {
 			t.Fatalf("answer %.300q: %v", out, err)
 		}
 	})
+}
+
+// TestLocalServerDropsSlowReaders: the local server's write timeout is
+// sized from MAX_TILE_BYTES at a minimum rate, and a client that reads
+// slower is dropped rather than held indefinitely.
+func TestLocalServerDropsSlowReaders(t *testing.T) {
+	t.Parallel()
+	if got := (config.Tiles{MaxTileBytes: 16 << 20}).WriteTimeout(); got != 256*time.Second {
+		t.Errorf("WriteTimeout with 16 MiB tiles = %v, want 256s", got)
+	}
+	if got := (config.Tiles{MaxTileBytes: 1 << 10}).WriteTimeout(); got != 30*time.Second {
+		t.Errorf("WriteTimeout with 1 KiB tiles = %v, want the 30s floor", got)
+	}
+	big := bytes.Repeat([]byte("x"), 8<<20)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(big) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	errc := make(chan error, 1)
+	go func() { errc <- serve(ctx, addr, h, 200*time.Millisecond, slog.New(slog.DiscardHandler)) }()
+	var conn net.Conn
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if conn, err = net.Dial("tcp", addr); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /t.png HTTP/1.1\r\nHost: x\r\n\r\n")
+	// Read a little at a time, far slower than the body arrives, until the
+	// server gives up on the connection.
+	buf := make([]byte, 1024)
+	total := 0
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	for {
+		n, err := conn.Read(buf)
+		total += n
+		if err != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if total >= len(big) {
+		t.Fatalf("a slow reader got the whole %d bytes; the write timeout did not drop it", total)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
 }

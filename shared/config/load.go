@@ -302,3 +302,14 @@ func (r *reader) metrics(perInstance bool) Metrics {
 	}
 	return m
 }
+
+// minClientRate is the slowest a client may read the largest tile from a
+// local server before it is dropped.
+const minClientRate = 64 << 10 // bytes per second
+
+// WriteTimeout bounds writing one answer off Lambda: the largest tile
+// (MAX_TILE_BYTES) at 64 KiB/s, never less than 30 s. Without it, clients
+// reading at a byte a second hold their connections indefinitely.
+func (t Tiles) WriteTimeout() time.Duration {
+	return max(30*time.Second, time.Duration(t.MaxTileBytes/minClientRate)*time.Second)
+}

@@ -106,7 +106,7 @@ type Config struct {
 	// counts as stalled once BodyGrace has passed; default 64 KiB/s, negative
 	// turns the check off.
 	MinBodyRate int64
-	BodyGrace   time.Duration    // default 2s
+	BodyGrace   time.Duration // default 2s
 	// MaxObjectBytes (MAX_TILE_BYTES) bounds what Get and GetObject read:
 	// one archive or video under the prefix must not take an instance's
 	// memory. Default DefaultMaxObjectBytes; negative turns it off.

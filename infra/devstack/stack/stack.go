@@ -308,8 +308,11 @@ func (st *Stack) serve(ln net.Listener, h http.Handler, name string) {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(st.log.Handler(), slog.LevelWarn),
+		// The largest tile at 64 KiB/s, as the tile function's own server:
+		// a client reading a byte a second does not hold its connection.
+		WriteTimeout: st.Tiles.WriteTimeout(),
+		IdleTimeout:  120 * time.Second,
+		ErrorLog:     slog.NewLogLogger(st.log.Handler(), slog.LevelWarn),
 	}
 	done := make(chan struct{})
 	go func() {
