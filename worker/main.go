@@ -17,7 +17,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -41,7 +40,7 @@ func main() {
 		os.Exit(1)
 	}
 	// Log lines and metric lines share stdout, a line at a time.
-	out := &lineWriter{w: os.Stdout}
+	out := &obs.LineWriter{W: os.Stdout}
 	env := obs.NewEnvironment()
 	log := slog.New(env.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
 	w, err := build(context.Background(), cfg, log, out)
@@ -114,17 +113,4 @@ func build(ctx context.Context, cfg config.Worker, log *slog.Logger, metricsOut 
 		"journal_prefix", cfg.JournalPrefix, "cdn", cfg.DistributionID != "", "settle", wcfg.SettleDelay,
 		"metrics", cfg.Metrics.Enabled)
 	return purge.NewWorker(wcfg, journal, inv, log), nil
-}
-
-// lineWriter serialises writes, each a whole line, from the logger and the
-// metrics to one stream.
-type lineWriter struct {
-	mu sync.Mutex // guards w
-	w  io.Writer
-}
-
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -99,7 +99,7 @@ func TestInvocationLogsAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	out := &lineWriter{w: &buf}
+	out := &obs.LineWriter{W: &buf}
 	env := obs.NewEnvironment()
 	log := slog.New(env.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
 	w, err := build(context.Background(), cfg, log, out,

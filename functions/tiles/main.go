@@ -34,33 +34,80 @@ func main() {
 }
 
 func run() error {
+	began := time.Now()
 	cfg, err := config.LoadTiles(config.OS)
 	if err != nil {
 		return err
 	}
-	log := obs.NewLogger(os.Stdout, cfg.LogLevel)
+	// Logs and metric lines share stdout, one whole line per write; every
+	// line of an invocation carries its request and trace ids.
+	out := &obs.LineWriter{W: os.Stdout}
+	env := obs.NewEnvironment()
+	log := slog.New(env.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
 	setMemoryLimit(cfg, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := app.New(ctx, cfg, log)
+	configured := time.Since(began)
+	a, err := app.New(ctx, cfg, log, app.WithMetrics(out))
 	if err != nil {
 		return err
 	}
+	a.Init.Config = configured
 	log.Info("tile function ready", "memory_bytes", cfg.MemBytes, "disk", a.Disk != nil,
-		"staged_objects", a.Staged.Staged, "staged_bytes", a.Staged.Bytes, "invoke_mode", cfg.InvokeMode, "on_lambda", cfg.OnLambda)
+		"staged_objects", a.Staged.Staged, "staged_bytes", a.Staged.Bytes, "invoke_mode", cfg.InvokeMode, "on_lambda", cfg.OnLambda,
+		"metrics", a.Metrics != nil)
+	flush := func() {
+		if err := a.Metrics.Flush(time.Now()); err != nil {
+			log.Warn("metrics not flushed", "err", err)
+		}
+	}
 
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	if cfg.OnLambda {
+		// Lambda sends SIGTERM at shutdown only to functions with an
+		// extension; without one, the last interval's metrics are lost,
+		// which the flush on the request path bounds to one interval.
+		sigterm := lambda.WithEnableSIGTERM(flush)
+		inv := invocation{env: env, log: log, init: a.Init}
 		if cfg.InvokeMode == "RESPONSE_STREAM" {
-			lambdaurl.Start(h)
+			lambda.StartWithOptions(lambdaurl.Wrap(inv.http(h)), sigterm)
 		} else {
 			b := &buffered{srv: a.Server, next: h, log: log}
-			lambda.Start(withDeadline(b.Handle))
+			lambda.StartWithOptions(inv.buffered(withDeadline(b.Handle)), sigterm)
 		}
 		return nil
 	}
+	defer flush()
 	return serve(ctx, cfg.ListenAddr, h, cfg.WriteTimeout(), log)
+}
+
+// invocation marks the start of each Lambda invocation for the logs: the
+// request and trace ids its lines carry, and the cold-start line with the
+// init phase's parts on the environment's first.
+type invocation struct {
+	env  *obs.Environment
+	log  *slog.Logger
+	init obs.InitDurations
+}
+
+func (i invocation) begin(ctx context.Context) {
+	i.env.Begin(ctx)
+	i.env.LogColdStart(ctx, i.log, i.init)
+}
+
+func (i invocation) http(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i.begin(r.Context())
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (i invocation) buffered(h func(context.Context, *urlEvent) (io.Reader, error)) func(context.Context, *urlEvent) (io.Reader, error) {
+	return func(ctx context.Context, ev *urlEvent) (io.Reader, error) {
+		i.begin(ctx)
+		return h(ctx, ev)
+	}
 }
 
 // setMemoryLimit keeps the Go heap inside the function's memory: the garbage

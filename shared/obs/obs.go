@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 )
 
 // NewLogger returns a JSON logger writing to w at level ("debug", "info",
@@ -74,4 +75,17 @@ func ParseLevel(level string) slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
+}
+
+// LineWriter serialises writes to w, each a whole line from a logger or the
+// metrics, so the lines of concurrent invocations never interleave.
+type LineWriter struct {
+	mu sync.Mutex // guards W
+	W  io.Writer
+}
+
+func (l *LineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.W.Write(p)
 }

@@ -151,6 +151,14 @@ func (f *Follower) Start(ctx context.Context) error {
 // last good check is too old. It returns within Timeout.
 func (f *Follower) MaybeSync(ctx context.Context) {
 	if !f.Due() {
+		if !f.vouching(f.cfg.Now()) {
+			// A check is under way (it moved the due time when it began)
+			// and nothing is vouched for until it ends: wait for it, at
+			// most Timeout, rather than send cached copies to S3.
+			f.mu.Lock()
+			//lint:ignore SA2001 waiting for the check that holds the lock is the point
+			f.mu.Unlock()
+		}
 		return
 	}
 	if !f.mu.TryLock() {

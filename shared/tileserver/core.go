@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -152,6 +153,13 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	s.stats.requests.Add(1)
 	sy := s.sy
 	due := sy != nil && sy.Due()
+	if sy != nil && !sy.Trusted(time.Time{}, s.now()) {
+		// The last good check is too old to vouch for any cached copy: a
+		// lookup beside the check would only send them all to S3 for
+		// revalidation. Check first, or wait for the check under way.
+		sy.MaybeSync(ctx)
+		due = false
+	}
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodOptions:
@@ -176,13 +184,6 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		return
 	}
 	var synced chan struct{}
-	if due && !sy.Trusted(time.Time{}, s.now()) {
-		// The last good check is too old to vouch for any cached copy: a
-		// lookup beside the check would only send them all to S3 for
-		// revalidation. Check first.
-		sy.MaybeSync(ctx)
-		due = false
-	}
 	if due {
 		// The check (one S3 round trip) runs beside the lookup, and the
 		// answer waits for both; never return before the check ends, or
@@ -219,6 +220,32 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		s.answerPlain(req, resp, status, msg)
 	}
 	s.logRequest(ctx, req, key, resp.Status, src, start)
+	s.record(key, src, resp, start)
+}
+
+// record counts an answer in the metrics, by tileset (the key's first
+// segment) and answering tier.
+func (s *Server) record(key string, src source, resp *Response, start time.Time) {
+	if s.metrics == nil {
+		return
+	}
+	tier := obs.TierMiss
+	switch {
+	case resp.Status >= 500:
+		tier = obs.TierError
+	case src == srcMemory:
+		tier = obs.TierMemory
+	case src == srcDisk:
+		tier = obs.TierDisk
+	case src == srcRevalidated:
+		tier = obs.TierRevalidated
+	case src == srcStale:
+		tier = obs.TierStale
+	}
+	tileset, _, _ := strings.Cut(key, "/")
+	now := time.Now()
+	s.metrics.Request(tileset, tier, int64(len(resp.Body)), now.Sub(start))
+	s.metrics.MaybeFlush(now)
 }
 
 // ServeHTTP routes the health check and the admin API, and serves tiles

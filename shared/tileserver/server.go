@@ -23,6 +23,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -75,6 +76,13 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Metrics records what the server answers; *obs.TileMetrics is one.
+type Metrics interface {
+	Request(tileset string, tier obs.Tier, bytes int64, elapsed time.Duration)
+	OriginFetch(elapsed time.Duration, err error)
+	MaybeFlush(now time.Time) error
+}
+
 // Deps are the parts the handler composes. Memory and Origin are required;
 // the rest may be nil (no disk tier, no journal, no CDN).
 type Deps struct {
@@ -83,6 +91,7 @@ type Deps struct {
 	Origin  Origin
 	Journal Journal
 	CDN     *cdn.Invalidator
+	Metrics Metrics // nil records nothing
 	Logger  *slog.Logger
 }
 
@@ -101,6 +110,7 @@ type Server struct {
 	empty        map[string]emptyTile
 	adminToken   [32]byte // sha256 of the token; compared in constant time
 	sy           Syncer   // the journal follower, set by WithSync before serving; nil: every copy is trusted
+	metrics      Metrics  // nil: none
 	cors         corsPolicy
 
 	// Field values shared by every answer.
@@ -166,7 +176,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin,
-		journal: d.Journal, cdn: d.CDN, log: log, now: now,
+		journal: d.Journal, cdn: d.CDN, log: log, now: now, metrics: d.Metrics,
 		staleIfError: directiveSeconds(cfg.CacheControl, "stale-if-error"),
 		// A 404 is remembered as long as the CDN may cache it, and never past
 		// the revalidation age; the journal purges it on upload either way.

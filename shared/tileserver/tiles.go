@@ -187,7 +187,18 @@ func (s *Server) fetchOnce(fctx, first context.Context, key string, cached *tile
 	// A copy is as current as the moment its request left: S3 may answer
 	// with the version it held then.
 	sent := s.now()
+	began := time.Now()
 	t, err := s.origin.Get(fctx, key, etag)
+	if s.metrics != nil {
+		merr := err
+		if errors.Is(err, origin.ErrNotFound) || errors.Is(err, origin.ErrNotModified) {
+			merr = nil // an answer, not a failure
+		}
+		s.metrics.OriginFetch(time.Since(began), merr)
+	}
+	if err == nil || errors.Is(err, origin.ErrNotModified) || errors.Is(err, origin.ErrNotFound) {
+		s.downUntil.Store(0) // S3 answers again
+	}
 	switch {
 	case err == nil:
 		t.ContentType = contentTypeFor(key, t.ContentType)

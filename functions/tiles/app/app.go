@@ -6,11 +6,16 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
@@ -19,6 +24,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/stage"
@@ -35,17 +41,32 @@ type App struct {
 	Journal  *purge.Journal
 	Follower *purge.Follower
 	Staged   stage.Report
+	Metrics  *obs.TileMetrics // nil when metrics are off
+	// Init is how long the parts of the init phase took (Config is the
+	// caller's to fill in).
+	Init obs.InitDurations
 }
+
+// Option adds to what New composes.
+type Option func(*options)
+
+type options struct {
+	metricsOut io.Writer
+}
+
+// WithMetrics writes the CloudWatch EMF metric lines (when METRICS is on)
+// to w, the function's log stream on Lambda.
+func WithMetrics(w io.Writer) Option { return func(o *options) { o.metricsOut = w } }
 
 // New builds the tile function. Problems with optional parts (the disk tier,
 // staging, the journal's head) are logged and the function runs without
 // them; only what it cannot serve without is an error.
-func New(ctx context.Context, cfg config.Tiles, log *slog.Logger) (*App, error) {
+func New(ctx context.Context, cfg config.Tiles, log *slog.Logger, opts ...Option) (*App, error) {
 	o, err := origin.New(ctx, OriginConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
-	return NewWithOrigin(ctx, cfg, o, log)
+	return NewWithOrigin(ctx, cfg, o, log, opts...)
 }
 
 // OriginConfig is the S3 origin the configuration describes.
@@ -63,15 +84,32 @@ func OriginConfig(cfg config.Tiles) origin.Config {
 }
 
 // NewWithOrigin is New with a ready origin client (tests, the local stack).
-func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log *slog.Logger) (*App, error) {
+func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log *slog.Logger, opts ...Option) (*App, error) {
+	var op options
+	for _, f := range opts {
+		f(&op)
+	}
 	mem, err := cache.New(cache.Config{MaxBytes: cfg.MemBytes})
 	if err != nil {
 		return nil, fmt.Errorf("app: memory tier: %w", err)
 	}
 	a := &App{Origin: o, Memory: mem}
+	if cfg.Metrics.Enabled && op.metricsOut != nil {
+		a.Metrics, err = obs.NewTileMetrics(obs.MetricsConfig{
+			Namespace:    cfg.Metrics.Namespace,
+			FunctionName: cmp.Or(lambdacontext.FunctionName, "tilesieve-tiles"),
+			Interval:     cfg.Metrics.Interval,
+			MaxTileSets:  cfg.Metrics.MaxTileSets,
+		}, op.metricsOut, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("app: metrics: %w", err)
+		}
+	}
 
 	if cfg.DiskAuto || cfg.DiskBytes > 0 {
+		began := time.Now()
 		d, err := disk.Open(disk.Config{Dir: cfg.DiskDir, MaxBytes: cfg.DiskBytes, Fsync: cfg.DiskFsync}, log)
+		a.Init.DiskIndex = time.Since(began)
 		if err != nil {
 			log.Warn("disk tier off: it could not open; serving from memory and S3", "dir", cfg.DiskDir, "err", err)
 		} else {
@@ -104,6 +142,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		Origin:  o,
 		Journal: a.Journal,
 		CDN:     inv,
+		Metrics: a.tileMetrics(),
 		Logger:  log,
 	})
 	if err != nil {
@@ -118,19 +157,31 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	if a.Disk != nil {
 		fcfg.Position = purge.PositionFile{Path: filepath.Join(a.Disk.Dir(), purge.PositionFileName), Fsync: cfg.DiskFsync}
 	}
+	if a.Metrics != nil {
+		fcfg.Observer = a.Metrics
+		a.Metrics.WatchTiers(func() obs.TierSize {
+			st := mem.Stats()
+			return obs.TierSize{Bytes: st.Bytes, Entries: st.Entries}
+		}, a.diskSize())
+	}
 	a.Follower = purge.NewFollower(a.Journal, srv, fcfg, log)
-	if err := a.Follower.Start(ctx); err != nil {
+	began := time.Now()
+	err = a.Follower.Start(ctx)
+	a.Init.JournalHead = time.Since(began)
+	if err != nil {
 		// Until a check succeeds, cached copies are trusted only for
 		// SYNC_INTERVAL + SYNC_TIMEOUT after they were fetched; older ones
 		// are revalidated with S3.
 		log.Warn("purge journal not read at start; cached copies are revalidated until it is", "err", err)
 	}
 	if a.Disk != nil && (len(cfg.StagePrefixes) > 0 || cfg.StageManifest != "") {
+		began := time.Now()
 		a.Staged = stage.Run(ctx, stage.Config{
 			Prefixes: cfg.StagePrefixes,
 			Manifest: cfg.StageManifest,
 			Budget:   cfg.StageBudget,
 		}, o, a.Disk, log)
+		a.Init.Staging = time.Since(began)
 		// Purges recorded while staging copied tiles apply to them before
 		// the first answer.
 		if err := a.Follower.Sync(ctx); err != nil {
@@ -139,6 +190,25 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	}
 	a.Handler = srv.WithSync(a.Follower)
 	return a, nil
+}
+
+// tileMetrics is a.Metrics as the server's Metrics (nil when off: a nil
+// *TileMetrics in the interface would not be nil).
+func (a *App) tileMetrics() tileserver.Metrics {
+	if a.Metrics == nil {
+		return nil
+	}
+	return a.Metrics
+}
+
+func (a *App) diskSize() func() obs.TierSize {
+	if a.Disk == nil {
+		return nil
+	}
+	return func() obs.TierSize {
+		st := a.Disk.Stats()
+		return obs.TierSize{Bytes: st.Bytes, Entries: st.Entries}
+	}
 }
 
 // newInvalidator builds the CloudFront client for admin purges.
