@@ -35,7 +35,7 @@ func newClock() *clock { return fakeclock.New(time.Date(2026, 11, 1, 12, 0, 0, 0
 
 // env is one tile server over an in-process S3 endpoint.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	s3      *s3local.Server
 	s3URL   string
 	client  *origin.Client
@@ -47,6 +47,7 @@ type env struct {
 	s3Gets  atomic.Int64
 	wrapS3  func(http.Handler) http.Handler
 	journal *purge.Journal
+	metrics tileserver.Metrics
 }
 
 type option func(*env, *tileserver.Config, *origin.Config)
@@ -60,7 +61,7 @@ func withS3Wrapper(w func(http.Handler) http.Handler) option {
 	return func(e *env, _ *tileserver.Config, _ *origin.Config) { e.wrapS3 = w }
 }
 
-func newEnv(t *testing.T, opts ...option) *env {
+func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
 	e := &env{t: t, clock: newClock()}
 	s3srv, err := s3local.New(s3local.Config{Buckets: []string{bucket}})
@@ -103,7 +104,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 		t.Fatal(err)
 	}
 	e.journal = purge.NewJournal(api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: e.clock.Now})
-	e.srv, err = tileserver.New(cfg, tileserver.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Journal: e.journal})
+	e.srv, err = tileserver.New(cfg, tileserver.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Journal: e.journal, Metrics: e.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
