@@ -128,6 +128,22 @@ func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
 			encoding = v
 		}
 	}
+	if resp.Stream != nil {
+		// A tile too big for the memory tier, read from disk: at most what
+		// fits a buffered payload.
+		body, err := io.ReadAll(io.LimitReader(resp.Stream, maxBufferedPayload/4*3+1))
+		resp.Stream.Close()
+		resp.Stream = nil
+		if err != nil {
+			b.log.Warn("tile stream failed", "path", ev.RawPath, "err", err)
+			return textPayload(http.StatusBadGateway, "tile read failed")
+		}
+		if len(body) > maxBufferedPayload/4*3 {
+			return textPayload(http.StatusBadGateway,
+				"tile exceeds the 6 MB limit of buffered function URLs; use INVOKE_MODE=RESPONSE_STREAM")
+		}
+		resp.Body = body
+	}
 	if isText(contentType, encoding) && utf8.Valid(resp.Body) {
 		out.Body = string(resp.Body)
 	} else if len(resp.Body) > 0 {

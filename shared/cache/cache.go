@@ -279,6 +279,11 @@ func New(cfg Config) (*Cache, error) {
 
 // weight is what an entry costs against MaxBytes: the heap it holds. The
 // tile's part is tile.Cost, the one place that counts a Tile's fields.
+// MaxEntry is the heaviest entry the cache admits: a tile whose body alone
+// is larger is never kept, and a server streams it instead of reading it
+// whole per request.
+func (c *Cache) MaxEntry() int64 { return c.maxEntry }
+
 func weight(key string, t *tile.Tile) int64 {
 	return tile.AllocBytes(len(key)) + t.Cost() + EntryOverhead
 }

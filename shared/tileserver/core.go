@@ -3,11 +3,13 @@ package tileserver
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tile"
@@ -84,6 +86,11 @@ const maxFields = 20
 type Response struct {
 	Status int
 	Body   []byte // nil for HEAD, 304 and other empty answers; Content-Length is among the fields
+	// Stream, when not nil, is the body instead of Body: a tile too big for
+	// the memory tier, read from its disk file as it is sent (or decoded as
+	// it is read). The adapter reads it to the end and closes it; a read
+	// error means the answer is broken (a corrupt file): stop sending.
+	Stream io.ReadCloser
 	// Admin reports a path under /_tilesieve/ other than the health check:
 	// the core did not answer it; the adapter serves it with ServeHTTP.
 	Admin bool
@@ -195,8 +202,11 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		}()
 		defer func() { <-synced }()
 	}
-	t, src, err := s.lookupBeside(ctx, key, synced)
+	var stream *disk.Body
+	t, src, err := s.lookupBeside(ctx, key, synced, &stream)
 	switch {
+	case err == nil && stream != nil:
+		s.answerStream(req, resp, key, t, stream, start)
 	case err == nil:
 		s.answerTile(req, resp, key, t, src, start)
 	case errors.Is(err, origin.ErrNotFound):
@@ -274,6 +284,16 @@ func WriteHTTP(w http.ResponseWriter, resp *Response) {
 		h[f.Name] = f.Values
 	}
 	w.WriteHeader(resp.Status)
+	if resp.Stream != nil {
+		defer resp.Stream.Close()
+		if _, err := io.Copy(w, resp.Stream); err != nil {
+			// Fewer bytes than the Content-Length went out: net/http closes
+			// the connection, and the client sees a broken answer, never a
+			// complete wrong one.
+			return
+		}
+		return
+	}
 	if len(resp.Body) > 0 {
 		w.Write(resp.Body)
 	}

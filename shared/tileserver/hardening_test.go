@@ -2,10 +2,13 @@ package tileserver_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,5 +216,72 @@ func TestCORSReflectsListedOrigins(t *testing.T) {
 	}
 	if _, err := tileserver.New(tileserver.Config{CORSAllowOrigins: "not an origin"}, tileserver.Deps{Memory: e.mem, Origin: e.client}); err == nil {
 		t.Error("a malformed CORS origin was accepted")
+	}
+}
+
+// discard is a ResponseWriter that keeps nothing of the body.
+type discard struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (d *discard) Header() http.Header {
+	if d.h == nil {
+		d.h = http.Header{}
+	}
+	return d.h
+}
+func (d *discard) WriteHeader(s int)           { d.status = s }
+func (d *discard) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
+
+// TestTileTooBigForMemoryIsStreamed: a tile the memory tier does not admit
+// is streamed from its disk file, not read whole per request (50 concurrent
+// readers of a 2 MiB tile allocate a small fraction of 50 × 2 MiB), with
+// ranges, and decoded as it streams for a client without gzip.
+func TestTileTooBigForMemoryIsStreamed(t *testing.T) {
+	big := make([]byte, 2<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	e := newEnv(t, withMemBytes(4<<20)) // admits entries up to 512 KiB
+	e.put("big/1/0/0.png", big, "image/png", "")
+	expect(t, e.do("GET", "/big/1/0/0.png"), http.StatusOK, "MISS") // fills the disk tier
+	if _, ok := e.mem.Get("big/1/0/0.png"); ok {
+		t.Fatal("the memory tier admitted a tile over its entry limit")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			w := &discard{}
+			e.srv.ServeHTTP(w, httptest.NewRequest("GET", "/big/1/0/0.png", nil))
+			if w.status != 200 || w.n != len(big) || w.h.Get("X-Cache") != "HIT-DISK" {
+				t.Errorf("streamed read: %d, %d bytes, %s", w.status, w.n, w.h.Get("X-Cache"))
+			}
+		})
+	}
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(50*len(big)/4) {
+		t.Errorf("50 reads of a %d-byte tile allocated %d bytes: it is read whole, not streamed", len(big), alloc)
+	}
+	r := e.do("GET", "/big/1/0/0.png", "Range", "bytes=100-199")
+	expect(t, r, http.StatusPartialContent, "HIT-DISK")
+	if b := body(t, r); b != string(big[100:200]) {
+		t.Errorf("streamed range: %d bytes", len(b))
+	}
+	// Stored gzip, decoded as it streams for a client without gzip.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(big)
+	zw.Close()
+	e.put("big/1/0/1.pbf", gz.Bytes(), "application/vnd.mapbox-vector-tile", "gzip")
+	expect(t, e.do("GET", "/big/1/0/1.pbf", "Accept-Encoding", "gzip"), http.StatusOK, "MISS")
+	r = e.do("GET", "/big/1/0/1.pbf")
+	if b := body(t, r); r.StatusCode != 200 || b != string(big) || r.Header.Get("Content-Encoding") != "" || r.Header.Get("X-Cache") != "HIT-DISK" {
+		t.Errorf("decoded stream: %d, %d bytes, encoding %q, %s", r.StatusCode, len(b), r.Header.Get("Content-Encoding"), r.Header.Get("X-Cache"))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -503,3 +504,115 @@ func appendServerTiming(b []byte, src source, d time.Duration) []byte {
 	b = append(b, ";dur="...)
 	return strconv.AppendFloat(b, float64(d.Microseconds())/1000, 'f', 3, 64)
 }
+
+// answerStream answers with a tile too big for the memory tier, its body
+// read from its disk file as it is sent (body), never whole: the same
+// representations, conditionals and ranges as answerTile. A client without
+// gzip gets the body decoded as it streams, without a Content-Length.
+func (s *Server) answerStream(req *Request, resp *Response, key string, t *tile.Tile, body *disk.Body, start time.Time) {
+	var stream io.ReadCloser = body
+	closeIt := true
+	defer func() {
+		if closeIt {
+			stream.Close()
+		}
+	}()
+	size := body.Size()
+	p := s.newPrepared(t, false)
+	p.contentLength = []string{strconv.FormatInt(size, 10)}
+	etag, encoding := p.etag, p.contentEncoding
+	decoded := false
+	if t.ContentEncoding != "" && !accepts(req.Header[HdrAcceptEncoding], t.ContentEncoding) {
+		if !strings.EqualFold(t.ContentEncoding, "gzip") {
+			resp.set("Vary", p.vary)
+			s.answerPlain(req, resp, http.StatusNotAcceptable, "tile stored as "+t.ContentEncoding+"; the client does not accept it")
+			return
+		}
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			s.log.Warn("stored gzip tile does not decode", "key", key, "etag", t.ETag, "err", err)
+			s.answerPlain(req, resp, http.StatusBadGateway, "stored tile is not valid gzip")
+			return
+		}
+		stream = &decodedBody{r: io.LimitReader(zr, maxDecoded+1), c: body}
+		encoding, decoded = nil, true
+		if t.ETag != "" {
+			etag = []string{identityETag(t.ETag)}
+		}
+	}
+	resp.setString("Server-Timing", s.timing(resp, srcDisk, start))
+	resp.set("X-Cache", xCacheValues[srcDisk])
+	s.corsFields(req, resp)
+	if p.vary != nil {
+		resp.set("Vary", p.vary)
+	}
+	if etag != nil {
+		resp.set("Etag", etag)
+	}
+	if p.lastModified != nil {
+		resp.set("Last-Modified", p.lastModified)
+	}
+	resp.set("Cache-Control", p.cacheControl)
+	switch status := preconditions(req, firstOr(etag), t.LastModified); status {
+	case http.StatusPreconditionFailed:
+		s.answerPlain(req, resp, status, "precondition failed")
+		return
+	case http.StatusNotModified:
+		resp.Status = status
+		return
+	}
+	resp.set("Content-Type", p.contentType)
+	if encoding != nil {
+		resp.set("Content-Encoding", encoding)
+	}
+	if !decoded {
+		resp.set("Accept-Ranges", acceptRangesBytes)
+	}
+	if !decoded && req.Method == http.MethodGet && req.Header[HdrRange] != "" && ifRange(req.Header[HdrIfRange], firstOr(etag), t.LastModified) {
+		lo, hi, ok := parseRange(req.Header[HdrRange], size)
+		switch {
+		case ok:
+			if _, err := body.Seek(lo, io.SeekStart); err != nil {
+				s.answerPlain(req, resp, http.StatusInternalServerError, "disk read failed")
+				return
+			}
+			resp.setString("Content-Range", "bytes "+strconv.FormatInt(lo, 10)+"-"+strconv.FormatInt(hi-1, 10)+"/"+strconv.FormatInt(size, 10))
+			resp.setString("Content-Length", strconv.FormatInt(hi-lo, 10))
+			resp.Status = http.StatusPartialContent
+			stream = &decodedBody{r: io.LimitReader(body, hi-lo), c: body}
+			closeIt, resp.Stream = false, stream
+			return
+		case lo < 0:
+			resp.setString("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
+			s.answerPlain(req, resp, http.StatusRequestedRangeNotSatisfiable, "range not satisfiable")
+			return
+		}
+	}
+	if !decoded {
+		resp.set("Content-Length", p.contentLength)
+	}
+	resp.Status = http.StatusOK
+	if req.Method == http.MethodHead {
+		return
+	}
+	closeIt, resp.Stream = false, stream
+}
+
+// decodedBody reads r and closes c: a decoded or limited view of a file.
+// Reading past maxDecoded of a decoded body is an error (a gzip bomb).
+type decodedBody struct {
+	r io.Reader
+	c io.Closer
+	n int64
+}
+
+func (d *decodedBody) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.n += int64(n)
+	if d.n > maxDecoded {
+		return n, errTooLarge
+	}
+	return n, err
+}
+
+func (d *decodedBody) Close() error { return d.c.Close() }

@@ -48,6 +48,12 @@ type env struct {
 	wrapS3  func(http.Handler) http.Handler
 	journal *purge.Journal
 	metrics tileserver.Metrics
+	memMax  int64 // the memory tier's bound; default 64 MiB
+}
+
+// withMemBytes sets the memory tier's bound.
+func withMemBytes(n int64) option {
+	return func(e *env, _ *tileserver.Config, _ *origin.Config) { e.memMax = n }
 }
 
 type option func(*env, *tileserver.Config, *origin.Config)
@@ -95,7 +101,10 @@ func newEnv(t testing.TB, opts ...option) *env {
 	e.s3URL = hs.URL
 	api := s3srv.Client(hs.URL)
 	e.client = origin.NewWithS3(api, ocfg)
-	e.mem, err = cache.New(cache.Config{MaxBytes: 64 << 20})
+	if e.memMax == 0 {
+		e.memMax = 64 << 20
+	}
+	e.mem, err = cache.New(cache.Config{MaxBytes: e.memMax})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -42,24 +43,29 @@ func (s source) String() string {
 // if the check applied a purge meanwhile and the tile came from memory or
 // disk: what was found may be what the purge removed. A tile from S3 is as
 // fresh as the check could make it.
-func (s *Server) lookupBeside(ctx context.Context, key string, synced <-chan struct{}) (*tile.Tile, source, error) {
+func (s *Server) lookupBeside(ctx context.Context, key string, synced <-chan struct{}, stream **disk.Body) (*tile.Tile, source, error) {
 	if synced == nil {
-		return s.lookup(ctx, key)
+		return s.lookup(ctx, key, stream)
 	}
 	epoch := s.guard.begin()
-	t, src, err := s.lookup(ctx, key)
+	t, src, err := s.lookup(ctx, key, stream)
 	<-synced
 	if s.guard.begin() != epoch && (src == srcMemory || src == srcDisk || src == srcStale) {
 		s.stats.relooked.Add(1)
-		return s.lookup(ctx, key)
+		if *stream != nil {
+			(*stream).Close()
+			*stream = nil
+		}
+		return s.lookup(ctx, key, stream)
 	}
 	return t, src, err
 }
 
 // lookup finds key in memory, then on disk, then at the origin. A copy the
 // journal follower no longer vouches for is revalidated with S3, as an
-// expired one is.
-func (s *Server) lookup(ctx context.Context, key string) (*tile.Tile, source, error) {
+// expired one is. A tile on disk too big for the memory tier is not read
+// whole: its metadata is returned and *stream reads its body.
+func (s *Server) lookup(ctx context.Context, key string, stream **disk.Body) (*tile.Tile, source, error) {
 	if t, ok := s.mem.Get(key); ok {
 		now := s.now()
 		if t.Missing {
@@ -77,6 +83,19 @@ func (s *Server) lookup(ctx context.Context, key string) (*tile.Tile, source, er
 	}
 	if s.disk != nil {
 		epoch := s.guard.begin()
+		if it, ok := s.disk.Stat(key); ok && it.Size > s.mem.MaxEntry() {
+			if t, body, ok := s.disk.Open(key); ok {
+				if s.fresh(t, s.now()) {
+					*stream = body
+					s.stats.diskHits.Add(1)
+					return t, srcDisk, nil
+				}
+				// Not held in memory, so not revalidated in place: fetched
+				// again whole, and the disk copy replaced.
+				body.Close()
+				return s.fetch(ctx, key, nil)
+			}
+		}
 		if t, ok := s.disk.Get(key); ok {
 			if !s.fresh(t, s.now()) {
 				return s.fetch(ctx, key, t)
