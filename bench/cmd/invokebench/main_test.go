@@ -33,7 +33,7 @@ func TestMicroFromOutput(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "out.txt")
 	// Three rounds: the median of 1.2, 1.4 and 3.0 is 1.4.
-	if err := os.WriteFile(in, []byte(round(1.2)+round(3.0)+round(1.4)), 0o644); err != nil {
+	if err := os.WriteFile(in, []byte("round 1\n"+round(1.2)+"round 2\n"+round(3.0)+"round 3\n"+round(1.4)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r, err := RunMicro(t.Context(), dir, options{input: in, count: 3, benchtime: "1x", results: dir})

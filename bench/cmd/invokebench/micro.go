@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,21 +39,28 @@ type Sample struct {
 
 // MicroResult is the in-process part.
 type MicroResult struct {
-	Command string                       `json:"command"`
-	Rounds  int                          `json:"rounds"`
-	Samples map[string]map[string]Sample `json:"samples"` // bench → size → median
-	Targets []e2e.Target                 `json:"targets"`
+	Command string                        `json:"command"`
+	Rounds  int                           `json:"rounds"`
+	Samples map[string]map[string]Sample  `json:"samples"` // bench → size → median
+	Ratios  map[string]map[string]float64 `json:"ratios"`  // bench → size → median of the rounds' ratios to its floor
+	Targets []e2e.Target                  `json:"targets"`
 }
 
-// MicroArgs is the go test command line of one round.
+// MicroArgs is the go test command the micro part amounts to.
 func MicroArgs(benchtime string) []string {
 	return []string{"test", "-run", "^$", "-bench", "^BenchmarkInvoke", "-benchmem", "-count", "1", "-benchtime", benchtime, "./functions/tiles/"}
 }
 
-// RunMicro runs the product's invocation benchmarks o.count times in root
-// and takes the median of each.
+// pairs are run one after the other, in an order that alternates from round
+// to round; each pair's ratio is taken within a round, where the two ran
+// seconds apart, so a noisy spell on a shared machine falls on both.
+var pairs = [][2]string{{"InvokeBuffered", "InvokeBufferedFloor"}, {"InvokeStreaming", "InvokeStreamingFloor"}, {"InvokeBufferedDisk", "InvokeBufferedOrigin"}}
+
+// RunMicro builds the product's test binary once (go test -c) and runs each
+// invocation benchmark at each size o.count times, one benchmark a process,
+// each beside its floor; the cells are the medians of the rounds and the
+// ratios the medians of the rounds' ratios.
 func RunMicro(ctx context.Context, root string, o options) (MicroResult, error) {
-	args := MicroArgs(o.benchtime)
 	var raw []byte
 	if o.input != "" {
 		b, err := os.ReadFile(o.input)
@@ -61,46 +69,129 @@ func RunMicro(ctx context.Context, root string, o options) (MicroResult, error) 
 		}
 		raw = b
 	} else {
-		for i := range o.count {
-			logf("micro round %d/%d: go %s", i+1, o.count, shellQuote(args))
-			cmd := exec.CommandContext(ctx, "go", args...)
-			cmd.Dir = root
-			var buf bytes.Buffer
-			cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
-			cmd.Stderr = os.Stderr
-			if err := cmd.Run(); err != nil {
-				return MicroResult{}, fmt.Errorf("go %s: %w", shellQuote(args), err)
+		tmp, err := os.MkdirTemp("", "invokebench-")
+		if err != nil {
+			return MicroResult{}, err
+		}
+		defer os.RemoveAll(tmp)
+		bin := filepath.Join(tmp, "tiles.test")
+		logf("building the product's test binary")
+		build := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./functions/tiles/")
+		build.Dir = root
+		if b, err := build.CombinedOutput(); err != nil {
+			return MicroResult{}, fmt.Errorf("go test -c: %w\n%s", err, b)
+		}
+		for round := range o.count {
+			logf("micro round %d/%d", round+1, o.count)
+			for _, size := range Sizes {
+				for _, pr := range pairs {
+					order := pr[:]
+					if round%2 == 1 {
+						order = []string{pr[1], pr[0]}
+					}
+					for _, bench := range order {
+						cmd := exec.CommandContext(ctx, bin, "-test.run", "^$", "-test.bench", "^Benchmark"+bench+"$/^"+size+"$",
+							"-test.benchmem", "-test.count", "1", "-test.benchtime", o.benchtime)
+						cmd.Dir = filepath.Join(root, "functions", "tiles")
+						cmd.Stderr = os.Stderr
+						out, err := cmd.Output()
+						if err != nil {
+							return MicroResult{}, fmt.Errorf("Benchmark%s/%s: %w\n%s", bench, size, err, out)
+						}
+						raw = append(raw, fmt.Sprintf("round %d\n", round+1)...)
+						raw = append(raw, out...)
+					}
+				}
 			}
-			raw = append(raw, buf.Bytes()...)
 		}
 		if err := os.MkdirAll(o.results, 0o755); err == nil {
-			os.WriteFile(o.results+"/invoke-micro.txt", raw, 0o644)
+			os.WriteFile(filepath.Join(o.results, "invoke-micro.txt"), raw, 0o644)
 		}
 	}
-	parsed, err := ParseBench(bytes.NewReader(raw))
+	rounds, err := ParseRounds(bytes.NewReader(raw))
 	if err != nil {
 		return MicroResult{}, err
 	}
-	r := MicroResult{Command: "go " + shellQuote(args), Rounds: o.count, Samples: map[string]map[string]Sample{}}
+	r := MicroResult{Command: "go " + shellQuote(MicroArgs(o.benchtime)), Rounds: len(rounds), Samples: map[string]map[string]Sample{},
+		Ratios: map[string]map[string]float64{}}
 	for _, m := range Modes {
+		r.Samples[m.Bench] = map[string]Sample{}
 		for _, size := range Sizes {
-			units := parsed[m.Bench+"/"+size]
-			if len(units["ns/op"]) == 0 {
+			var ns, allocs, bs []float64
+			for _, rd := range rounds {
+				u := rd[m.Bench+"/"+size]
+				if len(u["ns/op"]) == 0 {
+					continue
+				}
+				ns, allocs, bs = append(ns, u["ns/op"]...), append(allocs, u["allocs/op"]...), append(bs, u["B/op"]...)
+			}
+			if len(ns) == 0 {
 				return r, fmt.Errorf("no results for Benchmark%s/%s", m.Bench, size)
 			}
-			if r.Samples[m.Bench] == nil {
-				r.Samples[m.Bench] = map[string]Sample{}
+			r.Samples[m.Bench][size] = Sample{NsPerOp: median(ns), AllocsPerOp: median(allocs), BytesPerOp: median(bs), Runs: len(ns)}
+		}
+	}
+	for _, pr := range pairs[:2] {
+		r.Ratios[pr[0]] = map[string]float64{}
+		for _, size := range Sizes {
+			var rs []float64
+			for _, rd := range rounds {
+				a, b := rd[pr[0]+"/"+size]["ns/op"], rd[pr[1]+"/"+size]["ns/op"]
+				if len(a) > 0 && len(b) > 0 && b[0] > 0 {
+					rs = append(rs, a[0]/b[0])
+				}
 			}
-			r.Samples[m.Bench][size] = Sample{NsPerOp: median(units["ns/op"]), AllocsPerOp: median(units["allocs/op"]),
-				BytesPerOp: median(units["B/op"]), Runs: len(units["ns/op"])}
+			r.Ratios[pr[0]][size] = median(rs)
 		}
 	}
 	r.Targets = r.targets()
 	return r, nil
 }
 
-// Ratio is bench's ns/op over floor's at size.
+// ParseRounds parses output whose parts are headed by "round N" lines into
+// one result per round, in round order; output with no such line is one
+// round.
+func ParseRounds(rd io.Reader) ([]map[string]map[string][]float64, error) {
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, err
+	}
+	byRound := map[int]*strings.Builder{}
+	var order []int
+	cur := 0
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(line), "round "); ok {
+			if v, err := strconv.Atoi(n); err == nil {
+				cur = v
+				continue
+			}
+		}
+		if byRound[cur] == nil {
+			byRound[cur] = &strings.Builder{}
+			order = append(order, cur)
+		}
+		byRound[cur].WriteString(line)
+	}
+	slices.Sort(order)
+	var out []map[string]map[string][]float64
+	for _, n := range order {
+		m, err := ParseBench(strings.NewReader(byRound[n].String()))
+		if err != nil {
+			return nil, err
+		}
+		if len(m) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// Ratio is bench's ns/op over floor's at size: the median of the rounds'
+// ratios where the two ran as a pair, else the ratio of the medians.
 func (r MicroResult) Ratio(bench, floor, size string) float64 {
+	if v, ok := r.Ratios[bench][size]; ok && pairOf(bench) == floor {
+		return v
+	}
 	f := r.Samples[floor][size].NsPerOp
 	if f == 0 {
 		return 0
@@ -177,4 +268,14 @@ func median(s []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// pairOf is the floor bench runs beside.
+func pairOf(bench string) string {
+	for _, pr := range pairs[:2] {
+		if pr[0] == bench {
+			return pr[1]
+		}
+	}
+	return ""
 }

@@ -62,8 +62,10 @@ func num(v float64) string {
 
 func renderMicro(p func(string, ...any), r MicroResult) {
 	p("### One invocation in process\n\n")
-	p("`%s`, from the repository root, %d times in rounds (every benchmark once a round, so the tile function's runs and the floors' interleave); ", r.Command, r.Rounds)
-	p("each cell is the median of the rounds. One op is one whole invocation through aws-lambda-go's own handler " +
+	p("The benchmarks of `%s` (functions/tiles/invoke_bench_test.go), from the repository root: the test binary is built once (`go test -c`) and each benchmark runs at each size in a process of its own, "+
+		"right after or before its floor (the order alternating from round to round), %d rounds. Each cell is the median of the rounds; "+
+		"a memory hit's ratio to its floor is the median of the rounds' ratios, each taken between runs seconds apart, so a noisy spell on this shared machine falls on both. ", r.Command, r.Rounds)
+	p("One op is one whole invocation through aws-lambda-go's own handler " +
 		"(`lambda.NewHandler(...).Invoke`): the event's JSON bytes in (a function-URL event as CloudFront forwards it), the payload's bytes out. " +
 		"The buffered floor decodes only `rawPath` and returns the same tile's answer, encoded once at start, as an `io.Reader`; " +
 		"the streaming floor is `lambdaurl.Wrap` over a handler that writes prebuilt headers and the bytes. " +
