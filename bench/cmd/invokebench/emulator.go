@@ -60,6 +60,7 @@ type EmuSummary struct {
 
 // EmulatorResult is the emulator part.
 type EmulatorResult struct {
+	Date       time.Time                `json:"date"`
 	Rounds     int                      `json:"rounds"`
 	MaxInvokes int                      `json:"max_invokes"`
 	MaxTime    time.Duration            `json:"max_time"`

@@ -62,7 +62,7 @@ func main() {
 	flag.StringVar(&o.results, "results", "results", "directory of the JSON results")
 	flag.StringVar(&o.only, "only", "", "run one part: micro or emulator (empty: both)")
 	flag.IntVar(&o.count, "count", 5, "rounds of the in-process benchmarks (each go test -count 1)")
-	flag.StringVar(&o.benchtime, "benchtime", "500ms", "go test -benchtime of the in-process benchmarks")
+	flag.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime of the in-process benchmarks")
 	flag.StringVar(&o.input, "input", "", "parse in-process benchmark output from this file instead of running go test")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds under the emulator")
 	flag.IntVar(&o.invokes, "invokes", 3000, "at most this many timed invocations per function, tile and round")
@@ -96,15 +96,13 @@ func run(o options) error {
 	if !o.render {
 		res.Machine = e2e.ThisMachine([]string{rieVersion()})
 		res.Command = "cd bench && go run ./cmd/invokebench -out ../docs/BENCHMARKS.md"
-		if o.only != "" {
-			res.Command += " -only " + o.only
-		}
 	}
 	if runs("micro") {
 		r, err := RunMicro(ctx, root, o)
 		if err != nil {
 			return fmt.Errorf("micro: %w", err)
 		}
+		r.Date = time.Now().UTC()
 		res.Micro = &r
 		if err := e2e.SaveJSON(o.results, "invoke", res); err != nil {
 			return err
@@ -115,6 +113,7 @@ func run(o options) error {
 		if err != nil {
 			return fmt.Errorf("emulator: %w", err)
 		}
+		r.Date = time.Now().UTC()
 		res.Emulator = &r
 		if err := e2e.SaveJSON(o.results, "invoke", res); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e"
 )
@@ -40,6 +41,7 @@ type Sample struct {
 // MicroResult is the in-process part.
 type MicroResult struct {
 	Command string                        `json:"command"`
+	Date    time.Time                     `json:"date"`
 	Rounds  int                           `json:"rounds"`
 	Samples map[string]map[string]Sample  `json:"samples"` // bench → size → median
 	Ratios  map[string]map[string]float64 `json:"ratios"`  // bench → size → median of the rounds' ratios to its floor

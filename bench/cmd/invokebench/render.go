@@ -14,7 +14,7 @@ func Render(r Results) string {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	m := r.Machine
 	p("## Invocations (what Lambda runs)\n\n")
-	p("Regenerate with `make bench-invoke`, which runs `%s` (generated %s). ", r.Command, m.Date.Format("2006-01-02 15:04 MST"))
+	p("Regenerate with `make bench-invoke`, which runs `%s` (`-only micro` or `-only emulator` runs one part and keeps the other's last results). ", r.Command)
 	p("Machine: %s, %s, `nproc` = %d, %s (kernel %s); %s. ", m.GoVersion, m.CPU, m.NProc, m.OS, m.Kernel, strings.Join(m.Tools, "; "))
 	p("Everything runs on this one machine on 127.0.0.1, sharing its cores; every comparison is a ratio of runs made side by side in the same run.\n\n")
 
@@ -62,6 +62,9 @@ func num(v float64) string {
 
 func renderMicro(p func(string, ...any), r MicroResult) {
 	p("### One invocation in process\n\n")
+	if !r.Date.IsZero() {
+		p("Measured %s. ", r.Date.Format("2006-01-02 15:04 MST"))
+	}
 	p("The benchmarks of `%s` (functions/tiles/invoke_bench_test.go), from the repository root: the test binary is built once (`go test -c`) and each benchmark runs at each size in a process of its own, "+
 		"right after or before its floor (the order alternating from round to round), %d rounds. Each cell is the median of the rounds; "+
 		"a memory hit's ratio to its floor is the median of the rounds' ratios, each taken between runs seconds apart, so a noisy spell on this shared machine falls on both. ", r.Command, r.Rounds)
@@ -86,11 +89,19 @@ func renderMicro(p func(string, ...any), r MicroResult) {
 	}
 	p("\nDisk hits and origin fetches are compared with the buffered floor (a memory-hit floor), to show what leaving memory costs. " +
 		"The allocations the floor makes are aws-lambda-go's (decoding the event into the handler's argument, copying the returned reader into the payload) " +
-		"and are paid by every Go function; the last column is what tilesieve adds to them.\n\n")
+		"and are paid by every Go function; the last column is what tilesieve adds to them. " +
+		"Where a memory hit's ratio misses, look at a CPU profile of the pair " +
+		"(`go test -run '^$' -bench 'BenchmarkInvokeBuffered(Floor)?$/^30KB$' -cpuprofile cpu.out ./functions/tiles/`, one benchmark at a time): " +
+		"most of both is aws-lambda-go's `io.ReadAll` of the returned reader (growslice and memclr; in process only, since the real runtime streams the reader to the Runtime API), " +
+		"its event decoding (`encoding/json`) and GC, and the loopback timings swing by 2x from round to round on this shared machine, " +
+		"which is why the emulator's whole-process numbers below are the ones to judge by.\n\n")
 }
 
 func renderEmulator(p func(string, ...any), r EmulatorResult) {
 	p("### Under the Lambda Runtime Interface Emulator\n\n")
+	if !r.Date.IsZero() {
+		p("Measured %s. ", r.Date.Format("2006-01-02 15:04 MST"))
+	}
 	p("The tile function's real `bootstrap` and the floor's (`bench/cmd/floorlambda`: a minimal Go Lambda that, at start, encodes each tile's buffered answer once and returns it as an `io.Reader`), "+
 		"both built as Lambda builds them (`%s`), each run under `aws-lambda-rie` on 127.0.0.1 with S3 in the benchmark's process on loopback. "+
 		"A Go client posts the event to the emulator's invoke endpoint, one invocation at a time over one kept-alive connection, "+
