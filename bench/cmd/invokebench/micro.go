@@ -98,7 +98,7 @@ func RunMicro(ctx context.Context, root string, o options) (MicroResult, error) 
 						cmd.Stderr = os.Stderr
 						out, err := cmd.Output()
 						if err != nil {
-							return MicroResult{}, fmt.Errorf("Benchmark%s/%s: %w\n%s", bench, size, err, out)
+							return MicroResult{}, fmt.Errorf("run Benchmark%s/%s: %w\n%s", bench, size, err, out)
 						}
 						raw = append(raw, fmt.Sprintf("round %d\n", round+1)...)
 						raw = append(raw, out...)
