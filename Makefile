@@ -93,8 +93,12 @@ build-SyncWorker: ## SAM makefile build of the sync worker (writes bootstrap int
 bench-cache: ## Memory-tier benchmarks vs peers; writes docs/BENCHMARKS.md
 	cd bench && $(GO) run ./cmd/benchreport -out ../docs/BENCHMARKS.md
 
+.PHONY: bench-invoke
+bench-invoke: tools ## Whole Lambda invocations vs their floors: in process (BenchmarkInvoke*) and under the Lambda emulator; writes docs/BENCHMARKS.md
+	cd bench && $(GO) run ./cmd/invokebench -out ../docs/BENCHMARKS.md
+
 .PHONY: bench
-bench: bench-cache ## All benchmarks: memory tier vs peers, then end-to-end (bench/e2e); rewrites docs/BENCHMARKS.md and docs/bench/*.png
+bench: bench-cache bench-invoke ## All benchmarks: memory tier vs peers, invocations, then end-to-end (bench/e2e); rewrites docs/BENCHMARKS.md and docs/bench/*.png
 	bash bench/e2e/install-tools.sh
 	cd bench && $(GO) run ./cmd/e2ebench -out ../docs/BENCHMARKS.md
 

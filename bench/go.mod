@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/Yiling-J/theine-go v0.6.3
+	github.com/aws/aws-lambda-go v1.55.1
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/maypok86/otter/v2 v2.4.0
@@ -36,7 +37,6 @@ require (
 	github.com/RoaringBitmap/roaring v1.5.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/alecthomas/kong v0.8.0 // indirect
-	github.com/aws/aws-lambda-go v1.55.1 // indirect
 	github.com/aws/aws-sdk-go v1.55.8 // indirect
 	github.com/aws/aws-sdk-go-v2 v1.48.0 // indirect
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.27 // indirect

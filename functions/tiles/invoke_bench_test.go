@@ -73,9 +73,18 @@ type benchFunction struct {
 	buffered, streaming lambda.Handler
 }
 
+// noMemory is the memory bound of the benchmarks whose tile must not be
+// answered from memory: the cache admits no entry heavier than an eighth of
+// its bound (cache.DefaultMaxEntryFraction), so a one-byte bound admits
+// nothing. It is below what MEM_CACHE_BYTES accepts (1MiB, whose eighth
+// would admit the 1 KB and 30 KB tiles and their prepared payloads), so it
+// is set on the loaded configuration.
+const noMemory = 1
+
 // newBenchFunction is the tile function over an in-process S3 holding one
-// tile of each size; memBytes and diskBytes pick the tier that answers.
-func newBenchFunction(b *testing.B, memBytes, diskBytes string) *benchFunction {
+// tile of each size; memBytes (bytes) and diskBytes pick the tier that
+// answers.
+func newBenchFunction(b *testing.B, memBytes int64, diskBytes string) *benchFunction {
 	b.Helper()
 	s3e := s3localtest.Start(b, "tiles")
 	for _, n := range benchSizes {
@@ -84,7 +93,7 @@ func newBenchFunction(b *testing.B, memBytes, diskBytes string) *benchFunction {
 		}
 	}
 	env := map[string]string{
-		"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "MEM_CACHE_BYTES": memBytes,
+		"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "MEM_CACHE_BYTES": strconv.FormatInt(max(memBytes, 1<<20), 10),
 		"DISK_CACHE_DIR": b.TempDir(), "DISK_CACHE_BYTES": diskBytes, "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9",
 		"SYNC_INTERVAL": "1h", // the journal check is a separate cost (section 5)
 	}
@@ -92,6 +101,7 @@ func newBenchFunction(b *testing.B, memBytes, diskBytes string) *benchFunction {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cfg.MemBytes = memBytes
 	log := slog.New(slog.DiscardHandler)
 	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log)
 	if err != nil {
@@ -113,10 +123,20 @@ func invokeOnce(b *testing.B, h lambda.Handler, event []byte) int {
 	return len(out)
 }
 
-func runInvoke(b *testing.B, h lambda.Handler, event []byte) {
+// runInvoke times h on event after a first invocation that fills the tiers;
+// the second answer must carry xCache (the tier that answers every timed
+// invocation).
+func runInvoke(b *testing.B, h lambda.Handler, event []byte, xCache string) {
 	b.Helper()
-	n := invokeOnce(b, h, event) // warm: the miss fills the tiers
-	n = invokeOnce(b, h, event)
+	invokeOnce(b, h, event) // warm: the miss fills the tiers
+	out, err := h.Invoke(context.Background(), event)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if want := `"X-Cache":"` + xCache + `"`; !bytes.Contains(out, []byte(want)) && !bytes.Contains(out, []byte(`"X-Cache":["`+xCache+`"]`)) {
+		b.Fatalf("answer does not carry %s: %.300q", want, out)
+	}
+	n := len(out)
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -127,9 +147,11 @@ func runInvoke(b *testing.B, h lambda.Handler, event []byte) {
 
 // BenchmarkInvokeBuffered is a memory hit in BUFFERED mode.
 func BenchmarkInvokeBuffered(b *testing.B) {
-	fn := newBenchFunction(b, "64MiB", "0")
+	fn := newBenchFunction(b, 64<<20, "0")
 	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+		b.Run(sizeName(n), func(b *testing.B) {
+			runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-MEMORY")
+		})
 	}
 }
 
@@ -157,16 +179,18 @@ func BenchmarkInvokeBufferedFloor(b *testing.B) {
 			}
 			return bytes.NewReader(payload), nil
 		})
-		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, floor, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, floor, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-MEMORY") })
 	}
 }
 
 // BenchmarkInvokeStreaming is a memory hit in RESPONSE_STREAM mode
 // (lambdaurl), the body read to the end.
 func BenchmarkInvokeStreaming(b *testing.B) {
-	fn := newBenchFunction(b, "64MiB", "0")
+	fn := newBenchFunction(b, 64<<20, "0")
 	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.streaming, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+		b.Run(sizeName(n), func(b *testing.B) {
+			runInvoke(b, fn.streaming, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-MEMORY")
+		})
 	}
 }
 
@@ -185,25 +209,25 @@ func BenchmarkInvokeStreamingFloor(b *testing.B) {
 			}
 			w.Write(body)
 		})))
-		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, floor, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, floor, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-MEMORY") })
 	}
 }
 
 // BenchmarkInvokeBufferedDisk is a disk hit in BUFFERED mode (the memory
 // tier admits nothing).
 func BenchmarkInvokeBufferedDisk(b *testing.B) {
-	fn := newBenchFunction(b, "1KiB", "64MiB")
+	fn := newBenchFunction(b, noMemory, "64MiB")
 	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-DISK") })
 	}
 }
 
 // BenchmarkInvokeBufferedOrigin is an S3 fetch in BUFFERED mode (no tier
 // keeps the tile; S3 in process over loopback HTTP).
 func BenchmarkInvokeBufferedOrigin(b *testing.B) {
-	fn := newBenchFunction(b, "1KiB", "0")
+	fn := newBenchFunction(b, noMemory, "0")
 	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png")) })
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png"), "MISS") })
 	}
 }
 

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tilesieve/tilesieve/bench/e2e"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+)
+
+// EmuSizes are the tiles measured under the emulator.
+var EmuSizes = []int{30 << 10, 300 << 10}
+
+// Functions under the emulator, the one measured first.
+var Functions = []string{"tilesieve", "floor"}
+
+// EmuTile is one function × tile of one round.
+type EmuTile struct {
+	Size         string        `json:"size"`
+	Invokes      int           `json:"invokes"`
+	Elapsed      time.Duration `json:"elapsed"`
+	PerSec       float64       `json:"per_sec"`
+	PayloadBytes int           `json:"payload_bytes"`
+}
+
+// EmuRun is one function's process in one round.
+type EmuRun struct {
+	Function  string        `json:"function"`
+	Round     int           `json:"round"`
+	ColdStart time.Duration `json:"cold_start"` // emulator process start → first answer
+	Tiles     []EmuTile     `json:"tiles"`
+}
+
+// EmuSummary is one tile over the rounds.
+type EmuSummary struct {
+	Size         string    `json:"size"`
+	Tilesieve    float64   `json:"tilesieve_per_sec"` // median over rounds
+	Floor        float64   `json:"floor_per_sec"`
+	Ratio        float64   `json:"ratio"`        // of the medians
+	RoundRatios  []float64 `json:"round_ratios"` // tilesieve / floor in each round
+	TSPayload    int       `json:"tilesieve_payload_bytes"`
+	FloorPayload int       `json:"floor_payload_bytes"`
+}
+
+// EmulatorResult is the emulator part.
+type EmulatorResult struct {
+	Date       time.Time                `json:"date"`
+	Rounds     int                      `json:"rounds"`
+	MaxInvokes int                      `json:"max_invokes"`
+	MaxTime    time.Duration            `json:"max_time"`
+	Build      string                   `json:"build"`
+	Runs       []EmuRun                 `json:"runs"`
+	Summary    []EmuSummary             `json:"summary"`
+	ColdStart  map[string]time.Duration `json:"cold_start"` // median over rounds
+	Targets    []e2e.Target             `json:"targets"`
+}
+
+// benchTile is the product benchmark's tile of n bytes (functions/tiles
+// invoke_bench_test.go): incompressible, as PNG and JPEG tiles are.
+func benchTile(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(n), 7))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func sizeName(n int) string { return strconv.Itoa(n>>10) + "KB" }
+
+func tileKey(n int) string { return "bench/" + sizeName(n) + ".png" }
+
+// lambdaBuild is how Lambda's bootstrap is built, for this machine's
+// architecture.
+func lambdaBuild(dir, out, pkg string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// RunEmulator runs both bootstraps under aws-lambda-rie in o.rounds rounds.
+func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, error) {
+	res := EmulatorResult{Rounds: o.rounds, MaxInvokes: o.invokes, MaxTime: o.perRun, ColdStart: map[string]time.Duration{},
+		Build: "CGO_ENABLED=0 GOOS=linux GOARCH=" + runtime.GOARCH + " go build -trimpath -tags lambda.norpc -ldflags='-s -w'"}
+	rie, err := exec.LookPath("aws-lambda-rie")
+	if err != nil {
+		return res, errors.New("aws-lambda-rie not on PATH: run make tools")
+	}
+	tmp, err := os.MkdirTemp("", "invokebench-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(tmp)
+	bins := map[string]string{"tilesieve": filepath.Join(tmp, "tiles", "bootstrap"), "floor": filepath.Join(tmp, "floor", "bootstrap")}
+	logf("building the bootstraps")
+	if err := lambdaBuild(root, bins["tilesieve"], "./functions/tiles"); err != nil {
+		return res, err
+	}
+	if err := lambdaBuild(filepath.Join(root, "bench"), bins["floor"], "./cmd/floorlambda"); err != nil {
+		return res, err
+	}
+
+	// S3 in this process, on loopback; the floor reads the same bytes from a
+	// directory.
+	s3srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
+	if err != nil {
+		return res, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	hs := &http.Server{Handler: s3srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+	s3URL := "http://" + ln.Addr().String()
+	floorDir := filepath.Join(tmp, "floor-tiles")
+	for _, n := range EmuSizes {
+		body := benchTile(n)
+		if _, err := s3local.Put(ctx, s3srv.Client(s3URL), "tiles", tileKey(n), body, "image/png", ""); err != nil {
+			return res, err
+		}
+		p := filepath.Join(floorDir, tileKey(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return res, err
+		}
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			return res, err
+		}
+	}
+	template, err := os.ReadFile(filepath.Join(root, "events", "url-get-tile.json"))
+	if err != nil {
+		return res, err
+	}
+	evs := map[int][]byte{}
+	for _, n := range EmuSizes {
+		if evs[n], err = withPath(template, "/"+tileKey(n)); err != nil {
+			return res, err
+		}
+	}
+
+	for round := range o.rounds {
+		order := slices.Clone(Functions)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, fn := range order {
+			env := []string{"FLOOR_TILES_DIR=" + floorDir}
+			if fn == "tilesieve" {
+				env = []string{
+					"TILES_BUCKET=tiles", "TILES_PREFIX=",
+					"AWS_ENDPOINT_URL=" + s3URL, "S3_FORCE_PATH_STYLE=true", "AWS_REGION=" + s3local.DefaultRegion,
+					"AWS_ACCESS_KEY_ID=" + s3local.DefaultAccessKey, "AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey,
+					"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+					"DISK_CACHE_DIR=" + filepath.Join(tmp, fmt.Sprintf("disk-%d", round)), "DISK_CACHE_BYTES=64MiB",
+				}
+			}
+			logf("emulator round %d/%d: %s", round+1, o.rounds, fn)
+			run, err := runFunction(ctx, rie, bins[fn], env, filepath.Join(tmp, fmt.Sprintf("%s-%d.log", fn, round)), evs, o)
+			if err != nil {
+				return res, fmt.Errorf("%s, round %d: %w", fn, round+1, err)
+			}
+			run.Function, run.Round = fn, round+1
+			for _, t := range run.Tiles {
+				logf("  %s %s: %d invocations in %s, %.0f/s, payload %d bytes", fn, t.Size, t.Invokes, t.Elapsed.Round(time.Millisecond), t.PerSec, t.PayloadBytes)
+			}
+			logf("  %s cold start %s", fn, run.ColdStart.Round(100*time.Microsecond))
+			res.Runs = append(res.Runs, run)
+		}
+	}
+	res.summarize()
+	return res, nil
+}
+
+// withPath is the event template with rawPath set.
+func withPath(template []byte, path string) ([]byte, error) {
+	var ev map[string]any
+	if err := json.Unmarshal(template, &ev); err != nil {
+		return nil, err
+	}
+	ev["rawPath"] = path
+	return json.Marshal(ev)
+}
+
+// runFunction starts the emulator over bootstrap, times the first answer,
+// then times sequential invocations of each tile after one warming one.
+func runFunction(ctx context.Context, rie, bootstrap string, env []string, logPath string, evs map[int][]byte, o options) (EmuRun, error) {
+	var run EmuRun
+	apiAddr, err := freeAddr()
+	if err != nil {
+		return run, err
+	}
+	rtAddr, err := freeAddr()
+	if err != nil {
+		return run, err
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return run, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(rie, "--runtime-interface-emulator-address", apiAddr, "--runtime-api-address", rtAddr, bootstrap)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the bootstrap is its child: stop both
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return run, err
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}()
+	withLog := func(err error) error {
+		b, _ := os.ReadFile(logPath)
+		if len(b) > 2000 {
+			b = b[len(b)-2000:]
+		}
+		return fmt.Errorf("%w\n%s", err, b)
+	}
+	c := &client{url: "http://" + apiAddr + "/2015-03-31/functions/function/invocations",
+		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: 30 * time.Second}}
+	first := evs[EmuSizes[0]]
+	for {
+		if _, err := c.invoke(ctx, first); err == nil {
+			break
+		} else if !isConnRefused(err) {
+			return run, withLog(err)
+		}
+		if time.Since(start) > 30*time.Second {
+			return run, withLog(errors.New("emulator not answering after 30s"))
+		}
+		select {
+		case <-done:
+			return run, withLog(errors.New("emulator exited"))
+		case <-ctx.Done():
+			return run, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	run.ColdStart = time.Since(start)
+	for _, n := range EmuSizes {
+		ev := evs[n]
+		if _, err := c.invoke(ctx, ev); err != nil { // a miss fills the memory tier
+			return run, withLog(err)
+		}
+		p, err := c.invoke(ctx, ev)
+		if err != nil {
+			return run, withLog(err)
+		}
+		if err := checkHit(p, n); err != nil {
+			return run, withLog(err)
+		}
+		t := EmuTile{Size: sizeName(n), PayloadBytes: len(p)}
+		t0 := time.Now()
+		for t.Invokes < o.invokes && time.Since(t0) < o.perRun {
+			q, err := c.invoke(ctx, ev)
+			if err != nil {
+				return run, withLog(err)
+			}
+			if len(q) != len(p) {
+				return run, withLog(fmt.Errorf("%s: payload of %d bytes, first hit had %d", t.Size, len(q), len(p)))
+			}
+			t.Invokes++
+		}
+		t.Elapsed = time.Since(t0)
+		t.PerSec = float64(t.Invokes) / t.Elapsed.Seconds()
+		run.Tiles = append(run.Tiles, t)
+	}
+	return run, nil
+}
+
+// checkHit checks that payload is a 200 memory hit of the n-byte tile.
+func checkHit(payload []byte, n int) error {
+	var r struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+		Body       string            `json:"body"`
+	}
+	if err := json.Unmarshal(payload, &r); err != nil {
+		return fmt.Errorf("payload %.200q: %w", payload, err)
+	}
+	if r.StatusCode != 200 || r.Headers["X-Cache"] != "HIT-MEMORY" || r.Headers["Content-Length"] != strconv.Itoa(n) {
+		return fmt.Errorf("not a memory hit of %d bytes: %d %v", n, r.StatusCode, r.Headers)
+	}
+	return nil
+}
+
+type client struct {
+	url string
+	hc  *http.Client
+}
+
+func (c *client) invoke(ctx context.Context, event []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(event))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("emulator answered %d: %.300s", resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func (r *EmulatorResult) summarize() {
+	r.Summary = nil
+	r.Targets = nil
+	for _, n := range EmuSizes {
+		s := EmuSummary{Size: sizeName(n)}
+		per := map[string][]float64{}
+		byRound := map[int]map[string]float64{}
+		for _, run := range r.Runs {
+			for _, t := range run.Tiles {
+				if t.Size != s.Size {
+					continue
+				}
+				per[run.Function] = append(per[run.Function], t.PerSec)
+				if byRound[run.Round] == nil {
+					byRound[run.Round] = map[string]float64{}
+				}
+				byRound[run.Round][run.Function] = t.PerSec
+				if run.Function == "tilesieve" {
+					s.TSPayload = t.PayloadBytes
+				} else {
+					s.FloorPayload = t.PayloadBytes
+				}
+			}
+		}
+		s.Tilesieve, s.Floor = median(per["tilesieve"]), median(per["floor"])
+		if s.Floor > 0 {
+			s.Ratio = s.Tilesieve / s.Floor
+		}
+		for round := 1; round <= r.Rounds; round++ {
+			if f := byRound[round]["floor"]; f > 0 {
+				s.RoundRatios = append(s.RoundRatios, byRound[round]["tilesieve"]/f)
+			}
+		}
+		r.Summary = append(r.Summary, s)
+		r.Targets = append(r.Targets, e2e.Target{What: "under the emulator, " + s.Size + " memory hit: invocations/s vs the floor bootstrap", Want: 0.9, Got: s.Ratio, Unit: "x", Higher: true}.Check())
+	}
+	for _, fn := range Functions {
+		var cs []float64
+		for _, run := range r.Runs {
+			if run.Function == fn {
+				cs = append(cs, float64(run.ColdStart))
+			}
+		}
+		r.ColdStart[fn] = time.Duration(median(cs))
+	}
+}
+
+// rieVersion names the emulator build on PATH.
+func rieVersion() string {
+	p, err := exec.LookPath("aws-lambda-rie")
+	if err != nil {
+		return "aws-lambda-rie: not installed"
+	}
+	out, _ := exec.Command("go", "version", "-m", p).Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "mod" {
+			return "aws-lambda-rie " + f[2]
+		}
+	}
+	return "aws-lambda-rie"
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// round is one go test run's output for every mode and size, with
+// tilesieve's buffered ns/op scaled by k.
+func round(k float64) string {
+	var b strings.Builder
+	b.WriteString("goos: linux\npkg: github.com/tilesieve/tilesieve/functions/tiles\n")
+	for _, m := range Modes {
+		for i, size := range Sizes {
+			ns, allocs := float64(1000*(i+1)), 30
+			if m.Bench == "InvokeBuffered" {
+				ns, allocs = ns*k, 38
+			}
+			fmt.Fprintf(&b, "Benchmark%s/%s-2 \t 1000\t %s ns/op\t 1.00 MB/s\t 2048 B/op\t %d allocs/op\n",
+				m.Bench, size, strconv.FormatFloat(ns, 'f', -1, 64), allocs)
+		}
+	}
+	return b.String() + "PASS\nok  \tgithub.com/tilesieve/tilesieve/functions/tiles\t9.9s\n"
+}
+
+func TestMicroFromOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "out.txt")
+	// Three rounds: the median of 1.2, 1.4 and 3.0 is 1.4.
+	if err := os.WriteFile(in, []byte("round 1\n"+round(1.2)+"round 2\n"+round(3.0)+"round 3\n"+round(1.4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := RunMicro(t.Context(), dir, options{input: in, count: 3, benchtime: "1x", results: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Samples["InvokeBuffered"]["30KB"]; got.NsPerOp != 2800 || got.Runs != 3 || got.AllocsPerOp != 38 || got.BytesPerOp != 2048 {
+		t.Fatalf("buffered 30KB: got %+v, want the median 2800 ns/op of 3 runs", got)
+	}
+	if got := r.Ratio("InvokeBuffered", "InvokeBufferedFloor", "300KB"); got < 1.399 || got > 1.401 {
+		t.Fatalf("ratio: got %v, want 1.4", got)
+	}
+	met := map[string]bool{}
+	for _, tg := range r.Targets {
+		met[tg.What] = tg.Met
+	}
+	if !met["buffered memory hit 1KB: ns/op vs floor"] || met["buffered memory hit: allocs/op of the whole invocation (largest over sizes)"] ||
+		!met["buffered memory hit: allocs/op tilesieve adds to the floor's (largest over sizes)"] {
+		t.Fatalf("targets: %+v", r.Targets)
+	}
+	doc := Render(Results{Micro: &r, Emulator: sampleEmulator()})
+	for _, want := range []string{"| 30KB | buffered, memory hit | 2.8 µs | 38 | 2.0 KiB | 1.40x | +8 |", "| 30KB | 500 | 400 | 1.25x | 1.25x |", "tilesieve 50.0 ms, floor 20.0 ms", "**missed**"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("section lacks %q:\n%s", want, doc)
+		}
+	}
+}
+
+func sampleEmulator() *EmulatorResult {
+	r := &EmulatorResult{Rounds: 1, ColdStart: map[string]time.Duration{}}
+	for _, fn := range Functions {
+		run := EmuRun{Function: fn, Round: 1, ColdStart: 20 * time.Millisecond}
+		per := 400.0
+		if fn == "tilesieve" {
+			run.ColdStart, per = 50*time.Millisecond, 500
+		}
+		for _, n := range EmuSizes {
+			run.Tiles = append(run.Tiles, EmuTile{Size: sizeName(n), PerSec: per, PayloadBytes: n * 4 / 3})
+		}
+		r.Runs = append(r.Runs, run)
+	}
+	r.summarize()
+	return r
+}
+
+func TestCheckHit(t *testing.T) {
+	t.Parallel()
+	ok := `{"statusCode":200,"headers":{"X-Cache":"HIT-MEMORY","Content-Length":"30720"},"body":"","isBase64Encoded":true}`
+	if err := checkHit([]byte(ok), 30<<10); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{"statusCode":200,"headers":{"X-Cache":"MISS","Content-Length":"30720"}}`, `{"statusCode":404}`, `not json`} {
+		if err := checkHit([]byte(bad), 30<<10); err == nil {
+			t.Errorf("checkHit(%s) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tilesieve/tilesieve/bench/e2e"
+)
+
+// Render writes the invoke section.
+func Render(r Results) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	m := r.Machine
+	p("## Invocations (what Lambda runs)\n\n")
+	p("Regenerate with `make bench-invoke`, which runs `%s` (`-only micro` or `-only emulator` runs one part and keeps the other's last results). ", r.Command)
+	p("Machine: %s, %s, `nproc` = %d, %s (kernel %s); %s. ", m.GoVersion, m.CPU, m.NProc, m.OS, m.Kernel, strings.Join(m.Tools, "; "))
+	p("Everything runs on this one machine on 127.0.0.1, sharing its cores; every comparison is a ratio of runs made side by side in the same run.\n\n")
+
+	var ts []e2e.Target
+	if r.Micro != nil {
+		ts = append(ts, r.Micro.Targets...)
+	}
+	if r.Emulator != nil {
+		ts = append(ts, r.Emulator.Targets...)
+	}
+	if len(ts) > 0 {
+		p("### Targets\n\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
+		for _, t := range ts {
+			op := "≤"
+			if t.Higher {
+				op = "≥"
+			}
+			verdict := "**missed**"
+			if t.Met {
+				verdict = "**met**"
+			}
+			unit := t.Unit
+			if unit != "x" {
+				unit = " " + unit
+			}
+			p("| %s | %s %s%s | %s%s | %s | %s |\n", t.What, op, num(t.Want), unit, num(t.Got), unit, verdict, t.Reason)
+		}
+		p("\n")
+	}
+	if r.Micro != nil {
+		renderMicro(p, *r.Micro)
+	}
+	if r.Emulator != nil {
+		renderEmulator(p, *r.Emulator)
+	}
+	return b.String()
+}
+
+func num(v float64) string {
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func renderMicro(p func(string, ...any), r MicroResult) {
+	p("### One invocation in process\n\n")
+	if !r.Date.IsZero() {
+		p("Measured %s. ", r.Date.Format("2006-01-02 15:04 MST"))
+	}
+	p("The benchmarks of `%s` (functions/tiles/invoke_bench_test.go), from the repository root: the test binary is built once (`go test -c`) and each benchmark runs at each size in a process of its own, "+
+		"right after or before its floor (the order alternating from round to round), %d rounds. Each cell is the median of the rounds; "+
+		"a memory hit's ratio to its floor is the median of the rounds' ratios, each taken between runs seconds apart, so a noisy spell on this shared machine falls on both. ", r.Command, r.Rounds)
+	p("One op is one whole invocation through aws-lambda-go's own handler " +
+		"(`lambda.NewHandler(...).Invoke`): the event's JSON bytes in (a function-URL event as CloudFront forwards it), the payload's bytes out. " +
+		"The buffered floor decodes only `rawPath` and returns the same tile's answer, encoded once at start, as an `io.Reader`; " +
+		"the streaming floor is `lambdaurl.Wrap` over a handler that writes prebuilt headers and the bytes. " +
+		"Disk hits and origin fetches run with a memory tier that admits nothing (S3 in process on loopback).\n\n")
+	p("| tile | mode | ns/op | allocs/op | B/op | vs floor (ns/op) | allocs over the floor's |\n|---|---|---:|---:|---:|---:|---:|\n")
+	floorOf := map[string]string{"InvokeBuffered": "InvokeBufferedFloor", "InvokeStreaming": "InvokeStreamingFloor",
+		"InvokeBufferedDisk": "InvokeBufferedFloor", "InvokeBufferedOrigin": "InvokeBufferedFloor"}
+	for _, size := range Sizes {
+		for _, m := range Modes {
+			s := r.Samples[m.Bench][size]
+			ratio, over := "", ""
+			if f, ok := floorOf[m.Bench]; ok {
+				ratio = fmt.Sprintf("%.2fx", r.Ratio(m.Bench, f, size))
+				over = fmt.Sprintf("%+.0f", s.AllocsPerOp-r.Samples[f][size].AllocsPerOp)
+			}
+			p("| %s | %s | %s | %.0f | %s | %s | %s |\n", size, m.What, nsStr(s.NsPerOp), s.AllocsPerOp, bytesStr(s.BytesPerOp), ratio, over)
+		}
+	}
+	p("\nDisk hits and origin fetches are compared with the buffered floor (a memory-hit floor), to show what leaving memory costs. " +
+		"The allocations the floor makes are aws-lambda-go's (decoding the event into the handler's argument, copying the returned reader into the payload) " +
+		"and are paid by every Go function; the last column is what tilesieve adds to them. " +
+		"Where a memory hit's ratio misses, look at a CPU profile of the pair " +
+		"(`go test -run '^$' -bench 'BenchmarkInvokeBuffered(Floor)?$/^30KB$' -cpuprofile cpu.out ./functions/tiles/`, one benchmark at a time): " +
+		"most of both is aws-lambda-go's `io.ReadAll` of the returned reader (growslice and memclr; in process only, since the real runtime streams the reader to the Runtime API), " +
+		"its event decoding (`encoding/json`) and GC, and the loopback timings swing by 2x from round to round on this shared machine, " +
+		"which is why the emulator's whole-process numbers below are the ones to judge by.\n\n")
+}
+
+func renderEmulator(p func(string, ...any), r EmulatorResult) {
+	p("### Under the Lambda Runtime Interface Emulator\n\n")
+	if !r.Date.IsZero() {
+		p("Measured %s. ", r.Date.Format("2006-01-02 15:04 MST"))
+	}
+	p("The tile function's real `bootstrap` and the floor's (`bench/cmd/floorlambda`: a minimal Go Lambda that, at start, encodes each tile's buffered answer once and returns it as an `io.Reader`), "+
+		"both built as Lambda builds them (`%s`), each run under `aws-lambda-rie` on 127.0.0.1 with S3 in the benchmark's process on loopback. "+
+		"A Go client posts the event to the emulator's invoke endpoint, one invocation at a time over one kept-alive connection, "+
+		"after one warming invocation per tile: at most %d invocations or %s per function, tile and round, whichever ends first; "+
+		"%d rounds, the order of the two functions alternating from round to round. The tile function runs in BUFFERED mode with its defaults "+
+		"(its journal check once per SYNC_INTERVAL included); every timed answer is checked to be the memory hit's payload.\n\n",
+		r.Build, r.MaxInvokes, r.MaxTime, r.Rounds)
+	p("| tile | tilesieve invocations/s | floor invocations/s | ratio (of the medians) | ratio in each round | payload bytes (tilesieve / floor) |\n|---|---:|---:|---:|---|---|\n")
+	for _, s := range r.Summary {
+		var rr []string
+		for _, x := range s.RoundRatios {
+			rr = append(rr, fmt.Sprintf("%.2fx", x))
+		}
+		p("| %s | %.0f | %.0f | %.2fx | %s | %d / %d |\n", s.Size, s.Tilesieve, s.Floor, s.Ratio, strings.Join(rr, ", "), s.TSPayload, s.FloorPayload)
+	}
+	p("\nCold start, from starting the emulator's process to the first answer (the emulator's own start, the bootstrap's start and init, and the first invocation; "+
+		"for the tile function that first answer is a miss fetched from S3, after the journal is read at init), median of the rounds: "+
+		"tilesieve %s, floor %s.\n\n", durStr(r.ColdStart["tilesieve"]), durStr(r.ColdStart["floor"]))
+	p("| function | round | cold start |")
+	for _, s := range r.Summary {
+		p(" %s invocations/s |", s.Size)
+	}
+	p("\n|---|---:|---:|")
+	for range r.Summary {
+		p("---:|")
+	}
+	p("\n")
+	for _, run := range r.Runs {
+		p("| %s | %d | %s |", run.Function, run.Round, durStr(run.ColdStart))
+		for _, t := range run.Tiles {
+			p(" %.0f |", t.PerSec)
+		}
+		p("\n")
+	}
+	p("\n")
+}
+
+func nsStr(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return fmt.Sprintf("%.2f ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.1f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
+}
+
+func bytesStr(b float64) string {
+	switch {
+	case b >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", b/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", b/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", b)
+}
+
+func durStr(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
