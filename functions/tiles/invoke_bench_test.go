@@ -84,7 +84,7 @@ const noMemory = 1
 // newBenchFunction is the tile function over an in-process S3 holding one
 // tile of each size; memBytes (bytes) and diskBytes pick the tier that
 // answers.
-func newBenchFunction(b *testing.B, memBytes int64, diskBytes string) *benchFunction {
+func newBenchFunction(b *testing.B, memBytes int64, diskBytes string, opts ...app.Option) *benchFunction {
 	b.Helper()
 	s3e := s3localtest.Start(b, "tiles")
 	for _, n := range benchSizes {
@@ -103,7 +103,7 @@ func newBenchFunction(b *testing.B, memBytes int64, diskBytes string) *benchFunc
 	}
 	cfg.MemBytes = memBytes
 	log := slog.New(slog.DiscardHandler)
-	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log)
+	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -148,6 +148,18 @@ func runInvoke(b *testing.B, h lambda.Handler, event []byte, xCache string) {
 // BenchmarkInvokeBuffered is a memory hit in BUFFERED mode.
 func BenchmarkInvokeBuffered(b *testing.B) {
 	fn := newBenchFunction(b, 64<<20, "0")
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-MEMORY")
+		})
+	}
+}
+
+// BenchmarkInvokeBufferedMetrics is BenchmarkInvokeBuffered with the tile
+// function's metrics on, as main runs it (the EMF lines written to a
+// discarding writer): the cost of metrics on the hot path.
+func BenchmarkInvokeBufferedMetrics(b *testing.B) {
+	fn := newBenchFunction(b, 64<<20, "0", app.WithMetrics(io.Discard))
 	for _, n := range benchSizes {
 		b.Run(sizeName(n), func(b *testing.B) {
 			runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-MEMORY")

@@ -28,6 +28,7 @@ var Modes = []struct{ Bench, What string }{
 	{"InvokeStreamingFloor", "streaming floor"},
 	{"InvokeBufferedDisk", "buffered, disk hit"},
 	{"InvokeBufferedOrigin", "buffered, origin fetch"},
+	{"InvokeBufferedMetrics", "buffered, memory hit, metrics on"},
 }
 
 // Sample is the median of one benchmark's rounds.
@@ -56,7 +57,12 @@ func MicroArgs(benchtime string) []string {
 // pairs are run one after the other, in an order that alternates from round
 // to round; each pair's ratio is taken within a round, where the two ran
 // seconds apart, so a noisy spell on a shared machine falls on both.
-var pairs = [][2]string{{"InvokeBuffered", "InvokeBufferedFloor"}, {"InvokeStreaming", "InvokeStreamingFloor"}, {"InvokeBufferedDisk", "InvokeBufferedOrigin"}}
+var pairs = [][2]string{{"InvokeBuffered", "InvokeBufferedFloor"}, {"InvokeStreaming", "InvokeStreamingFloor"}, {"InvokeBufferedDisk", "InvokeBufferedOrigin"},
+	{"InvokeBufferedMetrics", "InvokeBuffered"}}
+
+// ratioPairs are the pairs whose ratio is a result: a memory hit to its
+// floor, and metrics on to metrics off.
+var ratioPairs = [][2]string{pairs[0], pairs[1], pairs[3]}
 
 // RunMicro builds the product's test binary once (go test -c) and runs each
 // invocation benchmark at each size o.count times, one benchmark a process,
@@ -133,7 +139,7 @@ func RunMicro(ctx context.Context, root string, o options) (MicroResult, error) 
 			r.Samples[m.Bench][size] = Sample{NsPerOp: median(ns), AllocsPerOp: median(allocs), BytesPerOp: median(bs), Runs: len(ns)}
 		}
 	}
-	for _, pr := range pairs[:2] {
+	for _, pr := range ratioPairs {
 		r.Ratios[pr[0]] = map[string]float64{}
 		for _, size := range Sizes {
 			var rs []float64
@@ -219,6 +225,10 @@ func (r MicroResult) targets() []e2e.Target {
 	for _, size := range Sizes {
 		minFloor = min(minFloor, r.Samples["InvokeBufferedFloor"][size].AllocsPerOp)
 	}
+	for _, size := range Sizes {
+		ts = append(ts, e2e.Target{What: "buffered memory hit " + size + ": metrics on vs off (ns/op)", Want: 1.05,
+			Got: r.Ratio("InvokeBufferedMetrics", "InvokeBuffered", size), Unit: "x"}.Check())
+	}
 	ts = append(ts,
 		e2e.Target{What: "buffered memory hit: allocs/op of the whole invocation (largest over sizes)", Want: 10, Got: whole, Unit: "allocs",
 			Reason: fmt.Sprintf("aws-lambda-go's event decoding and payload handling alone cost the floor %.0f or more", minFloor)}.Check(),
@@ -274,7 +284,7 @@ func median(s []float64) float64 {
 
 // pairOf is the floor bench runs beside.
 func pairOf(bench string) string {
-	for _, pr := range pairs[:2] {
+	for _, pr := range ratioPairs {
 		if pr[0] == bench {
 			return pr[1]
 		}

@@ -75,7 +75,8 @@ func renderMicro(p func(string, ...any), r MicroResult) {
 		"Disk hits and origin fetches run with a memory tier that admits nothing (S3 in process on loopback).\n\n")
 	p("| tile | mode | ns/op | allocs/op | B/op | vs floor (ns/op) | allocs over the floor's |\n|---|---|---:|---:|---:|---:|---:|\n")
 	floorOf := map[string]string{"InvokeBuffered": "InvokeBufferedFloor", "InvokeStreaming": "InvokeStreamingFloor",
-		"InvokeBufferedDisk": "InvokeBufferedFloor", "InvokeBufferedOrigin": "InvokeBufferedFloor"}
+		"InvokeBufferedDisk": "InvokeBufferedFloor", "InvokeBufferedOrigin": "InvokeBufferedFloor",
+		"InvokeBufferedMetrics": "InvokeBuffered"}
 	for _, size := range Sizes {
 		for _, m := range Modes {
 			s := r.Samples[m.Bench][size]
@@ -87,7 +88,8 @@ func renderMicro(p func(string, ...any), r MicroResult) {
 			p("| %s | %s | %s | %.0f | %s | %s | %s |\n", size, m.What, nsStr(s.NsPerOp), s.AllocsPerOp, bytesStr(s.BytesPerOp), ratio, over)
 		}
 	}
-	p("\nDisk hits and origin fetches are compared with the buffered floor (a memory-hit floor), to show what leaving memory costs. " +
+	p("\nThe metrics-on row is compared with the memory hit with metrics off (what the tile function records per request: requests by tier and tileset, bytes, latency, and the flush check). ")
+	p("Disk hits and origin fetches are compared with the buffered floor (a memory-hit floor), to show what leaving memory costs. " +
 		"The allocations the floor makes are aws-lambda-go's (decoding the event into the handler's argument, copying the returned reader into the payload) " +
 		"and are paid by every Go function; the last column is what tilesieve adds to them. " +
 		"Where a memory hit's ratio misses, look at a CPU profile of the pair " +
