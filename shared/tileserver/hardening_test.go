@@ -285,3 +285,30 @@ func TestTileTooBigForMemoryIsStreamed(t *testing.T) {
 		t.Errorf("decoded stream: %d, %d bytes, encoding %q, %s", r.StatusCode, len(b), r.Header.Get("Content-Encoding"), r.Header.Get("X-Cache"))
 	}
 }
+
+// TestGzipBombRefused: a small stored gzip tile that decodes to far more
+// than a tile (60 MiB from a few KB) is refused to clients without gzip,
+// before anything is decoded, and still passes through to those with gzip.
+func TestGzipBombRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	zw.Write(make([]byte, 60<<20))
+	zw.Close()
+	e.put("bomb/1/0/0.pbf", gz.Bytes(), "application/vnd.mapbox-vector-tile", "gzip")
+	expect(t, e.do("GET", "/bomb/1/0/0.pbf", "Accept-Encoding", "gzip"), http.StatusOK, "MISS")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 20 {
+		r := e.do("GET", "/bomb/1/0/0.pbf")
+		expect(t, r, http.StatusBadGateway, "")
+		if b := body(t, r); !strings.Contains(b, "decodes past the limit") {
+			t.Fatalf("body %q", b)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Errorf("20 refused decodes allocated %d bytes", alloc)
+	}
+}

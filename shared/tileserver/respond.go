@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"path"
@@ -142,7 +143,11 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 		decoded, err := gunzip(t.Body)
 		if err != nil {
 			s.log.Warn("stored gzip tile does not decode", "key", key, "etag", t.ETag, "err", err)
-			s.answerPlain(req, resp, http.StatusBadGateway, "stored tile is not valid gzip")
+			msg := "stored tile is not valid gzip"
+			if errors.Is(err, errTooLarge) {
+				msg = "stored tile decodes past the limit; ask for it with Accept-Encoding: gzip"
+			}
+			s.answerPlain(req, resp, http.StatusBadGateway, msg)
 			return
 		}
 		body, encoding, stored = decoded, nil, false
@@ -434,22 +439,38 @@ func identityETag(etag string) string {
 	return inner
 }
 
-// maxDecoded bounds what a stored gzip tile may expand to (a tile is small;
-// a gzip bomb is not a tile).
-const maxDecoded = 64 << 20
+// Bounds on decoding a stored gzip tile for a client without gzip (a tile
+// is small; a gzip bomb is not a tile): at most maxDecoded bytes, and at
+// most maxRatio times the stored size (but always 1 MiB).
+const (
+	maxDecoded  = 64 << 20
+	maxRatio    = 100
+	minDecodeOK = 1 << 20
+)
 
+// gunzip decodes b within the bounds, refusing up front what its trailer
+// says would exceed them, so a bomb costs no memory.
 func gunzip(b []byte) ([]byte, error) {
+	limit := min(maxDecoded, max(minDecodeOK, maxRatio*len(b)))
+	if n := len(b); n >= 4 {
+		// ISIZE, the decoded size mod 2^32 (RFC 1952); it can lie, so the
+		// reader below is bounded as well.
+		isize := int(b[n-4]) | int(b[n-3])<<8 | int(b[n-2])<<16 | int(b[n-1])<<24
+		if isize > limit {
+			return nil, fmt.Errorf("%w: decodes to %d bytes, the limit for a %d-byte tile is %d", errTooLarge, isize, n, limit)
+		}
+	}
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
 	defer zr.Close()
-	out, err := io.ReadAll(io.LimitReader(zr, maxDecoded+1))
+	out, err := io.ReadAll(io.LimitReader(zr, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > maxDecoded {
-		return nil, errTooLarge
+	if len(out) > limit {
+		return nil, fmt.Errorf("%w: decodes past %d bytes", errTooLarge, limit)
 	}
 	return out, nil
 }
