@@ -157,23 +157,7 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 			etag = []string{identityETag(t.ETag)}
 		}
 	}
-	cacheControl := p.cacheControl
-	if src == srcStale {
-		cacheControl = s.staleCacheControl
-	}
-	resp.setString("Server-Timing", s.timing(resp, src, start))
-	resp.set("X-Cache", xCacheValues[src])
-	s.corsFields(req, resp)
-	if p.vary != nil {
-		resp.set("Vary", p.vary)
-	}
-	if etag != nil {
-		resp.set("Etag", etag)
-	}
-	if p.lastModified != nil {
-		resp.set("Last-Modified", p.lastModified)
-	}
-	resp.set("Cache-Control", cacheControl)
+	s.validatorFields(req, resp, p, etag, src, start)
 
 	switch status := preconditions(req, firstOr(etag), t.LastModified); status {
 	case http.StatusPreconditionFailed:
@@ -214,6 +198,29 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 	resp.Body = body
 	if stored && src == srcMemory && p.payload != nil {
 		resp.prepared = p
+	}
+}
+
+// validatorFields sets the fields every tile answer carries, 304s included:
+// timing, tier, CORS, Vary, the validators and Cache-Control (the short
+// stale one for a stale copy).
+func (s *Server) validatorFields(req *Request, resp *Response, p *prepared, etag []string, src source, start time.Time) {
+	resp.setString("Server-Timing", s.timing(resp, src, start))
+	resp.set("X-Cache", xCacheValues[src])
+	s.corsFields(req, resp)
+	if p.vary != nil {
+		resp.set("Vary", p.vary)
+	}
+	if etag != nil {
+		resp.set("Etag", etag)
+	}
+	if p.lastModified != nil {
+		resp.set("Last-Modified", p.lastModified)
+	}
+	if src == srcStale {
+		resp.set("Cache-Control", s.staleCacheControl)
+	} else {
+		resp.set("Cache-Control", p.cacheControl)
 	}
 }
 
@@ -561,19 +568,7 @@ func (s *Server) answerStream(req *Request, resp *Response, key string, t *tile.
 			etag = []string{identityETag(t.ETag)}
 		}
 	}
-	resp.setString("Server-Timing", s.timing(resp, srcDisk, start))
-	resp.set("X-Cache", xCacheValues[srcDisk])
-	s.corsFields(req, resp)
-	if p.vary != nil {
-		resp.set("Vary", p.vary)
-	}
-	if etag != nil {
-		resp.set("Etag", etag)
-	}
-	if p.lastModified != nil {
-		resp.set("Last-Modified", p.lastModified)
-	}
-	resp.set("Cache-Control", p.cacheControl)
+	s.validatorFields(req, resp, p, etag, srcDisk, start)
 	switch status := preconditions(req, firstOr(etag), t.LastModified); status {
 	case http.StatusPreconditionFailed:
 		s.answerPlain(req, resp, status, "precondition failed")
