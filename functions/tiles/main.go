@@ -79,6 +79,7 @@ func run() error {
 		return nil
 	}
 	defer flush()
+	defer a.Server.Drain()
 	return serve(ctx, cfg.ListenAddr, h, cfg.WriteTimeout(), log)
 }
 

@@ -120,7 +120,7 @@ func TestStaleWithoutWaitingAfterAFailure(t *testing.T) {
 	}
 	e.clock.Advance(2 * time.Hour) // both expired
 	release := make(chan struct{})
-	defer close(release)
+	t.Cleanup(func() { close(release); e.srv.Drain() }) // before the disk tier's directory goes
 	e.s3.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/s/"), Hold: func() { <-release }})
 	r := e.do("GET", "/s/1/0/0.png") // waits OriginTimeout, then stale
 	expect(t, r, http.StatusOK, "STALE")

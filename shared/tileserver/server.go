@@ -17,6 +17,7 @@ import (
 
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,11 +117,12 @@ type Server struct {
 	// Field values shared by every answer.
 	cacheControl, negativeCacheControl, staleCacheControl, allow []string
 
-	flight    flight
-	guard     guard
-	slots     chan struct{} // one per origin fetch in flight
-	downUntil atomic.Int64  // unix ns until which the origin counts as down
-	stats     counters
+	flight     flight
+	guard      guard
+	slots      chan struct{}  // one per origin fetch in flight
+	downUntil  atomic.Int64   // unix ns until which the origin counts as down
+	background sync.WaitGroup // revalidations run for requests answered stale
+	stats      counters
 }
 
 // counters are the handler's own statistics.
@@ -249,6 +251,10 @@ type Syncer interface {
 	// is revalidated with S3 instead (fail closed).
 	Trusted(storedAt, now time.Time) bool
 }
+
+// Drain waits for the revalidations started in the background for requests
+// answered stale (each bounded by OriginTimeout); call it at shutdown.
+func (s *Server) Drain() { s.background.Wait() }
 
 // WithSync makes the server follow sy: sy's check runs on the requests that
 // find it due, before they are answered, and every cached copy is served

@@ -128,7 +128,7 @@ func (s *Server) fetch(ctx context.Context, key string, cached *tile.Tile) (*til
 		// S3 failed moments ago: answer with the stale copy at once rather
 		// than wait for S3 again, and let one revalidation run for it.
 		s.stats.stale.Add(1)
-		go s.revalidateDetached(ctx, key, cached)
+		s.background.Go(func() { s.revalidateDetached(ctx, key, cached) })
 		return cached, srcStale, nil
 	}
 	t, src, shared, err := s.flight.do(ctx, key, s.guard.begin(), s.guard.overtaken,
