@@ -31,6 +31,10 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusOK, s.health())
 		return
 	}
+	if route == "catalog" {
+		s.serveCatalog(w, r) // public and read-only: no token
+		return
+	}
 	if s.cfg.AdminToken == "" {
 		s.plain(w, http.StatusNotFound, "not found")
 		return
@@ -163,6 +167,7 @@ func (s *Server) adminPurge(w http.ResponseWriter, r *http.Request, prefix strin
 		if s.disk != nil {
 			res.DiskEntries, _, _ = s.disk.DeletePrefix(prefix)
 		}
+		s.purged(prefix)
 	})
 	if s.cdn != nil {
 		batch := "admin:" + prefix + ":" + strconv.FormatInt(s.now().UnixNano(), 10)

@@ -53,7 +53,15 @@ type Config struct {
 	// function-URL answer encoded once (Lambda in BUFFERED mode), charged
 	// to the memory tier's bound.
 	Payloads bool
-	Now      func() time.Time
+	// PublicURL is the base URL answers that name their own URL (TileJSON,
+	// the catalog, IIIF info.json ids) use; "" takes it from the request's
+	// forwarded or own host.
+	PublicURL string
+	// ArchiveTTL is how long a tileset name is believed not to be a PMTiles
+	// archive, and how long an archive's ETag counts as checked when its
+	// tiles are revalidated; default DefaultArchiveTTL.
+	ArchiveTTL time.Duration
+	Now        func() time.Time
 }
 
 // Validate reports every problem at once.
@@ -82,6 +90,12 @@ type Deps struct {
 	Journal Journal
 	CDN     *cdn.Invalidator
 	Logger  *slog.Logger
+	// Archives, when set, serves PMTiles archives (NAME.pmtiles) as the
+	// tilesets NAME/, and the catalog; nil serves objects only.
+	Archives ArchiveStore
+	// Directories keeps archives' decoded leaf directories; nil: a cache
+	// of DefaultDirectoryBytes.
+	Directories *cache.Cache
 }
 
 // Server is the tile handler.
@@ -104,9 +118,12 @@ type Server struct {
 	// Field values shared by every answer.
 	cacheControl, negativeCacheControl, staleCacheControl, allow []string
 
-	flight flight
-	guard  guard
-	stats  counters
+	flight   flight
+	guard    guard
+	stats    counters
+	archives *archives    // nil: objects only
+	docs     *cache.Cache // TileJSON and info.json answers rendered for a base URL
+	catalog  catalogCache
 }
 
 // counters are the handler's own statistics.
@@ -169,6 +186,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.cacheControl = []string{cfg.CacheControl}
 	s.negativeCacheControl = []string{cfg.NegativeCacheControl}
 	s.staleCacheControl = []string{cfg.StaleCacheControl}
+	if err := s.withArchives(d); err != nil {
+		return nil, err
+	}
 	s.allow = []string{"GET, HEAD"}
 	if s.cors.any || s.cors.reflect {
 		s.allow = allowMethods
@@ -192,6 +212,7 @@ func (s *Server) PurgePrefix(prefix string) error {
 		if s.disk != nil {
 			diskN, _, err = s.disk.DeletePrefix(prefix)
 		}
+		s.purged(prefix) // what the server derived from what the prefix covers
 	})
 	s.log.Debug("purged", "prefix", prefix, "memory_entries", memN, "disk_entries", diskN)
 	return err
