@@ -54,6 +54,9 @@ type urlHeaders struct {
 	Origin                      string `json:"origin"`
 	AccessControlRequestMethod  string `json:"access-control-request-method"`
 	AccessControlRequestHeaders string `json:"access-control-request-headers"`
+	Host                        string `json:"host"`
+	XForwardedHost              string `json:"x-forwarded-host"`
+	XForwardedProto             string `json:"x-forwarded-proto"`
 	Authorization               string `json:"authorization"`
 	Token                       string `json:"x-tilesieve-token"`
 }
@@ -76,6 +79,13 @@ func (ev *urlEvent) request(req *tileserver.Request) {
 		tileserver.HdrOrigin:                      h.Origin,
 		tileserver.HdrAccessControlRequestMethod:  h.AccessControlRequestMethod,
 		tileserver.HdrAccessControlRequestHeaders: h.AccessControlRequestHeaders,
+		tileserver.HdrHost:                        h.Host,
+		tileserver.HdrXForwardedHost:              h.XForwardedHost,
+		tileserver.HdrXForwardedProto:             h.XForwardedProto,
+	}
+	if req.Header[tileserver.HdrHost] == "" {
+		// A function URL is reached at its own domain.
+		req.Header[tileserver.HdrHost] = ev.RequestContext.DomainName
 	}
 }
 
@@ -197,7 +207,8 @@ func (ev *urlEvent) httpRequest(ctx context.Context) (*http.Request, error) {
 		return nil, err
 	}
 	h := &ev.Headers
-	for name, v := range map[string]string{"Authorization": h.Authorization, tileserver.TokenHeader: h.Token} {
+	for name, v := range map[string]string{"Authorization": h.Authorization, tileserver.TokenHeader: h.Token,
+		"X-Forwarded-Host": h.XForwardedHost, "X-Forwarded-Proto": h.XForwardedProto} {
 		if v != "" {
 			req.Header.Set(name, v)
 		}

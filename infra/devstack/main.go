@@ -58,6 +58,8 @@ func run() error {
 	port := fs.Int("port", -1, "port of the tile function and viewer (default: PORT, or 8080; 0: any free port)")
 	seed := fs.Bool("seed", false, "write the demo tileset at start (default: only into the embedded endpoint)")
 	maxZoom := fs.Int("seed-zoom", demotiles.DefaultMaxZoom, "deepest zoom level of the demo tileset")
+	var tiles tileFlags
+	fs.Var(&tiles, "tiles", "load a tileset at start: a directory of z/x/y.ext tiles (tileset NAME/ from its name) or a NAME.pmtiles archive; repeatable")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -97,6 +99,7 @@ func run() error {
 		S3Addr:      fmt.Sprintf("127.0.0.1:%d", s3Port),
 		Seed:        *seed,
 		SeedMaxZoom: *maxZoom,
+		Tiles:       tiles,
 		Logger:      log,
 	}
 
@@ -114,6 +117,19 @@ func run() error {
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return st.Close(sctx)
+}
+
+// tileFlags collects the repeated -tiles flag.
+type tileFlags []string
+
+func (f *tileFlags) String() string { return strings.Join(*f, ",") }
+
+func (f *tileFlags) Set(v string) error {
+	if _, err := os.Stat(v); err != nil {
+		return err
+	}
+	*f = append(*f, v)
+	return nil
 }
 
 func envInt(env config.Env, name string, def int) (int, error) {

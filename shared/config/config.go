@@ -58,6 +58,7 @@ func TilesVars() []Var {
 		{Name: "NEGATIVE_CACHE_CONTROL", Default: DefaultNegativeCacheControl, Doc: "Cache-Control of 404 and sparse-tile answers; its max-age is also how long an instance remembers a 404 in memory (an upload's purge forgets it sooner)."},
 		{Name: "STALE_CACHE_CONTROL", Default: DefaultStaleCacheControl, Doc: "Cache-Control of a cached copy served stale because S3 failed (within CACHE_CONTROL's stale-if-error); short, so a CDN does not keep the stale copy long."},
 		{Name: "CORS_ALLOW_ORIGINS", Default: "*", Doc: "CORS of tile answers, applied by the server itself on Lambda and off it (preflights answered): *, none, or a comma-separated list of origins that are reflected with Vary: Origin. Never on the admin API."},
+		{Name: "PUBLIC_URL", Default: "", Doc: "Base URL clients reach the tiles at (the CDN's, e.g. https://tiles.example.com), used in TileJSON tile URLs, the catalog and IIIF info.json ids; empty takes it from X-Forwarded-Host/X-Forwarded-Proto or the request's host. Set it behind a CDN that forwards viewers' headers."},
 		{Name: "MISSING_TILE", Default: "404", Doc: "Answer for a tile that does not exist: 404, 204, or empty (an empty tile of the requested format)."},
 		{Name: "REVALIDATE_AFTER", Default: "1h", Doc: "Age after which a cached tile is revalidated against S3 with If-None-Match."},
 		{Name: "ORIGIN_TIMEOUT", Default: "10s", Doc: "Deadline of one S3 fetch (capped by the invocation's own deadline)."},

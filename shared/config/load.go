@@ -38,6 +38,7 @@ type Tiles struct {
 	NegativeCacheControl string
 	StaleCacheControl    string
 	CORSAllowOrigins     string
+	PublicURL            string
 	MissingTile          string // "404", "204" or "empty"
 	RevalidateAfter      time.Duration
 	OriginTimeout        time.Duration
@@ -153,6 +154,7 @@ func LoadTiles(env Env) (Tiles, error) {
 		NegativeCacheControl: r.str("NEGATIVE_CACHE_CONTROL", DefaultNegativeCacheControl),
 		StaleCacheControl:    r.str("STALE_CACHE_CONTROL", DefaultStaleCacheControl),
 		CORSAllowOrigins:     r.str("CORS_ALLOW_ORIGINS", "*"),
+		PublicURL:            r.str("PUBLIC_URL", ""),
 		MissingTile:          strings.ToLower(r.str("MISSING_TILE", "404")),
 		RevalidateAfter:      r.duration("REVALIDATE_AFTER", time.Hour),
 		OriginTimeout:        r.duration("ORIGIN_TIMEOUT", 10*time.Second),
@@ -214,6 +216,11 @@ func LoadTiles(env Env) (Tiles, error) {
 	}
 	if t.OriginTimeout <= 0 {
 		r.fail("ORIGIN_TIMEOUT must be positive")
+	}
+	if t.PublicURL != "" {
+		if u, err := url.Parse(t.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			r.fail("PUBLIC_URL=%q: want an absolute http(s) URL without query, such as https://tiles.example.com", t.PublicURL)
+		}
 	}
 	for _, p := range t.StagePrefixes {
 		if err := tile.ValidatePrefix(p); err != nil {

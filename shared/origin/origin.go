@@ -88,6 +88,9 @@ var (
 	// from its Content-Length, or cut off once that many bytes were read,
 	// never read whole.
 	ErrTooLarge = errors.New("origin: object too large")
+	// ErrPreconditionFailed is a 412: the object no longer has the ETag a
+	// read was pinned to (If-Match). Not retried: the caller re-reads.
+	ErrPreconditionFailed = errors.New("origin: precondition failed")
 )
 
 // DefaultMaxObjectBytes is the default Config.MaxObjectBytes (MAX_TILE_BYTES).
@@ -299,6 +302,128 @@ func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*t
 	}, nil
 }
 
+// Range is a byte range of an object, read by GetRange.
+type Range struct {
+	Body         []byte
+	Size         int64 // the whole object's size, from Content-Range
+	ETag         string
+	LastModified time.Time
+}
+
+// MaxRangeBytes caps one GetRange.
+const MaxRangeBytes = 256 << 20
+
+// GetRange reads n bytes of a raw object key from offset off (fewer when
+// the object ends first), with the retry and body rules of Get. With ifMatch
+// set the read is pinned to that version: a changed object is
+// ErrPreconditionFailed, never bytes of another version.
+func (c *Client) GetRange(ctx context.Context, objectKey string, off, n int64, ifMatch string) (*Range, error) {
+	if objectKey == "" || off < 0 || n <= 0 || n > MaxRangeBytes {
+		return nil, fmt.Errorf("origin: get range %q %d+%d: bad request", objectKey, off, n)
+	}
+	var rg *Range
+	err := c.retry(ctx, "get range", objectKey, func(actx context.Context) error {
+		var err error
+		rg, err = c.getRangeOnce(actx, objectKey, off, n, ifMatch)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rg, nil
+}
+
+func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int64, ifMatch string) (*Range, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	in := &s3.GetObjectInput{
+		Bucket: aws.String(c.cfg.Bucket),
+		Key:    aws.String(objectKey),
+		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+	}
+	if ifMatch != "" {
+		in.IfMatch = aws.String(ifMatch)
+	}
+	out, err := c.api.GetObject(ctx, in, noSDKRetry)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer out.Body.Close()
+	size, ok := rangeTotal(aws.ToString(out.ContentRange))
+	length := aws.ToInt64(out.ContentLength)
+	switch {
+	case !ok && out.ContentRange == nil && out.ContentLength != nil && off == 0:
+		// A store that answers a range with the whole object (200).
+		size = length
+	case !ok:
+		return nil, fmt.Errorf("origin: get range %q: bad Content-Range %q", objectKey, aws.ToString(out.ContentRange))
+	}
+	if out.ContentLength == nil || length > n {
+		return nil, fmt.Errorf("origin: get range %q: Content-Length %v for a range of %d bytes", objectKey, aws.ToInt64(out.ContentLength), n)
+	}
+	body, err := c.readBody(ctx, cancel, out.Body, length)
+	if err != nil {
+		return nil, err
+	}
+	return &Range{Body: body, Size: size, ETag: aws.ToString(out.ETag), LastModified: aws.ToTime(out.LastModified)}, nil
+}
+
+// rangeTotal reads the complete length of a Content-Range ("bytes 0-9/100").
+func rangeTotal(v string) (int64, bool) {
+	_, total, ok := strings.Cut(v, "/")
+	if !ok || !strings.HasPrefix(v, "bytes ") {
+		return 0, false
+	}
+	var n int64
+	if _, err := fmt.Sscan(total, &n); err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// Prefixes lists the common prefixes ("directories", ending in /) and the
+// objects directly under the tile-key prefix dir (delimiter /), as tile
+// keys: one level of the bucket, for a catalog. Each page is retried like
+// a Get; at most max names are returned.
+func (c *Client) Prefixes(ctx context.Context, dir string, max int) (dirs []string, objects []ObjectInfo, err error) {
+	if err := tile.ValidatePrefix(dir); err != nil {
+		return nil, nil, fmt.Errorf("origin: prefixes: %w", err)
+	}
+	var token *string
+	for len(dirs)+len(objects) < max {
+		in := &s3.ListObjectsV2Input{
+			Bucket:            aws.String(c.cfg.Bucket),
+			Prefix:            aws.String(c.ObjectKey(dir)),
+			Delimiter:         aws.String("/"),
+			ContinuationToken: token,
+		}
+		var out *s3.ListObjectsV2Output
+		err := c.retry(ctx, "list prefixes", dir, func(actx context.Context) error {
+			var err error
+			out, err = c.api.ListObjectsV2(actx, in, noSDKRetry)
+			return classify(err)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, p := range out.CommonPrefixes {
+			if k, ok := tile.KeyFromObject(c.cfg.Prefix, strings.TrimSuffix(aws.ToString(p.Prefix), "/")); ok {
+				dirs = append(dirs, k+"/")
+			}
+		}
+		for _, o := range out.Contents {
+			if k, ok := tile.KeyFromObject(c.cfg.Prefix, aws.ToString(o.Key)); ok {
+				objects = append(objects, ObjectInfo{Key: k, Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag)})
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			break
+		}
+		token = out.NextContinuationToken
+	}
+	return dirs, objects, nil
+}
+
 // bodyError is a failure while reading a body after a good status line; it
 // is retried like a connection failure.
 type bodyError struct{ err error }
@@ -505,6 +630,8 @@ func classify(err error) error {
 		switch re.HTTPStatusCode() {
 		case http.StatusNotModified:
 			return ErrNotModified
+		case http.StatusPreconditionFailed:
+			return fmt.Errorf("%w (%w)", ErrPreconditionFailed, err)
 		case http.StatusNotFound:
 			return fmt.Errorf("%w (%w)", ErrNotFound, err)
 		}
@@ -519,7 +646,7 @@ var sdkRetryables = retry.IsErrorRetryables(retry.DefaultRetryables)
 
 func retryable(err error) bool {
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotModified), errors.Is(err, ErrTooLarge):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotModified), errors.Is(err, ErrTooLarge), errors.Is(err, ErrPreconditionFailed):
 		return false
 	case errors.As(err, new(*bodyError)):
 		return true

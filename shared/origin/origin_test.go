@@ -462,3 +462,31 @@ func TestNewFromEnvironment(t *testing.T) {
 		t.Fatalf("got %v, %v, want the body", got, err)
 	}
 }
+
+// TestGetRange: a range comes back with the object's size and ETag; pinned
+// to an old ETag it is ErrPreconditionFailed, not retried.
+func TestGetRange(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	etag := e.put(t, "tiles/a.pmtiles", []byte("0123456789"), "", "")
+	c := e.client(origin.Config{Prefix: "tiles/"})
+	rg, err := c.GetRange(context.Background(), "tiles/a.pmtiles", 2, 100, "")
+	if err != nil || string(rg.Body) != "23456789" || rg.Size != 10 || rg.ETag != etag {
+		t.Fatalf("got %+v, %v", rg, err)
+	}
+	rg, err = c.GetRange(context.Background(), "tiles/a.pmtiles", 0, 3, etag)
+	if err != nil || string(rg.Body) != "012" {
+		t.Fatalf("pinned: got %+v, %v", rg, err)
+	}
+	e.put(t, "tiles/a.pmtiles", []byte("changed"), "", "")
+	before := e.req.get("GET /tiles/tiles/a.pmtiles")
+	if _, err := c.GetRange(context.Background(), "tiles/a.pmtiles", 0, 3, etag); !errors.Is(err, origin.ErrPreconditionFailed) {
+		t.Fatalf("changed object: got %v, want ErrPreconditionFailed", err)
+	}
+	if n := e.req.get("GET /tiles/tiles/a.pmtiles") - before; n != 1 {
+		t.Fatalf("a 412 took %d requests, want 1", n)
+	}
+	if _, err := c.GetRange(context.Background(), "tiles/none.pmtiles", 0, 3, ""); !errors.Is(err, origin.ErrNotFound) {
+		t.Fatalf("missing object: got %v", err)
+	}
+}

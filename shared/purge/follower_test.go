@@ -235,11 +235,14 @@ func TestFollowerFailClosed(t *testing.T) {
 		fault s3local.Fault
 	}{
 		{"failing", s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Status: http.StatusServiceUnavailable}},
-		{"slower than the timeout", s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Delay: 300 * time.Millisecond}},
+		{"slower than the timeout", s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Delay: 4 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			fe := newFollowerEnv(t, FollowerConfig{Interval: time.Second, Timeout: 50 * time.Millisecond})
+			// A timeout generous enough that a good check never hits it on
+			// a loaded machine; the slow journal is slower still.
+			const timeout = time.Second
+			fe := newFollowerEnv(t, FollowerConfig{Interval: time.Second, Timeout: timeout})
 			ctx := context.Background()
 			if err := fe.f.Start(ctx); err != nil {
 				t.Fatal(err)
@@ -252,7 +255,7 @@ func TestFollowerFailClosed(t *testing.T) {
 			if !fe.f.Trusted(cached, fe.clock.Now()) {
 				t.Fatal("distrusted within Interval+Timeout of the last good check")
 			}
-			fe.clock.Advance(51 * time.Millisecond)
+			fe.clock.Advance(timeout + time.Millisecond)
 			now := fe.clock.Now()
 			if fe.f.Trusted(cached, now) {
 				t.Fatal("a copy older than the last good check + Interval + Timeout is still trusted")

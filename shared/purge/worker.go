@@ -188,6 +188,7 @@ func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 	keys := make([]string, 0, len(latest))
 	for _, c := range latest {
 		keys = append(keys, c.Key)
+		keys = append(keys, Derived(c.Key)...)
 	}
 	res.Prefixes = Coalesce(keys, w.cfg.Coalesce)
 	w.cfg.Metrics.Notifications(res.Changes)
@@ -249,6 +250,19 @@ func (w *Worker) purge(ctx context.Context, changes []s3event.Change, res *Resul
 		return err
 	}
 	w.cfg.Metrics.InvalidationsIssued(len(out.Paths))
+	return nil
+}
+
+// Derived lists what else a change of key changes, beyond key itself: an
+// archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, and
+// a tile directory's NAME/metadata.json is that TileJSON too.
+func Derived(key string) []string {
+	if name, ok := strings.CutSuffix(key, ".pmtiles"); ok && name != "" && !strings.Contains(name, "/") {
+		return []string{name + "/", name + ".json"}
+	}
+	if name, ok := strings.CutSuffix(key, "/metadata.json"); ok && name != "" && !strings.Contains(name, "/") {
+		return []string{name + ".json"}
+	}
 	return nil
 }
 

@@ -602,3 +602,42 @@ func TestWorkerConfigValidate(t *testing.T) {
 		t.Errorf("got %v, want three problems", err)
 	}
 }
+
+// TestWorkerArchivePurgesTileset: an upload or a deletion of NAME.pmtiles
+// purges the tileset NAME/ and its TileJSON NAME.json, in the journal and
+// on the CDN; a change of NAME/metadata.json purges NAME.json.
+func TestWorkerArchivePurgesTileset(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		event, key string
+		prefixes   []string
+		paths      []string
+	}{
+		{"ObjectCreated:Put", "osm.pmtiles", []string{"osm.json", "osm.pmtiles", "osm/"}, []string{"/osm.json", "/osm.pmtiles", "/osm/*"}},
+		{"ObjectRemoved:Delete", "osm.pmtiles", []string{"osm.json", "osm.pmtiles", "osm/"}, []string{"/osm.json", "/osm.pmtiles", "/osm/*"}},
+		{"ObjectCreated:Put", "sat/metadata.json", []string{"sat.json", "sat/metadata.json"}, []string{"/sat.json", "/sat/metadata.json"}},
+		{"ObjectCreated:Put", "deep/a.pmtiles", []string{"deep/a.pmtiles"}, []string{"/deep/a.pmtiles"}},
+	} {
+		t.Run(tt.event+" "+tt.key, func(t *testing.T) {
+			t.Parallel()
+			we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{})
+			res := we.w.Process(context.Background(), decodeSQS(t, sqsBatch(t, tt.event, []string{tt.key}, 0)))
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			if !slices.Equal(res.Prefixes, tt.prefixes) {
+				t.Errorf("prefixes: got %q, want %q", res.Prefixes, tt.prefixes)
+			}
+			if !slices.Equal(res.Paths, tt.paths) {
+				t.Errorf("CDN paths: got %q, want %q", res.Paths, tt.paths)
+			}
+			snap, err := we.j.Read(context.Background(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Entries) == 0 || snap.Seq != res.Seq || !slices.Equal(snap.Entries[len(snap.Entries)-1].Prefixes, tt.prefixes) {
+				t.Errorf("journal: got %+v, want an entry %d of %q", snap, res.Seq, tt.prefixes)
+			}
+		})
+	}
+}

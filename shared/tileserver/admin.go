@@ -31,6 +31,10 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusOK, s.health())
 		return
 	}
+	if route == "catalog" {
+		s.serveCatalog(w, r) // public and read-only: no token
+		return
+	}
 	if s.cfg.AdminToken == "" {
 		s.plain(w, http.StatusNotFound, "not found")
 		return

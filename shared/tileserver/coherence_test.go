@@ -28,7 +28,7 @@ import (
 
 const (
 	syncInterval = time.Second
-	syncTimeout  = 50 * time.Millisecond // real time: it bounds S3 calls
+	syncTimeout  = 200 * time.Millisecond // real time: it bounds S3 calls; generous enough for a loaded machine
 	// bound is the promise: no instance answers with bytes older than the
 	// newest write that is at least this old (on the fleet's clock; the
 	// worker runs at once there).

@@ -32,12 +32,18 @@ const (
 	HdrOrigin
 	HdrAccessControlRequestMethod
 	HdrAccessControlRequestHeaders
+	// The host a request came through, for answers that name their own
+	// URL (TileJSON, IIIF info.json) when PUBLIC_URL is not set.
+	HdrHost
+	HdrXForwardedHost
+	HdrXForwardedProto
 	NumHeaderNames // how many there are
 )
 
 var headerNames = [NumHeaderNames]string{
 	"Accept-Encoding", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since",
 	"Range", "If-Range", "Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers",
+	"Host", "X-Forwarded-Host", "X-Forwarded-Proto",
 }
 
 // String is the header's canonical name.
@@ -66,6 +72,11 @@ func HTTPRequest(r *http.Request, into *Request) {
 		} else {
 			into.Header[i] = ""
 		}
+	}
+	// net/http moves Host out of the header map.
+	into.Header[HdrHost] = r.Host
+	if r.TLS != nil && into.Header[HdrXForwardedProto] == "" {
+		into.Header[HdrXForwardedProto] = "https"
 	}
 }
 
@@ -208,6 +219,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	case err == nil && stream != nil:
 		s.answerStream(req, resp, key, t, stream, start)
 	case err == nil:
+		t = s.document(req, key, t) // TileJSON and IIIF info.json name the URL they are served from
 		s.answerTile(req, resp, key, t, src, start)
 	case errors.Is(err, origin.ErrNotFound):
 		s.stats.notFound.Add(1)

@@ -57,7 +57,15 @@ type Config struct {
 	// function-URL answer encoded once (Lambda in BUFFERED mode), charged
 	// to the memory tier's bound.
 	Payloads bool
-	Now      func() time.Time
+	// PublicURL is the base URL answers that name their own URL (TileJSON,
+	// the catalog, IIIF info.json ids) use; "" takes it from the request's
+	// forwarded or own host.
+	PublicURL string
+	// ArchiveTTL is how long a tileset name is believed not to be a PMTiles
+	// archive, and how long an archive's ETag counts as checked when its
+	// tiles are revalidated; default DefaultArchiveTTL.
+	ArchiveTTL time.Duration
+	Now        func() time.Time
 }
 
 // Validate reports every problem at once.
@@ -94,6 +102,12 @@ type Deps struct {
 	CDN     *cdn.Invalidator
 	Metrics Metrics // nil records nothing
 	Logger  *slog.Logger
+	// Archives, when set, serves PMTiles archives (NAME.pmtiles) as the
+	// tilesets NAME/, and the catalog; nil serves objects only.
+	Archives ArchiveStore
+	// Directories keeps archives' decoded leaf directories; nil: a cache
+	// of DefaultDirectoryBytes.
+	Directories *cache.Cache
 }
 
 // Server is the tile handler.
@@ -123,6 +137,9 @@ type Server struct {
 	downUntil  atomic.Int64   // unix ns until which the origin counts as down
 	background sync.WaitGroup // revalidations run for requests answered stale
 	stats      counters
+	archives   *archives    // nil: objects only
+	docs       *cache.Cache // TileJSON and info.json answers rendered for a base URL
+	catalog    catalogCache
 }
 
 // counters are the handler's own statistics.
@@ -193,6 +210,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.negativeCacheControl = []string{cfg.NegativeCacheControl}
 	s.staleCacheControl = []string{cfg.StaleCacheControl}
 	s.slots = make(chan struct{}, cfg.MaxOriginFetches)
+	if err := s.withArchives(d); err != nil {
+		return nil, err
+	}
 	s.allow = []string{"GET, HEAD"}
 	if s.cors.any || s.cors.reflect {
 		s.allow = allowMethods
@@ -231,6 +251,7 @@ func (s *Server) purgeTiers(prefix string) (memN, diskN int, err error) {
 		if s.disk != nil {
 			detached = s.disk.Detach(prefix)
 		}
+		s.purged(prefix) // what the server derived from what the prefix covers
 	})
 	return memN, detached.Entries, detached.Unlink()
 }

@@ -136,14 +136,16 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		RevalidateAfter: cfg.RevalidateAfter,
 		OriginTimeout:   cfg.OriginTimeout,
 		AdminToken:      cfg.AdminToken,
+		PublicURL:       cfg.PublicURL,
 	}, tileserver.Deps{
-		Memory:  mem,
-		Disk:    a.Disk,
-		Origin:  o,
-		Journal: a.Journal,
-		CDN:     inv,
-		Metrics: a.tileMetrics(),
-		Logger:  log,
+		Memory:   mem,
+		Disk:     a.Disk,
+		Origin:   o,
+		Archives: o, // NAME.pmtiles serves NAME/ through the same tiers
+		Journal:  a.Journal,
+		CDN:      inv,
+		Metrics:  a.tileMetrics(),
+		Logger:   log,
 	})
 	if err != nil {
 		return nil, err

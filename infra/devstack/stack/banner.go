@@ -66,6 +66,10 @@ func (st *Stack) Banner() string {
 	p("  viewer          %s/", st.URL)
 	p("  a tile          %s", tile)
 	p("  health          %s/_tilesieve/health", st.URL)
+	p("  catalog         %s/_tilesieve/catalog", st.URL)
+	for _, name := range st.Loaded {
+		p("  your tileset    %s/%s.json (TileJSON)", st.URL, name)
+	}
 	if st.Tiles.AdminToken != "" {
 		p("  admin API       curl -H 'Authorization: Bearer %s' %s/_tilesieve/stats", st.Tiles.AdminToken, st.URL)
 	}

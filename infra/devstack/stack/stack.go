@@ -28,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,6 +42,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/upload"
 )
 
 // Defaults of the embedded stack. The credentials are not secrets: the
@@ -82,6 +84,11 @@ type Options struct {
 	// S3 seeding writes into a real bucket and is asked for explicitly.
 	Seed        bool
 	SeedMaxZoom int // default demotiles.DefaultMaxZoom
+	// Tiles are the user's own tilesets loaded at start, each a directory
+	// of z/x/y.ext tiles (tileset NAME from the directory's name) or a
+	// .pmtiles archive (NAME.pmtiles), through shared/upload as the upload
+	// command loads them.
+	Tiles []string
 	// Logger receives the stack's logs; default discards.
 	Logger *slog.Logger
 	// OnEvent, when set, sees every S3 notification after its delivery to the
@@ -95,6 +102,7 @@ type Stack struct {
 	S3URL  string // the embedded S3 endpoint; "" when not embedded
 	Region string
 	Seeded int          // demo tiles written at start
+	Loaded []string     // names of the tilesets loaded from Options.Tiles
 	Tiles  config.Tiles // bucket, prefix, admin token: what the tile function runs with
 	// IgnoredEnv are the S3 variables set in the environment that the
 	// embedded stack does not use.
@@ -212,6 +220,11 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 			return st, err
 		}
 	}
+	for _, path := range opts.Tiles {
+		if err := st.load(ctx, o.S3(), path); err != nil {
+			return st, err
+		}
+	}
 	if opts.Embedded {
 		st.Notifier.SetEnabled(true)
 	}
@@ -300,6 +313,19 @@ func (st *Stack) seed(ctx context.Context, c *s3.Client, maxZoom int) error {
 	}
 	st.log.Info("demo tileset seeded", "tiles", n, "zoom", fmt.Sprintf("0-%d", maxZoom),
 		"at", st.Tiles.Bucket+"/"+st.Tiles.TilesPrefix+demotiles.Tileset+"/", "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// load uploads one of the user's tilesets under TILES_PREFIX.
+func (st *Stack) load(ctx context.Context, c *s3.Client, path string) error {
+	name := strings.TrimSuffix(filepath.Base(filepath.Clean(path)), ".pmtiles")
+	dst := upload.Destination{Bucket: st.Tiles.Bucket, Prefix: st.Tiles.TilesPrefix, Name: name}
+	rep, err := upload.Run(ctx, c, path, dst, upload.Options{})
+	if err != nil {
+		return fmt.Errorf("-tiles %s: %w", path, err)
+	}
+	st.Loaded = append(st.Loaded, name)
+	st.log.Info("tileset loaded", "path", path, "name", name, "uploaded", rep.Uploaded, "skipped", rep.Skipped, "tilejson", "/"+name+".json")
 	return nil
 }
 

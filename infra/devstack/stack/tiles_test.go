@@ -1,0 +1,76 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tilesieve/tilesieve/infra/devstack/stack"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+)
+
+// TestLoadTiles: -tiles loads a tile directory and a .pmtiles archive into
+// the embedded S3; both are served, have TileJSON and are in the catalog.
+func TestLoadTiles(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "mine")
+	if err := os.MkdirAll(filepath.Join(dir, "1", "0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pngTile := []byte("\x89PNG\r\n\x1a\nmine")
+	if err := os.WriteFile(filepath.Join(dir, "1", "0", "1.png"), pngTile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "metadata.json"), []byte(`{"format":"png","maxzoom":"1"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	archiveTile := []byte("\x89PNG\r\n\x1a\narchived")
+	archive := filepath.Join(t.TempDir(), "arch.pmtiles")
+	if err := os.WriteFile(archive, pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 2, X: 1, Y: 3}: archiveTile}, pmtilestest.Options{Clustered: true}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Options{Env: mapEnv(nil), Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Tiles: []string{dir, archive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		st.Close(ctx)
+	})
+	for path, want := range map[string][]byte{"/mine/1/0/1.png": pngTile, "/arch/2/1/3.png": archiveTile} {
+		if a := get(t, st.URL+path); a.status != 200 || string(a.body) != string(want) {
+			t.Errorf("%s: %d %q", path, a.status, a.body)
+		}
+	}
+	for _, name := range []string{"mine", "arch"} {
+		a := get(t, st.URL+"/"+name+".json")
+		if a.status != 200 || !strings.Contains(string(a.body), st.URL+"/"+name+"/{z}/{x}/{y}.png") {
+			t.Errorf("%s.json: %d %s", name, a.status, a.body)
+		}
+	}
+	resp, err := http.Get(st.URL + "/_tilesieve/catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var c struct {
+		Tilesets []struct{ Name, Kind string }
+	}
+	if err := json.Unmarshal(b, &c); err != nil || len(c.Tilesets) != 2 || c.Tilesets[0].Name != "arch" || c.Tilesets[1].Name != "mine" {
+		t.Fatalf("catalog: %s", b)
+	}
+	if !strings.Contains(st.Banner(), "/arch.json") {
+		t.Errorf("banner does not name the loaded tilesets:\n%s", st.Banner())
+	}
+}

@@ -1,0 +1,515 @@
+package tileserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tileset"
+)
+
+// ArchiveStore is the S3 access PMTiles archives and the catalog need
+// beside Origin: ranged reads pinned to an ETag, a HEAD, one level of
+// listing. *origin.Client is one.
+type ArchiveStore interface {
+	GetRange(ctx context.Context, objectKey string, off, n int64, ifMatch string) (*origin.Range, error)
+	Head(ctx context.Context, key string) (*tile.Tile, error)
+	Prefixes(ctx context.Context, dir string, max int) ([]string, []origin.ObjectInfo, error)
+	ObjectKey(tileKey string) string
+}
+
+// ArchiveExt names an archive: TILES_PREFIX + NAME + ArchiveExt serves the
+// tileset NAME/.
+const ArchiveExt = ".pmtiles"
+
+// Defaults of the archive origin.
+const (
+	// DefaultArchiveTTL is how long "NAME.pmtiles does not exist" is
+	// believed, and how long an archive's ETag counts as checked for the
+	// revalidation of its tiles.
+	DefaultArchiveTTL = time.Minute
+	// DefaultDirectoryBytes bounds the leaf directory cache when Deps
+	// gives none.
+	DefaultDirectoryBytes = 16 << 20
+	// tileJSONTag ends the ETag of a TileJSON built from an archive or a
+	// metadata.json; the answer is rendered for its base URL (document).
+	tileJSONTag = "/tilejson"
+)
+
+// archives is the Origin the server is given when archives are on: a key
+// whose first segment names an archive (NAME.pmtiles exists) is read from
+// it; every other key goes to the object origin. Tiles of both kinds land in
+// the same tiers under the same keys.
+type archives struct {
+	s     *Server // its PurgePrefix drops a tileset whose archive changed under a read
+	next  Origin  // object tilesets
+	store ArchiveStore
+	dirs  *cache.Cache // decoded leaf directories, by archive, version and range
+	ttl   time.Duration
+	now   func() time.Time
+
+	mu    sync.Mutex // guards names and local
+	names map[string]*archive
+	local map[string]localCopy // staged archives, by name
+}
+
+// localCopy is an archive staged to the disk directory: its tiles are read
+// from the file while its ETag is the one in S3.
+type localCopy struct {
+	etag string
+	src  pmtiles.RangeReader
+}
+
+// archive is what one tileset name resolved to at checked: an archive
+// version (r, etag), or none (missing). ready is closed once the probe that
+// made it ends; err is that probe's failure.
+type archive struct {
+	name         string
+	ready        chan struct{}
+	checked      atomic.Int64 // UnixNano of the last time S3 confirmed what this is
+	missing      bool
+	err          error
+	r            *pmtiles.Reader
+	etag         string
+	lastModified time.Time
+}
+
+func newArchives(s *Server, next Origin, store ArchiveStore, dirs *cache.Cache, ttl time.Duration) *archives {
+	if ttl <= 0 {
+		ttl = DefaultArchiveTTL
+	}
+	return &archives{s: s, next: next, store: store, dirs: dirs, ttl: ttl, now: s.now,
+		names: map[string]*archive{}, local: map[string]localCopy{}}
+}
+
+// Get implements Origin.
+func (a *archives) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
+	name, rest, nested := strings.Cut(key, "/")
+	if !nested {
+		if n, ok := strings.CutSuffix(key, ".json"); ok && n != "" {
+			return a.tileJSON(ctx, n, key, ifNoneMatch)
+		}
+		return a.next.Get(ctx, key, ifNoneMatch)
+	}
+	z, x, y, ext, ok := parseZXY(rest)
+	if !ok {
+		return a.next.Get(ctx, key, ifNoneMatch)
+	}
+	for attempt := 0; ; attempt++ {
+		ar, obj, err := a.resolve(ctx, name, func(ctx context.Context) (*tile.Tile, error) { return a.next.Get(ctx, key, ifNoneMatch) })
+		if err != nil || ar == nil {
+			return obj, err
+		}
+		t, err := a.readTile(ctx, ar, z, x, y, ext, ifNoneMatch)
+		if attempt == 0 && errors.Is(err, origin.ErrPreconditionFailed) {
+			a.changed(ar)
+			continue
+		}
+		return t, err
+	}
+}
+
+// resolve finds what name is: an archive (returned), or not one, and then
+// the object origin's answer for the key (obj, err from objects). When name
+// must be probed, the probe (a ranged GET of the archive's first 16 KiB,
+// which is also its header and root directory) and the object read run side
+// by side, so a miss of an object tileset costs no extra round trip.
+func (a *archives) resolve(ctx context.Context, name string, objects func(context.Context) (*tile.Tile, error)) (*archive, *tile.Tile, error) {
+	ar, probing := a.lookup(name)
+	if ar == nil {
+		// Known, fresh and not an archive.
+		t, err := objects(ctx)
+		return nil, t, err
+	}
+	type result struct {
+		t   *tile.Tile
+		err error
+	}
+	var objc chan result
+	if probing {
+		objc = make(chan result, 1)
+		go func() {
+			t, err := objects(ctx)
+			objc <- result{t, err}
+		}()
+	}
+	select {
+	case <-ar.ready:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	switch {
+	case ar.err != nil:
+		if objc != nil {
+			// The probe failed; an object tileset's tile is still a tile.
+			if r := <-objc; r.err == nil {
+				return nil, r.t, nil
+			}
+		}
+		return nil, nil, ar.err
+	case ar.missing:
+		if objc == nil {
+			t, err := objects(ctx)
+			return nil, t, err
+		}
+		r := <-objc
+		return nil, r.t, r.err
+	}
+	return ar, nil, nil
+}
+
+// lookup returns name's state, starting a probe when none is fresh
+// (probing reports that one was started for this call). A nil archive is a
+// fresh "not an archive".
+func (a *archives) lookup(name string) (ar *archive, probing bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cur := a.names[name]
+	if cur != nil {
+		select {
+		case <-cur.ready:
+			switch {
+			case cur.err == nil && !cur.missing:
+				return cur, false // pinned to its ETag; a change shows as a 412
+			case a.now().Sub(a.checkedAt(cur)) >= a.ttl:
+			case cur.missing:
+				return nil, false
+			default:
+				return cur, false // a malformed archive, until the TTL or a purge
+			}
+		default:
+			return cur, false // a probe is running: wait for it
+		}
+	}
+	ar = &archive{name: name, ready: make(chan struct{})}
+	a.names[name] = ar
+	go a.probe(ar)
+	return ar, true
+}
+
+// probe opens name's archive: detached from any one request (others wait
+// on it), bounded by the origin timeout.
+func (a *archives) probe(ar *archive) {
+	defer close(ar.ready)
+	ctx, cancel := context.WithTimeout(context.Background(), a.s.cfg.OriginTimeout)
+	defer cancel()
+	ar.checked.Store(a.now().UnixNano())
+	objectKey := a.store.ObjectKey(ar.name + ArchiveExt)
+	first, err := a.store.GetRange(ctx, objectKey, 0, pmtiles.RootWindow, "")
+	switch {
+	case errors.Is(err, origin.ErrNotFound):
+		ar.missing = true
+		return
+	case err != nil:
+		ar.err = fmt.Errorf("tileserver: archive %s: %w", ar.name, err)
+		a.forgetFailed(ar)
+		return
+	case first.Size < pmtiles.HeaderLen:
+		ar.err = fmt.Errorf("tileserver: archive %s of %d bytes: %w", ar.name, first.Size, pmtiles.ErrInvalid)
+		return
+	}
+	ar.etag, ar.lastModified = first.ETag, first.LastModified
+	src := a.rangeReader(ar.name, objectKey, first.ETag)
+	ar.r, err = pmtiles.NewReader(first.Body, first.Size, src, pmtiles.Options{Leaves: leafCache{a.dirs, ar.name + "\x00" + first.ETag + "\x00"}})
+	if err != nil {
+		// A malformed archive answers 502 for the TTL (or until a purge
+		// of it), without a read per request.
+		ar.err = fmt.Errorf("tileserver: archive %s: %w", ar.name, err)
+	}
+}
+
+func (a *archives) checkedAt(ar *archive) time.Time { return time.Unix(0, ar.checked.Load()) }
+
+// forgetFailed drops a probe that failed for a passing reason (S3 errors),
+// so the next request probes again.
+func (a *archives) forgetFailed(ar *archive) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.names[ar.name] == ar {
+		delete(a.names, ar.name)
+	}
+}
+
+// rangeReader reads the archive version etag: from its staged copy when
+// there is one of that version, else by ranged GETs pinned with If-Match.
+func (a *archives) rangeReader(name, objectKey, etag string) pmtiles.RangeReader {
+	a.mu.Lock()
+	lc, ok := a.local[name]
+	a.mu.Unlock()
+	if ok && lc.etag == etag {
+		return lc.src
+	}
+	return pmtiles.RangeReaderFunc(func(ctx context.Context, off, n int64) ([]byte, error) {
+		rg, err := a.store.GetRange(ctx, objectKey, off, n, etag)
+		if err != nil {
+			return nil, err
+		}
+		return rg.Body, nil
+	})
+}
+
+// changed drops a tileset whose archive no longer has the ETag it was read
+// at (a 412): its tiles and TileJSON on this instance, through the purge,
+// which also forgets the archive (forget) and keeps in-flight fills of the
+// old version out of the tiers.
+func (a *archives) changed(ar *archive) {
+	a.s.log.Info("archive changed under a read; dropping its tileset on this instance", "name", ar.name, "etag", ar.etag)
+	_ = a.s.PurgePrefix(ar.name + "/")
+	_ = a.s.PurgePrefix(ar.name + ".json")
+}
+
+// forget drops what is known of the archives a purge of prefix covers: a
+// purge of NAME/ or of NAME.pmtiles (or anything above them) means the
+// archive may be another now.
+func (a *archives) forget(prefix string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for name := range a.names {
+		if strings.HasPrefix(name+"/", prefix) || strings.HasPrefix(name+ArchiveExt, prefix) {
+			delete(a.names, name)
+			a.dirs.DeletePrefix(name + "\x00")
+		}
+	}
+}
+
+// current returns the archive name resolves to, verified with S3 within the
+// TTL: an older one is checked again (its first bytes, pinned to its ETag).
+// It is how revalidation asks "is the archive's ETag still the same".
+func (a *archives) current(ctx context.Context, ar *archive) (*archive, error) {
+	if a.now().Sub(a.checkedAt(ar)) < a.ttl {
+		return ar, nil
+	}
+	_, err := a.store.GetRange(ctx, a.store.ObjectKey(ar.name+ArchiveExt), 0, 1, ar.etag)
+	switch {
+	case err == nil:
+		ar.checked.Store(a.now().UnixNano())
+		return ar, nil
+	case errors.Is(err, origin.ErrPreconditionFailed), errors.Is(err, origin.ErrNotFound):
+		return nil, origin.ErrPreconditionFailed
+	}
+	return nil, err
+}
+
+// readTile reads tile z/x/y of ar; a revalidation whose tile ETag names the
+// archive's current version is ErrNotModified, answered without reading.
+func (a *archives) readTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
+	h := ar.r.Header()
+	if !extMatches(h.TileType, ext) {
+		return nil, origin.ErrNotFound
+	}
+	if ifNoneMatch != "" {
+		cur, err := a.current(ctx, ar)
+		if err != nil {
+			return nil, err
+		}
+		if archiveOfTag(ifNoneMatch) == cur.etag {
+			return nil, origin.ErrNotModified
+		}
+	}
+	rg, ok, err := ar.r.Find(ctx, z, x, y)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, origin.ErrNotFound
+	}
+	if rg.Length > pmtiles.DefaultMaxTileBytes {
+		return nil, fmt.Errorf("tileserver: archive %s: tile %d/%d/%d of %d bytes: %w", ar.name, z, x, y, rg.Length, pmtiles.ErrInvalid)
+	}
+	etag := tileTag(ar.etag, rg)
+	if rg.Length == 0 {
+		return &tile.Tile{ContentType: h.TileType.ContentType(), ETag: etag, LastModified: ar.lastModified}, nil
+	}
+	body, err := a.rangeReader(ar.name, a.store.ObjectKey(ar.name+ArchiveExt), ar.etag).ReadRange(ctx, rg.Offset, rg.Length)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) != rg.Length {
+		return nil, fmt.Errorf("tileserver: archive %s: tile read %d of %d bytes: %w", ar.name, len(body), rg.Length, pmtiles.ErrInvalid)
+	}
+	return &tile.Tile{
+		Body:            body,
+		ContentType:     h.TileType.ContentType(),
+		ContentEncoding: h.TileCompression.ContentEncoding(),
+		ETag:            etag,
+		LastModified:    ar.lastModified,
+	}, nil
+}
+
+// tileJSON answers NAME.json: from the archive's header and metadata, or
+// from NAME/metadata.json, or else the object NAME.json as it is. The
+// document holds a placeholder base URL; document renders it for the base
+// of each answer.
+func (a *archives) tileJSON(ctx context.Context, name, key, ifNoneMatch string) (*tile.Tile, error) {
+	for attempt := 0; ; attempt++ {
+		ar, obj, err := a.resolve(ctx, name, func(ctx context.Context) (*tile.Tile, error) {
+			return a.metadataJSON(ctx, name, key, ifNoneMatch)
+		})
+		if err != nil || ar == nil {
+			return obj, err
+		}
+		t, err := a.archiveTileJSON(ctx, ar, ifNoneMatch)
+		if attempt == 0 && errors.Is(err, origin.ErrPreconditionFailed) {
+			a.changed(ar)
+			continue
+		}
+		return t, err
+	}
+}
+
+func (a *archives) archiveTileJSON(ctx context.Context, ar *archive, ifNoneMatch string) (*tile.Tile, error) {
+	etag := derivedTag(ar.etag, tileJSONTag)
+	if ifNoneMatch != "" {
+		cur, err := a.current(ctx, ar)
+		if err != nil {
+			return nil, err
+		}
+		if ifNoneMatch == derivedTag(cur.etag, tileJSONTag) {
+			return nil, origin.ErrNotModified
+		}
+	}
+	md, err := ar.r.Metadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tj, err := tileset.FromArchive(placeholderBase, ar.name, ar.r.Header(), md)
+	if err != nil {
+		return nil, err
+	}
+	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: etag, LastModified: ar.lastModified}, nil
+}
+
+// metadataJSON is the TileJSON of an object tileset, from NAME/metadata.json,
+// or the object NAME.json itself when there is no metadata.json.
+func (a *archives) metadataJSON(ctx context.Context, name, key, ifNoneMatch string) (*tile.Tile, error) {
+	inm := ""
+	if inner, ok := strings.CutSuffix(ifNoneMatch, tileJSONTag+`"`); ok {
+		inm = inner + `"`
+	}
+	md, err := a.next.Get(ctx, name+"/metadata.json", inm)
+	switch {
+	case errors.Is(err, origin.ErrNotFound):
+		if strings.HasSuffix(ifNoneMatch, tileJSONTag+`"`) {
+			ifNoneMatch = "" // the cached copy was a TileJSON: read the object afresh
+		}
+		return a.next.Get(ctx, key, ifNoneMatch)
+	case err != nil:
+		return nil, err
+	}
+	body := md.Body
+	if strings.EqualFold(md.ContentEncoding, "gzip") {
+		if body, err = gunzip(body); err != nil {
+			return nil, fmt.Errorf("tileserver: %s/metadata.json: %w", name, err)
+		}
+	}
+	tj, err := tileset.FromMetadata(placeholderBase, name, body)
+	if err != nil {
+		return nil, err
+	}
+	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: derivedTag(md.ETag, tileJSONTag), LastModified: md.LastModified}, nil
+}
+
+// placeholderBase is the base URL TileJSON documents are stored with;
+// document replaces their tile URLs with ones under the answer's base.
+const placeholderBase = "http://tilesieve.invalid"
+
+// tileTag is the ETag of the tile at rg of archive version etag: the tile
+// is the same exactly while the archive is.
+func tileTag(etag string, rg pmtiles.Range) string {
+	return derivedTag(etag, "/"+strconv.FormatInt(rg.Offset, 10)+"+"+strconv.FormatInt(rg.Length, 10))
+}
+
+// derivedTag is `"inner<suffix>"` for etag `"inner"` (quotes optional).
+func derivedTag(etag, suffix string) string {
+	return `"` + strings.Trim(etag, `"`) + suffix + `"`
+}
+
+// archiveOfTag is the archive ETag a tile ETag was derived from (tileTag),
+// or "".
+func archiveOfTag(tag string) string {
+	inner := strings.Trim(tag, `"`)
+	i := strings.LastIndexByte(inner, '/')
+	if i < 0 {
+		return ""
+	}
+	return `"` + inner[:i] + `"`
+}
+
+// extMatches reports whether ext is one the archive's tile type answers to.
+func extMatches(tt pmtiles.TileType, ext string) bool {
+	for _, e := range tt.Exts() {
+		if strings.EqualFold(e, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseZXY parses "z/x/y.ext" (decimal, no signs or leading zeros beyond
+// "0"), within the grid of zoom z.
+func parseZXY(rest string) (z uint8, x, y uint32, ext string, ok bool) {
+	zs, rest, ok1 := strings.Cut(rest, "/")
+	xs, rest, ok2 := strings.Cut(rest, "/")
+	ys, ext, ok3 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || !ok3 || ext == "" || strings.ContainsAny(ext, "/.") {
+		return 0, 0, 0, "", false
+	}
+	num := func(s string, max uint64) (uint64, bool) {
+		if s == "" || len(s) > 10 || (len(s) > 1 && s[0] == '0') {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(s, 10, 64)
+		return n, err == nil && n <= max
+	}
+	zn, okz := num(zs, pmtiles.MaxZoom)
+	if !okz {
+		return 0, 0, 0, "", false
+	}
+	lim := uint64(1)<<zn - 1
+	xn, okx := num(xs, lim)
+	yn, oky := num(ys, lim)
+	if !okx || !oky {
+		return 0, 0, 0, "", false
+	}
+	return uint8(zn), uint32(xn), uint32(yn), ext, true
+}
+
+// leafCache keeps an archive version's decoded leaf directories in the
+// byte-bounded SIEVE of the server's directory cache, under prefix (the
+// archive's name and ETag) and the leaf's offset.
+type leafCache struct {
+	c      *cache.Cache
+	prefix string
+}
+
+func (l leafCache) key(r pmtiles.Range) string {
+	return l.prefix + strconv.FormatInt(r.Offset, 10) + "+" + strconv.FormatInt(r.Length, 10)
+}
+
+func (l leafCache) Get(r pmtiles.Range) ([]pmtiles.Entry, bool) {
+	t, ok := l.c.Get(l.key(r))
+	if !ok {
+		return nil, false
+	}
+	d, ok := t.Prepared.(leafEntries)
+	return d, ok
+}
+
+func (l leafCache) Put(r pmtiles.Range, entries []pmtiles.Entry) {
+	l.c.Set(l.key(r), &tile.Tile{Prepared: leafEntries(entries)})
+}
+
+// leafEntries is a decoded directory held in the directory cache.
+type leafEntries []pmtiles.Entry
+
+// Cost implements tile.Prepared.
+func (d leafEntries) Cost() int64 { return tile.AllocBytes(cap(d)*pmtiles.EntryBytes) + 24 }

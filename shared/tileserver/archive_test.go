@@ -1,0 +1,320 @@
+package tileserver_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
+)
+
+// archiveEnv is env with archives on: the server is rebuilt over the same
+// tiers and S3 with Deps.Archives set.
+type archiveEnv struct {
+	*env
+	ranged atomic.Int64 // ranged GETs of archives that reached S3
+}
+
+func newArchiveEnv(t *testing.T, opts ...option) *archiveEnv {
+	t.Helper()
+	ae := &archiveEnv{}
+	var cfg tileserver.Config
+	opts = append(opts,
+		withS3Wrapper(func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Range") != "" {
+					ae.ranged.Add(1)
+				}
+				h.ServeHTTP(w, r)
+			})
+		}),
+		func(_ *env, c *tileserver.Config, _ *origin.Config) { cfg = *c })
+	ae.env = newEnv(t, opts...)
+	srv, err := tileserver.New(cfg, tileserver.Deps{Memory: ae.mem, Disk: ae.disk, Origin: ae.client, Journal: ae.journal, Archives: ae.client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ae.srv = srv
+	return ae
+}
+
+// pyramid is every tile of zooms 0..maxZ with distinct random bytes.
+func pyramid(maxZ uint8, seed uint64) map[pmtiles.ZXY][]byte {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	tiles := map[pmtiles.ZXY][]byte{}
+	for z := range maxZ + 1 {
+		for x := range uint32(1) << z {
+			for y := range uint32(1) << z {
+				b := make([]byte, 20+rng.IntN(200))
+				for i := range b {
+					b[i] = byte(rng.Uint32())
+				}
+				tiles[pmtiles.ZXY{Z: z, X: x, Y: y}] = b
+			}
+		}
+	}
+	return tiles
+}
+
+func path(name string, t pmtiles.ZXY, ext string) string {
+	return fmt.Sprintf("/%s/%d/%d/%d.%s", name, t.Z, t.X, t.Y, ext)
+}
+
+// TestArchiveTilesByteIdentical: every tile of archives written clustered
+// and not, with and without leaf directories, comes back byte for byte
+// under the object key space, fills memory and disk, and lists as a key.
+func TestArchiveTilesByteIdentical(t *testing.T) {
+	t.Parallel()
+	tiles := pyramid(4, 7)
+	for _, tt := range []struct {
+		name string
+		opts pmtilestest.Options
+	}{
+		{"clustered", pmtilestest.Options{Clustered: true}},
+		{"unclustered", pmtilestest.Options{}},
+		{"clustered leaves", pmtilestest.Options{Clustered: true, MaxRootBytes: 60, LeafEntries: 16}},
+		{"unclustered gzip leaves", pmtilestest.Options{InternalCompression: pmtiles.CompressionGzip, MaxRootBytes: 60, LeafEntries: 16}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newArchiveEnv(t)
+			archive := pmtilestest.Build(tiles, tt.opts)
+			etag := e.put("a.pmtiles", archive, "application/octet-stream", "")
+			for zxy, want := range tiles {
+				r := e.do("GET", path("a", zxy, "png"))
+				expect(t, r, 200, "MISS")
+				if got := body(t, r); got != string(want) {
+					t.Fatalf("%v: got %d bytes, want the %d that went in", zxy, len(got), len(want))
+				}
+				if ct := r.Header.Get("Content-Type"); ct != "image/png" {
+					t.Fatalf("%v: Content-Type %q", zxy, ct)
+				}
+				if et := r.Header.Get("Etag"); !strings.HasPrefix(et, strings.TrimSuffix(etag, `"`)+"/") {
+					t.Fatalf("%v: ETag %q not derived from the archive's %q", zxy, et, etag)
+				}
+			}
+			zxy := pmtiles.ZXY{Z: 3, X: 2, Y: 5}
+			expect(t, e.do("GET", path("a", zxy, "png")), 200, "HIT-MEMORY")
+			e.mem.DeletePrefix("")
+			r := e.do("GET", path("a", zxy, "png"))
+			expect(t, r, 200, "HIT-DISK")
+			if body(t, r) != string(tiles[zxy]) {
+				t.Fatal("disk copy differs")
+			}
+			// Keys the archive lacks.
+			expect(t, e.do("GET", "/a/5/0/0.png"), 404, "MISS")
+			expect(t, e.do("GET", "/a/5/0/0.png"), 404, "HIT-MEMORY")
+			expect(t, e.do("GET", "/a/1/0/0.jpg"), 404, "")
+			keys := body(t, e.do("GET", "/_tilesieve/keys?prefix=a/3/", "Authorization", "Bearer test-admin-token"))
+			if !strings.Contains(keys, `"key":"a/3/2/5.png"`) {
+				t.Fatalf("keys listing lacks the archive tile: %s", keys)
+			}
+		})
+	}
+}
+
+// TestArchiveMissingTile204: MISSING_TILE applies to tiles an archive
+// lacks as to missing objects.
+func TestArchiveMissingTile204(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.MissingTile = "204" }))
+	e.put("a.pmtiles", pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true}), "", "")
+	expect(t, e.do("GET", "/a/1/1/1.png"), 200, "MISS")
+	expect(t, e.do("GET", "/a/2/1/1.png"), 204, "MISS")
+}
+
+// TestArchiveGzipVector: gzip'd vector tiles go out as stored to clients
+// that accept gzip and decoded to those that do not, under .pbf and .mvt.
+func TestArchiveGzipVector(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	raw := map[pmtiles.ZXY][]byte{}
+	stored := map[pmtiles.ZXY][]byte{}
+	for zxy, b := range pyramid(2, 3) {
+		raw[zxy] = b
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		stored[zxy] = buf.Bytes()
+	}
+	e.put("v.pmtiles", pmtilestest.Build(stored, pmtilestest.Options{Clustered: true, TileType: pmtiles.TileTypeMVT, TileCompression: pmtiles.CompressionGzip}), "", "")
+	zxy := pmtiles.ZXY{Z: 2, X: 3, Y: 1}
+	r := e.do("GET", path("v", zxy, "pbf"), "Accept-Encoding", "gzip")
+	expect(t, r, 200, "MISS")
+	if r.Header.Get("Content-Encoding") != "gzip" || body(t, r) != string(stored[zxy]) || r.Header.Get("Content-Type") != "application/vnd.mapbox-vector-tile" {
+		t.Fatalf("gzip client: %v", r.Header)
+	}
+	r = e.do("GET", path("v", zxy, "pbf"))
+	expect(t, r, 200, "HIT-MEMORY")
+	if r.Header.Get("Content-Encoding") != "" || body(t, r) != string(raw[zxy]) {
+		t.Fatalf("identity client: %v", r.Header)
+	}
+	r = e.do("GET", path("v", zxy, "mvt"))
+	expect(t, r, 200, "MISS")
+	if body(t, r) != string(raw[zxy]) {
+		t.Fatal(".mvt: wrong bytes")
+	}
+}
+
+// TestArchiveReplacedUnderRead: the archive is replaced behind the
+// instance's back (no purge); the next read pinned to the old ETag gets a
+// 412, the tileset is dropped on this instance, the read is retried once
+// and answers the new bytes, and tiles cached before are gone.
+func TestArchiveReplacedUnderRead(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	v1, v2 := pyramid(3, 1), pyramid(3, 2)
+	e.put("a.pmtiles", pmtilestest.Build(v1, pmtilestest.Options{Clustered: true, MaxRootBytes: 60, LeafEntries: 16}), "", "")
+	a, b := pmtiles.ZXY{Z: 3, X: 1, Y: 1}, pmtiles.ZXY{Z: 3, X: 6, Y: 7}
+	if got := body(t, e.do("GET", path("a", a, "png"))); got != string(v1[a]) {
+		t.Fatal("v1 bytes")
+	}
+	e.put("a.pmtiles", pmtilestest.Build(v2, pmtilestest.Options{MaxRootBytes: 60, LeafEntries: 16}), "", "")
+	r := e.do("GET", path("a", b, "png"))
+	expect(t, r, 200, "MISS")
+	if got := body(t, r); got != string(v2[b]) {
+		t.Fatal("after the replacement: not the new bytes")
+	}
+	r = e.do("GET", path("a", a, "png"))
+	expect(t, r, 200, "MISS")
+	if got := body(t, r); got != string(v2[a]) {
+		t.Fatal("a tile cached before the replacement: not dropped")
+	}
+}
+
+// TestArchiveRevalidation: an aged archive tile is revalidated by checking
+// the archive's ETag (one 1-byte ranged GET), without refetching bytes; a
+// replaced archive revalidates to the new bytes.
+func TestArchiveRevalidation(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	v1, v2 := pyramid(2, 1), pyramid(2, 2)
+	e.put("a.pmtiles", pmtilestest.Build(v1, pmtilestest.Options{Clustered: true}), "", "")
+	zxy := pmtiles.ZXY{Z: 2, X: 1, Y: 3}
+	expect(t, e.do("GET", path("a", zxy, "png")), 200, "MISS")
+	e.clock.Advance(2 * time.Hour)
+	before := e.s3Reqs.Load()
+	r := e.do("GET", path("a", zxy, "png"))
+	expect(t, r, 200, "REVALIDATED")
+	if n := e.s3Reqs.Load() - before; n != 1 {
+		t.Fatalf("revalidation took %d S3 requests, want 1", n)
+	}
+	if body(t, r) != string(v1[zxy]) {
+		t.Fatal("revalidated bytes")
+	}
+	e.put("a.pmtiles", pmtilestest.Build(v2, pmtilestest.Options{Clustered: true}), "", "")
+	e.clock.Advance(2 * time.Hour)
+	r = e.do("GET", path("a", zxy, "png"))
+	expect(t, r, 200, "MISS")
+	if body(t, r) != string(v2[zxy]) {
+		t.Fatal("revalidation after a replacement: not the new bytes")
+	}
+}
+
+// TestArchiveRequestsPerTile counts S3 requests: a cold archive costs one
+// ranged GET for header and root; with leaf directories cached, each new
+// tile costs one ranged GET.
+func TestArchiveRequestsPerTile(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	tiles := pyramid(5, 9)
+	e.put("a.pmtiles", pmtilestest.Build(tiles, pmtilestest.Options{Clustered: true, MaxRootBytes: 200, LeafEntries: 64}), "", "")
+	before := e.s3Reqs.Load()
+	expect(t, e.do("GET", "/a/0/0/0.png"), 200, "MISS")
+	// The probe (header and root) and the object read beside it, then the
+	// leaf and the tile.
+	cold := e.s3Reqs.Load() - before
+	t.Logf("first tile of a cold archive: %d S3 requests", cold)
+	if cold > 4 {
+		t.Fatalf("first tile: %d S3 requests, want at most 4", cold)
+	}
+	// Warm every leaf.
+	for zxy := range tiles {
+		if zxy.Z == 4 {
+			e.do("GET", path("a", zxy, "png"))
+		}
+	}
+	before = e.s3Reqs.Load()
+	n := 0
+	for zxy := range tiles {
+		if zxy.Z == 5 {
+			expect(t, e.do("GET", path("a", zxy, "png")), 200, "MISS")
+			n++
+		}
+	}
+	per := float64(e.s3Reqs.Load()-before) / float64(n)
+	t.Logf("cold tiles with directories cached: %.3f S3 requests per tile over %d tiles", per, n)
+	if per > 1.1 {
+		t.Fatalf("%.3f S3 requests per cold tile with directories cached, want at most 1.1", per)
+	}
+}
+
+// TestObjectTilesetCost: an object tileset pays for the archive check once
+// per ArchiveTTL, beside (not before) its object read.
+func TestObjectTilesetCost(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.ArchiveTTL = time.Minute }))
+	for i := range 4 {
+		e.put(fmt.Sprintf("osm/2/%d/0.png", i), []byte(fmt.Sprint("tile", i)), "image/png", "")
+	}
+	count := func(path string) int64 {
+		before := e.s3Reqs.Load()
+		expect(t, e.do("GET", path), 200, "MISS")
+		return e.s3Reqs.Load() - before
+	}
+	if n := count("/osm/2/0/0.png"); n != 2 {
+		t.Fatalf("first miss: %d S3 requests, want 2 (object GET and archive probe, side by side)", n)
+	}
+	if n := count("/osm/2/1/0.png"); n != 1 {
+		t.Fatalf("miss within the TTL: %d S3 requests, want 1", n)
+	}
+	e.clock.Advance(time.Minute)
+	if n := count("/osm/2/2/0.png"); n != 2 {
+		t.Fatalf("miss after the TTL: %d S3 requests, want 2", n)
+	}
+	expect(t, e.do("GET", "/osm/2/2/0.png"), 200, "HIT-MEMORY")
+}
+
+// TestArchiveMalformed: an archive that is not one is a 502 with a short
+// body, for the TTL, and costs no read per request.
+func TestArchiveMalformed(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	good := pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true})
+	for name, b := range map[string][]byte{
+		"junk":     bytes.Repeat([]byte("x"), 300),
+		"short":    []byte("PMTiles"),
+		"badroot":  append(append([]byte{}, good[:pmtiles.HeaderLen]...), bytes.Repeat([]byte{0xff}, 64)...),
+		"truncate": good[:len(good)-5],
+	} {
+		e.put(name+".pmtiles", b, "", "")
+		r := e.do("GET", "/"+name+"/1/1/1.png")
+		expect(t, r, 502, "")
+		if got := body(t, r); got != "origin error\n" {
+			t.Fatalf("%s: body %q", name, got)
+		}
+	}
+	before := e.s3Reqs.Load()
+	expect(t, e.do("GET", "/junk/0/0/0.png"), 502, "")
+	if n := e.s3Reqs.Load() - before; n != 0 {
+		t.Fatalf("a known malformed archive cost %d S3 requests", n)
+	}
+}
+
+func decodeJSON(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("%v: %s", err, s)
+	}
+}

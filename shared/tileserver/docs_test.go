@@ -1,0 +1,214 @@
+package tileserver_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileset"
+)
+
+// TestTileJSONArchive: NAME.json of an archive, from its header and
+// metadata, with tile URLs under the request's host, the CDN's forwarded
+// host, or PUBLIC_URL; cached, with an ETag per base, 304 on a match.
+func TestTileJSONArchive(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	md := map[string]any{"name": "Roads", "attribution": "© contributors",
+		"vector_layers": []any{map[string]any{"id": "roads", "fields": map[string]any{}}}}
+	e.put("v.pmtiles", pmtilestest.Build(pyramid(2, 1), pmtilestest.Options{Clustered: true, TileType: pmtiles.TileTypeMVT, Metadata: md,
+		Edit: func(h *pmtiles.Header) {
+			h.MinLonE7, h.MinLatE7, h.MaxLonE7, h.MaxLatE7 = -1800000000, -850000000, 1800000000, 850000000
+			h.CenterZoom = 1
+		}}), "", "")
+	r := e.do("GET", "/v.json")
+	expect(t, r, 200, "MISS")
+	var tj tileset.TileJSON
+	decodeJSON(t, body(t, r), &tj)
+	if tj.TileJSON != "3.0.0" || tj.Name != "Roads" || tj.Attribution != "© contributors" || tj.MinZoom != 0 || tj.MaxZoom != 2 ||
+		!slices.Equal(tj.Tiles, []string{"http://example.com/v/{z}/{x}/{y}.pbf"}) ||
+		!slices.Equal(tj.Bounds, []float64{-180, -85, 180, 85}) || string(tj.VectorLayers) != `[{"fields":{},"id":"roads"}]` {
+		t.Fatalf("TileJSON: %+v", tj)
+	}
+	if r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Cache-Control") == "no-store" {
+		t.Fatalf("headers: %v", r.Header)
+	}
+	etag := r.Header.Get("Etag")
+	expect(t, e.do("GET", "/v.json", "If-None-Match", etag), 304, "HIT-MEMORY")
+
+	r = e.do("GET", "/v.json", "X-Forwarded-Host", "d1.cloudfront.net")
+	expect(t, r, 200, "HIT-MEMORY")
+	decodeJSON(t, body(t, r), &tj)
+	if tj.Tiles[0] != "https://d1.cloudfront.net/v/{z}/{x}/{y}.pbf" || r.Header.Get("Etag") == etag {
+		t.Fatalf("forwarded host: %q, ETag %q", tj.Tiles, r.Header.Get("Etag"))
+	}
+
+	pub := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.PublicURL = "https://tiles.example.org/" }))
+	pub.put("v.pmtiles", pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true}), "", "")
+	r = pub.do("GET", "/v.json", "X-Forwarded-Host", "evil.example")
+	tj = tileset.TileJSON{}
+	decodeJSON(t, body(t, r), &tj)
+	if tj.Tiles[0] != "https://tiles.example.org/v/{z}/{x}/{y}.png" || tj.Format != "png" || tj.VectorLayers != nil {
+		t.Fatalf("PUBLIC_URL: %+v", tj)
+	}
+}
+
+// TestTileJSONObjects: NAME.json of an object tileset from the
+// NAME/metadata.json tippecanoe writes; without one, NAME.json is the
+// object of that name as it is, or a 404.
+func TestTileJSONObjects(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	e.put("osm/metadata.json", []byte(`{"name":"osm","format":"pbf","minzoom":"0","maxzoom":"14","bounds":"-10,-20,30,40","center":"1,2,3",
+		"json":"{\"vector_layers\":[{\"id\":\"water\"}]}"}`), "application/json", "")
+	r := doHost(e.env, "/osm.json", "localhost:8080")
+	expect(t, r, 200, "MISS")
+	var tj tileset.TileJSON
+	decodeJSON(t, body(t, r), &tj)
+	if tj.Tiles[0] != "http://localhost:8080/osm/{z}/{x}/{y}.pbf" || tj.MaxZoom != 14 || !slices.Equal(tj.Bounds, []float64{-10, -20, 30, 40}) ||
+		!slices.Equal(tj.Center, []float64{1, 2, 3}) || string(tj.VectorLayers) != `[{"id":"water"}]` {
+		t.Fatalf("TileJSON: %+v", tj)
+	}
+	e.put("style.json", []byte(`{"version":8}`), "application/json", "")
+	r = e.do("GET", "/style.json")
+	expect(t, r, 200, "MISS")
+	if got := body(t, r); got != `{"version":8}` {
+		t.Fatalf("a plain JSON object: %q", got)
+	}
+	expect(t, e.do("GET", "/none.json"), 404, "")
+}
+
+// TestInfoJSONRewrite: IIIF info.json answers name the image by the URL it
+// is served from: "id" for Image API 3, "@id" for 2; other bytes as stored.
+func TestInfoJSONRewrite(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	e.put("books/b1/p7/info.json", []byte(`{"@context":"http://iiif.io/api/image/3/context.json","id":"https://old.example/x","type":"ImageService3","width":100}`), "application/json", "")
+	e.put("books/b2/info.json", []byte(`{"@context":"http://iiif.io/api/image/2/context.json","@id":"https://old.example/y","width":100}`), "application/json", "")
+	for _, tt := range []struct {
+		path, host, want string
+	}{
+		{"/books/b1/p7/info.json", "a.example", `{"@context":"http://iiif.io/api/image/3/context.json","id":"http://a.example/books/b1/p7","type":"ImageService3","width":100}`},
+		{"/books/b2/info.json", "a.example", `{"@context":"http://iiif.io/api/image/2/context.json","@id":"http://a.example/books/b2","width":100}`},
+		{"/books/b2/info.json", "b.example", `{"@context":"http://iiif.io/api/image/2/context.json","@id":"http://b.example/books/b2","width":100}`},
+	} {
+		r := doHost(e.env, tt.path, tt.host)
+		if got := body(t, r); r.StatusCode != 200 || got != tt.want {
+			t.Errorf("%s via %s: %d %s, want %s", tt.path, tt.host, r.StatusCode, got, tt.want)
+		}
+	}
+	// The stored bytes stay in the tiers; a purge drops them and their renderings.
+	expect(t, doHost(e.env, "/books/b2/info.json", "a.example"), 200, "HIT-MEMORY")
+	if err := e.srv.PurgePrefix("books/"); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, doHost(e.env, "/books/b2/info.json", "a.example"), 200, "MISS")
+}
+
+// doHost is a GET that arrives at host.
+func doHost(e *env, path, host string) *http.Response {
+	e.t.Helper()
+	req := httptest.NewRequest("GET", path, nil)
+	req.Host = host
+	rec := httptest.NewRecorder()
+	e.srv.ServeHTTP(rec, req)
+	return rec.Result()
+}
+
+// TestCatalog lists archives and object tilesets with a metadata.json,
+// with their TileJSON URLs, without a token.
+func TestCatalog(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	e.put("a.pmtiles", pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true}), "", "")
+	e.put("osm/metadata.json", []byte(`{"format":"png"}`), "application/json", "")
+	e.put("osm/0/0/0.png", []byte("t"), "image/png", "")
+	e.put("plain/0/0/0.png", []byte("t"), "image/png", "")
+	r := e.do("GET", "/_tilesieve/catalog", "X-Forwarded-Host", "cdn.example")
+	expect(t, r, 200, "")
+	var c tileserver.Catalog
+	decodeJSON(t, body(t, r), &c)
+	want := []tileserver.CatalogEntry{
+		{Name: "a", Kind: "pmtiles", TileJSON: "https://cdn.example/a.json"},
+		{Name: "osm", Kind: "objects", TileJSON: "https://cdn.example/osm.json"},
+	}
+	if !slices.Equal(c.Tilesets, want) {
+		t.Fatalf("catalog: got %+v, want %+v", c.Tilesets, want)
+	}
+	// Cached: a second listing within the TTL costs no S3 request.
+	before := e.s3Reqs.Load()
+	expect(t, e.do("GET", "/_tilesieve/catalog"), 200, "")
+	if n := e.s3Reqs.Load() - before; n != 0 {
+		t.Fatalf("cached catalog: %d S3 requests", n)
+	}
+	expect(t, e.do("POST", "/_tilesieve/catalog"), 405, "")
+}
+
+// TestArchiveReuploadReachesEveryInstance: two instances serve an
+// archive; it is re-uploaded and the worker runs on the event; within the
+// bound both answer the new bytes (tiles and TileJSON).
+func TestArchiveReuploadReachesEveryInstance(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2, 8<<20)
+	for _, in := range f.instances {
+		startWithArchives(f, in)
+	}
+	v1, v2 := pyramid(2, 1), pyramid(2, 2)
+	f.put("a.pmtiles", pmtilestest.Build(v1, pmtilestest.Options{Clustered: true, Metadata: map[string]any{"name": "one"}}))
+	zxy := pmtiles.ZXY{Z: 2, X: 3, Y: 0}
+	key := fmt.Sprintf("a/%d/%d/%d.png", zxy.Z, zxy.X, zxy.Y)
+	for i := range f.instances {
+		f.expect(i, key, 200, string(v1[zxy]), "MISS")
+		f.expect(i, key, 200, string(v1[zxy]), "HIT-MEMORY")
+		f.expect(i, "a.json", 200, "", "")
+	}
+	f.put("a.pmtiles", pmtilestest.Build(v2, pmtilestest.Options{Metadata: map[string]any{"name": "two"}}))
+	f.notify(0, "a.pmtiles", false)
+	f.clock.Advance(bound)
+	for i := range f.instances {
+		f.expect(i, key, 200, string(v2[zxy]), "MISS")
+		_, doc, _ := f.get(i, "a.json")
+		var tj tileset.TileJSON
+		decodeJSON(t, doc, &tj)
+		if tj.Name != "two" {
+			t.Fatalf("instance %d: TileJSON %+v after the re-upload", i, tj)
+		}
+	}
+}
+
+// startWithArchives restarts an instance of the fleet with archives on.
+func startWithArchives(f *fleet, in *instance) {
+	f.t.Helper()
+	var err error
+	if in.mem, err = cache.New(cache.Config{MaxBytes: f.memBytes}); err != nil {
+		f.t.Fatal(err)
+	}
+	if in.disk, err = disk.Open(disk.Config{Dir: in.dir, MaxBytes: 64 << 20, Now: f.clock.Now}, nil); err != nil {
+		f.t.Fatal(err)
+	}
+	o := origin.NewWithS3(f.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: f.clock.Now, MaxAttempts: 1})
+	in.srv, err = tileserver.New(tileserver.Config{Now: f.clock.Now, RevalidateAfter: 24 * time.Hour},
+		tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Archives: o})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
+	in.follower = purge.NewFollower(j, in.srv, purge.FollowerConfig{
+		Interval: syncInterval, Timeout: syncTimeout, Now: f.clock.Now,
+		Position: purge.PositionFile{Path: filepath.Join(in.dir, purge.PositionFileName)},
+	}, nil)
+	in.startErr = in.follower.Start(context.Background())
+	in.handler = in.srv.WithSync(in.follower)
+}
