@@ -687,10 +687,21 @@ func TestCDN(t *testing.T) {
 		typ := fmt.Sprint(res.(map[string]any)["Type"])
 		cdnPermission := strings.HasPrefix(name, "Cdn")
 		if strings.HasPrefix(typ, "AWS::CloudFront::") || cdnPermission {
-			if got := res.(map[string]any)["Condition"]; got != "CreateCdn" {
+			// CdnCors is CreateCdn and CORS on.
+			if got := res.(map[string]any)["Condition"]; got != "CreateCdn" && got != "CdnCors" {
 				t.Errorf("%s (%s) has Condition %v, want CreateCdn", name, typ, got)
 			}
 		}
+	}
+
+	// The CDN's CORS says what the function says, and never overrides it.
+	cors := at(t, rawTpl, "Resources", "TilesResponseHeadersPolicy", "Properties", "ResponseHeadersPolicyConfig", "CorsConfig")
+	if fmt.Sprint(at(t, cors, "OriginOverride")) != "false" ||
+		fmt.Sprint(at(t, cors, "AccessControlAllowOrigins", "Items")) != fmt.Sprint(map[string]any{"Ref": "CorsAllowOrigins"}) {
+		t.Errorf("response headers policy CORS %v: want the CorsAllowOrigins parameter, OriginOverride false", cors)
+	}
+	if got := at(t, rawTpl, "Resources", "Distribution", "Properties", "DistributionConfig", "DefaultCacheBehavior", "ResponseHeadersPolicyId"); !strings.Contains(fmt.Sprint(got), "TilesResponseHeadersPolicy") {
+		t.Errorf("default cache behaviour's ResponseHeadersPolicyId %v", got)
 	}
 
 	oac, err := tpl.GetCloudFrontOriginAccessControlWithName("OriginAccessControl")
