@@ -30,7 +30,9 @@ func Merge(old, fresh string) (string, bool) {
 		case h == "### Targets":
 			out = append(out, mergeTargets(p, find(fParts, h)))
 		case have[h]:
-			out = append(out, find(fParts, h))
+			part, k := mergeSub(p, find(fParts, h))
+			out = append(out, part)
+			kept = kept || k
 		default:
 			out = append(out, p)
 			kept = true
@@ -65,12 +67,53 @@ func Merge(old, fresh string) (string, bool) {
 
 const keptNote = "Subsections not run by that command are kept as an earlier run generated them: "
 
+// mergeSub merges one subsection present in both: it keeps the old text
+// before its first "#### " part when the fresh one has none there, and the
+// old "#### " parts the fresh one lacks (section 6 is written by two runs:
+// its first part by storage, its "#### " part by rss).
+func mergeSub(old, fresh string) (string, bool) {
+	oPre, oParts := splitAt(old, "#### ")
+	fPre, fParts := splitAt(fresh, "#### ")
+	_, oBody, _ := strings.Cut(oPre, "\n")
+	fHead, fBody, _ := strings.Cut(fPre, "\n")
+	kept := false
+	if strings.TrimSpace(fBody) == "" && strings.TrimSpace(oBody) != "" {
+		fBody, kept = oBody, true
+	}
+	have := map[string]string{}
+	for _, p := range fParts {
+		h, _, _ := strings.Cut(p, "\n")
+		have[h] = p
+	}
+	out := fHead + "\n" + fBody
+	added := map[string]bool{}
+	for _, p := range oParts {
+		h, _, _ := strings.Cut(p, "\n")
+		if f, ok := have[h]; ok {
+			out += f
+		} else {
+			out += p
+			kept = true
+		}
+		added[h] = true
+	}
+	for _, p := range fParts {
+		if h, _, _ := strings.Cut(p, "\n"); !added[h] {
+			out += p
+		}
+	}
+	return out, kept
+}
+
 // splitParts cuts a section at its "### " headings.
-func splitParts(s string) (pre string, parts []string) {
+func splitParts(s string) (pre string, parts []string) { return splitAt(s, "### ") }
+
+// splitAt cuts s before each line that starts with heading.
+func splitAt(s, heading string) (pre string, parts []string) {
 	lines := strings.SplitAfter(s, "\n")
 	cur := &pre
 	for _, l := range lines {
-		if strings.HasPrefix(l, "### ") {
+		if strings.HasPrefix(l, heading) {
 			parts = append(parts, "")
 			cur = &parts[len(parts)-1]
 		}

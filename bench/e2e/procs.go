@@ -71,9 +71,10 @@ func StartProc(ctx context.Context, name string, cmd *exec.Cmd, url, probe, logD
 	return nil, fmt.Errorf("%s not ready within 60s; see %s", name, logf.Name())
 }
 
-// StartS3Serve starts bench/cmd/s3serve and reads its URL from its first line.
-func StartS3Serve(ctx context.Context, bin, dir, logDir string) (*Proc, error) {
-	cmd := exec.Command(bin, "-dir", dir)
+// StartS3Serve starts bench/cmd/s3serve (with any further flags) and reads
+// its URL from its first line.
+func StartS3Serve(ctx context.Context, bin, dir, logDir string, flags ...string) (*Proc, error) {
+	cmd := exec.Command(bin, append([]string{"-dir", dir}, flags...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ type All struct {
 	Staging *StageResult   `json:"staging,omitempty"`
 	Purge   *PurgeResult   `json:"purge,omitempty"`
 	Cost    *CostResult    `json:"cost,omitempty"`
+	RSS     *RSSResult     `json:"rss,omitempty"`
 }
 
 func d(x time.Duration) string {
@@ -116,6 +117,9 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	}
 	if a.Storage != nil {
 		targetRows(&b, "6 memory", a.Storage.MemTargets)
+	}
+	if a.RSS != nil {
+		targetRows(&b, "6 memory under stress", a.RSS.Targets)
 	}
 	b.WriteString("\n")
 
@@ -311,8 +315,11 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		b.WriteString("\n")
 	}
 
-	if s := a.Storage; s != nil && len(s.Memory) > 0 {
+	storageMem := a.Storage != nil && len(a.Storage.Memory) > 0
+	if storageMem || a.RSS != nil {
 		fmt.Fprintf(&b, "### 6. Memory\n\n")
+	}
+	if s := a.Storage; storageMem {
 		b.WriteString("Peak RSS (`VmHWM` from /proc/<pid>/status) of each tile server process of section 2, read after its ab and wrk runs, against its `MEM_CACHE_BYTES`.\n\n")
 		b.WriteString("| process | MEM_CACHE_BYTES | memory tier used | requests | memory hits | disk hits | S3 | VmHWM | VmRSS at end |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, m := range s.Memory {
@@ -321,6 +328,9 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
 		targetRows(&b, "", s.MemTargets)
 		b.WriteString("\n")
+	}
+	if r := a.RSS; r != nil {
+		renderRSS(&b, r)
 	}
 
 	if c := a.Cost; c != nil && len(c.Rows) > 0 && c.Rows[0].OriginRate > 0 {

@@ -8,7 +8,8 @@
 //	cd bench && go run ./cmd/e2ebench -only iiif,purge -quick
 //
 // Sections: handler (0), iiif (1), storage (2, and 6: memory), disk (3),
-// stage (4), purge (5), cost (7). storage needs ab, wrk and nginx
+// stage (4), purge (5), rss (6: peak RSS under a 404 flood, a big tile and
+// an S3 hang), cost (7). storage needs ab, wrk and nginx
 // (e2e/install-tools.sh installs them).
 package main
 
@@ -31,7 +32,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 )
 
-var sections = []string{"handler", "iiif", "disk", "stage", "purge", "storage", "cost"}
+var sections = []string{"handler", "iiif", "disk", "stage", "purge", "storage", "rss", "cost"}
 
 func main() {
 	if err := run(); err != nil {
@@ -202,6 +203,14 @@ func run() error {
 			}
 			r, err := e2e.RunStorage(ctx, p, sp)
 			all.Storage = &r
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := step("rss", func() error {
+			wd, _ := os.Getwd()
+			r, err := e2e.RunRSS(ctx, e2e.DefaultRSSParams(filepath.Dir(wd), wd, *quick))
+			all.RSS = &r
 			return err
 		}); err != nil {
 			return err

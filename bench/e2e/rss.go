@@ -1,0 +1,578 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/s3local"
+)
+
+// RSSParams sizes the peak-RSS runs of section 6.
+type RSSParams struct {
+	RepoRoot string // the checkout (functions/tiles is built from it)
+	BenchDir string // the bench module (cmd/s3serve is built from it)
+
+	FloodMemBytes  int64         // MEM_CACHE_BYTES of the 404 flood
+	FloodRequests  int           // at most this many random missing keys …
+	FloodDuration  time.Duration // … and for at most this long
+	FloodClients   int           // concurrent clients of the flood
+	BigTileBytes   int           // the tile too big for the memory tier
+	BigMemBytes    int64         // MEM_CACHE_BYTES of the big-tile run (entry limit 1/8 of it)
+	BigMaxTile     string        // MAX_TILE_BYTES of the big-tile run (≥ BigTileBytes)
+	BigReaders     int           // concurrent readers per round
+	BigRounds      int           // rounds of readers
+	HangMemBytes   int64         // MEM_CACHE_BYTES of the S3-hang run
+	HangClients    int           // impatient clients per round, each a distinct uncached tile
+	HangRounds     int           // rounds of them
+	HangPatience   time.Duration // each client's timeout
+	MaxOriginFetch int           // MAX_ORIGIN_FETCHES (the product's default)
+}
+
+// DefaultRSSParams is the run of `make bench` (quick: a short one).
+func DefaultRSSParams(repoRoot, benchDir string, quick bool) RSSParams {
+	p := RSSParams{RepoRoot: repoRoot, BenchDir: benchDir,
+		FloodMemBytes: 32 << 20, FloodRequests: 250_000, FloodDuration: 150 * time.Second, FloodClients: 16,
+		BigTileBytes: 20_000_000, BigMemBytes: 64 << 20, BigMaxTile: "32MiB", BigReaders: 50, BigRounds: 5,
+		HangMemBytes: 32 << 20, HangClients: 100, HangRounds: 3, HangPatience: time.Second, MaxOriginFetch: 64}
+	if quick {
+		p.FloodRequests, p.FloodDuration, p.BigRounds, p.HangRounds = 5_000, 10*time.Second, 2, 2
+	}
+	return p
+}
+
+// RSSRow is one scenario: one fresh tile function process.
+type RSSRow struct {
+	Scenario string        `json:"scenario"`
+	MemBytes int64         `json:"mem_cache_bytes"`
+	Base     int64         `json:"base"`   // VmRSS of the idle process after start
+	VmHWM    int64         `json:"vm_hwm"` // peak RSS over the process's life
+	VmRSSEnd int64         `json:"vm_rss_end"`
+	Requests int           `json:"requests"` // requests the scenario sent
+	Answered string        `json:"answered"` // what they got, in words
+	Elapsed  time.Duration `json:"elapsed"`
+	Memory   MemTier       `json:"memory"` // the memory tier at the end (admin stats)
+	Note     string        `json:"note,omitempty"`
+}
+
+// MemTier is the memory tier's state from the admin stats.
+type MemTier struct {
+	Entries   int64 `json:"entries"`
+	Bytes     int64 `json:"bytes"`
+	Evictions int64 `json:"evictions"`
+}
+
+// HangResult is what the S3-hang run saw besides RSS.
+type HangResult struct {
+	Rounds          int           `json:"rounds"`
+	Clients         int           `json:"clients"`
+	GaveUp          int           `json:"gave_up"`           // clients that hit their timeout
+	OtherAnswers    int           `json:"other_answers"`     // clients answered before their timeout
+	SocketsPeak     Sockets       `json:"sockets_peak"`      // most sockets to S3 at one sample during the rounds
+	SocketsAfter    Sockets       `json:"sockets_after"`     // 2 s after the last client gave up
+	S3PeakInFlight  int64         `json:"s3_peak_in_flight"` // S3 requests being answered at once (s3serve's count)
+	S3InFlightAfter int64         `json:"s3_in_flight_after"`
+	OriginPeak      int64         `json:"origin_in_flight_peak"` // the function's own count of fetches at once
+	OriginAfter     int64         `json:"origin_in_flight_after"`
+	Recovery        int           `json:"recovery"`       // misses sent once S3 answered again
+	RecoveryOK      int           `json:"recovery_ok"`    // of those, 200
+	RecoveryFirst   time.Duration `json:"recovery_first"` // the first such miss
+	RecoveryMax     time.Duration `json:"recovery_max"`
+	SocketsEnd      Sockets       `json:"sockets_end"` // after recovery (idle keep-alive connections)
+}
+
+// RSSResult is the peak-RSS part of section 6.
+type RSSResult struct {
+	Params  RSSParams   `json:"params"`
+	Rows    []RSSRow    `json:"rows"`
+	Hang    *HangResult `json:"hang,omitempty"`
+	Targets []Target    `json:"targets"`
+}
+
+// RunRSS runs the three scenarios, each against a fresh process of the
+// tile function (built with go build, run as its local HTTP server) over
+// one bench/cmd/s3serve process with its fault controls on.
+func RunRSS(ctx context.Context, p RSSParams) (RSSResult, error) {
+	res := RSSResult{Params: p}
+	tmp, err := TempDir("rss")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(tmp)
+	seed, bin, logs := filepath.Join(tmp, "seed"), filepath.Join(tmp, "bin"), filepath.Join(tmp, "logs")
+	for _, d := range []string{seed, bin, logs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return res, err
+		}
+	}
+	// The objects: one tile too big for the memory tier, and small tiles
+	// for the hang (each client one of its own) and the recovery.
+	big := make([]byte, p.BigTileBytes)
+	rand.Read(big)
+	sum := sha256.Sum256(big)
+	if err := writeFile(filepath.Join(seed, "big", "0", "0", "0.png"), big); err != nil {
+		return res, err
+	}
+	tileBody := make([]byte, 2048)
+	rand.Read(tileBody)
+	for r := range p.HangRounds + 1 { // the last round's keys are the recovery's
+		for i := range p.HangClients {
+			if err := writeFile(filepath.Join(seed, "hang", strconv.Itoa(r), strconv.Itoa(i), "0.png"), tileBody); err != nil {
+				return res, err
+			}
+		}
+	}
+	big = nil
+	for _, b := range []struct{ dir, out, pkg string }{{p.RepoRoot, "tiles", "./functions/tiles"}, {p.BenchDir, "s3serve", "./cmd/s3serve"}} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
+		cmd.Dir = b.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return res, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+		}
+	}
+	s3p, err := StartS3Serve(ctx, filepath.Join(bin, "s3serve"), seed, logs, "-control")
+	if err != nil {
+		return res, err
+	}
+	defer s3p.Stop()
+	s3 := s3Control{url: s3p.URL}
+
+	row, err := runFlood(ctx, p, tmp, bin, logs, s3p.URL)
+	if err != nil {
+		return res, fmt.Errorf("404 flood: %w", err)
+	}
+	res.Rows = append(res.Rows, row)
+	row, err = runBigTile(ctx, p, tmp, bin, logs, s3p.URL, hex.EncodeToString(sum[:]))
+	if err != nil {
+		return res, fmt.Errorf("big tile: %w", err)
+	}
+	res.Rows = append(res.Rows, row)
+	row, hang, err := runHang(ctx, p, tmp, bin, logs, s3p.URL, s3)
+	if err != nil {
+		return res, fmt.Errorf("S3 hang: %w", err)
+	}
+	res.Rows = append(res.Rows, row)
+	res.Hang = &hang
+	res.targets()
+	return res, nil
+}
+
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// tilesProc is one started tile function with its idle RSS.
+type tilesProc struct {
+	*Proc
+	url  string
+	base int64
+}
+
+// startTiles starts the tile function with MEM_CACHE_BYTES mem and the
+// extra variables, waits for it, lets it settle and reads its idle RSS.
+func startTiles(ctx context.Context, name, tmp, bin, logs, s3URL string, mem int64, extra ...string) (*tilesProc, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	c := exec.Command(filepath.Join(bin, "tiles"))
+	c.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + tmp,
+		"TILES_BUCKET=" + Bucket, "AWS_ENDPOINT_URL=" + s3URL, "S3_FORCE_PATH_STYLE=true",
+		"AWS_REGION=" + s3local.DefaultRegion, "AWS_ACCESS_KEY_ID=" + s3local.DefaultAccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey, "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"PORT=" + strconv.Itoa(port), "LISTEN_ADDR=127.0.0.1", "LOG_LEVEL=warn", "ADMIN_TOKEN=" + adminToken,
+		"MEM_CACHE_BYTES=" + strconv.FormatInt(mem, 10), "DISK_CACHE_DIR=" + filepath.Join(tmp, "disk-"+name), "DISK_CACHE_BYTES=0",
+	}, extra...)
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	proc, err := StartProc(ctx, "tiles-"+name, c, url, "/_tilesieve/health", logs)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond)
+	m, err := ReadProcMemory(proc.Cmd.Process.Pid)
+	if err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	return &tilesProc{Proc: proc, url: url, base: m.VmRSS}, nil
+}
+
+// finish reads the process's peak and end RSS and memory tier into row.
+func (t *tilesProc) finish(row *RSSRow) error {
+	m, err := ReadProcMemory(t.Cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	st, err := tilesStats(t.url)
+	if err != nil {
+		return err
+	}
+	row.Base, row.VmHWM, row.VmRSSEnd = t.base, m.VmHWM, m.VmRSS
+	row.Memory = MemTier{Entries: st.Memory.Entries, Bytes: st.Memory.Bytes, Evictions: st.Memory.Evictions}
+	return nil
+}
+
+// runFlood: random missing keys, each an S3 GET answered 404 and then a
+// remembered 404 in the memory tier, until the count or the time is used.
+func runFlood(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string) (RSSRow, error) {
+	row := RSSRow{Scenario: "404 flood", MemBytes: p.FloodMemBytes}
+	tp, err := startTiles(ctx, "flood", tmp, bin, logs, s3URL, p.FloodMemBytes)
+	if err != nil {
+		return row, err
+	}
+	defer tp.Stop()
+	client := HTTPClient()
+	defer client.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, p.FloodDuration)
+	defer cancel()
+	var sent, notFound, other atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range p.FloodClients {
+		wg.Go(func() {
+			rng := mrand.New(mrand.NewPCG(uint64(w), 0x404))
+			for ctx.Err() == nil && sent.Add(1) <= int64(p.FloodRequests) {
+				z := 12 + rng.IntN(7)
+				key := fmt.Sprintf("/flood/%d/%d/%d.png", z, rng.IntN(1<<z), rng.IntN(1<<z))
+				resp, err := client.Get(tp.url + key)
+				if err != nil {
+					if ctx.Err() == nil {
+						other.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
+					}
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusNotFound {
+					notFound.Add(1)
+				} else {
+					other.Add(1)
+					firstErr.CompareAndSwap(nil, resp.Status)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	row.Elapsed = time.Since(start)
+	row.Requests = int(notFound.Load() + other.Load())
+	row.Answered = fmt.Sprintf("%d 404, %d other", notFound.Load(), other.Load())
+	if e, ok := firstErr.Load().(string); ok {
+		row.Note = "first other answer: " + e
+	}
+	return row, tp.finish(&row)
+}
+
+// runBigTile: one tile over the memory tier's entry limit, fetched once
+// (it fills the disk tier), then read whole by many readers at once.
+func runBigTile(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL, wantSum string) (RSSRow, error) {
+	row := RSSRow{Scenario: fmt.Sprintf("%d concurrent reads of a %.0f MB tile", p.BigReaders, float64(p.BigTileBytes)/1e6), MemBytes: p.BigMemBytes}
+	tp, err := startTiles(ctx, "big", tmp, bin, logs, s3URL, p.BigMemBytes, "DISK_CACHE_BYTES=1GiB", "MAX_TILE_BYTES="+p.BigMaxTile)
+	if err != nil {
+		return row, err
+	}
+	defer tp.Stop()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: p.BigReaders, MaxIdleConns: p.BigReaders}, Timeout: 2 * time.Minute}
+	defer client.CloseIdleConnections()
+	get := func(check bool) (string, error) {
+		resp, err := client.Get(tp.url + "/big/0/0/0.png")
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		var n int64
+		if check {
+			h := sha256.New()
+			n, err = io.Copy(h, resp.Body)
+			if err == nil && hex.EncodeToString(h.Sum(nil)) != wantSum {
+				err = errors.New("wrong body")
+			}
+		} else {
+			n, err = io.Copy(io.Discard, resp.Body)
+		}
+		if err == nil && (resp.StatusCode != http.StatusOK || n != int64(p.BigTileBytes)) {
+			err = fmt.Errorf("%s, %d bytes", resp.Status, n)
+		}
+		return resp.Header.Get("X-Cache"), err
+	}
+	start := time.Now()
+	if xc, err := get(true); err != nil {
+		return row, fmt.Errorf("first read: %w", err)
+	} else if xc != "MISS" {
+		return row, fmt.Errorf("first read: X-Cache %s, want MISS", xc)
+	}
+	var ok, disk, bad atomic.Int64
+	var firstErr atomic.Value
+	for range p.BigRounds {
+		var wg sync.WaitGroup
+		for i := range p.BigReaders {
+			wg.Go(func() {
+				xc, err := get(i == 0)
+				switch {
+				case err != nil:
+					bad.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				case xc == "HIT-DISK":
+					ok.Add(1)
+					disk.Add(1)
+				default:
+					ok.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			return row, ctx.Err()
+		}
+	}
+	row.Elapsed = time.Since(start)
+	row.Requests = 1 + p.BigRounds*p.BigReaders
+	row.Answered = fmt.Sprintf("1 MISS (fills the disk tier), then %d whole 200 (%d HIT-DISK), %d failed", ok.Load(), disk.Load(), bad.Load())
+	if e, ok := firstErr.Load().(string); ok {
+		row.Note = "first failure: " + e
+	}
+	return row, tp.finish(&row)
+}
+
+// runHang: S3 holds every tile GET; rounds of impatient clients ask for
+// distinct uncached tiles and give up; sockets are counted during and
+// after; then S3 answers again and the next misses are sent.
+func runHang(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string, s3 s3Control) (RSSRow, HangResult, error) {
+	row := RSSRow{Scenario: fmt.Sprintf("S3 hang, %d clients with %v timeouts × %d rounds", p.HangClients, p.HangPatience, p.HangRounds), MemBytes: p.HangMemBytes}
+	hr := HangResult{Rounds: p.HangRounds, Clients: p.HangClients}
+	tp, err := startTiles(ctx, "hang", tmp, bin, logs, s3URL, p.HangMemBytes)
+	if err != nil {
+		return row, hr, err
+	}
+	defer tp.Stop()
+	u, err := url.Parse(s3URL)
+	if err != nil {
+		return row, hr, err
+	}
+	s3Port, _ := strconv.Atoi(u.Port())
+	pid := tp.Cmd.Process.Pid
+	if err := s3.post("/_s3serve/hang?match=/hang/&delay=1h"); err != nil {
+		return row, hr, err
+	}
+	defer s3.post("/_s3serve/reset")
+
+	// Sample the sockets while the rounds run.
+	sctx, stopSampling := context.WithCancel(ctx)
+	var peak Sockets
+	var sampled sync.WaitGroup
+	sampled.Go(func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if s, err := ProcSockets(pid, s3Port); err == nil && s.Total > peak.Total {
+				peak = s
+			}
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	tr := &http.Transport{MaxIdleConnsPerHost: p.HangClients, MaxIdleConns: p.HangClients}
+	client := &http.Client{Transport: tr, Timeout: p.HangPatience}
+	defer tr.CloseIdleConnections()
+	start := time.Now()
+	var gaveUp, other atomic.Int64
+	for r := range p.HangRounds {
+		var wg sync.WaitGroup
+		for i := range p.HangClients {
+			wg.Go(func() {
+				resp, err := client.Get(fmt.Sprintf("%s/hang/%d/%d/0.png", tp.url, r, i))
+				if err != nil {
+					gaveUp.Add(1)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				other.Add(1)
+			})
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			stopSampling()
+			sampled.Wait()
+			return row, hr, ctx.Err()
+		}
+	}
+	time.Sleep(2 * time.Second)
+	stopSampling()
+	sampled.Wait()
+	hr.GaveUp, hr.OtherAnswers, hr.SocketsPeak = int(gaveUp.Load()), int(other.Load()), peak
+	if hr.SocketsAfter, err = ProcSockets(pid, s3Port); err != nil {
+		return row, hr, err
+	}
+	ss, err := s3.stats()
+	if err != nil {
+		return row, hr, err
+	}
+	hr.S3PeakInFlight, hr.S3InFlightAfter = ss.PeakInFlight, ss.InFlight
+	st, err := tilesStats(tp.url)
+	if err != nil {
+		return row, hr, err
+	}
+	hr.OriginPeak, hr.OriginAfter = st.Handler.OriginInFlightPeak, st.Handler.OriginInFlight
+
+	// S3 answers again: the next misses (tiles nobody asked for yet).
+	if err := s3.post("/_s3serve/reset"); err != nil {
+		return row, hr, err
+	}
+	patient := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var okN atomic.Int64
+	var mu sync.Mutex // guards lats
+	var lats []time.Duration
+	var wg sync.WaitGroup
+	for i := range p.HangClients {
+		wg.Go(func() {
+			t0 := time.Now()
+			resp, err := patient.Get(fmt.Sprintf("%s/hang/%d/%d/0.png", tp.url, p.HangRounds, i))
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && resp.Header.Get("X-Cache") == "MISS" {
+				okN.Add(1)
+			}
+			mu.Lock()
+			lats = append(lats, time.Since(t0))
+			mu.Unlock()
+		})
+		if i == 0 {
+			wg.Wait() // the first miss alone: does it wait for anything?
+		}
+	}
+	wg.Wait()
+	hr.Recovery, hr.RecoveryOK = p.HangClients, int(okN.Load())
+	if len(lats) > 0 {
+		hr.RecoveryFirst = lats[0]
+		for _, l := range lats {
+			hr.RecoveryMax = max(hr.RecoveryMax, l)
+		}
+	}
+	if hr.SocketsEnd, err = ProcSockets(pid, s3Port); err != nil {
+		return row, hr, err
+	}
+	row.Elapsed = time.Since(start)
+	row.Requests = p.HangRounds*p.HangClients + p.HangClients
+	row.Answered = fmt.Sprintf("%d gave up at their timeout, %d answered before it; after recovery %d/%d 200 MISS", hr.GaveUp, hr.OtherAnswers, hr.RecoveryOK, hr.Recovery)
+	return row, hr, tp.finish(&row)
+}
+
+// s3Control talks to s3serve's fault controls.
+type s3Control struct{ url string }
+
+func (c s3Control) post(path string) error {
+	resp, err := http.Post(c.url+path, "", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("s3serve %s: %s %s", path, resp.Status, b)
+	}
+	return nil
+}
+
+type s3ServeStats struct {
+	InFlight     int64 `json:"in_flight"`
+	PeakInFlight int64 `json:"peak_in_flight"`
+	Requests     int64 `json:"requests"`
+}
+
+func (c s3Control) stats() (s3ServeStats, error) {
+	var s s3ServeStats
+	resp, err := http.Get(c.url + "/_s3serve/stats")
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	return s, json.NewDecoder(resp.Body).Decode(&s)
+}
+
+// targets states each scenario's bound and whether the run met it.
+func (res *RSSResult) targets() {
+	for _, r := range res.Rows {
+		res.Targets = append(res.Targets, Target{
+			What: fmt.Sprintf("%s: peak RSS ≤ MEM_CACHE_BYTES (%s) + base (%s, idle after start)", r.Scenario, mib(r.MemBytes), mib(r.Base)),
+			Want: float64(r.MemBytes+r.Base) / (1 << 20), Got: float64(r.VmHWM) / (1 << 20), Unit: "MiB",
+		}.Check())
+	}
+	if h := res.Hang; h != nil {
+		n := res.Params.MaxOriginFetch
+		res.Targets = append(res.Targets,
+			Target{What: fmt.Sprintf("S3 hang: sockets to S3 during the rounds ≤ MAX_ORIGIN_FETCHES (%d) + 1 (the journal check's)", n),
+				Want: float64(n + 1), Got: float64(h.SocketsPeak.Total), Unit: "sockets"}.Check(),
+			Target{What: "S3 hang: S3 requests still open 2 s after the last client gave up (s3serve's count)",
+				Want: 0, Got: float64(h.S3InFlightAfter), Unit: "requests"}.Check(),
+			Target{What: fmt.Sprintf("S3 hang: sockets to S3 2 s after the last client gave up ≤ the origin client's idle pool (%d) + 1", n),
+				Want: float64(n + 1), Got: float64(h.SocketsAfter.Total), Unit: "sockets"}.Check(),
+			Target{What: "S3 recovered: next misses answered 200",
+				Want: 100, Got: 100 * float64(h.RecoveryOK) / float64(max(1, h.Recovery)), Unit: "%", Higher: true}.Check(),
+		)
+	}
+}
+
+// rssHeading opens the peak-RSS part of section 6 (a "#### " part, which
+// Merge keeps or replaces on its own).
+const rssHeading = "#### Peak RSS under a 404 flood, a tile too big for memory, and an S3 hang\n"
+
+// renderRSS writes the peak-RSS part of section 6.
+func renderRSS(b *strings.Builder, r *RSSResult) {
+	p := r.Params
+	b.WriteString(rssHeading + "\n")
+	fmt.Fprintf(b, "Each scenario starts a fresh process of the tile function (`go build ./functions/tiles`, run as its local HTTP server: the same handler as on Lambda; no `GOMEMLIMIT`, as off Lambda) "+
+		"against `bench/cmd/s3serve -control` (s3local in its own process; its `Faults` are set through its control endpoint). "+
+		"**base** is the VmRSS of the idle process 0.5 s after it answered its health check; **peak** is its VmHWM (/proc/<pid>/status) at the end, over its whole life. "+
+		"The bound is MEM_CACHE_BYTES + base. Sockets are the process's own TCP sockets whose remote port is S3's (its descriptors' inodes looked up in /proc/<pid>/net/tcp), sampled every 20 ms.\n\n")
+	fmt.Fprintf(b, "- **404 flood**: %d clients GET random missing keys `flood/{12..18}/x/y.png` (each an S3 GET answered 404, then a remembered 404 in memory) until %d requests or %v, whichever comes first; disk tier off.\n",
+		p.FloodClients, p.FloodRequests, p.FloodDuration)
+	fmt.Fprintf(b, "- **big tile**: one %d-byte object (random bytes) with `MAX_TILE_BYTES=%s`; the memory tier's entry limit is 1/8 of MEM_CACHE_BYTES (%s), so the tile lives only on the disk tier (1 GiB). One read fills the disk tier, then %d rounds of %d concurrent readers each read it whole (one per round checks its SHA-256).\n",
+		p.BigTileBytes, p.BigMaxTile, mib(p.BigMemBytes/8), p.BigRounds, p.BigReaders)
+	fmt.Fprintf(b, "- **S3 hang**: s3serve holds every GET under `hang/` (a `Faults` Delay of 1 h that ends when the caller goes away); %d rounds of %d clients, each with a %v timeout and a distinct uncached tile; sockets counted during the rounds and 2 s after; then the fault is removed and %d further misses (the first alone, then the rest at once) must be 200. `MAX_ORIGIN_FETCHES` %d and `ORIGIN_TIMEOUT` 10 s (the defaults); disk tier off.\n\n",
+		p.HangRounds, p.HangClients, p.HangPatience, p.HangClients, p.MaxOriginFetch)
+	b.WriteString("| scenario | MEM_CACHE_BYTES | base | bound | peak (VmHWM) | VmRSS at end | requests | answers | memory tier at end | time |\n|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n")
+	for _, row := range r.Rows {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d | %s | %d entries, %s, %d evictions | %s |\n", row.Scenario, mib(row.MemBytes), mib(row.Base), mib(row.MemBytes+row.Base),
+			mib(row.VmHWM), mib(row.VmRSSEnd), row.Requests, row.Answered, row.Memory.Entries, mib(row.Memory.Bytes), row.Memory.Evictions, d(row.Elapsed))
+	}
+	if h := r.Hang; h != nil {
+		b.WriteString("\n| S3 hang | during the rounds | 2 s after the last client gave up | after recovery |\n|---|---:|---:|---:|\n")
+		fmt.Fprintf(b, "| sockets to S3 held by the tile function (all states / established) | %d / %d (most at one sample) | %d / %d (idle keep-alive: S3 answers none) | %d / %d (idle keep-alive) |\n",
+			h.SocketsPeak.Total, h.SocketsPeak.Established, h.SocketsAfter.Total, h.SocketsAfter.Established, h.SocketsEnd.Total, h.SocketsEnd.Established)
+		fmt.Fprintf(b, "| S3 requests being answered (s3serve's count) | %d (most at once) | %d | – |\n", h.S3PeakInFlight, h.S3InFlightAfter)
+		fmt.Fprintf(b, "| origin fetches running (the function's admin stats) | %d (most at once) | %d | – |\n", h.OriginPeak, h.OriginAfter)
+		fmt.Fprintf(b, "| misses once S3 answers again | – | – | %d/%d 200 MISS; first %s, slowest %s |\n", h.RecoveryOK, h.Recovery, d(h.RecoveryFirst), d(h.RecoveryMax))
+	}
+	b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
+	targetRows(b, "", r.Targets)
+	b.WriteString("\n")
+}

@@ -1,0 +1,30 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRSSTargetsAndRender(t *testing.T) {
+	t.Parallel()
+	r := RSSResult{Params: DefaultRSSParams("", "", true),
+		Rows: []RSSRow{{Scenario: "404 flood", MemBytes: 32 << 20, Base: 20 << 20, VmHWM: 60 << 20}},
+		Hang: &HangResult{SocketsPeak: Sockets{Total: 65}, SocketsAfter: Sockets{Total: 3}, S3InFlightAfter: 2, Recovery: 100, RecoveryOK: 100}}
+	r.targets()
+	want := []bool{false, true, false, true, true} // 60 > 32+20; 65 ≤ 64+1; 2 open > 0; 3 ≤ 65; 100%
+	if len(r.Targets) != len(want) {
+		t.Fatalf("got %d targets, want %d", len(r.Targets), len(want))
+	}
+	for i, w := range want {
+		if r.Targets[i].Met != w {
+			t.Errorf("target %d (%s): met %v, want %v", i, r.Targets[i].What, r.Targets[i].Met, w)
+		}
+	}
+	var b strings.Builder
+	renderRSS(&b, &r)
+	for _, s := range []string{rssHeading, "| 404 flood | 32.0 MiB | 20.0 MiB | 52.0 MiB | 60.0 MiB |", "| 65 / 0 (most at one sample) | 3 / 0 (idle", "**missed**"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("render lacks %q:\n%s", s, b.String())
+		}
+	}
+}
