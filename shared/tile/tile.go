@@ -144,9 +144,12 @@ func KeyFromPath(escaped string) (string, error) {
 	if strings.Contains(raw, "%2f") || strings.Contains(raw, "%2F") {
 		return "", bad(escaped, "escaped slash")
 	}
-	key, err := url.PathUnescape(raw)
-	if err != nil {
-		return "", bad(escaped, "bad escape")
+	key := raw
+	if strings.IndexByte(raw, '%') >= 0 { // most tile paths have no escapes: skip the unescaper's scan
+		var err error
+		if key, err = url.PathUnescape(raw); err != nil {
+			return "", bad(escaped, "bad escape")
+		}
 	}
 	if err := ValidateKey(key); err != nil {
 		return "", bad(escaped, err.(*KeyError).Reason)

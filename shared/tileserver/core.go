@@ -55,28 +55,33 @@ type Request struct {
 	Method string
 	Path   string                 // escaped, as on the wire: "/osm/3/1/2.png"
 	Header [NumHeaderNames]string // values by HeaderName, "" when absent
+
+	from http.Header // set by HTTPRequest: the values are read from it instead
 }
 
-// HTTPRequest is the Request an *http.Request describes.
+// HTTPRequest is the Request an *http.Request describes. Its headers are
+// read from r.Header when the server needs them, not copied up front.
 func HTTPRequest(r *http.Request, into *Request) {
 	into.Method = r.Method
 	into.Path = r.URL.EscapedPath()
-	for i, name := range headerNames {
-		// Request headers are stored under canonical keys by net/http (and
-		// by the Lambda adapters), so no per-request canonicalisation.
-		if v := r.Header[name]; len(v) > 0 {
-			into.Header[i] = strings.Join(v, ", ")
-			if len(v) == 1 {
-				into.Header[i] = v[0]
-			}
-		} else {
-			into.Header[i] = ""
-		}
+	into.Header = [NumHeaderNames]string{HdrHost: r.Host} // net/http keeps Host out of r.Header
+	into.from = r.Header
+}
+
+// get returns the value of header n.
+func (r *Request) get(n HeaderName) string {
+	if r.from == nil || n == HdrHost {
+		return r.Header[n]
 	}
-	// net/http moves Host out of the header map.
-	into.Header[HdrHost] = r.Host
-	if r.TLS != nil && into.Header[HdrXForwardedProto] == "" {
-		into.Header[HdrXForwardedProto] = "https"
+	// Request headers are stored under canonical keys by net/http, so no
+	// per-request canonicalisation.
+	switch v := r.from[headerNames[n]]; len(v) {
+	case 0:
+		return ""
+	case 1:
+		return v[0]
+	default:
+		return strings.Join(v, ", ")
 	}
 }
 

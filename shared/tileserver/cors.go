@@ -43,7 +43,7 @@ func (s *Server) corsFields(req *Request, resp *Response) {
 		resp.set("Access-Control-Allow-Origin", allowAny)
 		resp.set("Access-Control-Expose-Headers", exposeHeaders)
 	case s.cors.reflect:
-		if o := req.Header[HdrOrigin]; s.cors.origins[o] {
+		if o := req.get(HdrOrigin); s.cors.origins[o] {
 			resp.origin = o
 			resp.setString("Access-Control-Allow-Origin", o)
 			resp.set("Access-Control-Expose-Headers", exposeHeaders)
@@ -65,7 +65,7 @@ func (s *Server) answerPreflight(req *Request, resp *Response) {
 	s.corsFields(req, resp)
 	resp.set("Allow", s.allow)
 	resp.set("Access-Control-Allow-Methods", allowMethods)
-	if h := req.Header[HdrAccessControlRequestHeaders]; h != "" && tokenList(h) {
+	if h := req.get(HdrAccessControlRequestHeaders); h != "" && tokenList(h) {
 		resp.setString("Access-Control-Allow-Headers", h)
 	}
 	resp.set("Access-Control-Max-Age", preflightMaxAge)

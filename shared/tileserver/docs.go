@@ -139,10 +139,10 @@ func (s *Server) baseURL(req *Request) string {
 	if s.cfg.PublicURL != "" {
 		return strings.TrimSuffix(s.cfg.PublicURL, "/")
 	}
-	proto := firstListValue(req.Header[HdrXForwardedProto])
-	host := firstListValue(req.Header[HdrXForwardedHost])
+	proto := firstListValue(req.get(HdrXForwardedProto))
+	host := firstListValue(req.get(HdrXForwardedHost))
 	if !validHost(host) {
-		host = req.Header[HdrHost]
+		host = req.get(HdrHost)
 	} else if proto == "" {
 		proto = "https" // forwarded by a CDN
 	}

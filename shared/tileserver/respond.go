@@ -132,7 +132,7 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 	}
 	body, etag, encoding := t.Body, p.etag, p.contentEncoding
 	stored := true
-	if t.ContentEncoding != "" && !accepts(req.Header[HdrAcceptEncoding], t.ContentEncoding) {
+	if t.ContentEncoding != "" && !accepts(req.get(HdrAcceptEncoding), t.ContentEncoding) {
 		if !strings.EqualFold(t.ContentEncoding, "gzip") {
 			// A coding this server cannot decode (br, zstd) goes only to
 			// clients that accept it.
@@ -172,8 +172,8 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 		resp.set("Content-Encoding", encoding)
 	}
 	resp.set("Accept-Ranges", acceptRangesBytes)
-	if req.Method == http.MethodGet && req.Header[HdrRange] != "" && ifRange(req.Header[HdrIfRange], firstOr(etag), t.LastModified) {
-		if lo, hi, ok := parseRange(req.Header[HdrRange], int64(len(body))); ok {
+	if req.Method == http.MethodGet && req.get(HdrRange) != "" && ifRange(req.get(HdrIfRange), firstOr(etag), t.LastModified) {
+		if lo, hi, ok := parseRange(req.get(HdrRange), int64(len(body))); ok {
 			resp.setString("Content-Range", "bytes "+strconv.FormatInt(lo, 10)+"-"+strconv.FormatInt(hi-1, 10)+"/"+strconv.Itoa(len(body)))
 			resp.setString("Content-Length", strconv.FormatInt(hi-lo, 10))
 			resp.Status = http.StatusPartialContent
@@ -297,22 +297,22 @@ func (s *Server) plain(w http.ResponseWriter, status int, msg string) {
 // If-Unmodified-Since, may fail the request (412); then If-None-Match
 // (weak), else If-Modified-Since, may make it a 304. It returns 0 to go on.
 func preconditions(req *Request, etag string, lastModified time.Time) int {
-	if im := req.Header[HdrIfMatch]; im != "" {
+	if im := req.get(HdrIfMatch); im != "" {
 		if !matchETag(im, etag, false) {
 			return http.StatusPreconditionFailed
 		}
-	} else if ius := req.Header[HdrIfUnmodifiedSince]; ius != "" && !lastModified.IsZero() {
+	} else if ius := req.get(HdrIfUnmodifiedSince); ius != "" && !lastModified.IsZero() {
 		if t, err := http.ParseTime(ius); err == nil && lastModified.Truncate(time.Second).After(t) {
 			return http.StatusPreconditionFailed
 		}
 	}
-	if inm := req.Header[HdrIfNoneMatch]; inm != "" {
+	if inm := req.get(HdrIfNoneMatch); inm != "" {
 		if matchETag(inm, etag, true) {
 			return http.StatusNotModified
 		}
 		return 0
 	}
-	if ims := req.Header[HdrIfModifiedSince]; ims != "" && !lastModified.IsZero() {
+	if ims := req.get(HdrIfModifiedSince); ims != "" && !lastModified.IsZero() {
 		if t, err := http.ParseTime(ims); err == nil && !lastModified.Truncate(time.Second).After(t) {
 			return http.StatusNotModified
 		}
@@ -550,7 +550,7 @@ func (s *Server) answerStream(req *Request, resp *Response, key string, t *tile.
 	p.contentLength = []string{strconv.FormatInt(size, 10)}
 	etag, encoding := p.etag, p.contentEncoding
 	decoded := false
-	if t.ContentEncoding != "" && !accepts(req.Header[HdrAcceptEncoding], t.ContentEncoding) {
+	if t.ContentEncoding != "" && !accepts(req.get(HdrAcceptEncoding), t.ContentEncoding) {
 		if !strings.EqualFold(t.ContentEncoding, "gzip") {
 			resp.set("Vary", p.vary)
 			s.answerPlain(req, resp, http.StatusNotAcceptable, "tile stored as "+t.ContentEncoding+"; the client does not accept it")
@@ -584,8 +584,8 @@ func (s *Server) answerStream(req *Request, resp *Response, key string, t *tile.
 	if !decoded {
 		resp.set("Accept-Ranges", acceptRangesBytes)
 	}
-	if !decoded && req.Method == http.MethodGet && req.Header[HdrRange] != "" && ifRange(req.Header[HdrIfRange], firstOr(etag), t.LastModified) {
-		lo, hi, ok := parseRange(req.Header[HdrRange], size)
+	if !decoded && req.Method == http.MethodGet && req.get(HdrRange) != "" && ifRange(req.get(HdrIfRange), firstOr(etag), t.LastModified) {
+		lo, hi, ok := parseRange(req.get(HdrRange), size)
 		switch {
 		case ok:
 			if _, err := body.Seek(lo, io.SeekStart); err != nil {
