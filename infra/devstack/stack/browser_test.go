@@ -88,7 +88,12 @@ func unescapeHTML(s string) string {
 func TestViewerInChromium(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
-	st := startEmbedded(t, nil)
+	// The test is about the page, not timing: on a loaded machine two
+	// browser runs can be more than the local stack's 30 s REVALIDATE_AFTER
+	// apart, or a journal check slower than its 1 s timeout (which makes
+	// copies revalidate: failing closed). Neither may change the tiers the
+	// second load shows.
+	st := startEmbeddedEnv(t, nil, map[string]string{"REVALIDATE_AFTER": "1h", "SYNC_TIMEOUT": "30s"})
 
 	// Warm a diagonal, so the page shows both tiers: those tiles come from
 	// memory, the rest are misses.

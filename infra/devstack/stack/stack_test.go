@@ -54,8 +54,14 @@ func (e *events) all() []s3notify.Delivery {
 
 func startEmbedded(t *testing.T, ev *events) *stack.Stack {
 	t.Helper()
+	return startEmbeddedEnv(t, ev, nil)
+}
+
+// startEmbeddedEnv is startEmbedded with settings of the tile function.
+func startEmbeddedEnv(t *testing.T, ev *events, env map[string]string) *stack.Stack {
+	t.Helper()
 	opts := stack.Options{
-		Env:         mapEnv(nil),
+		Env:         mapEnv(env),
 		Embedded:    true,
 		S3Addr:      "127.0.0.1:0",
 		Addr:        "127.0.0.1:0",
