@@ -891,3 +891,15 @@ func FileSize(key string, t *tile.Tile) int64 {
 	}
 	return int64(len(hdr)) + int64(len(t.Body))
 }
+
+// Spare is the space of Dir's file system the store will never claim: what
+// is free less the room the store may still fill up to MaxBytes. A file kept
+// beside the store (a staged tileset archive) must fit in it, or the store
+// would later run the file system full.
+func (s *Store) Spare() (int64, error) {
+	free, _, err := statfs(s.cfg.Dir)
+	if err != nil {
+		return 0, fmt.Errorf("disk: free space of %s: %w", s.cfg.Dir, err)
+	}
+	return free - max(0, s.maxBytes-s.bytes.Load()), nil
+}

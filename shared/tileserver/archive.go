@@ -513,3 +513,15 @@ type leafEntries []pmtiles.Entry
 
 // Cost implements tile.Prepared.
 func (d leafEntries) Cost() int64 { return tile.AllocBytes(cap(d)*pmtiles.EntryBytes) + 24 }
+
+// UseLocalArchive serves tileset name's archive, while S3 holds version
+// etag of it, from src (a copy staged to local disk) instead of ranged GETs.
+// Once the archive changes in S3, its tiles are read from S3 again.
+func (s *Server) UseLocalArchive(name, etag string, src pmtiles.RangeReader) {
+	if s.archives == nil {
+		return
+	}
+	s.archives.mu.Lock()
+	defer s.archives.mu.Unlock()
+	s.archives.local[name] = localCopy{etag: etag, src: src}
+}

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -26,6 +27,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/stage"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
@@ -41,7 +43,9 @@ type App struct {
 	Journal  *purge.Journal
 	Follower *purge.Follower
 	Staged   stage.Report
-	Metrics  *obs.TileMetrics // nil when metrics are off
+	// StagedArchives are the tileset archives copied beside the disk tier.
+	StagedArchives []string
+	Metrics        *obs.TileMetrics // nil when metrics are off
 	// Init is how long the parts of the init phase took (Config is the
 	// caller's to fill in).
 	Init obs.InitDurations
@@ -176,12 +180,24 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		// are revalidated with S3.
 		log.Warn("purge journal not read at start; cached copies are revalidated until it is", "err", err)
 	}
-	if a.Disk != nil && (len(cfg.StagePrefixes) > 0 || cfg.StageManifest != "") {
+	// A STAGE_PREFIXES entry NAME.pmtiles names a tileset archive: copied
+	// whole beside the disk tier, and its tiles then read from the copy.
+	var tilePrefixes, archiveKeys []string
+	for _, p := range cfg.StagePrefixes {
+		if strings.HasSuffix(p, ".pmtiles") && !strings.Contains(p, "/") {
+			archiveKeys = append(archiveKeys, p)
+		} else {
+			tilePrefixes = append(tilePrefixes, p)
+		}
+	}
+	if a.Disk != nil && (len(tilePrefixes) > 0 || cfg.StageManifest != "" || len(archiveKeys) > 0) {
 		began := time.Now()
+		budget := cmp.Or(cfg.StageBudget, stage.DefaultBudget)
+		a.stageArchives(ctx, budget, archiveKeys, log)
 		a.Staged = stage.Run(ctx, stage.Config{
-			Prefixes: cfg.StagePrefixes,
+			Prefixes: tilePrefixes,
 			Manifest: cfg.StageManifest,
-			Budget:   cfg.StageBudget,
+			Budget:   max(time.Millisecond, budget-time.Since(began)), // one budget for both
 		}, o, a.Disk, log)
 		a.Init.Staging = time.Since(began)
 		// Purges recorded while staging copied tiles apply to them before
@@ -192,6 +208,33 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	}
 	a.Handler = srv.WithSync(a.Follower)
 	return a, nil
+}
+
+// stageArchives copies the named archives beside the disk tier within the
+// staging budget, each only if it fits the space the disk tier will never
+// claim; one that does not fit, or fails, is read from S3 by range.
+func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []string, log *slog.Logger) {
+	if len(keys) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	dir := filepath.Join(a.Disk.Dir(), "archives")
+	for _, key := range keys {
+		room, err := a.Disk.Spare()
+		if err != nil {
+			log.Warn("archive not staged", "key", key, "err", err)
+			continue
+		}
+		f, etag, err := stage.Archive(ctx, a.Origin, key, dir, room)
+		if err != nil {
+			log.Warn("archive not staged; its tiles are read from S3 by range", "key", key, "err", err)
+			continue
+		}
+		a.Server.UseLocalArchive(strings.TrimSuffix(key, ".pmtiles"), etag, pmtiles.ReaderAt(f))
+		a.StagedArchives = append(a.StagedArchives, key)
+		log.Info("archive staged", "key", key, "etag", etag, "path", f.Name())
+	}
 }
 
 // tileMetrics is a.Metrics as the server's Metrics (nil when off: a nil

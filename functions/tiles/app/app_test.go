@@ -5,15 +5,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
 )
@@ -100,5 +104,50 @@ func TestDiskThatCannotOpenStillStarts(t *testing.T) {
 	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/demo/5/0/0.png", nil))
 	if rec.Code != 200 || rec.Header().Get("X-Cache") != "MISS" {
 		t.Fatalf("without a disk tier: %d %s", rec.Code, rec.Header().Get("X-Cache"))
+	}
+}
+
+// TestStagesAnArchive: STAGE_PREFIXES naming NAME.pmtiles copies the
+// archive beside the disk tier, and its tiles are then read from the copy:
+// with every ranged read of S3 but the first refused, they are still
+// served. A process restarted over the same directory reuses the copy.
+func TestStagesAnArchive(t *testing.T) {
+	t.Parallel()
+	srv, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "arch.pmtiles"}, 0)
+	tiles := map[pmtiles.ZXY][]byte{}
+	for x := range uint32(4) {
+		for y := range uint32(4) {
+			tiles[pmtiles.ZXY{Z: 2, X: x, Y: y}] = []byte(fmt.Sprintf("tile 2/%d/%d", x, y))
+		}
+	}
+	archive := pmtilestest.Build(tiles, pmtilestest.Options{TileType: pmtiles.TileTypePNG})
+	if _, err := s3local.Put(context.Background(), o.S3(), "tiles", "tiles/arch.pmtiles", archive, "application/vnd.pmtiles", ""); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.StagedArchives) != 1 {
+			t.Fatalf("round %d: staged archives %v", round, a.StagedArchives)
+		}
+		// Only the archive's first read (header and root) may reach S3.
+		srv.Faults().Add(s3local.Fault{Match: func(r *http.Request) bool {
+			rg := r.Header.Get("Range")
+			return r.Method == http.MethodGet && rg != "" && !strings.HasPrefix(rg, "bytes=0-")
+		}, Status: http.StatusInternalServerError})
+		for zxy, want := range tiles {
+			rec := httptest.NewRecorder()
+			a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", fmt.Sprintf("/arch/%d/%d/%d.png", zxy.Z, zxy.X, zxy.Y), nil))
+			if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), want) {
+				t.Fatalf("round %d: tile %v: %d %q", round, zxy, rec.Code, rec.Body.String())
+			}
+		}
+		srv.Faults().Reset()
+		files, _ := filepath.Glob(filepath.Join(cfg.DiskDir, "archives", "*"))
+		if len(files) != 1 {
+			t.Fatalf("round %d: archive files %v, want one", round, files)
+		}
 	}
 }
