@@ -28,7 +28,7 @@
 // retryable errors (retry.DefaultRetryables) is reused, and the SDK retryer
 // is switched off per call (so retries never multiply). The *s3.Client built
 // by New keeps the SDK's standard retryer for other users of S3(), such as
-// feature/s3/manager during staging.
+// the ranged downloads of shared/transfer during staging.
 package origin
 
 import (

@@ -11,10 +11,10 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/transfer"
 )
 
 // ErrNoRoom is an archive larger than the room it may take.
@@ -65,16 +65,8 @@ func Archive(ctx context.Context, o *origin.Client, key, dir string, room int64)
 			os.Remove(tmp.Name())
 		}
 	}()
-	// feature/s3/manager is deprecated upstream in favour of the pre-1.0
-	// feature/s3/transfermanager; this package is where it is used (see
-	// downloadLarge).
-	//lint:ignore SA1019 deliberate use of the deprecated manager, see above
-	dl := manager.NewDownloader(o.S3(), func(dl *manager.Downloader) {
-		dl.PartSize = DefaultPartSize
-		dl.Concurrency = partConcurrency
-	})
-	//lint:ignore SA1019 deliberate use of the deprecated manager, see above
-	n, err := dl.Download(ctx, tmp, &s3.GetObjectInput{Bucket: aws.String(o.Bucket()), Key: aws.String(o.ObjectKey(key)), IfMatch: aws.String(etag)})
+	n, err := transfer.Download(ctx, o.S3(), tmp, &s3.GetObjectInput{Bucket: aws.String(o.Bucket()), Key: aws.String(o.ObjectKey(key)), IfMatch: aws.String(etag)},
+		DefaultPartSize, partConcurrency)
 	if err != nil {
 		return nil, "", fmt.Errorf("stage: archive %s: %w", key, err)
 	}

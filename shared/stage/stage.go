@@ -18,8 +18,8 @@
 //   - Every object listed ends in exactly one of Staged, Skipped (already on
 //     disk with the same ETag, no room, cut by the budget) or Failed.
 //
-// Objects at or above Config.LargeObject go through feature/s3/manager's
-// concurrent ranged download; everything else is one GetObject through
+// Objects at or above Config.LargeObject go through the concurrent ranged
+// download of shared/transfer; everything else is one GetObject through
 // shared/origin, with its retry and body rules.
 package stage
 
@@ -34,13 +34,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/transfer"
 )
 
 // Defaults of Config.
@@ -435,22 +435,11 @@ func (r *run) downloadLarge(ctx context.Context, j job) (*tile.Tile, error) {
 	if j.etag != "" {
 		in.IfMatch = aws.String(j.etag)
 	}
-	buf := manager.NewWriteAtBuffer(make([]byte, j.size))
+	buf := transfer.NewBuffer(make([]byte, j.size))
 	var m partMeta
-	// feature/s3/manager is deprecated upstream in favour of
-	// feature/s3/transfermanager, which is still pre-1.0. It is used here
-	// deliberately, and only here: its concurrent ranged download is stable
-	// and does what staging needs, and moving to transfermanager once it is
-	// 1.0 means changing these two statements.
-	//lint:ignore SA1019 deliberate use of the deprecated manager, see above
-	dl := manager.NewDownloader(r.o.S3(), func(dl *manager.Downloader) {
-		dl.PartSize = r.cfg.PartSize
-		dl.Concurrency = partConcurrency
-	})
 	// The copy is as current as the moment its first request left.
 	sent := time.Now()
-	//lint:ignore SA1019 deliberate use of the deprecated manager, see above
-	n, err := dl.Download(ctx, buf, in, manager.WithDownloaderClientOptions(m.capture))
+	n, err := transfer.Download(ctx, r.o.S3(), buf, in, r.cfg.PartSize, partConcurrency, m.capture)
 	if err != nil {
 		return nil, fmt.Errorf("stage: download %q: %w", j.key, err)
 	}

@@ -35,12 +35,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/transfer"
 )
 
 // ErrSource is a PATH that cannot be uploaded; ErrDestination an s3:// URL
@@ -179,12 +179,7 @@ func Run(ctx context.Context, client *s3.Client, src string, dst Destination, op
 	if err != nil {
 		return rep, err
 	}
-	//lint:ignore SA1019 the SDK marks feature/s3/manager deprecated in favour of the pre-1.0 transfermanager; the project uses manager (as staging does) until that is stable
-	up := manager.NewUploader(client, func(u *manager.Uploader) {
-		if opts.PartSize > 0 {
-			u.PartSize = opts.PartSize
-		}
-	})
+	up := transfer.NewUploader(client, opts.PartSize)
 	p := &progress{opts: opts, total: len(items), last: opts.Now(), rep: &rep}
 	work := make(chan item)
 	var wg sync.WaitGroup
@@ -328,9 +323,7 @@ func list(ctx context.Context, client *s3.Client, bucket, prefix string) (map[st
 
 // one uploads a file unless its object is already there; it returns the
 // bytes uploaded.
-//
-//lint:ignore SA1019 deliberate use of the deprecated manager, see Run
-func one(ctx context.Context, client *s3.Client, up *manager.Uploader, bucket string, it item, existing map[string]int64) (int64, bool, error) {
+func one(ctx context.Context, client *s3.Client, up *transfer.Uploader, bucket string, it item, existing map[string]int64) (int64, bool, error) {
 	f, err := os.Open(it.path)
 	if err != nil {
 		return 0, false, err
@@ -380,8 +373,7 @@ func one(ctx context.Context, client *s3.Client, up *manager.Uploader, bucket st
 	if cenc != "" {
 		in.ContentEncoding = aws.String(cenc)
 	}
-	//lint:ignore SA1019 deliberate use of the deprecated manager, see Run
-	if _, err := up.Upload(ctx, in); err != nil {
+	if err := up.Upload(ctx, in); err != nil {
 		return 0, false, fmt.Errorf("put %s: %w", it.key, err)
 	}
 	return size, false, nil
