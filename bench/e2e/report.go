@@ -25,6 +25,7 @@ type All struct {
 	Purge   *PurgeResult   `json:"purge,omitempty"`
 	Cost    *CostResult    `json:"cost,omitempty"`
 	RSS     *RSSResult     `json:"rss,omitempty"`
+	Archive *ArchiveResult `json:"archive,omitempty"`
 }
 
 func d(x time.Duration) string {
@@ -120,6 +121,9 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	}
 	if a.RSS != nil {
 		targetRows(&b, "6 memory under stress", a.RSS.Targets)
+	}
+	if a.Archive != nil {
+		targetRows(&b, "8 archives", a.Archive.Targets)
 	}
 	b.WriteString("\n")
 
@@ -370,6 +374,9 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			return LinePlot(path, "Memory-tier hit ratio vs function request rate (instances derived)", "function requests per second", "hit ratio %", xs, []Series{{Name: "memory tier " + mib(p.MemBytes), Values: hr}}, true)
 		}))
 		b.WriteString("\n")
+	}
+	if a.Archive != nil {
+		renderArchive(&b, a.Archive)
 	}
 	return b.String(), errors.Join(perr...)
 }

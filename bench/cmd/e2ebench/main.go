@@ -9,7 +9,7 @@
 //
 // Sections: handler (0), iiif (1), storage (2, and 6: memory), disk (3),
 // stage (4), purge (5), rss (6: peak RSS under a 404 flood, a big tile and
-// an S3 hang), cost (7). storage needs ab, wrk and nginx
+// an S3 hang), cost (7), archive (8: PMTiles archives). storage needs ab, wrk and nginx
 // (e2e/install-tools.sh installs them).
 package main
 
@@ -32,7 +32,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 )
 
-var sections = []string{"handler", "iiif", "disk", "stage", "purge", "storage", "rss", "cost"}
+var sections = []string{"handler", "iiif", "disk", "stage", "purge", "storage", "rss", "cost", "archive"}
 
 func main() {
 	if err := run(); err != nil {
@@ -211,6 +211,14 @@ func run() error {
 			wd, _ := os.Getwd()
 			r, err := e2e.RunRSS(ctx, e2e.DefaultRSSParams(filepath.Dir(wd), wd, *quick))
 			all.RSS = &r
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := step("archive", func() error {
+			wd, _ := os.Getwd()
+			r, err := e2e.RunArchive(ctx, p, e2e.DefaultArchiveParams(filepath.Dir(wd), wd, *quick))
+			all.Archive = &r
 			return err
 		}); err != nil {
 			return err

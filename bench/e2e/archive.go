@@ -1,0 +1,493 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/protomaps/go-pmtiles/pmtiles"
+
+	"github.com/tilesieve/tilesieve/bench/e2e/loadtool"
+	"github.com/tilesieve/tilesieve/bench/e2e/pmwrite"
+	"github.com/tilesieve/tilesieve/bench/e2e/stats"
+	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
+	"github.com/tilesieve/tilesieve/bench/e2e/workload"
+	"github.com/tilesieve/tilesieve/shared/s3local"
+)
+
+// ArchiveParams sizes the archive section.
+type ArchiveParams struct {
+	RepoRoot, BenchDir string
+	MaxZoom            int // tiles {0..MaxZoom}/x/y.jpg, as objects and as one archive
+	ABN, ABC           int
+	ABPath             string // z/x/y.jpg of the ab tile, under each tileset
+	WrkDur             time.Duration
+	WrkConns           int
+	WrkThread          int
+	MemBudget          int64
+	Rounds             int
+	ColdReps           int           // repetitions of the cold/warm viewer workload
+	Latency            time.Duration // injected S3 latency of the viewer workload
+}
+
+// DefaultArchiveParams are the section's sizes (quick: tiny ones).
+func DefaultArchiveParams(repoRoot, benchDir string, quick bool) ArchiveParams {
+	p := ArchiveParams{RepoRoot: repoRoot, BenchDir: benchDir, MaxZoom: 5, ABN: 20000, ABC: 20, ABPath: "5/10/12.jpg",
+		WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, Rounds: 3, ColdReps: 3, Latency: 20 * time.Millisecond}
+	if quick {
+		p.MaxZoom, p.ABN, p.ABPath, p.WrkDur, p.Rounds, p.ColdReps = 3, 2000, "3/2/2.jpg", 2*time.Second, 1, 1
+	}
+	return p
+}
+
+// ArchiveViewer is the viewer workload over an archive, cold and warm.
+type ArchiveViewer struct {
+	Workload      string          `json:"workload"`
+	LatencyMs     int             `json:"latency_ms"`
+	Tiles         int             `json:"tiles"`       // tile requests per run
+	S3Requests    []int           `json:"s3_requests"` // during each cold run, after the directories were read
+	PerTile       float64         `json:"per_tile"`    // median S3 requests per cold tile
+	Cold          time.Duration   `json:"cold"`        // median totals
+	Warm          time.Duration   `json:"warm"`
+	ColdTotals    []time.Duration `json:"cold_totals"`
+	WarmTotals    []time.Duration `json:"warm_totals"`
+	PrimeRequests int             `json:"prime_requests"` // S3 requests of the priming tile (header, root, tile) in the first rep
+}
+
+// ArchiveResult is the archive section.
+type ArchiveResult struct {
+	Tiles    int           `json:"tiles"`
+	Bytes    int64         `json:"bytes"`
+	Params   ArchiveParams `json:"params"`
+	Rows     []ServerRow   `json:"rows"`
+	Viewer   ArchiveViewer `json:"viewer"`
+	Targets  []Target      `json:"targets"`
+	Commands []string      `json:"commands"`
+}
+
+const (
+	objSrv  = "tilesieve objects, memory hits"
+	arcSrv  = "tilesieve archive, memory hits"
+	pmSrv   = "go-pmtiles serve (same archive)"
+	iiifArc = "mirador"
+)
+
+// RunArchive serves the same tiles as objects and as one PMTiles archive from
+// one tile function process (memory hits), and the archive from `pmtiles
+// serve`; then runs the Mirador workload against an archive cold and warm at
+// p.Latency, counting the S3 requests of the cold tiles.
+func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (ArchiveResult, error) {
+	set := tileset.Build(tileset.XYZ("osm", "jpg", 0, p.MaxZoom), pool)
+	res := ArchiveResult{Tiles: len(set), Bytes: set.Bytes(), Params: p}
+	tmp, err := TempDir("archive")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(tmp)
+	www, bin, logs, pm, vw := filepath.Join(tmp, "www"), filepath.Join(tmp, "bin"), filepath.Join(tmp, "logs"), filepath.Join(tmp, "pm"), filepath.Join(tmp, "viewer")
+	for _, d := range []string{www, bin, logs, pm, vw} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return res, err
+		}
+	}
+	if err := tileset.WriteDir(www, set); err != nil {
+		return res, err
+	}
+	// The archive "arc" holds the tiles of "osm", byte for byte.
+	if err := writeArchive(filepath.Join(www, "arc.pmtiles"), "osm", set); err != nil {
+		return res, err
+	}
+	if err := writeArchive(filepath.Join(pm, "arc.pmtiles"), "osm", set); err != nil {
+		return res, err
+	}
+	builds := []struct{ dir, out, pkg string }{
+		{p.RepoRoot, "tiles", "./functions/tiles"},
+		{p.BenchDir, "s3serve", "./cmd/s3serve"},
+		{p.BenchDir, "pmtiles", "github.com/protomaps/go-pmtiles"},
+	}
+	for _, b := range builds {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
+		cmd.Dir = b.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return res, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+		}
+	}
+	s3p, err := StartS3Serve(ctx, filepath.Join(bin, "s3serve"), www, logs)
+	if err != nil {
+		return res, err
+	}
+	defer s3p.Stop()
+	tilesCmd := func(port int, s3url, mem, disk string) *exec.Cmd {
+		c := exec.Command(filepath.Join(bin, "tiles"))
+		c.Env = []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=" + tmp,
+			"TILES_BUCKET=" + Bucket, "AWS_ENDPOINT_URL=" + s3url, "S3_FORCE_PATH_STYLE=true",
+			"AWS_REGION=" + s3local.DefaultRegion, "AWS_ACCESS_KEY_ID=" + s3local.DefaultAccessKey,
+			"AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey, "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+			"PORT=" + strconv.Itoa(port), "LISTEN_ADDR=127.0.0.1", "LOG_LEVEL=warn", "ADMIN_TOKEN=" + adminToken,
+			"MEM_CACHE_BYTES=" + mem, "DISK_CACHE_DIR=" + filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES=" + disk,
+			"SYNC_INTERVAL=1h", // the journal check is section 5's cost, not this one's
+		}
+		return c
+	}
+
+	var objPaths, arcPaths []string
+	for _, k := range set.Keys() {
+		objPaths = append(objPaths, "/"+k)
+		arcPaths = append(arcPaths, "/arc/"+strings.TrimPrefix(k, "osm/"))
+	}
+	tsPort, err := FreePort()
+	if err != nil {
+		return res, err
+	}
+	tsURL := "http://127.0.0.1:" + strconv.Itoa(tsPort)
+	ts, err := StartProc(ctx, "tiles-"+strconv.Itoa(tsPort), tilesCmd(tsPort, s3p.URL, strconv.FormatInt(p.MemBudget, 10), "0"), tsURL, "/_tilesieve/health", logs)
+	if err != nil {
+		return res, err
+	}
+	defer ts.Stop()
+	pmPort, err := FreePort()
+	if err != nil {
+		return res, err
+	}
+	pmURL := "http://127.0.0.1:" + strconv.Itoa(pmPort)
+	pmp, err := StartProc(ctx, "pmtiles-"+strconv.Itoa(pmPort), exec.Command(filepath.Join(bin, "pmtiles"), "serve", pm, "--interface=127.0.0.1",
+		"--port="+strconv.Itoa(pmPort), "--cache-size=64", "--quiet"), pmURL, "/arc/"+p.ABPath, logs)
+	if err != nil {
+		return res, err
+	}
+	defer pmp.Stop()
+
+	type target struct {
+		name, url string
+		paths     []string
+	}
+	targets := []target{{objSrv, tsURL, objPaths}, {arcSrv, tsURL, arcPaths}, {pmSrv, pmURL, arcPaths}}
+	client := HTTPClient()
+	for _, t := range targets {
+		keys := make([]string, len(t.paths))
+		for i, pth := range t.paths {
+			keys[i] = strings.TrimPrefix(pth, "/")
+		}
+		w := workload.Workload{Phases: []workload.Phase{{Keys: keys, Concurrency: 8}}}
+		if r := workload.Run(ctx, w, workload.HTTPFetcher(client, t.url)); r.Errors > 0 {
+			return res, fmt.Errorf("%s: warm-up: %d errors, first: %s", t.name, r.Errors, r.FirstErr)
+		}
+		client.CloseIdleConnections()
+	}
+	_, haveAB := exec.LookPath("ab")
+	_, haveWrk := exec.LookPath("wrk")
+	samples := map[[2]string][]ServerRow{}
+	add := func(r ServerRow) { k := [2]string{r.Server, r.Tool}; samples[k] = append(samples[k], r) }
+	for round := range max(1, p.Rounds) {
+		for i := range targets {
+			t := targets[(i+round)%len(targets)]
+			if haveAB == nil {
+				abPath := t.paths[0][:strings.Index(t.paths[0][1:], "/")+2] + p.ABPath
+				r, err := loadtool.RunAB(ctx, t.url+abPath, p.ABN, p.ABC, tmp)
+				if err != nil {
+					return res, fmt.Errorf("%s: ab: %w", t.name, err)
+				}
+				add(ServerRow{Server: t.name, Tool: "ab", RPS: r.RPS, Mean: r.Mean, P50: r.P50, P99: r.P99, Errors: r.Failed + r.Non2xx})
+			}
+			if haveWrk == nil {
+				r, err := loadtool.RunWrk(ctx, t.url, t.paths, p.WrkDur, p.WrkConns, p.WrkThread, tmp)
+				if err != nil {
+					return res, fmt.Errorf("%s: wrk: %w", t.name, err)
+				}
+				row := ServerRow{Server: t.name, Tool: "wrk", RPS: r.RPS, Mean: r.Mean, P50: r.P50, P99: r.P99, Errors: r.Non2xx}
+				if r.SocketErrors != "" {
+					row.Note = "socket errors: " + r.SocketErrors
+				}
+				add(row)
+			}
+			if haveAB != nil && haveWrk != nil {
+				add(goLoad(ctx, client, t.name, t.url, t.paths, p))
+			}
+		}
+	}
+	for _, t := range targets {
+		for _, tool := range []string{"ab", "wrk", "go"} {
+			if got := samples[[2]string{t.name, tool}]; len(got) > 0 {
+				res.Rows = append(res.Rows, medianRow(got))
+			}
+		}
+	}
+	res.Commands = []string{
+		fmt.Sprintf("ab -k -n %d -c %d -e <csv> http://127.0.0.1:PORT/{osm,arc}/%s", p.ABN, p.ABC, p.ABPath),
+		fmt.Sprintf("wrk -t %d -c %d -d %ds --latency -s <cycle %d paths>.lua http://127.0.0.1:PORT", p.WrkThread, p.WrkConns, int(p.WrkDur.Seconds()), len(objPaths)),
+	}
+	ts.Stop()
+	pmp.Stop()
+	s3p.Stop()
+
+	v, err := archiveViewer(ctx, pool, p, bin, vw, logs, tilesCmd)
+	res.Viewer = v
+	if err != nil {
+		return res, err
+	}
+	res.targets()
+	return res, nil
+}
+
+// goLoad is the fallback load client when neither ab nor wrk is installed:
+// WrkConns connections cycling through paths for WrkDur.
+func goLoad(ctx context.Context, c *http.Client, name, url string, paths []string, p ArchiveParams) ServerRow {
+	keys := make([]string, 0, len(paths))
+	for _, pth := range paths {
+		keys = append(keys, strings.TrimPrefix(pth, "/"))
+	}
+	var all []time.Duration
+	var n, errs int
+	start := time.Now()
+	for time.Since(start) < p.WrkDur && ctx.Err() == nil {
+		r := workload.Run(ctx, workload.Workload{Phases: []workload.Phase{{Keys: keys, Concurrency: p.WrkConns}}}, workload.HTTPFetcher(c, url))
+		all = append(all, r.Latencies...)
+		n += len(r.Latencies)
+		errs += r.Errors
+	}
+	s := stats.Summarize(all)
+	return ServerRow{Server: name, Tool: "go", RPS: float64(n) / time.Since(start).Seconds(), Mean: s.Mean, P50: s.P50, P99: s.P99, Errors: errs}
+}
+
+// viewerKey maps a key of the Mirador workload to the archive: info.json to
+// the TileJSON, the thumbnail to 0/0/0, a tile at scale factor s of the
+// IIIF pyramid to zoom maxZ-log2(s).
+func viewerKeys() (tiles map[string]string, maxZ int) {
+	sf := workload.IIIFScaleFactors()
+	maxZ = len(sf) - 1
+	tiles = map[string]string{
+		tileset.IIIFInfo(iiifArc):  iiifArc + ".json",
+		tileset.IIIFThumb(iiifArc): iiifArc + "/0/0/0.jpg",
+	}
+	for _, t := range tileset.IIIFPyramid(iiifArc, workload.IIIFWidth, workload.IIIFHeight, workload.IIIFTile) {
+		var x, y int
+		fmt.Sscanf(strings.TrimPrefix(t.Key, "iiif/"+iiifArc+"/"), "%d,%d", &x, &y)
+		span := workload.IIIFTile * t.Scale
+		z := maxZ - int(math.Log2(float64(t.Scale)))
+		tiles[t.Key] = fmt.Sprintf("%s/%d/%d/%d.jpg", iiifArc, z, x/span, y/span)
+	}
+	return tiles, maxZ
+}
+
+// archiveViewer runs the Mirador workload, mapped onto an archive of the
+// viewer image's pyramid, against fresh tile function processes at
+// p.Latency: one tile outside the workload first (reads the header and root
+// directory), then the workload cold (counting S3 requests), then again warm.
+func archiveViewer(ctx context.Context, pool tileset.Pool, p ArchiveParams, bin, dir, logs string, tilesCmd func(int, string, string, string) *exec.Cmd) (ArchiveViewer, error) {
+	m, maxZ := viewerKeys()
+	var keys []string
+	seen := map[string]bool{}
+	for _, k := range m {
+		if strings.HasSuffix(k, ".jpg") && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	set := tileset.Build(keys, pool)
+	www := filepath.Join(dir, "www")
+	if err := os.MkdirAll(www, 0o755); err != nil {
+		return ArchiveViewer{}, err
+	}
+	if err := writeArchive(filepath.Join(www, iiifArc+".pmtiles"), iiifArc, set); err != nil {
+		return ArchiveViewer{}, err
+	}
+	mir := workload.Mirador(iiifArc)
+	w := workload.Workload{Name: mir.Name}
+	tiles := 0
+	for _, ph := range mir.Phases {
+		nph := ph
+		nph.Keys = nil
+		for _, k := range ph.Keys {
+			nph.Keys = append(nph.Keys, m[k])
+			if strings.HasSuffix(m[k], ".jpg") {
+				tiles++
+			}
+		}
+		w.Phases = append(w.Phases, nph)
+	}
+	// A tile no phase asks for: the last of the full-resolution level.
+	prime := fmt.Sprintf("%s/%d/%d/%d.jpg", iiifArc, maxZ, workload.IIIFWidth/workload.IIIFTile-1, workload.IIIFHeight/workload.IIIFTile-1)
+	v := ArchiveViewer{Workload: w.Name + " (IIIF tiles mapped to z/x/y of one archive)", LatencyMs: int(p.Latency / time.Millisecond), Tiles: tiles}
+	s3p, err := StartS3Serve(ctx, filepath.Join(bin, "s3serve"), www, logs, "-latency", p.Latency.String(), "-control")
+	if err != nil {
+		return v, err
+	}
+	defer s3p.Stop()
+	for rep := range max(1, p.ColdReps) {
+		port, err := FreePort()
+		if err != nil {
+			return v, err
+		}
+		url := "http://127.0.0.1:" + strconv.Itoa(port)
+		proc, err := StartProc(ctx, fmt.Sprintf("viewer-%d", rep), tilesCmd(port, s3p.URL, "256MiB", "1GiB"), url, "/_tilesieve/health", logs)
+		if err != nil {
+			return v, err
+		}
+		err = func() error {
+			defer proc.Stop()
+			c := HTTPClient()
+			defer c.CloseIdleConnections()
+			if err := s3serveControl(s3p.URL, "reset"); err != nil {
+				return err
+			}
+			if r := workload.Run(ctx, workload.Workload{Phases: []workload.Phase{{Keys: []string{prime}, Concurrency: 1}}}, workload.HTTPFetcher(c, url)); r.Errors > 0 {
+				return fmt.Errorf("prime: %s", r.FirstErr)
+			}
+			n, err := s3Requests(s3p.URL)
+			if err != nil {
+				return err
+			}
+			if rep == 0 {
+				v.PrimeRequests = n
+			}
+			if err := s3serveControl(s3p.URL, "reset"); err != nil {
+				return err
+			}
+			cold := workload.Run(ctx, w, workload.HTTPFetcher(c, url))
+			if cold.Errors > 0 {
+				return fmt.Errorf("cold: %d errors, first: %s", cold.Errors, cold.FirstErr)
+			}
+			if n, err = s3Requests(s3p.URL); err != nil {
+				return err
+			}
+			warm := workload.Run(ctx, w, workload.HTTPFetcher(c, url))
+			if warm.Errors > 0 {
+				return fmt.Errorf("warm: %d errors, first: %s", warm.Errors, warm.FirstErr)
+			}
+			v.S3Requests = append(v.S3Requests, n)
+			v.ColdTotals = append(v.ColdTotals, cold.Total)
+			v.WarmTotals = append(v.WarmTotals, warm.Total)
+			return nil
+		}()
+		if err != nil {
+			return v, fmt.Errorf("viewer rep %d: %w", rep, err)
+		}
+	}
+	per := make([]float64, len(v.S3Requests))
+	for i, n := range v.S3Requests {
+		per[i] = float64(n) / float64(tiles)
+	}
+	v.PerTile = medianFloat(per)
+	v.Cold, v.Warm = stats.Median(v.ColdTotals), stats.Median(v.WarmTotals)
+	return v, nil
+}
+
+func medianFloat(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s[(len(s)-1)/2]
+}
+
+func s3serveControl(base, what string) error {
+	resp, err := http.Post(base+"/_s3serve/"+what, "", nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("s3serve %s: %s", what, resp.Status)
+	}
+	return nil
+}
+
+func s3Requests(base string) (int, error) {
+	resp, err := http.Get(base + "/_s3serve/stats")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Requests int `json:"requests"`
+	}
+	return st.Requests, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// writeArchive packs the prefix/z/x/y.jpg tiles of set into path.
+func writeArchive(path, prefix string, set tileset.Set) error {
+	var tiles []pmwrite.Tile
+	for _, t := range set {
+		var z, x, y int
+		if _, err := fmt.Sscanf(t.Key, prefix+"/%d/%d/%d.jpg", &z, &x, &y); err != nil {
+			return fmt.Errorf("pmtiles: key %q: %w", t.Key, err)
+		}
+		tiles = append(tiles, pmwrite.Tile{Z: uint8(z), X: uint32(x), Y: uint32(y), Body: t.Body})
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pmwrite.Write(f, tiles, pmtiles.Jpeg, prefix); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (res *ArchiveResult) targets() {
+	find := func(server, tool string) float64 {
+		for _, r := range res.Rows {
+			if r.Server == server && r.Tool == tool {
+				return r.RPS
+			}
+		}
+		return 0
+	}
+	for _, tool := range []string{"ab", "wrk", "go"} {
+		arc := find(arcSrv, tool)
+		if arc == 0 {
+			continue
+		}
+		res.Targets = append(res.Targets,
+			Target{What: "archive memory hits ≥ 0.95x object memory hits (req/s, " + tool + ")", Want: 0.95, Got: stats.Ratio(arc, find(objSrv, tool)), Unit: "x", Higher: true}.Check(),
+			Target{What: "archive memory hits ≥ 3x go-pmtiles serve (req/s, " + tool + ")", Want: 3, Got: stats.Ratio(arc, find(pmSrv, tool)), Unit: "x", Higher: true}.Check())
+	}
+	v := res.Viewer
+	res.Targets = append(res.Targets,
+		Target{What: fmt.Sprintf("S3 requests per cold archive tile, directories cached (%s, %d ms)", "mirador", v.LatencyMs), Want: 1.1, Got: v.PerTile, Unit: "", Higher: false}.Check(),
+		Target{What: fmt.Sprintf("archive: warm ≥ 20x faster than cold at %d ms (mirador, total time)", v.LatencyMs), Want: 20, Got: stats.Ratio(float64(v.Cold), float64(v.Warm)), Unit: "x", Higher: true}.Check())
+}
+
+// renderArchive writes the archive section.
+func renderArchive(b *strings.Builder, s *ArchiveResult) {
+	fmt.Fprintf(b, "### 8. PMTiles archives\n\n")
+	fmt.Fprintf(b, "%d JPEG tiles `{0..%d}/x/y.jpg` (%s) uploaded twice to `bench/cmd/s3serve`: as objects `osm/z/x/y.jpg` and as one PMTiles v3 archive `arc.pmtiles` of the same bytes (written with go-pmtiles' header and directory serialisation, `e2e/pmwrite`). One `go build ./functions/tiles` process (local server mode, `MEM_CACHE_BYTES=%d`, disk tier off) serves both, `/osm/…` and `/arc/…`; `pmtiles serve` of github.com/protomaps/go-pmtiles v1.31.2 (built from the module cache, `--cache-size=64`) serves the same archive file from local disk. Each is warmed by one pass over every tile, then loaded one at a time in %d round(s) whose order rotates; each row is the median round.\n\n",
+		s.Tiles, s.Params.MaxZoom, mib(s.Bytes), s.Params.MemBudget, max(1, s.Params.Rounds))
+	if len(s.Commands) == 2 {
+		fmt.Fprintf(b, "Commands: `%s` and `%s`. The load generator shares the cores with the server.\n\n", s.Commands[0], s.Commands[1])
+	}
+	b.WriteString("| server | tool | req/s | mean | p50 | p99 | errors | note |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range s.Rows {
+		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s | %d | %s |\n", r.Server, r.Tool, r.RPS, d(r.Mean), d(r.P50), d(r.P99), r.Errors, r.Note)
+	}
+	v := s.Viewer
+	fmt.Fprintf(b, "\n**Cold archive tiles.** The Mirador workload of section 1 (info.json, thumbnail, 28 + 50 + 24 tiles), mapped onto one archive of the viewer image's pyramid (scale factor s → zoom %d − log₂ s; info.json → the TileJSON, the thumbnail → `0/0/0`), against s3serve with %d ms injected first-byte latency (`-latency`), in %d run(s), each on a fresh tile function process (256 MiB memory, 1 GiB disk tier). First one tile outside the workload is requested, which reads the header and root directory (%d S3 requests in the first run); then the workload cold, counting s3serve's requests (`-control` stats), then the workload again on the same process (warm).\n\n",
+		len(workload.IIIFScaleFactors())-1, v.LatencyMs, len(v.S3Requests), v.PrimeRequests)
+	fmt.Fprintf(b, "| tile requests | S3 requests (cold, each run) | per cold tile (median) | cold total | warm total | cold / warm |\n|---:|---|---:|---:|---:|---:|\n")
+	reqs := make([]string, len(v.S3Requests))
+	for i, n := range v.S3Requests {
+		reqs[i] = strconv.Itoa(n)
+	}
+	fmt.Fprintf(b, "| %d | %s | %.3f | %s | %s | %s |\n", v.Tiles, strings.Join(reqs, ", "), v.PerTile, d(v.Cold), d(v.Warm), x(stats.Ratio(float64(v.Cold), float64(v.Warm))))
+	b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
+	targetRows(b, "", s.Targets)
+	b.WriteString("\n")
+}
