@@ -132,14 +132,11 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 	}
 	body, etag, encoding := t.Body, p.etag, p.contentEncoding
 	stored := true
-	if t.ContentEncoding != "" && !accepts(req.get(HdrAcceptEncoding), t.ContentEncoding) {
-		if !strings.EqualFold(t.ContentEncoding, "gzip") {
-			// A coding this server cannot decode (br, zstd) goes only to
-			// clients that accept it.
-			resp.set("Vary", p.vary)
-			s.answerPlain(req, resp, http.StatusNotAcceptable, "tile stored as "+t.ContentEncoding+"; the client does not accept it")
-			return
-		}
+	decode, ok := s.mustDecode(req, resp, t, p)
+	if !ok {
+		return
+	}
+	if decode {
 		decoded, err := gunzip(t.Body)
 		if err != nil {
 			s.log.Warn("stored gzip tile does not decode", "key", key, "etag", t.ETag, "err", err)
@@ -158,18 +155,8 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 		}
 	}
 	s.validatorFields(req, resp, p, etag, src, start)
-
-	switch status := preconditions(req, firstOr(etag), t.LastModified); status {
-	case http.StatusPreconditionFailed:
-		s.answerPlain(req, resp, status, "precondition failed")
+	if s.conditionalAnswered(req, resp, p, etag, encoding, t.LastModified) {
 		return
-	case http.StatusNotModified:
-		resp.Status = status
-		return
-	}
-	resp.set("Content-Type", p.contentType)
-	if encoding != nil {
-		resp.set("Content-Encoding", encoding)
 	}
 	resp.set("Accept-Ranges", acceptRangesBytes)
 	if req.Method == http.MethodGet && req.get(HdrRange) != "" && ifRange(req.get(HdrIfRange), firstOr(etag), t.LastModified) {
@@ -222,6 +209,41 @@ func (s *Server) validatorFields(req *Request, resp *Response, p *prepared, etag
 	} else {
 		resp.set("Cache-Control", p.cacheControl)
 	}
+}
+
+// mustDecode reports whether t, stored with a content coding, must be
+// decoded for this client. ok is false, and resp holds the 406, for a coding
+// this server cannot decode (br, zstd): it goes only to clients that accept
+// it.
+func (s *Server) mustDecode(req *Request, resp *Response, t *tile.Tile, p *prepared) (decode, ok bool) {
+	if t.ContentEncoding == "" || accepts(req.get(HdrAcceptEncoding), t.ContentEncoding) {
+		return false, true
+	}
+	if !strings.EqualFold(t.ContentEncoding, "gzip") {
+		resp.set("Vary", p.vary)
+		s.answerPlain(req, resp, http.StatusNotAcceptable, "tile stored as "+t.ContentEncoding+"; the client does not accept it")
+		return false, false
+	}
+	return true, true
+}
+
+// conditionalAnswered applies the conditional headers to the representation
+// with etag: true when resp is complete (412 or 304); else it adds the
+// representation's Content-Type and Content-Encoding.
+func (s *Server) conditionalAnswered(req *Request, resp *Response, p *prepared, etag, encoding []string, lastModified time.Time) bool {
+	switch status := preconditions(req, firstOr(etag), lastModified); status {
+	case http.StatusPreconditionFailed:
+		s.answerPlain(req, resp, status, "precondition failed")
+		return true
+	case http.StatusNotModified:
+		resp.Status = status
+		return true
+	}
+	resp.set("Content-Type", p.contentType)
+	if encoding != nil {
+		resp.set("Content-Encoding", encoding)
+	}
+	return false
 }
 
 func firstOr(v []string) string {
@@ -549,13 +571,11 @@ func (s *Server) answerStream(req *Request, resp *Response, key string, t *tile.
 	p := s.newPrepared(t, false)
 	p.contentLength = []string{strconv.FormatInt(size, 10)}
 	etag, encoding := p.etag, p.contentEncoding
-	decoded := false
-	if t.ContentEncoding != "" && !accepts(req.get(HdrAcceptEncoding), t.ContentEncoding) {
-		if !strings.EqualFold(t.ContentEncoding, "gzip") {
-			resp.set("Vary", p.vary)
-			s.answerPlain(req, resp, http.StatusNotAcceptable, "tile stored as "+t.ContentEncoding+"; the client does not accept it")
-			return
-		}
+	decoded, ok := s.mustDecode(req, resp, t, p)
+	if !ok {
+		return
+	}
+	if decoded {
 		zr, err := gzip.NewReader(body)
 		if err != nil {
 			s.log.Warn("stored gzip tile does not decode", "key", key, "etag", t.ETag, "err", err)
@@ -563,23 +583,14 @@ func (s *Server) answerStream(req *Request, resp *Response, key string, t *tile.
 			return
 		}
 		stream = &decodedBody{r: io.LimitReader(zr, maxDecoded+1), c: body}
-		encoding, decoded = nil, true
+		encoding = nil
 		if t.ETag != "" {
 			etag = []string{identityETag(t.ETag)}
 		}
 	}
 	s.validatorFields(req, resp, p, etag, srcDisk, start)
-	switch status := preconditions(req, firstOr(etag), t.LastModified); status {
-	case http.StatusPreconditionFailed:
-		s.answerPlain(req, resp, status, "precondition failed")
+	if s.conditionalAnswered(req, resp, p, etag, encoding, t.LastModified) {
 		return
-	case http.StatusNotModified:
-		resp.Status = status
-		return
-	}
-	resp.set("Content-Type", p.contentType)
-	if encoding != nil {
-		resp.set("Content-Encoding", encoding)
 	}
 	if !decoded {
 		resp.set("Accept-Ranges", acceptRangesBytes)
