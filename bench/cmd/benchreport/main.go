@@ -10,7 +10,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"flag"
@@ -28,6 +27,8 @@ import (
 	"github.com/tilesieve/tilesieve/bench/cachebench"
 	"github.com/tilesieve/tilesieve/bench/docsection"
 	"github.com/tilesieve/tilesieve/bench/internal/sysinfo"
+
+	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 )
 
 type options struct {
@@ -207,38 +208,22 @@ type key struct {
 type results map[key]map[string][]float64
 
 func parseBench(r io.Reader) (results, error) {
+	lines, err := stats.ParseBench(r)
+	if err != nil {
+		return nil, err
+	}
 	res := results{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
-			continue
-		}
-		if _, err := strconv.Atoi(f[1]); err != nil {
-			continue // not a result line
-		}
-		name := strings.TrimPrefix(f[0], "Benchmark")
-		procs := 1
-		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			if p, err := strconv.Atoi(name[i+1:]); err == nil {
-				procs, name = p, name[:i]
-			}
-		}
-		bench, impl, _ := strings.Cut(name, "/")
-		k := key{bench, impl, procs}
+	for _, l := range lines {
+		bench, impl, _ := strings.Cut(l.Name, "/")
+		k := key{bench, impl, l.Procs}
 		if res[k] == nil {
 			res[k] = map[string][]float64{}
 		}
-		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				return nil, fmt.Errorf("parse %q: %w", sc.Text(), err)
-			}
-			res[k][f[i+1]] = append(res[k][f[i+1]], v)
+		for unit, v := range l.Values {
+			res[k][unit] = append(res[k][unit], v)
 		}
 	}
-	return res, sc.Err()
+	return res, nil
 }
 
 // median of the samples of unit for k; ok is false if there are none.

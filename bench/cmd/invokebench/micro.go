@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e"
+
+	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 )
 
 // Sizes are the tile sizes of BenchmarkInvoke*, as its sub-benchmarks name them.
@@ -239,48 +240,23 @@ func (r MicroResult) targets() []e2e.Target {
 // ParseBench reads go test -bench output into name (without the -procs
 // suffix) → unit → samples.
 func ParseBench(r io.Reader) (map[string]map[string][]float64, error) {
+	lines, err := stats.ParseBench(r)
+	if err != nil {
+		return nil, err
+	}
 	res := map[string]map[string][]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
-			continue
+	for _, l := range lines {
+		if res[l.Name] == nil {
+			res[l.Name] = map[string][]float64{}
 		}
-		if _, err := strconv.Atoi(f[1]); err != nil {
-			continue
-		}
-		name := strings.TrimPrefix(f[0], "Benchmark")
-		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			if _, err := strconv.Atoi(name[i+1:]); err == nil {
-				name = name[:i]
-			}
-		}
-		if res[name] == nil {
-			res[name] = map[string][]float64{}
-		}
-		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				return nil, fmt.Errorf("parse %q: %w", sc.Text(), err)
-			}
-			res[name][f[i+1]] = append(res[name][f[i+1]], v)
+		for unit, v := range l.Values {
+			res[l.Name][unit] = append(res[l.Name][unit], v)
 		}
 	}
-	return res, sc.Err()
+	return res, nil
 }
 
-func median(s []float64) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	s = slices.Clone(s)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func median(s []float64) float64 { return stats.MedianFloat(s) }
 
 // pairOf is the floor bench runs beside.
 func pairOf(bench string) string {
