@@ -135,12 +135,14 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		CORSAllowOrigins:     cfg.CORSAllowOrigins,
 		// On Lambda in BUFFERED mode a memory hit answers with its payload
 		// encoded once, when the tile entered the memory tier.
-		Payloads:        cfg.OnLambda && cfg.InvokeMode != "RESPONSE_STREAM",
-		MissingTile:     cfg.MissingTile,
-		RevalidateAfter: cfg.RevalidateAfter,
-		OriginTimeout:   cfg.OriginTimeout,
-		AdminToken:      cfg.AdminToken,
-		PublicURL:       cfg.PublicURL,
+		Payloads:            cfg.OnLambda && cfg.InvokeMode != "RESPONSE_STREAM",
+		MissingTile:         cfg.MissingTile,
+		RevalidateAfter:     cfg.RevalidateAfter,
+		OriginTimeout:       cfg.OriginTimeout,
+		MaxOriginFetches:    cfg.MaxOriginFetches,
+		OriginFailureWindow: cfg.OriginFailureWindow,
+		AdminToken:          cfg.AdminToken,
+		PublicURL:           cfg.PublicURL,
 	}, tileserver.Deps{
 		Memory:   mem,
 		Disk:     a.Disk,

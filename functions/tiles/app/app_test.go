@@ -151,3 +151,30 @@ func TestStagesAnArchive(t *testing.T) {
 		}
 	}
 }
+
+// TestOriginSettingsReachTheServer: MAX_ORIGIN_FETCHES bounds the fetches
+// one instance runs at once, as composed from the configuration.
+func TestOriginSettingsReachTheServer(t *testing.T) {
+	t.Parallel()
+	srv, cfg, o := setup(t, map[string]string{"MAX_ORIGIN_FETCHES": "2", "DISK_CACHE_BYTES": "0"}, 10)
+	a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/demo/"), Delay: time.Hour})
+	done := make(chan struct{})
+	for i := range 10 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			a.Handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, "GET", fmt.Sprintf("/demo/5/%d/0.png", i), nil))
+		}()
+	}
+	for range 10 {
+		<-done
+	}
+	if p := a.Server.Stats().Handler.OriginInFlightPeak; p != 2 {
+		t.Errorf("%d origin fetches at once with MAX_ORIGIN_FETCHES=2", p)
+	}
+}
