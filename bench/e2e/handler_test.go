@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"net/http"
+	"reflect"
 	"testing"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
@@ -30,5 +32,23 @@ func TestServeFixture(t *testing.T) {
 	defer f.Close()
 	if len(f.reqs) != 20 || len(f.handlers) != len(ServeModes) {
 		t.Errorf("fixture: %d requests, %d handlers", len(f.reqs), len(f.handlers))
+	}
+	// The floor is only a floor if it sends what a memory hit sends: the
+	// same header names, and the same values but the per-request timing and
+	// the upload time.
+	for _, r := range f.reqs {
+		mem, static := &sinkWriter{h: http.Header{}}, &sinkWriter{h: http.Header{}}
+		f.handlers["memory"].ServeHTTP(mem, r)
+		f.handlers["static"].ServeHTTP(static, r)
+		for _, name := range []string{"Server-Timing", "Last-Modified"} {
+			if mem.h.Get(name) == "" || static.h.Get(name) == "" {
+				t.Fatalf("%s: %s missing: memory %q, floor %q", r.URL.Path, name, mem.h.Get(name), static.h.Get(name))
+			}
+			mem.h.Del(name)
+			static.h.Del(name)
+		}
+		if !reflect.DeepEqual(mem.h, static.h) || mem.n != static.n {
+			t.Fatalf("%s: the floor sends %v (%d bytes), a memory hit %v (%d bytes)", r.URL.Path, static.h, static.n, mem.h, mem.n)
+		}
 	}
 }

@@ -129,7 +129,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 
 	if h := a.Handler; h != nil {
 		fmt.Fprintf(&b, "### 0. In-process handler: `BenchmarkServe`\n\n")
-		fmt.Fprintf(&b, "`%s` measures the same thing; this table is `testing.Benchmark` in `e2ebench`, the median of %d runs per mode. "+
+		fmt.Fprintf(&b, "`%s` measures the same thing; this table is `testing.Benchmark` in `e2ebench`: %d rounds, each running every mode once in turn; ns/op is a mode's median, and vs static the median of the rounds' ratios. "+
 			"One op is one GET through the handler into a reused sink `ResponseWriter`, cycling through %d IIIF tiles (%s). "+
 			"memory: every tile in the memory tier; disk: memory admits nothing, every tile on the disk tier; origin: no tiers, "+
 			"an S3 GET to s3local over loopback HTTP (0 ms injected); static: `e2e/floor`, the same bytes and headers from a preloaded map.\n\n",

@@ -226,7 +226,7 @@ type holeReader struct {
 	hole  [128]byte
 }
 
-func newHoleReader(before, timing []byte, origin string, after []byte) *holeReader {
+func newHoleReader(before []byte, timing, origin string, after []byte) *holeReader {
 	r := &holeReader{}
 	h := append(r.hole[:0], timing...)
 	h = append(h, '"')

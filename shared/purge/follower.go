@@ -150,8 +150,8 @@ func (f *Follower) Start(ctx context.Context) error {
 // check is logged, and Trusted stops vouching for cached copies once the
 // last good check is too old. It returns within Timeout.
 func (f *Follower) MaybeSync(ctx context.Context) {
-	if !f.Due() {
-		if !f.vouching(f.cfg.Now()) {
+	if now := f.cfg.Now(); !f.Due(now) {
+		if !f.vouching(now) {
 			// A check is under way (it moved the due time when it began)
 			// and nothing is vouched for until it ends: wait for it, at
 			// most Timeout, rather than send cached copies to S3.
@@ -187,10 +187,10 @@ func (f *Follower) MaybeSync(ctx context.Context) {
 	}
 }
 
-// Due reports whether a check is due: whether MaybeSync would check now,
-// unless another caller is checking. It costs a clock read and an atomic
-// load, so a handler can ask on every request.
-func (f *Follower) Due() bool { return f.cfg.Now().UnixNano() >= f.next.Load() }
+// Due reports whether a check is due at now: whether MaybeSync would check,
+// unless another caller is checking. It costs an atomic load, so a handler
+// can ask on every request with the time it already read.
+func (f *Follower) Due(now time.Time) bool { return now.UnixNano() >= f.next.Load() }
 
 // Sync checks the journal now, waiting for a check under way to finish. ctx
 // bounds it, and so does Timeout.

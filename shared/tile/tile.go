@@ -140,12 +140,12 @@ func KeyFromPath(escaped string) (string, error) {
 		return "", bad(escaped, "path must start with /")
 	}
 	raw := escaped[1:]
-	// An escaped slash would let one segment pose as two (or hide "..").
-	if strings.Contains(raw, "%2f") || strings.Contains(raw, "%2F") {
-		return "", bad(escaped, "escaped slash")
-	}
 	key := raw
 	if strings.IndexByte(raw, '%') >= 0 { // most tile paths have no escapes: skip the unescaper's scan
+		// An escaped slash would let one segment pose as two (or hide "..").
+		if strings.Contains(raw, "%2f") || strings.Contains(raw, "%2F") {
+			return "", bad(escaped, "escaped slash")
+		}
 		var err error
 		if key, err = url.PathUnescape(raw); err != nil {
 			return "", bad(escaped, "bad escape")
@@ -157,8 +157,88 @@ func KeyFromPath(escaped string) (string, error) {
 	return key, nil
 }
 
+// KeyFromUnescapedPath is KeyFromPath for a path already unescaped once
+// (net/http's URL.Path when the request had no RawPath): the key is the
+// path without its leading slash, under the same rules.
+func KeyFromUnescapedPath(path string) (string, error) {
+	if !strings.HasPrefix(path, "/") {
+		return "", bad(path, "path must start with /")
+	}
+	key := path[1:]
+	if keyOK(key) {
+		return key, nil
+	}
+	return "", bad(path, explainKey(key).(*KeyError).Reason)
+}
+
 // ValidateKey checks an already unescaped key against the key rules.
 func ValidateKey(key string) error {
+	if keyOK(key) {
+		return nil
+	}
+	return explainKey(key)
+}
+
+// Byte classes of keyClass.
+const (
+	classRefused  = 1 << iota // a control byte or a backslash
+	classNonASCII             // part of a multi-byte UTF-8 sequence, or not UTF-8
+	classSlash                // '/'
+)
+
+// keyClass classifies every byte for keyOK.
+var keyClass = func() (c [256]uint8) {
+	for b := range 256 {
+		switch {
+		case b < 0x20 || b == 0x7f || b == '\\':
+			c[b] = classRefused
+		case b >= 0x80:
+			c[b] = classNonASCII
+		case b == '/':
+			c[b] = classSlash
+		}
+	}
+	return c
+}()
+
+// keyOK reports whether key follows the key rules. It is the hit path's
+// check, every request's: one pass over the bytes with a table, checking
+// each segment at its end. explainKey applies the same rules one by one and
+// says which a key breaks; FuzzValidateKey holds the two to the same answers.
+func keyOK(key string) bool {
+	if key == "" || len(key) > MaxKeyBytes {
+		return false
+	}
+	var class uint8
+	segs, start := 1, 0
+	for i := 0; i < len(key); i++ {
+		c := keyClass[key[i]]
+		class |= c
+		if c == classSlash {
+			if !segmentOK(key[start:i]) {
+				return false
+			}
+			segs, start = segs+1, i+1
+		}
+	}
+	return segmentOK(key[start:]) && segs <= MaxSegments &&
+		class&classRefused == 0 && (class&classNonASCII == 0 || utf8.ValidString(key))
+}
+
+// segmentOK reports whether seg may be one segment of a key: not empty, not
+// a dot segment, not too long.
+func segmentOK(seg string) bool {
+	switch n := len(seg); {
+	case n == 0 || n > MaxSegBytes:
+		return false
+	case n <= 2 && seg[0] == '.':
+		return n == 2 && seg[1] != '.'
+	}
+	return true
+}
+
+// explainKey is the error of a key keyOK refuses: the first rule it breaks.
+func explainKey(key string) error {
 	switch {
 	case key == "":
 		return bad(key, "empty key")

@@ -130,3 +130,48 @@ func TestKeyFromPathAllocs(t *testing.T) {
 		t.Fatalf("KeyFromPath allocated %v times per call, want 0", n)
 	}
 }
+
+// FuzzValidateKey holds keyOK, the hit path's check, and explainKey, which
+// says why a key is refused, to the same rules.
+func FuzzValidateKey(f *testing.F) {
+	for _, tc := range pathCases {
+		f.Add(strings.TrimPrefix(tc.in, "/"))
+	}
+	for _, k := range []string{
+		"", "a", "a/b", "a//b", "./a", "a/..", "a/.../b", "a\\b", "a\x7fb", "a\x00", "é/ü", "\xff", "a/\xc3",
+		strings.Repeat("s", MaxSegBytes), strings.Repeat("s", MaxSegBytes+1),
+		strings.Repeat("a/", MaxSegments-1) + "a", strings.Repeat("a/", MaxSegments) + "a",
+		strings.Repeat("k", MaxKeyBytes), strings.Repeat("k", MaxKeyBytes+1),
+	} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		ok, err := keyOK(key), explainKey(key)
+		if ok != (err == nil) {
+			t.Fatalf("key %q: keyOK %v, explainKey %v", key, ok, err)
+		}
+	})
+}
+
+// FuzzKeyFromUnescapedPath: a path net/http unescaped (URL.Path with no
+// RawPath) gives the key its escaped form gives KeyFromPath, or is refused
+// as that form is.
+func FuzzKeyFromUnescapedPath(f *testing.F) {
+	for _, tc := range pathCases {
+		f.Add(tc.in)
+	}
+	for _, p := range []string{"/a%2Fb", "/a%b", "/a?b", "/a b", "/ä/ö", "/\xff", "/a/../b", "//a", "/" + strings.Repeat("k", MaxKeyBytes+1)} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		u := &url.URL{Path: path}
+		want, wantErr := KeyFromPath(u.EscapedPath())
+		got, err := KeyFromUnescapedPath(path)
+		if (err == nil) != (wantErr == nil) || got != want {
+			t.Fatalf("path %q: KeyFromUnescapedPath %q, %v; KeyFromPath(%q) %q, %v", path, got, err, u.EscapedPath(), want, wantErr)
+		}
+		if err != nil && !errors.Is(err, ErrBadKey) {
+			t.Fatalf("path %q: error %v is not ErrBadKey", path, err)
+		}
+	})
+}

@@ -57,13 +57,24 @@ type Request struct {
 	Header [NumHeaderNames]string // values by HeaderName, "" when absent
 
 	from http.Header // set by HTTPRequest: the values are read from it instead
+	// unescaped marks a Path that HTTPRequest took unescaped from net/http
+	// (URL.Path, when the wire form was its plain escaping): its key needs
+	// no decoding.
+	unescaped bool
 }
 
 // HTTPRequest is the Request an *http.Request describes. Its headers are
 // read from r.Header when the server needs them, not copied up front.
 func HTTPRequest(r *http.Request, into *Request) {
 	into.Method = r.Method
-	into.Path = r.URL.EscapedPath()
+	// url.URL keeps no RawPath when the wire path is the plain escaping of
+	// Path: then Path is the key KeyFromPath would decode, and neither
+	// escaping nor decoding it again changes it.
+	if r.URL.RawPath == "" {
+		into.Path, into.unescaped = r.URL.Path, true
+	} else {
+		into.Path, into.unescaped = r.URL.EscapedPath(), false
+	}
 	into.Header = [NumHeaderNames]string{HdrHost: r.Host} // net/http keeps Host out of r.Header
 	into.from = r.Header
 }
@@ -118,9 +129,9 @@ type Response struct {
 	// the tile's prepared answer serves it; timing and origin are the two
 	// per-request values that prepared answer leaves open.
 	prepared *prepared
-	timing   [32]byte
-	ntiming  int
-	origin   string // a reflected CORS origin, or ""
+	timing   string        // the Server-Timing value, or ""
+	elapsed  time.Duration // from the start of Serve to the timing, when set
+	origin   string        // a reflected CORS origin, or ""
 }
 
 // Fields are the answer's header fields.
@@ -148,8 +159,13 @@ func (r *Response) Payload() (before, after []byte, ok bool) {
 // ReflectedOrigin is the CORS origin the answer reflects, or "".
 func (r *Response) ReflectedOrigin() string { return r.origin }
 
+// reset makes r an empty answer. It clears only the fields in use: the
+// array is large, and a pooled Response is reset on every request.
 func (r *Response) reset() {
-	*r = Response{}
+	// TestResponseReset checks that this names every field.
+	clear(r.fields[:r.nfields])
+	r.Status, r.Body, r.Stream, r.Admin, r.nfields = 0, nil, nil, false, 0
+	r.prepared, r.timing, r.elapsed, r.origin = nil, "", 0, ""
 }
 
 // set adds a field with one value, shared or new.
@@ -168,20 +184,24 @@ func (r *Response) setString(name, value string) { r.set(name, []string{value}) 
 // the invocation's deadline to every S3 call.
 func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	resp.reset()
+	// One clock read serves the request: its Server-Timing start, and the
+	// now against which the journal and cached copies are judged.
 	start := time.Now()
+	now := s.nowAt(start)
 	if strings.HasPrefix(req.Path, adminPrefix) {
 		resp.Admin = true
 		return
 	}
 	s.stats.requests.Add(1)
 	sy := s.sy
-	due := sy != nil && sy.Due()
-	if sy != nil && !sy.Trusted(time.Time{}, s.now()) {
+	due := sy != nil && sy.Due(now)
+	if sy != nil && !sy.Trusted(time.Time{}, now) {
 		// The last good check is too old to vouch for any cached copy: a
 		// lookup beside the check would only send them all to S3 for
 		// revalidation. Check first, or wait for the check under way.
 		sy.MaybeSync(ctx)
 		due = false
+		now = s.now() // the check took time: judge copies after it
 	}
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
@@ -199,7 +219,11 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		s.answerPlain(req, resp, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	key, err := tile.KeyFromPath(req.Path)
+	keyFrom := tile.KeyFromPath
+	if req.unescaped {
+		keyFrom = tile.KeyFromUnescapedPath
+	}
+	key, err := keyFrom(req.Path)
 	if err != nil {
 		s.stats.badRequests.Add(1)
 		s.answerPlain(req, resp, http.StatusBadRequest, "bad tile path")
@@ -219,12 +243,14 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		defer func() { <-synced }()
 	}
 	var stream *disk.Body
-	t, src, err := s.lookupBeside(ctx, key, synced, &stream)
+	t, src, err := s.lookupBeside(ctx, key, now, synced, &stream)
 	switch {
 	case err == nil && stream != nil:
 		s.answerStream(req, resp, key, t, stream, start)
 	case err == nil:
-		t = s.document(req, key, t) // TileJSON and IIIF info.json name the URL they are served from
+		if p, _ := t.Prepared.(*prepared); p == nil || p.document {
+			t = s.document(req, key, t) // TileJSON and IIIF info.json name the URL they are served from
+		}
 		s.answerTile(req, resp, key, t, src, start)
 	case errors.Is(err, origin.ErrNotFound):
 		s.stats.notFound.Add(1)
@@ -270,9 +296,12 @@ func (s *Server) record(key string, src source, resp *Response, start time.Time)
 		tier = obs.TierStale
 	}
 	tileset, _, _ := strings.Cut(key, "/")
-	now := time.Now()
-	s.metrics.Request(tileset, tier, int64(len(resp.Body)), now.Sub(start))
-	s.metrics.MaybeFlush(now)
+	d := resp.elapsed // the tile answers' Server-Timing read the clock already
+	if d == 0 {
+		d = time.Since(start)
+	}
+	s.metrics.Request(tileset, tier, int64(len(resp.Body)), d)
+	s.metrics.MaybeFlush(start.Add(d))
 }
 
 // ServeHTTP routes the health check and the admin API, and serves tiles
@@ -280,7 +309,7 @@ func (s *Server) record(key string, src source, resp *Response, start time.Time)
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, adminPrefix) {
 		s.stats.requests.Add(1)
-		if s.sy != nil && s.sy.Due() {
+		if s.sy != nil && s.sy.Due(s.now()) {
 			s.sy.MaybeSync(r.Context())
 		}
 		s.serveAdmin(w, r)

@@ -60,12 +60,20 @@ func (s *Server) purged(prefix string) {
 	}
 }
 
+// documentKind reports whether t at key is a TileJSON this server wrote
+// for an archive (NAME.json) or a IIIF info.json: documents that name the
+// URL they are served from.
+func documentKind(key string, t *tile.Tile) (tileJSON, info bool) {
+	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, tileJSONTag+`"`)
+	info = strings.HasSuffix(key, "/"+iiif.InfoName)
+	return tileJSON, info
+}
+
 // document returns t as answered for req: a TileJSON built from an archive
 // or a metadata.json with tile URLs under the request's base URL, an
 // info.json with its image id under it; any other tile as it is.
 func (s *Server) document(req *Request, key string, t *tile.Tile) *tile.Tile {
-	isTileJSON := !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, tileJSONTag+`"`)
-	isInfo := strings.HasSuffix(key, "/"+iiif.InfoName)
+	isTileJSON, isInfo := documentKind(key, t)
 	if !isTileJSON && !isInfo {
 		return t
 	}
@@ -103,7 +111,7 @@ func (s *Server) document(req *Request, key string, t *tile.Tile) *tile.Tile {
 		LastModified: t.LastModified,
 		StoredAt:     t.StoredAt,
 	}
-	s.prepare(r)
+	s.prepare(key, r)
 	s.docs.Set(memo, r)
 	return r
 }

@@ -1,7 +1,9 @@
 package tileserver
 
 import (
+	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +164,43 @@ func TestAppendHTTPDate(t *testing.T) {
 		if got, want := string(appendHTTPDate(nil, tm)), tm.UTC().Format(http.TimeFormat); got != want {
 			t.Errorf("appendHTTPDate(%v) = %q, want %q", tm, got, want)
 		}
+	}
+}
+
+// TestResponseReset: reset leaves a pooled Response as a new one, whatever
+// fields it gains: every field is set here (the test fails on a field it
+// does not set), then reset.
+func TestResponseReset(t *testing.T) {
+	t.Parallel()
+	r := &Response{
+		Status: 200, Body: []byte("x"), Stream: io.NopCloser(strings.NewReader("")), Admin: true,
+		prepared: &prepared{}, timing: "memory;dur=0.001", elapsed: time.Millisecond, origin: "https://a.example",
+	}
+	r.set("X-Cache", xCacheValues[srcMemory])
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("field %s is not set by this test: set it, and clear it in reset", v.Type().Field(i).Name)
+		}
+	}
+	r.reset()
+	if !reflect.DeepEqual(*r, Response{}) {
+		t.Fatalf("reset left %+v", *r)
+	}
+}
+
+// TestServerTimingTable: the prepared Server-Timing values are what
+// appendServerTiming formats, and slower answers are formatted.
+func TestServerTimingTable(t *testing.T) {
+	for _, src := range []source{srcMemory, srcDisk, srcOrigin, srcRevalidated, srcStale} {
+		for _, d := range []time.Duration{0, 999 * time.Nanosecond, time.Microsecond, 123456 * time.Nanosecond, 999 * time.Microsecond, time.Millisecond, 2500 * time.Millisecond} {
+			v := serverTiming(src, d)
+			if want := string(appendServerTiming(nil, src, d)); len(v) != 1 || v[0] != want || cap(v) != 1 {
+				t.Errorf("serverTiming(%v, %v) = %q (cap %d), want [%q]", src, d, v, cap(v), want)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { serverTiming(srcMemory, 42*time.Microsecond) }); n != 0 {
+		t.Errorf("a memory hit's Server-Timing allocated %v times", n)
 	}
 }

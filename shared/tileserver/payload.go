@@ -13,7 +13,10 @@ import (
 // base64 makes a body 4/3 larger.
 const MaxPayloadBody = (6*1024*1024 - 8*1024) / 4 * 3
 
-var preparedSize = unsafe.Sizeof(prepared{})
+var (
+	preparedSize = unsafe.Sizeof(prepared{})
+	fieldSize    = unsafe.Sizeof(Field{})
+)
 
 // buildPayload encodes the buffered function-URL answer of a memory hit on
 // t, once: every field but Server-Timing (and a reflected CORS origin),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,15 @@ type prepared struct {
 	contentType, contentEncoding, etag, lastModified, contentLength, cacheControl []string
 	vary                                                                          []string
 
+	// hit is every field of a 200 answer in the stored representation but
+	// the first two (Server-Timing and X-Cache), in answerTile's order: what
+	// a request without conditionals or a range is answered with, copied
+	// whole (answerHit).
+	hit []Field
+	// document marks a TileJSON or IIIF info.json: answered as rendered
+	// for the URL it is served from (Server.document), not as stored.
+	document bool
+
 	// payload is the function-URL answer with a hole at split for
 	// `,"Server-Timing":"…"` and a reflected origin: payload[:split], the
 	// hole, payload[split:].
@@ -59,7 +69,7 @@ type prepared struct {
 
 // Cost implements tile.Prepared.
 func (p *prepared) Cost() int64 {
-	n := tile.AllocBytes(int(preparedSize)) + tile.AllocBytes(cap(p.payload))
+	n := tile.AllocBytes(int(preparedSize)) + tile.AllocBytes(cap(p.payload)) + tile.AllocBytes(cap(p.hit)*int(fieldSize))
 	for _, v := range [][]string{p.contentType, p.contentEncoding, p.etag, p.lastModified, p.contentLength, p.cacheControl} {
 		if v != nil {
 			n += tile.AllocBytes(16) + tile.AllocBytes(len(v[0]))
@@ -77,12 +87,41 @@ func (p *prepared) Payload() (before, after []byte) {
 	return p.payload[:p.split], p.payload[p.split:]
 }
 
-// prepare builds t's prepared answer before t enters the memory tier.
-func (s *Server) prepare(t *tile.Tile) {
+// prepare builds t's prepared answer before t enters the memory tier at key.
+func (s *Server) prepare(key string, t *tile.Tile) {
 	if t.Missing || t.Prepared != nil {
 		return
 	}
-	t.Prepared = s.newPrepared(t, s.cfg.Payloads && len(t.Body) <= MaxPayloadBody)
+	p := s.newPrepared(t, s.cfg.Payloads && len(t.Body) <= MaxPayloadBody)
+	tileJSON, info := documentKind(key, t)
+	p.document = tileJSON || info
+	p.hit = s.hitFields(p)
+	t.Prepared = p
+}
+
+// hitFields lists the fields answerTile writes after Server-Timing and
+// X-Cache for a 200 in p's stored representation, in its order, when the
+// CORS fields do not depend on the request.
+func (s *Server) hitFields(p *prepared) []Field {
+	f := make([]Field, 0, 10)
+	add := func(name string, v []string) {
+		if v != nil {
+			f = append(f, Field{Name: name, Values: v})
+		}
+	}
+	if s.cors.any {
+		add("Access-Control-Allow-Origin", allowAny)
+		add("Access-Control-Expose-Headers", exposeHeaders)
+	}
+	add("Vary", p.vary)
+	add("Etag", p.etag)
+	add("Last-Modified", p.lastModified)
+	add("Cache-Control", p.cacheControl)
+	add("Content-Type", p.contentType)
+	add("Content-Encoding", p.contentEncoding)
+	add("Accept-Ranges", acceptRangesBytes)
+	add("Content-Length", p.contentLength)
+	return slices.Clip(f)
 }
 
 func (s *Server) newPrepared(t *tile.Tile, payload bool) *prepared {
@@ -134,6 +173,9 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 	stored := true
 	decode, ok := s.mustDecode(req, resp, t, p)
 	if !ok {
+		return
+	}
+	if !decode && s.answerHit(req, resp, t, p, src, start) {
 		return
 	}
 	if decode {
@@ -188,11 +230,37 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 	}
 }
 
+// answerHit answers the common request, a plain GET or HEAD of t's stored
+// representation (no conditionals, no range, CORS fields that do not depend
+// on the request, not stale), with t's prepared fields: what the general
+// path below would write, without building it field by field. It reports
+// false, having written nothing, for any other request.
+func (s *Server) answerHit(req *Request, resp *Response, t *tile.Tile, p *prepared, src source, start time.Time) bool {
+	if p.hit == nil || src == srcStale || (s.cors.reflect && req.get(HdrOrigin) != "") ||
+		req.get(HdrIfNoneMatch) != "" || req.get(HdrIfModifiedSince) != "" ||
+		req.get(HdrIfMatch) != "" || req.get(HdrIfUnmodifiedSince) != "" ||
+		(req.Method == http.MethodGet && req.get(HdrRange) != "") {
+		return false
+	}
+	s.timing(resp, src, start)
+	resp.set("X-Cache", xCacheValues[src])
+	resp.nfields += copy(resp.fields[resp.nfields:], p.hit)
+	resp.Status = http.StatusOK
+	if req.Method == http.MethodHead {
+		return true
+	}
+	resp.Body = t.Body
+	if src == srcMemory && p.payload != nil {
+		resp.prepared = p
+	}
+	return true
+}
+
 // validatorFields sets the fields every tile answer carries, 304s included:
 // timing, tier, CORS, Vary, the validators and Cache-Control (the short
 // stale one for a stale copy).
 func (s *Server) validatorFields(req *Request, resp *Response, p *prepared, etag []string, src source, start time.Time) {
-	resp.setString("Server-Timing", s.timing(resp, src, start))
+	s.timing(resp, src, start)
 	resp.set("X-Cache", xCacheValues[src])
 	s.corsFields(req, resp)
 	if p.vary != nil {
@@ -253,15 +321,52 @@ func firstOr(v []string) string {
 	return v[0]
 }
 
-// timing formats Server-Timing into resp's scratch space and returns it.
-func (s *Server) timing(resp *Response, src source, start time.Time) string {
-	b := appendServerTiming(resp.timing[:0], src, time.Since(start))
-	resp.ntiming = copy(resp.timing[:], b)
-	return string(resp.timing[:resp.ntiming])
+// timing sets the Server-Timing field: the tier src and the time since start.
+func (s *Server) timing(resp *Response, src source, start time.Time) {
+	resp.elapsed = time.Since(start)
+	v := serverTiming(src, resp.elapsed)
+	resp.timing = v[0]
+	resp.set("Server-Timing", v)
 }
 
-// Timing is the answer's Server-Timing value as bytes (no allocation).
-func (r *Response) Timing() []byte { return r.timing[:r.ntiming] }
+// Timing is the answer's Server-Timing value, or "".
+func (r *Response) Timing() string { return r.timing }
+
+// serverTiming is the Server-Timing value of an answer from src after d.
+// The values of the memory and disk tiers' sub-millisecond answers (nearly
+// all of theirs) are made once, so a hit formats and allocates nothing.
+func serverTiming(src source, d time.Duration) []string {
+	us := d.Microseconds()
+	if (src == srcMemory || src == srcDisk) && us >= 0 && us < timingSteps {
+		i := int(src-srcMemory)*timingSteps + int(us)
+		v := fastTimings()
+		return v[i : i+1 : i+1]
+	}
+	return []string{string(appendServerTiming(make([]byte, 0, 32), src, d))}
+}
+
+// timingSteps is how many microsecond values fastTimings holds per tier.
+const timingSteps = 1000
+
+// fastTimings are the Server-Timing values of memory and disk answers of
+// 0 to 999 µs, in that order: one array of strings over one buffer.
+var fastTimings = sync.OnceValue(func() []string {
+	var b []byte
+	ends := make([]int, 0, 2*timingSteps)
+	for _, src := range []source{srcMemory, srcDisk} {
+		for us := range timingSteps {
+			b = appendServerTiming(b, src, time.Duration(us)*time.Microsecond)
+			ends = append(ends, len(b))
+		}
+	}
+	all := string(b)
+	v := make([]string, len(ends))
+	start := 0
+	for i, end := range ends {
+		v[i], start = all[start:end], end
+	}
+	return v
+})
 
 // answerMissing answers for a tile the origin does not have; src says
 // whether the origin said so now (MISS) or a remembered 404 did (HIT-MEMORY).

@@ -261,8 +261,8 @@ func (s *Server) purgeTiers(prefix string) (memN, diskN int, err error) {
 // requests) and must return quickly whatever happens. The journal follower
 // (purge.Follower) is one.
 type Syncer interface {
-	// Due reports, cheaply, whether MaybeSync would check now.
-	Due() bool
+	// Due reports, cheaply, whether MaybeSync would check at now.
+	Due(now time.Time) bool
 	// MaybeSync checks the journal if a check is due and applies what it
 	// finds, through PurgePrefix.
 	MaybeSync(ctx context.Context)
@@ -271,6 +271,15 @@ type Syncer interface {
 	// for long enough that a purge of it may have been missed. Such a copy
 	// is revalidated with S3 instead (fail closed).
 	Trusted(storedAt, now time.Time) bool
+}
+
+// nowAt is the server's clock at real, a time just read from time.Now:
+// real itself, unless Config.Now replaces the clock.
+func (s *Server) nowAt(real time.Time) time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return real
 }
 
 // Drain waits for the revalidations started in the background for requests

@@ -6,11 +6,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -689,7 +692,7 @@ func TestMissOverlapsJournalCheck(t *testing.T) {
 	}
 	h := e.srv.WithSync(fol)
 	e.clock.Advance(2 * time.Second)
-	if !fol.Due() {
+	if !fol.Due(e.clock.Now()) {
 		t.Fatal("no check due after the interval")
 	}
 	armed.Store(true)
@@ -730,7 +733,7 @@ func TestSyncedHandlerChecksBeforeAdmin(t *testing.T) {
 		t.Fatalf("health: %d, %d checks; want 200 and no check before the interval", code, fol.Stats().Checks)
 	}
 	e.clock.Advance(time.Second)
-	if code := serve("GET", "/_tilesieve/health"); code != 200 || fol.Stats().Checks != 2 || fol.Due() {
+	if code := serve("GET", "/_tilesieve/health"); code != 200 || fol.Stats().Checks != 2 || fol.Due(e.clock.Now()) {
 		t.Fatalf("health: %d, %+v; want 200 after one check", code, fol.Stats())
 	}
 	e.clock.Advance(time.Second)
@@ -765,7 +768,7 @@ func TestPreparedPayload(t *testing.T) {
 	}
 	r := serve()
 	before, after, _ := r.Payload()
-	payload := string(before) + string(r.Timing()) + `"` + string(after)
+	payload := string(before) + r.Timing() + `"` + string(after)
 	var got struct {
 		StatusCode      int               `json:"statusCode"`
 		Headers         map[string]string `json:"headers"`
@@ -790,5 +793,66 @@ func TestPreparedPayload(t *testing.T) {
 	}
 	if charged, min := e.mem.Stats().Bytes, int64(len(tileBody))*7/3; charged < min {
 		t.Errorf("memory tier charged %d bytes for a %d-byte tile and its payload, want at least %d", charged, len(tileBody), min)
+	}
+}
+
+// TestHitAnswersMatchTheGeneralPath: a plain GET or HEAD of a cached tile is
+// answered from the tile's prepared fields; a request the conditionals do
+// not change (If-None-Match with another tag) takes the general path. Both
+// must be the same answer, field for field, from memory and from disk,
+// under each CORS policy.
+func TestHitAnswersMatchTheGeneralPath(t *testing.T) {
+	t.Parallel()
+	for _, cors := range []string{"*", "none", "https://app.example"} {
+		e := newEnv(t, withConfig(func(c *tileserver.Config) { c.CORSAllowOrigins = cors }))
+		e.put("h/1/0/0.png", []byte("png bytes"), "image/png", "")
+		e.put("h/1/0/0.pbf", gz(t, "vector bytes"), "application/x-protobuf", "gzip")
+		for _, key := range []string{"h/1/0/0.png", "h/1/0/0.pbf"} {
+			for _, method := range []string{"GET", "HEAD"} {
+				serve := func(memory bool, hdr ...string) (*tileserver.Response, []tileserver.Field) {
+					if !memory {
+						e.mem.DeletePrefix("h/")
+					}
+					var req tileserver.Request
+					req.Method, req.Path = method, "/"+key
+					req.Header[tileserver.HdrAcceptEncoding] = "gzip"
+					for i := 0; i+1 < len(hdr); i += 2 {
+						switch hdr[i] {
+						case "If-None-Match":
+							req.Header[tileserver.HdrIfNoneMatch] = hdr[i+1]
+						case "Origin":
+							req.Header[tileserver.HdrOrigin] = hdr[i+1]
+						}
+					}
+					resp := new(tileserver.Response)
+					e.srv.Serve(context.Background(), &req, resp)
+					fields := slices.Clone(resp.Fields())
+					for i, f := range fields {
+						if f.Name == "Server-Timing" {
+							name, _, _ := strings.Cut(f.Values[0], ";")
+							fields[i].Values = []string{name} // the duration differs
+						}
+					}
+					return resp, fields
+				}
+				serve(true) // fills both tiers
+				for _, memory := range []bool{true, false} {
+					for _, origin := range [][]string{nil, {"Origin", "https://app.example"}} {
+						fast, ff := serve(memory, origin...)
+						general, gf := serve(memory, append([]string{"If-None-Match", `"another"`}, origin...)...)
+						where := fmt.Sprintf("CORS %q, %s %s, memory %v, %v", cors, method, key, memory, origin)
+						if fast.Status != 200 || general.Status != 200 || !bytes.Equal(fast.Body, general.Body) {
+							t.Errorf("%s: status %d and %d, bodies %q and %q", where, fast.Status, general.Status, fast.Body, general.Body)
+						}
+						if !reflect.DeepEqual(ff, gf) {
+							t.Errorf("%s: fields differ\nplain:   %v\ngeneral: %v", where, ff, gf)
+						}
+						if want := map[bool]string{true: "HIT-MEMORY", false: "HIT-DISK"}[memory]; fast.Get("X-Cache") != want {
+							t.Errorf("%s: X-Cache %q, want %q", where, fast.Get("X-Cache"), want)
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -43,12 +43,12 @@ func (s source) String() string {
 // if the check applied a purge meanwhile and the tile came from memory or
 // disk: what was found may be what the purge removed. A tile from S3 is as
 // fresh as the check could make it.
-func (s *Server) lookupBeside(ctx context.Context, key string, synced <-chan struct{}, stream **disk.Body) (*tile.Tile, source, error) {
+func (s *Server) lookupBeside(ctx context.Context, key string, now time.Time, synced <-chan struct{}, stream **disk.Body) (*tile.Tile, source, error) {
 	if synced == nil {
-		return s.lookup(ctx, key, stream)
+		return s.lookup(ctx, key, now, stream)
 	}
 	epoch := s.guard.begin()
-	t, src, err := s.lookup(ctx, key, stream)
+	t, src, err := s.lookup(ctx, key, now, stream)
 	<-synced
 	if s.guard.begin() != epoch && (src == srcMemory || src == srcDisk || src == srcStale) {
 		s.stats.relooked.Add(1)
@@ -56,7 +56,7 @@ func (s *Server) lookupBeside(ctx context.Context, key string, synced <-chan str
 			(*stream).Close()
 			*stream = nil
 		}
-		return s.lookup(ctx, key, stream)
+		return s.lookup(ctx, key, s.now(), stream)
 	}
 	return t, src, err
 }
@@ -65,9 +65,8 @@ func (s *Server) lookupBeside(ctx context.Context, key string, synced <-chan str
 // journal follower no longer vouches for is revalidated with S3, as an
 // expired one is. A tile on disk too big for the memory tier is not read
 // whole: its metadata is returned and *stream reads its body.
-func (s *Server) lookup(ctx context.Context, key string, stream **disk.Body) (*tile.Tile, source, error) {
+func (s *Server) lookup(ctx context.Context, key string, now time.Time, stream **disk.Body) (*tile.Tile, source, error) {
 	if t, ok := s.mem.Get(key); ok {
-		now := s.now()
 		if t.Missing {
 			if now.Sub(t.StoredAt) < s.negativeTTL && s.trusted(t, now) {
 				s.stats.negativeHits.Add(1)
@@ -85,7 +84,7 @@ func (s *Server) lookup(ctx context.Context, key string, stream **disk.Body) (*t
 		epoch := s.guard.begin()
 		if it, ok := s.disk.Stat(key); ok && it.Size > s.mem.MaxEntry() {
 			if t, body, ok := s.disk.Open(key); ok {
-				if s.fresh(t, s.now()) {
+				if s.fresh(t, now) {
 					*stream = body
 					s.stats.diskHits.Add(1)
 					return t, srcDisk, nil
@@ -97,10 +96,10 @@ func (s *Server) lookup(ctx context.Context, key string, stream **disk.Body) (*t
 			}
 		}
 		if t, ok := s.disk.Get(key); ok {
-			if !s.fresh(t, s.now()) {
+			if !s.fresh(t, now) {
 				return s.fetch(ctx, key, t)
 			}
-			s.prepare(t)
+			s.prepare(key, t)
 			s.guard.insert(key, epoch, func() { s.mem.Set(key, t) })
 			s.stats.diskHits.Add(1)
 			return t, srcDisk, nil
@@ -266,7 +265,7 @@ func (s *Server) fetchOnce(fctx, first context.Context, key string, cached *tile
 // store puts a fetched tile into both tiers unless a purge overtook the fetch.
 // A disk that cannot write is logged and skipped: memory and origin still serve.
 func (s *Server) store(key string, t *tile.Tile, epoch uint64) {
-	s.prepare(t)
+	s.prepare(key, t)
 	ok := s.guard.insert(key, epoch, func() {
 		s.mem.Set(key, t)
 		if s.disk == nil {

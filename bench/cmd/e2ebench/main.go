@@ -105,7 +105,7 @@ func run() error {
 	}
 	err := func() error {
 		if err := step("handler", func() error {
-			runs := 3
+			runs := 5
 			if *quick {
 				runs = 1
 			}
