@@ -61,7 +61,7 @@ func main() {
 	flag.StringVar(&o.root, "root", "..", "the product module's root (where go test runs)")
 	flag.StringVar(&o.results, "results", "results", "directory of the JSON results")
 	flag.StringVar(&o.only, "only", "", "run one part: micro or emulator (empty: both)")
-	flag.IntVar(&o.count, "count", 5, "rounds of the in-process benchmarks (each go test -count 1)")
+	flag.IntVar(&o.count, "count", 15, "rounds of the in-process benchmarks (each go test -count 1)")
 	flag.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime of the in-process benchmarks")
 	flag.StringVar(&o.input, "input", "", "parse in-process benchmark output from this file instead of running go test")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds under the emulator")

@@ -47,6 +47,7 @@ type MicroResult struct {
 	Rounds  int                           `json:"rounds"`
 	Samples map[string]map[string]Sample  `json:"samples"` // bench → size → median
 	Ratios  map[string]map[string]float64 `json:"ratios"`  // bench → size → median of the rounds' ratios to its floor
+	Metrics map[string][]float64          `json:"metrics"` // size → the rounds' on/off ratios of BenchmarkInvokeMetricsPaired
 	Targets []e2e.Target                  `json:"targets"`
 }
 
@@ -64,6 +65,12 @@ var pairs = [][2]string{{"InvokeBuffered", "InvokeBufferedFloor"}, {"InvokeStrea
 // ratioPairs are the pairs whose ratio is a result: a memory hit to its
 // floor, and metrics on to metrics off.
 var ratioPairs = [][2]string{pairs[0], pairs[1], pairs[3]}
+
+// paired is the benchmark that runs metrics off and on in one process,
+// invocation by invocation, and reports their ratio (on/off): the ratio of
+// the metrics pair is its median over the rounds, not the ratio of two
+// processes' runs.
+const paired = "InvokeMetricsPaired"
 
 // RunMicro builds the product's test binary once (go test -c) and runs each
 // invocation benchmark at each size o.count times, one benchmark a process,
@@ -98,6 +105,9 @@ func RunMicro(ctx context.Context, root string, o options) (MicroResult, error) 
 					if round%2 == 1 {
 						order = []string{pr[1], pr[0]}
 					}
+					if pr[0] == "InvokeBufferedMetrics" {
+						order = append(order, paired)
+					}
 					for _, bench := range order {
 						cmd := exec.CommandContext(ctx, bin, "-test.run", "^$", "-test.bench", "^Benchmark"+bench+"$/^"+size+"$",
 							"-test.benchmem", "-test.count", "1", "-test.benchtime", o.benchtime)
@@ -122,7 +132,7 @@ func RunMicro(ctx context.Context, root string, o options) (MicroResult, error) 
 		return MicroResult{}, err
 	}
 	r := MicroResult{Command: "go " + shellQuote(MicroArgs(o.benchtime)), Rounds: len(rounds), Samples: map[string]map[string]Sample{},
-		Ratios: map[string]map[string]float64{}}
+		Ratios: map[string]map[string]float64{}, Metrics: map[string][]float64{}}
 	for _, m := range Modes {
 		r.Samples[m.Bench] = map[string]Sample{}
 		for _, size := range Sizes {
@@ -145,6 +155,11 @@ func RunMicro(ctx context.Context, root string, o options) (MicroResult, error) 
 		for _, size := range Sizes {
 			var rs []float64
 			for _, rd := range rounds {
+				if pr[0] == "InvokeBufferedMetrics" {
+					rs = append(rs, rd[paired+"/"+size]["on/off"]...)
+					r.Metrics[size] = rs
+					continue
+				}
 				a, b := rd[pr[0]+"/"+size]["ns/op"], rd[pr[1]+"/"+size]["ns/op"]
 				if len(a) > 0 && len(b) > 0 && b[0] > 0 {
 					rs = append(rs, a[0]/b[0])
