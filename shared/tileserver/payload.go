@@ -19,16 +19,13 @@ var (
 )
 
 // buildPayload encodes the buffered function-URL answer of a memory hit on
-// t, once: every field but Server-Timing (and a reflected CORS origin),
-// which the adapter writes into the hole at p.split.
+// t, once, from p.hit: every field but Server-Timing (and a reflected CORS
+// origin), which the adapter writes into the hole at p.split.
 func (s *Server) buildPayload(p *prepared, t *tile.Tile) {
 	enc := base64.StdEncoding
 	b := make([]byte, 0, 512+enc.EncodedLen(len(t.Body)))
 	b = append(b, `{"statusCode":200,"headers":{`...)
 	field := func(name string, v []string) {
-		if v == nil {
-			return
-		}
 		q, _ := json.Marshal(v[0]) // a string always encodes
 		b = append(b, '"')
 		b = append(b, name...)
@@ -36,18 +33,11 @@ func (s *Server) buildPayload(p *prepared, t *tile.Tile) {
 		b = append(b, q...)
 		b = append(b, ',')
 	}
-	field("Content-Type", p.contentType)
-	field("Content-Encoding", p.contentEncoding)
-	field("Vary", p.vary)
-	field("Etag", p.etag)
-	field("Last-Modified", p.lastModified)
-	field("Cache-Control", p.cacheControl)
+	// The fields of the memory hit's answer (answerHit): X-Cache and the
+	// prepared ones; Server-Timing goes into the hole.
 	field("X-Cache", xCacheValues[srcMemory])
-	field("Accept-Ranges", acceptRangesBytes)
-	field("Content-Length", p.contentLength)
-	if s.cors.any {
-		field("Access-Control-Allow-Origin", allowAny)
-		field("Access-Control-Expose-Headers", exposeHeaders)
+	for _, f := range p.hit {
+		field(f.Name, f.Values)
 	}
 	b = append(b, `"Server-Timing":"`...)
 	p.split = len(b)

@@ -92,10 +92,13 @@ func (s *Server) prepare(key string, t *tile.Tile) {
 	if t.Missing || t.Prepared != nil {
 		return
 	}
-	p := s.newPrepared(t, s.cfg.Payloads && len(t.Body) <= MaxPayloadBody)
+	p := s.newPrepared(t)
 	tileJSON, info := documentKind(key, t)
 	p.document = tileJSON || info
 	p.hit = s.hitFields(p)
+	if s.cfg.Payloads && len(t.Body) <= MaxPayloadBody {
+		s.buildPayload(p, t)
+	}
 	t.Prepared = p
 }
 
@@ -124,7 +127,9 @@ func (s *Server) hitFields(p *prepared) []Field {
 	return slices.Clip(f)
 }
 
-func (s *Server) newPrepared(t *tile.Tile, payload bool) *prepared {
+// newPrepared is t's header values; prepare adds what a tile entering the
+// memory tier keeps beside them.
+func (s *Server) newPrepared(t *tile.Tile) *prepared {
 	p := &prepared{
 		contentType:   []string{t.ContentType},
 		contentLength: []string{strconv.Itoa(len(t.Body))},
@@ -141,9 +146,6 @@ func (s *Server) newPrepared(t *tile.Tile, payload bool) *prepared {
 		p.contentEncoding = []string{t.ContentEncoding}
 	}
 	p.vary = s.vary(t.ContentEncoding != "")
-	if payload {
-		s.buildPayload(p, t)
-	}
 	return p
 }
 
@@ -167,7 +169,7 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 	if p == nil {
 		// A tile that did not enter the memory tier (too large for it) is
 		// prepared for this answer alone.
-		p = s.newPrepared(t, false)
+		p = s.newPrepared(t)
 	}
 	body, etag, encoding := t.Body, p.etag, p.contentEncoding
 	stored := true
@@ -673,7 +675,7 @@ func (s *Server) answerStream(req *Request, resp *Response, key string, t *tile.
 		}
 	}()
 	size := body.Size()
-	p := s.newPrepared(t, false)
+	p := s.newPrepared(t)
 	p.contentLength = []string{strconv.FormatInt(size, 10)}
 	etag, encoding := p.etag, p.contentEncoding
 	decoded, ok := s.mustDecode(req, resp, t, p)
