@@ -64,7 +64,7 @@ func main() {
 	flag.IntVar(&o.count, "count", 15, "rounds of the in-process benchmarks (each go test -count 1)")
 	flag.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime of the in-process benchmarks")
 	flag.StringVar(&o.input, "input", "", "parse in-process benchmark output from this file instead of running go test")
-	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds under the emulator")
+	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds under the emulator")
 	flag.IntVar(&o.invokes, "invokes", 3000, "at most this many timed invocations per function, tile and round")
 	flag.DurationVar(&o.perRun, "time", 4*time.Second, "at most this long per function, tile and round")
 	flag.BoolVar(&o.render, "render", false, "only re-render the section from the saved results")
