@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
 )
@@ -42,8 +43,11 @@ func TestViewerKeys(t *testing.T) {
 func TestPairedNote(t *testing.T) {
 	a := []ServerRow{{RPS: 10}, {RPS: 2}, {RPS: 9}}
 	b := []ServerRow{{RPS: 10}, {RPS: 10}, {RPS: 10}}
-	if got, want := pairedNote(a, b), "same-round ratios 1.00, 0.20, 0.90, median 0.90x"; got != want {
+	if got, want := pairedNote(a, b), "same-round ratios 1.00, 0.20, 0.90"; got != want {
 		t.Errorf("pairedNote = %q, want %q", got, want)
+	}
+	if got := stats.MedianFloat(pairedRatios(a, b)); got != 0.9 {
+		t.Errorf("median of the paired ratios = %v, want 0.9", got)
 	}
 	if got := pairedNote(a[:1], b[:1]); got != "" {
 		t.Errorf("one round: %q", got)
