@@ -108,17 +108,11 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 	if err := writeArchive(filepath.Join(pm, "arc.pmtiles"), "osm", set); err != nil {
 		return res, err
 	}
-	builds := []struct{ dir, out, pkg string }{
-		{p.RepoRoot, "tiles", "./functions/tiles"},
-		{p.BenchDir, "s3serve", "./cmd/s3serve"},
-		{p.BenchDir, "pmtiles", "github.com/protomaps/go-pmtiles"},
-	}
-	for _, b := range builds {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
-		cmd.Dir = b.dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return res, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
-		}
+	if err := BuildAll(ctx, bin,
+		Build{p.RepoRoot, "tiles", "./functions/tiles"},
+		Build{p.BenchDir, "s3serve", "./cmd/s3serve"},
+		Build{p.BenchDir, "pmtiles", "github.com/protomaps/go-pmtiles"}); err != nil {
+		return res, err
 	}
 	s3p, err := StartS3Serve(ctx, filepath.Join(bin, "s3serve"), www, logs)
 	if err != nil {

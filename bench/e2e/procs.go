@@ -71,6 +71,22 @@ func StartProc(ctx context.Context, name string, cmd *exec.Cmd, url, probe, logD
 	return nil, fmt.Errorf("%s not ready within 60s; see %s", name, logf.Name())
 }
 
+// Build is one binary a section runs: the package pkg, built in dir (the
+// module it belongs to) into bin/out.
+type Build struct{ Dir, Out, Pkg string }
+
+// BuildAll builds each of builds into bin with go build.
+func BuildAll(ctx context.Context, bin string, builds ...Build) error {
+	for _, b := range builds {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, b.Out), b.Pkg)
+		cmd.Dir = b.Dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w\n%s", b.Pkg, err, out)
+		}
+	}
+	return nil
+}
+
 // StartS3Serve starts bench/cmd/s3serve (with any further flags) and reads
 // its URL from its first line.
 func StartS3Serve(ctx context.Context, bin, dir, logDir string, flags ...string) (*Proc, error) {

@@ -139,12 +139,8 @@ func RunRSS(ctx context.Context, p RSSParams) (RSSResult, error) {
 		}
 	}
 	big = nil
-	for _, b := range []struct{ dir, out, pkg string }{{p.RepoRoot, "tiles", "./functions/tiles"}, {p.BenchDir, "s3serve", "./cmd/s3serve"}} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
-		cmd.Dir = b.dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return res, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
-		}
+	if err := BuildAll(ctx, bin, Build{p.RepoRoot, "tiles", "./functions/tiles"}, Build{p.BenchDir, "s3serve", "./cmd/s3serve"}); err != nil {
+		return res, err
 	}
 	s3p, err := StartS3Serve(ctx, filepath.Join(bin, "s3serve"), seed, logs, "-control")
 	if err != nil {

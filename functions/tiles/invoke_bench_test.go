@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/tilegen"
 
 	fixtures "github.com/tilesieve/tilesieve/events"
 )
@@ -39,16 +39,6 @@ import (
 var benchSizes = []int{1 << 10, 30 << 10, 300 << 10}
 
 func sizeName(n int) string { return strconv.Itoa(n>>10) + "KB" }
-
-// benchTile is n bytes of incompressible data, as PNG and JPEG tiles are.
-func benchTile(n int) []byte {
-	b := make([]byte, n)
-	r := rand.New(rand.NewPCG(uint64(n), 7))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
 
 // benchEvent is a realistic function-URL event (as CloudFront forwards one)
 // for path.
@@ -89,7 +79,7 @@ func newBenchFunction(b *testing.B, memBytes int64, diskBytes string, opts ...ap
 	b.Helper()
 	s3e := s3localtest.Start(b, "tiles")
 	for _, n := range benchSizes {
-		if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/bench/"+sizeName(n)+".png", benchTile(n), "image/png", ""); err != nil {
+		if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/bench/"+sizeName(n)+".png", tilegen.Incompressible(n), "image/png", ""); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -219,7 +209,7 @@ func timeInvoke(b *testing.B, h lambda.Handler, event []byte) time.Duration {
 // BenchmarkInvokeBufferedFloor is the floor of BenchmarkInvokeBuffered.
 func BenchmarkInvokeBufferedFloor(b *testing.B) {
 	for _, n := range benchSizes {
-		body := benchTile(n)
+		body := tilegen.Incompressible(n)
 		payload, err := json.Marshal(events.LambdaFunctionURLResponse{
 			StatusCode: 200,
 			Headers: map[string]string{
@@ -259,7 +249,7 @@ func BenchmarkInvokeStreaming(b *testing.B) {
 // lambdaurl over a handler that writes prebuilt headers and bytes.
 func BenchmarkInvokeStreamingFloor(b *testing.B) {
 	for _, n := range benchSizes {
-		body := benchTile(n)
+		body := tilegen.Incompressible(n)
 		hdr := http.Header{
 			"Content-Type": {"image/png"}, "Etag": {`"0123456789abcdef0123456789abcdef"`}, "Cache-Control": {config.DefaultCacheControl},
 			"Content-Length": {strconv.Itoa(n)}, "Last-Modified": {"Tue, 01 Dec 2026 06:00:00 GMT"}, "X-Cache": {"HIT-MEMORY"},

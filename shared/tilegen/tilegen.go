@@ -81,3 +81,14 @@ func Keys(n int, seed uint64) []string {
 	}
 	return keys[:n]
 }
+
+// Incompressible returns n bytes that do not compress, as PNG and JPEG tile
+// bodies do not: the same bytes for the same n.
+func Incompressible(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(n), 7))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}

@@ -170,6 +170,15 @@ func (f *fleet) change(key string, body []byte) {
 	f.notify(0, key, body == nil)
 }
 
+// catchUp moves the clock one SYNC_INTERVAL on and has every instance
+// check the journal, as their next requests would.
+func (f *fleet) catchUp() {
+	f.clock.Advance(syncInterval)
+	for _, in := range f.instances {
+		in.follower.Sync(context.Background())
+	}
+}
+
 // get asks instance i for key: status, body, X-Cache.
 func (f *fleet) get(i int, key string) (int, string, string) {
 	rec := httptest.NewRecorder()
@@ -241,8 +250,7 @@ func TestRestartWithKeptDisk(t *testing.T) {
 	const key = "osm/3/1/1.png"
 	f.change(key, []byte("v1"))
 	f.change("other/1/1/1.png", []byte("kept"))
-	f.clock.Advance(syncInterval)
-	f.instances[0].follower.Sync(context.Background())
+	f.catchUp()
 	f.expect(0, key, 200, "v1", "MISS")
 	f.expect(0, "other/1/1/1.png", 200, "kept", "MISS")
 	f.clock.Advance(syncInterval)
@@ -268,8 +276,7 @@ func TestRestartWithKeptDiskJournalDown(t *testing.T) {
 	f := newFleet(t, 1, 16<<20)
 	const key = "osm/3/1/1.png"
 	f.change(key, []byte("v1"))
-	f.clock.Advance(syncInterval)
-	f.instances[0].follower.Sync(context.Background())
+	f.catchUp()
 	f.expect(0, key, 200, "v1", "MISS")
 	if _, ok := f.instances[0].disk.Get(key); !ok {
 		t.Fatal("v1 not on disk")
@@ -317,8 +324,7 @@ func TestJoinerAfterAPurge(t *testing.T) {
 	f := newFleet(t, 1, 16<<20)
 	const key = "osm/3/1/1.png"
 	f.change(key, []byte("v1"))
-	f.clock.Advance(syncInterval)
-	f.instances[0].follower.Sync(context.Background())
+	f.catchUp()
 	type answer struct {
 		code     int
 		body, xc string
@@ -339,8 +345,7 @@ func TestJoinerAfterAPurge(t *testing.T) {
 	}()
 	<-answered // S3 produced v1 for the early request
 	f.change(key, []byte("v2"))
-	f.clock.Advance(syncInterval)
-	f.instances[0].follower.Sync(context.Background())
+	f.catchUp()
 	// After the purge: a fetch of its own, not the held one (joining it
 	// would wait for the release below: a deadlock the timer reports).
 	late := make(chan answer, 1)
@@ -373,8 +378,7 @@ func TestIdleWakeUpBehind1000(t *testing.T) {
 	f := newFleet(t, 1, 16<<20)
 	const key = "osm/3/1/1.png"
 	f.change(key, []byte("v1"))
-	f.clock.Advance(syncInterval)
-	f.instances[0].follower.Sync(context.Background())
+	f.catchUp()
 	f.expect(0, key, 200, "v1", "MISS")
 	for i := range 999 {
 		f.notify(0, fmt.Sprintf("other/%d/0/0.png", i), false)
@@ -434,8 +438,7 @@ func TestJournalSlowOrFailing(t *testing.T) {
 			f := newFleet(t, 1, 16<<20)
 			const key = "osm/3/1/1.png"
 			f.change(key, []byte("v1"))
-			f.clock.Advance(syncInterval)
-			f.instances[0].follower.Sync(context.Background())
+			f.catchUp()
 			f.expect(0, key, 200, "v1", "MISS")
 			f.expect(0, key, 200, "v1", "HIT-MEMORY")
 			f.journalFault(tc.fault)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/bench/e2e"
 	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/tilegen"
 )
 
 // EmuSizes are the tiles measured under the emulator.
@@ -69,17 +69,6 @@ type EmulatorResult struct {
 	Summary    []EmuSummary             `json:"summary"`
 	ColdStart  map[string]time.Duration `json:"cold_start"` // median over rounds
 	Targets    []e2e.Target             `json:"targets"`
-}
-
-// benchTile is the product benchmark's tile of n bytes (functions/tiles
-// invoke_bench_test.go): incompressible, as PNG and JPEG tiles are.
-func benchTile(n int) []byte {
-	b := make([]byte, n)
-	r := rand.New(rand.NewPCG(uint64(n), 7))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
 }
 
 func sizeName(n int) string { return strconv.Itoa(n>>10) + "KB" }
@@ -136,7 +125,7 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 	s3URL := "http://" + ln.Addr().String()
 	floorDir := filepath.Join(tmp, "floor-tiles")
 	for _, n := range EmuSizes {
-		body := benchTile(n)
+		body := tilegen.Incompressible(n)
 		if _, err := s3local.Put(ctx, s3srv.Client(s3URL), "tiles", tileKey(n), body, "image/png", ""); err != nil {
 			return res, err
 		}
