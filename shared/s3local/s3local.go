@@ -5,6 +5,13 @@
 // It serves `make run` (the embedded stack) and the tests. On top of S3 it can
 // inject faults and first-byte latency (Faults), which is how the tests show
 // what the tile function does when S3 is slow, failing or cut short.
+//
+// Conditional writes are honoured as S3 honours them: a PUT with
+// If-None-Match: * of an existing key, or with an If-Match that does not
+// match, is refused with 412, atomically with the write. With
+// IgnoreWriteConditions the endpoint instead accepts those headers and
+// ignores them, as several S3-compatible stores do, so that tests can show
+// what a client does against such a store.
 package s3local
 
 import (
@@ -14,12 +21,14 @@ import (
 	"hash/maphash"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/rclone/gofakes3"
 	"github.com/rclone/gofakes3/s3mem"
+	"github.com/rclone/gofakes3/signature"
 )
 
 // Default credentials and region of a local endpoint. They are not secrets:
@@ -35,6 +44,11 @@ type Config struct {
 	Buckets   []string // created at start
 	AccessKey string   // default DefaultAccessKey
 	SecretKey string   // default DefaultSecretKey
+	// IgnoreWriteConditions makes the endpoint accept If-Match and
+	// If-None-Match on PUT and POST and ignore them: every such write
+	// succeeds, as on a store without conditional writes. The setting can
+	// be changed later with SetIgnoreWriteConditions.
+	IgnoreWriteConditions bool
 }
 
 // Server is a local S3 endpoint. Serve its Handler with net/http or
@@ -44,6 +58,7 @@ type Server struct {
 	backend *s3mem.Backend
 	handler http.Handler
 	faults  *Faults
+	ignore  atomic.Bool // conditions on writes are ignored
 }
 
 // New creates the endpoint and its buckets.
@@ -65,8 +80,43 @@ func New(cfg Config) (*Server, error) {
 		gofakes3.WithAutoBucket(false),
 		gofakes3.WithLogger(gofakes3.DiscardLog()),
 	)
-	faults := &Faults{}
-	return &Server{cfg: cfg, backend: backend, handler: faults.wrap(serialiseWrites(fake.Server())), faults: faults}, nil
+	// The same backend without authentication, for the writes whose
+	// conditions are ignored: their signature is checked before their
+	// conditions are removed (removing a signed header would void it).
+	unsigned := gofakes3.New(backend,
+		gofakes3.WithAutoBucket(false),
+		gofakes3.WithLogger(gofakes3.DiscardLog()),
+	)
+	s := &Server{cfg: cfg, backend: backend, faults: &Faults{}}
+	s.ignore.Store(cfg.IgnoreWriteConditions)
+	s.handler = s.faults.wrap(serialiseWrites(s.conditions(fake.Server(), unsigned.Server())))
+	return s, nil
+}
+
+// SetIgnoreWriteConditions turns the ignoring of conditional writes on or
+// off (see Config.IgnoreWriteConditions).
+func (s *Server) SetIgnoreWriteConditions(ignore bool) { s.ignore.Store(ignore) }
+
+// conditions sends a signed conditional write to unsigned with its
+// conditions removed when they are to be ignored, and every other request
+// to signed.
+func (s *Server) conditions(signed, unsigned http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.ignore.Load() && (r.Method == http.MethodPut || r.Method == http.MethodPost) &&
+			(r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != "") &&
+			signature.V4SignVerifyWithLookup(r, s.lookupKey) == signature.ErrNone {
+			r = r.Clone(r.Context())
+			r.Header.Del("If-Match")
+			r.Header.Del("If-None-Match")
+			unsigned.ServeHTTP(w, r)
+			return
+		}
+		signed.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) lookupKey(accessKey string) (string, bool) {
+	return s.cfg.SecretKey, accessKey == s.cfg.AccessKey
 }
 
 // serialiseWrites makes each write of one key atomic with its conditions.

@@ -21,7 +21,14 @@ type Endpoint struct {
 // Start serves a new s3local server holding buckets until the test ends.
 func Start(tb testing.TB, buckets ...string) *Endpoint {
 	tb.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: buckets})
+	return StartConfig(tb, s3local.Config{Buckets: buckets})
+}
+
+// StartConfig serves a new s3local server configured by cfg until the test
+// ends.
+func StartConfig(tb testing.TB, cfg s3local.Config) *Endpoint {
+	tb.Helper()
+	srv, err := s3local.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
