@@ -73,7 +73,18 @@ const (
 //     the ETag it last read).
 //   - A journal that was wiped is recreated with a new id, and a reader
 //     that sees a different id, or is behind the oldest entry the head
-//     keeps, drops its tiers instead of trusting what it cannot read.
+//     keeps, or finds a different entry at a number it applied, drops its
+//     tiers instead of trusting what it cannot read.
+//
+// All of it rests on the bucket honouring the conditions: a store that
+// accepts If-Match and If-None-Match on PUT and ignores them (several
+// S3-compatible stores do) answers 200 to every compare-and-swap, and
+// concurrent appends overwrite each other without a word. So before its
+// first write a Journal probes the bucket once (Verify: three PUTs of one
+// small object, once per process), and refuses to append, with an error
+// wrapping ErrNoConditionalWrites, where the conditions are not honoured.
+// Against a store that passed, a 200 to a PUT with If-Match is a
+// compare-and-swap won, and a warm append stays one PUT.
 //
 // Nothing expires: there is no lifecycle rule to race. Readers need
 // s3:GetObject on the head and s3:ListBucket on the bucket (without it S3
@@ -88,9 +99,10 @@ type Journal struct {
 	opts   JournalOptions
 	log    *slog.Logger
 
-	mu    sync.Mutex // guards last and known, and serialises this process's appends
-	last  Snapshot   // the head as this process last wrote it
-	known bool       // last is set: a warm writer tries its compare-and-swap first
+	mu       sync.Mutex // guards last, known and verified, and serialises this process's appends
+	last     Snapshot   // the head as this process last wrote it
+	known    bool       // last is set: a warm writer tries its compare-and-swap first
+	verified bool       // Probe found that the bucket honours conditional writes
 }
 
 // NewJournal returns the journal at bucket/prefix. prefix is normally
@@ -227,6 +239,9 @@ func (j *Journal) Append(ctx context.Context, prefixes []string, source string) 
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if err := j.verify(ctx); err != nil {
+		return Entry{}, fmt.Errorf("purge: append refused: %w", err)
+	}
 	cur := j.last
 	if !j.known {
 		// A cold writer reads first: a GET is cheaper than a PUT bound to fail.

@@ -101,20 +101,32 @@ func TestJournalUnchangedIsOne304(t *testing.T) {
 }
 
 // TestJournalWarmAppendIsOnePut: a writer that wrote the head last appends
-// with one conditional PUT; a cold one reads first.
+// with one conditional PUT; a cold one probes the bucket (once per
+// Journal) and reads first.
 func TestJournalWarmAppendIsOnePut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	j := e.journal(JournalOptions{})
 	before := e.reqs.count()
 	appendN(t, j, 1, "a/")
-	if got := e.reqs.since(before); len(got) != 2 {
-		t.Errorf("cold append: %v, want a GET and a PUT", got)
+	probe, head := "PUT /"+testBucket+"/"+j.ProbeKey(), "/"+testBucket+"/"+j.HeadKey()
+	if got, want := e.reqs.since(before), []string{probe, probe, probe, "GET " + head, "PUT " + head}; !slices.Equal(got, want) {
+		t.Errorf("cold append: got %v, want %v", got, want)
 	}
+	for _, p := range []string{"b/", "c/"} {
+		before = e.reqs.count()
+		appendN(t, j, 1, p)
+		if got, want := e.reqs.since(before), []string{"PUT " + head}; !slices.Equal(got, want) {
+			t.Errorf("warm append: got %v, want %v", got, want)
+		}
+	}
+	// Another writer that moved the head: the next append reads it again,
+	// without probing again.
+	appendN(t, e.journal(JournalOptions{}), 1, "other/")
 	before = e.reqs.count()
-	appendN(t, j, 1, "b/")
-	if got := e.reqs.since(before); len(got) != 1 || !strings.HasPrefix(got[0], "PUT ") {
-		t.Errorf("warm append: %v, want one PUT", got)
+	appendN(t, j, 1, "d/")
+	if got, want := e.reqs.since(before), []string{"PUT " + head, "GET " + head, "PUT " + head}; !slices.Equal(got, want) {
+		t.Errorf("append after another writer's: got %v, want %v", got, want)
 	}
 }
 
