@@ -120,7 +120,8 @@ func NewFollower(j *Journal, t Target, cfg FollowerConfig, log *slog.Logger) *Fo
 // Start reads the journal at cold start, before the disk tier is trusted
 // or staging begins: with a kept disk tier it applies every purge since the
 // position saved with it (or drops the disk tier when that position is
-// unknown or out of the journal's window). Call it before the tiers serve.
+// unknown, out of the journal's window, or names an entry the journal no
+// longer holds at that number). Call it before the tiers serve.
 // If it fails, copies are trusted only as Trusted allows until a check
 // succeeds, and that check applies what was missed.
 func (f *Follower) Start(ctx context.Context) error {
@@ -277,6 +278,12 @@ func (f *Follower) check(ctx context.Context, start time.Time) (err error) {
 // adopt brings the tiers from f.pos to snap. f.mu is held.
 func (f *Follower) adopt(snap Snapshot) {
 	next := Position{Journal: snap.Journal, Seq: snap.Seq}
+	if e, ok := snap.at(snap.Seq); ok {
+		next.Entry = EntryDigest(e)
+	}
+	// from is the last entry the tiers hold the purge of: a drop covers
+	// the entries after it.
+	from := f.pos.Seq
 	var drop string
 	switch {
 	case !f.known:
@@ -291,6 +298,18 @@ func (f *Follower) adopt(snap Snapshot) {
 		drop = "the journal is behind this instance"
 	case f.pos.Seq+1 < snap.Oldest():
 		drop = "entries since this instance's position are out of the journal's window"
+	default:
+		// The entry this instance applied last, if the head still holds
+		// it, must be the one it applied: a different one there means a
+		// writer overwrote the head (a store that ignores conditional
+		// writes), and its purge, and perhaps others, never reached here.
+		if e, ok := snap.at(f.pos.Seq); ok && f.pos.Seq > 0 && EntryDigest(e) != f.pos.Entry {
+			drop = "a different entry at a sequence number this instance applied"
+			if f.pos.Entry == "" {
+				drop = "the entry this instance applied last is unknown (a position saved without it)"
+			}
+			from = f.pos.Seq - 1
+		}
 	}
 	if f.fresh {
 		f.pos, f.known = next, true
@@ -307,7 +326,7 @@ func (f *Follower) adopt(snap Snapshot) {
 		ok = f.purgeAll(&applied)
 		sameJournal := f.known && f.pos.Journal == snap.Journal
 		for _, e := range snap.Entries {
-			if !sameJournal || e.Seq > f.pos.Seq {
+			if !sameJournal || e.Seq > from {
 				applied.entry(e)
 			}
 		}

@@ -1,6 +1,8 @@
 package purge
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +12,34 @@ import (
 )
 
 // Position is a follower's place in the journal: the journal's id and the
-// last entry applied.
+// last entry applied, by its number and by its digest (EntryDigest), so that
+// a different entry found later at that number is seen to be one. A
+// position saved before digests were kept has none; a follower cannot tell
+// which entry it applied, and treats it as unknown.
 type Position struct {
 	Journal string `json:"journal"`
 	Seq     uint64 `json:"seq"`
+	Entry   string `json:"entry,omitempty"` // EntryDigest of entry Seq; "" when unknown
+}
+
+// EntryDigest names an entry by its content: 128 bits of the SHA-256 of
+// its encoding. Two writers that recorded different purges under one
+// number give different digests.
+func EntryDigest(e Entry) string {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return "" // an Entry always encodes; "" would only make it unknown
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// at returns the entry numbered seq if s holds it.
+func (s Snapshot) at(seq uint64) (Entry, bool) {
+	if seq < s.Oldest() || seq > s.Seq || len(s.Entries) == 0 {
+		return Entry{}, false
+	}
+	return s.Entries[seq-s.Oldest()], true
 }
 
 // PositionStore keeps a follower's Position with the tiers it describes.
