@@ -1,14 +1,23 @@
-// Command tilesieve is the operator's tool. Its one subcommand, upload, puts
-// a tile directory or a PMTiles archive into S3 the way the tile function
-// serves it:
+// Command tilesieve is the operator's tool.
 //
 //	tilesieve upload [-concurrency N] [-quiet] PATH s3://bucket/prefix/NAME
+//	tilesieve check s3://bucket[/JOURNAL_PREFIX]
 //
-// PATH is a directory of z/x/y.ext tiles (plus an optional metadata.json),
-// uploaded under prefix/NAME/, or a .pmtiles file, uploaded as
-// prefix/NAME.pmtiles. AWS credentials and region come from the standard
-// chain (environment, shared config, SSO, instance role); AWS_ENDPOINT_URL
-// and S3_FORCE_PATH_STYLE point it at LocalStack or another S3-compatible
+// upload puts a tile directory or a PMTiles archive into S3 the way the
+// tile function serves it: PATH is a directory of z/x/y.ext tiles (plus an
+// optional metadata.json), uploaded under prefix/NAME/, or a .pmtiles file,
+// uploaded as prefix/NAME.pmtiles.
+//
+// check tells whether the bucket honours conditional writes (If-None-Match:
+// * and If-Match on PUT), which the purge journal needs, by the probe the
+// sync worker runs before its first append: three PUTs of one small object,
+// JOURNAL_PREFIX/probe.json (default _tilesieve/journal/). It exits 0 when
+// the store honours them, 1 when it does not or cannot be asked, 2 on bad
+// usage.
+//
+// AWS credentials and region come from the standard chain (environment,
+// shared config, SSO, instance role); AWS_ENDPOINT_URL and
+// S3_FORCE_PATH_STYLE point it at LocalStack or another S3-compatible
 // endpoint.
 package main
 
@@ -18,6 +27,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
@@ -26,6 +37,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/upload"
 )
 
@@ -36,7 +48,9 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: tilesieve upload [-concurrency N] [-quiet] PATH s3://bucket/prefix/NAME
+var usage = uploadUsage + "\n" + checkUsage
+
+const uploadUsage = `usage: tilesieve upload [-concurrency N] [-quiet] PATH s3://bucket/prefix/NAME
 
 PATH is a directory of z/x/y.ext tiles (and an optional metadata.json),
 uploaded under prefix/NAME/, or a .pmtiles archive, uploaded as
@@ -44,19 +58,67 @@ prefix/NAME.pmtiles. Files already in the bucket with the same size and
 SHA-256 are skipped.
 `
 
-// run is main without the process: exit code 0 on success, 1 when files
-// failed, 2 on bad usage.
+var checkUsage = `usage: tilesieve check s3://bucket[/JOURNAL_PREFIX]
+
+Checks that the bucket honours conditional writes (If-None-Match: * and
+If-Match on PUT), which the purge journal needs, with the probe the sync
+worker runs: three PUTs of JOURNAL_PREFIX/probe.json (default
+` + defaultJournalPrefix() + `). Exit 0: honoured; 1: not honoured, or the
+check failed; 2: bad usage.
+`
+
+// defaultJournalPrefix is JOURNAL_PREFIX's default, as the worker reads it.
+func defaultJournalPrefix() string {
+	for _, v := range config.WorkerVars() {
+		if v.Name == "JOURNAL_PREFIX" {
+			return v.Default
+		}
+	}
+	panic("tilesieve: the worker has no JOURNAL_PREFIX setting")
+}
+
+// run is main without the process: exit code 0 on success, 1 when the
+// command failed (files not uploaded, a store that breaks the journal), 2
+// on bad usage.
 func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "upload" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	switch args[0] {
+	case "upload":
+		return runUpload(ctx, args[1:], env, stdout, stderr)
+	case "check":
+		return runCheck(ctx, args[1:], env, stdout, stderr)
+	}
+	fmt.Fprint(stderr, usage)
+	return 2
+}
+
+// s3Client builds the S3 client as the functions do: the SDK's default
+// chain with the region, endpoint and path style of env applied. The code
+// is 0, or the exit code of a failure (reported on stderr).
+func s3Client(ctx context.Context, env config.Env, bucket string, stderr io.Writer) (*origin.Client, int) {
+	s3cfg, err := config.LoadS3(env)
+	if err != nil {
+		fmt.Fprintln(stderr, "tilesieve:", err)
+		return nil, 2
+	}
+	oc, err := origin.New(ctx, origin.Config{Bucket: bucket, Region: s3cfg.Region, Endpoint: s3cfg.Endpoint, PathStyle: s3cfg.PathStyle})
+	if err != nil {
+		fmt.Fprintln(stderr, "tilesieve:", err)
+		return nil, 1
+	}
+	return oc, 0
+}
+
+func runUpload(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("upload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(stderr, uploadUsage); fs.PrintDefaults() }
 	concurrency := fs.Int("concurrency", upload.DefaultConcurrency, "files uploaded at once")
 	quiet := fs.Bool("quiet", false, "no progress lines")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() != 2 {
@@ -69,17 +131,9 @@ func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.W
 		fmt.Fprintln(stderr, "tilesieve:", err)
 		return 2
 	}
-	s3cfg, err := config.LoadS3(env)
-	if err != nil {
-		fmt.Fprintln(stderr, "tilesieve:", err)
-		return 2
-	}
-	// The origin client builds the S3 client as the functions do: the SDK's
-	// default chain with the region, endpoint and path style applied.
-	oc, err := origin.New(ctx, origin.Config{Bucket: dst.Bucket, Region: s3cfg.Region, Endpoint: s3cfg.Endpoint, PathStyle: s3cfg.PathStyle})
-	if err != nil {
-		fmt.Fprintln(stderr, "tilesieve:", err)
-		return 1
+	oc, code := s3Client(ctx, env, dst.Bucket, stderr)
+	if code != 0 {
+		return code
 	}
 	opts := upload.Options{Concurrency: *concurrency}
 	if !*quiet {
@@ -110,4 +164,69 @@ func printReport(w io.Writer, dst upload.Destination, rep upload.Report) {
 	for _, f := range rep.Failures {
 		fmt.Fprintf(w, "  failed: %s: %v\n", f.Path, f.Err)
 	}
+}
+
+func runCheck(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, checkUsage) }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	bucket, prefix, err := parseJournalURL(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "tilesieve:", err)
+		return 2
+	}
+	oc, code := s3Client(ctx, env, bucket, stderr)
+	if code != 0 {
+		return code
+	}
+	j := purge.NewJournal(oc.S3(), bucket, prefix, purge.JournalOptions{})
+	where := "s3://" + bucket + "/" + prefix
+	fmt.Fprintf(stdout, "%s: checking that the bucket honours conditional writes on PUT (If-None-Match: * and If-Match)\n", where)
+	steps, err := j.Probe(ctx)
+	for _, st := range steps {
+		verdict := "ok"
+		if !st.OK {
+			verdict = "WRONG, want " + st.Want
+		}
+		got := fmt.Sprintf("%d %s", st.Status, http.StatusText(st.Status))
+		if st.Status < 0 {
+			got = "no answer"
+		}
+		fmt.Fprintf(stdout, "  %s: %s: %s\n", st.Request, got, verdict)
+	}
+	switch {
+	case err == nil:
+		fmt.Fprintf(stdout, "%s: honours conditional writes: the purge journal can be kept here\n", where)
+		return 0
+	case errors.Is(err, purge.ErrNoConditionalWrites):
+		fmt.Fprintf(stdout, "%s: does NOT honour conditional writes: the sync worker would refuse to record purges here (%v)\n", where, err)
+		return 1
+	default:
+		fmt.Fprintf(stdout, "%s: could not check: %v\n", where, err)
+		return 1
+	}
+}
+
+// parseJournalURL reads s3://bucket[/JOURNAL_PREFIX]; the prefix defaults
+// to JOURNAL_PREFIX's default and always ends in "/".
+func parseJournalURL(s string) (bucket, prefix string, err error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", "", fmt.Errorf("%q: want s3://bucket[/JOURNAL_PREFIX]", s)
+	}
+	prefix = strings.TrimPrefix(u.Path, "/")
+	if prefix == "" {
+		return u.Host, defaultJournalPrefix(), nil
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return u.Host, prefix, nil
 }

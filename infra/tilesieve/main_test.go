@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,13 +22,7 @@ import (
 // endpoint, configured only through the environment.
 func TestUploadCommand(t *testing.T) {
 	ep := s3localtest.Start(t, "tiles")
-	// The SDK's default chain reads credentials from the process environment.
-	t.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	env := map[string]string{"AWS_ENDPOINT_URL": ep.URL, "S3_FORCE_PATH_STYLE": "true", "AWS_REGION": s3local.DefaultRegion}
+	env := localEnv(t, ep)
 	getenv := func(k string) string { return env[k] }
 
 	dir := t.TempDir()
@@ -76,5 +71,79 @@ func TestUploadCommand(t *testing.T) {
 	var errOut bytes.Buffer
 	if code := run(context.Background(), []string{"upload", tiles, "s3://tiles/maps/osm"}, getenv, &bytes.Buffer{}, &errOut); code != 2 || !strings.Contains(errOut.String(), "AWS_ENDPOINT_URL") {
 		t.Errorf("bad endpoint: got code %d, stderr %q", code, errOut.String())
+	}
+}
+
+// localEnv points the command at ep through the environment, as a user
+// would; the SDK's default chain reads the credentials from the process
+// environment.
+func localEnv(t *testing.T, ep *s3localtest.Endpoint) map[string]string {
+	t.Helper()
+	t.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	return map[string]string{"AWS_ENDPOINT_URL": ep.URL, "S3_FORCE_PATH_STYLE": "true", "AWS_REGION": s3local.DefaultRegion}
+}
+
+// TestCheckCommand runs the probe against a store that honours conditional
+// writes and one that ignores them.
+func TestCheckCommand(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		ignore   bool
+		args     []string
+		code     int
+		out      []string // in stdout, in order
+		errOut   string
+		probeKey string // the object the probe left; "" for none
+	}{
+		{"honouring", false, []string{"check", "s3://tiles"}, 0, []string{
+			"s3://tiles/_tilesieve/journal/: checking",
+			"PUT _tilesieve/journal/probe.json: 200 OK: ok",
+			"If-None-Match: * (the object exists): 412 Precondition Failed: ok",
+			"(not its ETag): 412 Precondition Failed: ok",
+			"s3://tiles/_tilesieve/journal/: honours conditional writes",
+		}, "", "_tilesieve/journal/probe.json"},
+		{"honouring, own prefix", false, []string{"check", "s3://tiles/ops/journal"}, 0, []string{
+			"PUT ops/journal/probe.json: 200 OK: ok", "s3://tiles/ops/journal/: honours conditional writes",
+		}, "", "ops/journal/probe.json"},
+		{"ignoring", true, []string{"check", "s3://tiles/"}, 1, []string{
+			"PUT _tilesieve/journal/probe.json: 200 OK: ok",
+			"If-None-Match: * (the object exists): 200 OK: WRONG, want 412",
+			"does NOT honour conditional writes",
+			"the bucket ignores If-None-Match: * on PUT",
+		}, "", "_tilesieve/journal/probe.json"},
+		{"access denied", false, []string{"check", "s3://tiles/denied/"}, 1, []string{"403 Forbidden: WRONG, want 200", "s3://tiles/denied/: could not check", "AccessDenied"}, "", ""},
+		{"bad URL", false, []string{"check", "https://tiles/"}, 2, nil, "want s3://bucket[/JOURNAL_PREFIX]", ""},
+		{"missing argument", false, []string{"check"}, 2, nil, "usage: tilesieve check", ""},
+		{"extra argument", false, []string{"check", "s3://tiles", "s3://other"}, 2, nil, "usage: tilesieve check", ""},
+		{"unknown subcommand", false, []string{"doctor"}, 2, nil, "usage: tilesieve check", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ep := s3localtest.StartConfig(t, s3local.Config{Buckets: []string{"tiles"}, IgnoreWriteConditions: c.ignore})
+			ep.Faults().Add(s3local.Fault{Match: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/denied/") }, Status: http.StatusForbidden})
+			env := localEnv(t, ep)
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), c.args, func(k string) string { return env[k] }, &out, &errOut)
+			rest, inOrder := out.String(), true
+			for _, want := range c.out {
+				i := strings.Index(rest, want)
+				if i < 0 {
+					inOrder = false
+					break
+				}
+				rest = rest[i+len(want):]
+			}
+			if code != c.code || !inOrder || !strings.Contains(errOut.String(), c.errOut) {
+				t.Errorf("got code %d, stdout %q, stderr %q; want %d, %q in order, %q", code, out.String(), errOut.String(), c.code, c.out, c.errOut)
+			}
+			if c.probeKey != "" {
+				if _, err := ep.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("tiles"), Key: aws.String(c.probeKey)}); err != nil {
+					t.Errorf("probe object %s: %v", c.probeKey, err)
+				}
+			}
+		})
 	}
 }
