@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -289,4 +290,24 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// BenchmarkJournalProbe is the once-per-process cost of Verify against the
+// in-process endpoint: its requests and its time.
+func BenchmarkJournalProbe(b *testing.B) {
+	srv, err := s3local.New(s3local.Config{Buckets: []string{testBucket}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := &requestLog{}
+	hs := httptest.NewServer(counting(reqs, srv.Handler()))
+	defer hs.Close()
+	j := NewJournal(srv.Client(hs.URL), testBucket, testJournalPrefix, JournalOptions{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := j.Probe(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(reqs.count())/float64(b.N), "requests/op")
 }

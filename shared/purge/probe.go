@@ -83,7 +83,7 @@ func (j *Journal) Probe(ctx context.Context) ([]ProbeStep, error) {
 		case s.feature != "" && code == http.StatusOK:
 			return done, fmt.Errorf("purge: %s succeeded, so the bucket ignores %s on PUT: %w", s.describe, s.feature, ErrNoConditionalWrites)
 		case notImplemented(err):
-			return done, fmt.Errorf("purge: %s answered %d: %w", s.request, code, errors.Join(ErrNoConditionalWrites, err))
+			return done, fmt.Errorf("purge: %s answered %d: %w (%w)", s.request, code, ErrNoConditionalWrites, err)
 		default:
 			return done, fmt.Errorf("purge: probe of conditional writes: %s: %w", s.request, err)
 		}
