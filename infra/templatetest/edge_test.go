@@ -356,8 +356,8 @@ func TestAlarms(t *testing.T) {
 			t.Errorf("%s notifies %v / %v, want the topic", name, a.AlarmActions, a.OKActions)
 		}
 	}
-	if age, _ := tpl.GetCloudWatchAlarmWithName("TileEventsAgeAlarm"); deref(age.Threshold) != 2*60+60 {
-		t.Errorf("oldest-message threshold %v, want twice WorkerTimeout (60) plus a minute", deref(age.Threshold))
+	if age, err := tpl.GetCloudWatchAlarmWithName("TileEventsAgeAlarm"); err != nil || deref(age.Threshold) != 2*60+60 {
+		t.Errorf("oldest-message alarm %+v (%v), want a threshold of twice WorkerTimeout (60) plus a minute", age, err)
 	}
 	if n := len(tpl.GetAllSNSTopicResources()); n != 1 {
 		t.Errorf("%d SNS topics, want one", n)
