@@ -22,6 +22,11 @@
 //	                             journal's own head object
 //	eventbridge-created.json     "Object Created" (EventBridge keys are NOT URL-encoded)
 //	eventbridge-deleted.json     "Object Deleted" (a delete marker from DeleteObject)
+//	sqs-eventbridge.json         an SQS batch as the event source mapping delivers what an
+//	                             EventBridge rule sent to the queue (ExistingBucket): each
+//	                             body one EventBridge event (bucket "my-maps"), an "Object
+//	                             Created", a lifecycle "Object Deleted" and a key with a
+//	                             space, which EventBridge does not URL-encode
 //
 // The function-URL fixtures (url-*.json) are requests to the tile function.
 package events

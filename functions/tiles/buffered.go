@@ -57,6 +57,7 @@ type urlHeaders struct {
 	Host                        string `json:"host"`
 	XForwardedHost              string `json:"x-forwarded-host"`
 	XForwardedProto             string `json:"x-forwarded-proto"`
+	CDNSecret                   string `json:"x-tilesieve-cdn"`
 	Authorization               string `json:"authorization"`
 	Token                       string `json:"x-tilesieve-token"`
 }
@@ -82,6 +83,7 @@ func (ev *urlEvent) request(req *tileserver.Request) {
 		tileserver.HdrHost:                        h.Host,
 		tileserver.HdrXForwardedHost:              h.XForwardedHost,
 		tileserver.HdrXForwardedProto:             h.XForwardedProto,
+		tileserver.HdrCDNSecret:                   h.CDNSecret,
 	}
 	if req.Header[tileserver.HdrHost] == "" {
 		// A function URL is reached at its own domain.
@@ -208,7 +210,8 @@ func (ev *urlEvent) httpRequest(ctx context.Context) (*http.Request, error) {
 	}
 	h := &ev.Headers
 	for name, v := range map[string]string{"Authorization": h.Authorization, tileserver.TokenHeader: h.Token,
-		"X-Forwarded-Host": h.XForwardedHost, "X-Forwarded-Proto": h.XForwardedProto} {
+		"X-Forwarded-Host": h.XForwardedHost, "X-Forwarded-Proto": h.XForwardedProto,
+		tileserver.CDNSecretHeader: h.CDNSecret} {
 		if v != "" {
 			req.Header.Set(name, v)
 		}

@@ -24,6 +24,21 @@ const (
 	managedCachingDisabled     = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
 )
 
+// noCDN is the explicit opt-in of a public function URL without CloudFront.
+var noCDN = map[string]string{"CreateCdn": "false", "UrlAuthType": "NONE"}
+
+// with is params plus the key/value pairs kv.
+func with(params map[string]string, kv ...string) map[string]string {
+	m := maps.Clone(params)
+	if m == nil {
+		m = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
 func function(t *testing.T, tpl *cloudformation.Template, name string) *serverless.Function {
 	t.Helper()
 	fn, err := tpl.GetServerlessFunctionWithName(name)
@@ -99,7 +114,7 @@ func TestFunctionSizesFollowParameters(t *testing.T) {
 		{"SyncWorker", "WorkerMemorySize", "WorkerTimeout", "WorkerEphemeralStorage", 120},
 	} {
 		t.Run(tc.fn, func(t *testing.T) {
-			fn := function(t, open(t, map[string]string{tc.mem: "1769", tc.timeout: strconv.Itoa(tc.timeoutValue), tc.storage: "3072"}), tc.fn)
+			fn := function(t, open(t, with(noCDN, tc.mem, "1769", tc.timeout, strconv.Itoa(tc.timeoutValue), tc.storage, "3072")), tc.fn)
 			if deref(fn.MemorySize) != 1769 || deref(fn.Timeout) != tc.timeoutValue || fn.EphemeralStorage == nil || fn.EphemeralStorage.Size != 3072 {
 				t.Fatalf("memory %d timeout %d storage %+v: want the parameters' 1769, %d, 3072",
 					deref(fn.MemorySize), deref(fn.Timeout), fn.EphemeralStorage, tc.timeoutValue)
@@ -285,22 +300,19 @@ func TestDeadLetterQueueAlarm(t *testing.T) {
 			if len(a.Dimensions) != 1 || a.Dimensions[0].Name != "QueueName" || a.Dimensions[0].Value != getAtt("DeadLetterQueue", "QueueName") {
 				t.Errorf("alarm dimensions %+v, want the dead-letter queue's name", a.Dimensions)
 			}
-			rawTpl := raw(t)
-			if got := at(t, rawTpl, "Resources", "AlarmTopic", "Condition"); got != "HasAlarmEmail" {
-				t.Errorf("AlarmTopic condition %v, want HasAlarmEmail", got)
-			}
-			if email == "" {
-				if len(a.AlarmActions) != 0 {
-					t.Errorf("alarm actions %v without an e-mail address", a.AlarmActions)
-				}
-				return
-			}
+			// One topic, always there, for every alarm; the e-mail only subscribes to it.
 			if !slices.Equal(a.AlarmActions, []string{ref("AlarmTopic")}) {
 				t.Errorf("alarm actions %v, want the topic", a.AlarmActions)
 			}
 			topic, err := tpl.GetSNSTopicWithName("AlarmTopic")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if email == "" {
+				if len(topic.Subscription) != 0 {
+					t.Errorf("topic subscriptions %+v without an e-mail address", topic.Subscription)
+				}
+				return
 			}
 			if len(topic.Subscription) != 1 || topic.Subscription[0].Protocol != "email" || topic.Subscription[0].Endpoint != email {
 				t.Errorf("topic subscriptions %+v, want one e-mail to %s", topic.Subscription, email)
@@ -353,14 +365,39 @@ func asStrings(v any) []string {
 	return nil
 }
 
-func statements(t *testing.T, fn *serverless.Function) []statement {
+// roles names each function's explicit role.
+var roles = map[string]string{"TilesFunction": "TilesFunctionRole", "SyncWorker": "SyncWorkerRole"}
+
+// statements are the Allow statements of the inline policies of the role the
+// function runs as (its own explicit role; SAM's Policies are not used).
+func statements(t *testing.T, tpl *cloudformation.Template, fnName string) []statement {
 	t.Helper()
-	if fn.Policies == nil || fn.Policies.IAMPolicyDocumentArray == nil {
-		t.Fatalf("policies %+v: want a list of inline policy documents", fn.Policies)
+	fn := function(t, tpl, fnName)
+	roleName := roles[fnName]
+	if deref(fn.Role) != getAtt(roleName, "Arn") {
+		t.Fatalf("%s runs as %q, want its explicit role %s", fnName, deref(fn.Role), getAtt(roleName, "Arn"))
+	}
+	if fn.Policies != nil {
+		t.Fatalf("%s has SAM Policies %+v beside its explicit role", fnName, fn.Policies)
+	}
+	role, err := tpl.GetIAMRoleWithName(roleName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(role.ManagedPolicyArns) != 0 {
+		t.Fatalf("%s has managed policies %v: every grant is inline and named", roleName, role.ManagedPolicyArns)
 	}
 	var out []statement
-	for _, doc := range *fn.Policies.IAMPolicyDocumentArray {
-		for _, s := range doc.Statement {
+	for _, pol := range role.Policies {
+		if pol.PolicyDocument == nil { // an !If that chose AWS::NoValue
+			continue
+		}
+		doc, ok := pol.PolicyDocument.(map[string]any)
+		if !ok {
+			t.Fatalf("policy %s is a %T", pol.PolicyName, pol.PolicyDocument)
+		}
+		list, _ := doc["Statement"].([]any)
+		for _, s := range list {
 			if s == nil { // an !If that chose AWS::NoValue
 				continue
 			}
@@ -427,28 +464,31 @@ func TestLeastPrivilege(t *testing.T) {
 		dist    = "arn:aws:cloudfront::123456789012:distribution/"
 	)
 	base := map[string]string{"TilesPrefix": tiles, "JournalPrefix": journal}
-	with := func(kv ...string) map[string]string {
-		m := maps.Clone(base)
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
+	public := with(base, "CreateCdn", "false", "UrlAuthType", "NONE")
+	logs := func(group string) []string {
+		return []string{"logs:CreateLogStream " + getAtt(group, "Arn"), "logs:PutLogEvents " + getAtt(group, "Arn")}
 	}
-	tilesGrants := []string{
-		"s3:GetObject " + wantBucketARN + "/" + journal + "*",
-		"s3:GetObject " + wantBucketARN + "/" + tiles + "*",
-		// Unconditioned: S3 answers a GetObject of a missing key with 404
-		// only to a caller that may list the bucket, and a GetObject has no
-		// s3:prefix for a condition to match (with one, missing tiles are 403).
-		"s3:ListBucket " + wantBucketARN,
+	tilesGrants := func(bucketARN string) []string {
+		return append(logs("TilesLogGroup"),
+			"s3:GetObject "+bucketARN+"/"+journal+"*",
+			"s3:GetObject "+bucketARN+"/"+tiles+"*",
+			// Unconditioned: S3 answers a GetObject of a missing key with 404
+			// only to a caller that may list the bucket, and a GetObject has no
+			// s3:prefix for a condition to match (with one, missing tiles are 403).
+			"s3:ListBucket "+bucketARN)
 	}
 	// The journal's writes from the tile function are admin purges.
 	adminGrant := "s3:PutObject " + wantBucketARN + "/" + journal + "*"
-	workerGrants := []string{
-		"s3:GetObject " + wantBucketARN + "/" + journal + "*",
-		// Unconditioned too: the journal reads keys that may be missing.
-		"s3:ListBucket " + wantBucketARN,
-		"s3:PutObject " + wantBucketARN + "/" + journal + "*",
+	queue := getAtt("TileEventsQueue", "Arn")
+	workerGrants := func(bucketARN string) []string {
+		return append(logs("WorkerLogGroup"),
+			"s3:GetObject "+bucketARN+"/"+journal+"*",
+			// Unconditioned too: the journal reads keys that may be missing.
+			"s3:ListBucket "+bucketARN,
+			"s3:PutObject "+bucketARN+"/"+journal+"*",
+			// What the event source mapping needs of the one queue.
+			"sqs:ChangeMessageVisibility "+queue, "sqs:DeleteMessage "+queue,
+			"sqs:GetQueueAttributes "+queue, "sqs:ReceiveMessage "+queue)
 	}
 	cdnGrants := func(arn string) []string {
 		return []string{"cloudfront:CreateInvalidation " + arn, "cloudfront:GetInvalidation " + arn, "cloudfront:ListInvalidations " + arn}
@@ -458,26 +498,28 @@ func TestLeastPrivilege(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	own, theirs := wantBucketARN, "arn:aws:s3:::my-maps"
 	for _, tc := range []struct {
 		name                string
 		params              map[string]string
 		wantTiles, wantWork []string
 	}{
-		{"no CDN", base, tilesGrants, workerGrants},
-		{"admin API", with("AdminToken", "s3cret"), plus(tilesGrants, adminGrant), workerGrants},
-		{"CDN created", with("CreateCdn", "true", "UrlAuthType", "AWS_IAM"),
-			tilesGrants, plus(workerGrants, cdnGrants(dist+ref("Distribution"))...)},
-		{"CDN created, ID handed back", with("CreateCdn", "true", "UrlAuthType", "AWS_IAM", "DistributionId", "E2EXAMPLE"),
-			plus(tilesGrants, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, cdnGrants(dist+ref("Distribution"))...)},
-		{"external CDN, admin API", with("DistributionId", "E2EXAMPLE", "AdminToken", "s3cret"),
-			plus(tilesGrants, adminGrant, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, cdnGrants(dist+"E2EXAMPLE")...)},
+		{"CDN (the default)", base, plus(tilesGrants(own)), plus(workerGrants(own), cdnGrants(dist+ref("Distribution"))...)},
+		{"CDN, ID handed back", with(base, "DistributionId", "E2EXAMPLE"),
+			plus(tilesGrants(own), "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants(own), cdnGrants(dist+ref("Distribution"))...)},
+		{"public URL, no CDN", public, plus(tilesGrants(own)), plus(workerGrants(own))},
+		{"admin API", with(public, "AdminToken", "s3cret"), plus(tilesGrants(own), adminGrant), plus(workerGrants(own))},
+		{"external CDN, admin API", with(public, "DistributionId", "E2EXAMPLE", "AdminToken", "s3cret"),
+			plus(tilesGrants(own), adminGrant, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants(own), cdnGrants(dist+"E2EXAMPLE")...)},
+		{"existing bucket", with(base, "ExistingBucket", "my-maps"),
+			plus(tilesGrants(theirs)), plus(workerGrants(theirs), cdnGrants(dist+ref("Distribution"))...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tpl := open(t, tc.params)
-			if got := grants(t, statements(t, function(t, tpl, "TilesFunction"))); !slices.Equal(got, tc.wantTiles) {
+			if got := grants(t, statements(t, tpl, "TilesFunction")); !slices.Equal(got, tc.wantTiles) {
 				t.Errorf("TilesFunction grants\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.wantTiles, "\n"))
 			}
-			if got := grants(t, statements(t, function(t, tpl, "SyncWorker"))); !slices.Equal(got, tc.wantWork) {
+			if got := grants(t, statements(t, tpl, "SyncWorker")); !slices.Equal(got, tc.wantWork) {
 				t.Errorf("SyncWorker grants\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.wantWork, "\n"))
 			}
 		})
@@ -490,10 +532,10 @@ func TestLeastPrivilege(t *testing.T) {
 // The local S3 does not enforce IAM, so this test is where that is checked.
 func TestMissingKeysAre404s(t *testing.T) {
 	t.Parallel()
-	for _, params := range []map[string]string{nil, {"AdminToken": "s3cret", "DistributionId": "E2EXAMPLE"}} {
+	for _, params := range []map[string]string{nil, noCDN, {"AdminToken": "s3cret", "DistributionId": "E2EXAMPLE"}} {
 		tpl := open(t, params)
 		for _, name := range []string{"TilesFunction", "SyncWorker"} {
-			g := grants(t, statements(t, function(t, tpl, name)))
+			g := grants(t, statements(t, tpl, name))
 			reads := slices.ContainsFunc(g, func(s string) bool { return strings.HasPrefix(s, "s3:GetObject "+wantBucketARN+"/") })
 			if !reads {
 				t.Errorf("%s reads nothing from the bucket: %v", name, g)
@@ -507,7 +549,7 @@ func TestMissingKeysAre404s(t *testing.T) {
 
 func TestEnvironmentMatchesConfig(t *testing.T) {
 	t.Parallel()
-	tpl := open(t, nil)
+	tpl := open(t, noCDN)
 	for _, tc := range []struct {
 		fn   string
 		vars []config.Var
@@ -605,12 +647,13 @@ func allowedValues(t *testing.T, rawTpl map[string]any, param string) any {
 
 func TestFunctionURL(t *testing.T) {
 	t.Parallel()
+	// IAM-only by default: the CDN's origin access control is the way in.
 	url := function(t, open(t, nil), "TilesFunction").FunctionUrlConfig
-	if url == nil || url.AuthType != "NONE" || deref(url.InvokeMode) != "BUFFERED" {
-		t.Fatalf("default function URL %+v, want AuthType NONE, InvokeMode BUFFERED", url)
+	if url == nil || url.AuthType != "AWS_IAM" || deref(url.InvokeMode) != "BUFFERED" {
+		t.Fatalf("default function URL %+v, want AuthType AWS_IAM, InvokeMode BUFFERED", url)
 	}
-	url = function(t, open(t, map[string]string{"UrlAuthType": "AWS_IAM", "UrlInvokeMode": "RESPONSE_STREAM"}), "TilesFunction").FunctionUrlConfig
-	if url.AuthType != "AWS_IAM" || deref(url.InvokeMode) != "RESPONSE_STREAM" {
+	url = function(t, open(t, with(noCDN, "UrlInvokeMode", "RESPONSE_STREAM")), "TilesFunction").FunctionUrlConfig
+	if url.AuthType != "NONE" || deref(url.InvokeMode) != "RESPONSE_STREAM" {
 		t.Fatalf("function URL %+v does not follow UrlAuthType/UrlInvokeMode", url)
 	}
 
@@ -1101,21 +1144,36 @@ func TestGlobals(t *testing.T) {
 	}
 }
 
-// TestConcurrency: the worker runs one batch at a time unless told otherwise;
-// the tile function reserves concurrency only when asked.
+// TestConcurrency: the worker has no reserved concurrency (its event source
+// mapping would throttle into it); the mapping's MaximumConcurrency bounds it
+// instead, at least 2 as AWS requires. The tile function reserves concurrency
+// only when asked.
 func TestConcurrency(t *testing.T) {
 	t.Parallel()
-	tpl := open(t, nil)
-	if got := function(t, tpl, "SyncWorker").ReservedConcurrentExecutions; deref(got) != 1 {
-		t.Errorf("worker reserved concurrency %v, want 1 by default (appends and CDN budget decisions do not race)", deref(got))
+	rawTpl := raw(t)
+	if got := function(t, open(t, nil), "SyncWorker").ReservedConcurrentExecutions; got != nil {
+		t.Errorf("worker reserves %d, want none", *got)
 	}
+	// goformation does not model ScalingConfig: read it as written (the
+	// SAM-transformed mapping is checked in TestTransformed).
+	sc := at(t, rawTpl, "Resources", "SyncWorker", "Properties", "Events", "TileChanges", "Properties", "ScalingConfig", "MaximumConcurrency")
+	if fmt.Sprint(sc) != fmt.Sprint(map[string]any{"Ref": "WorkerMaxConcurrency"}) {
+		t.Errorf("worker mapping MaximumConcurrency %v, want !Ref WorkerMaxConcurrency", sc)
+	}
+	if got := at(t, rawTpl, "Parameters", "WorkerMaxConcurrency", "Default"); toFloat(got) != 2 {
+		t.Errorf("WorkerMaxConcurrency default %v, want 2", got)
+	}
+	if got := at(t, rawTpl, "Parameters", "WorkerMaxConcurrency", "MinValue"); toFloat(got) != 2 {
+		t.Errorf("WorkerMaxConcurrency MinValue %v, want 2 (the least MaximumConcurrency SQS mappings accept)", got)
+	}
+	if _, ok := rawTpl["Parameters"].(map[string]any)["WorkerReservedConcurrency"]; ok {
+		t.Error("WorkerReservedConcurrency is still a parameter")
+	}
+	tpl := open(t, nil)
 	if got := function(t, tpl, "TilesFunction").ReservedConcurrentExecutions; got != nil {
 		t.Errorf("tile function reserves %d by default, want none", *got)
 	}
-	tpl = open(t, map[string]string{"WorkerReservedConcurrency": "3", "TilesReservedConcurrency": "250"})
-	if got := function(t, tpl, "SyncWorker").ReservedConcurrentExecutions; deref(got) != 3 {
-		t.Errorf("worker reserved concurrency %d, want the parameter's 3", deref(got))
-	}
+	tpl = open(t, map[string]string{"TilesReservedConcurrency": "250"})
 	if got := function(t, tpl, "TilesFunction").ReservedConcurrentExecutions; deref(got) != 250 {
 		t.Errorf("tile function reserved concurrency %d, want the parameter's 250", deref(got))
 	}
@@ -1129,8 +1187,8 @@ func TestTilesTimeoutBehindCdn(t *testing.T) {
 		params map[string]string
 		want   int
 	}{
-		{map[string]string{"TilesTimeout": "100"}, 100},
-		{map[string]string{"TilesTimeout": "100", "CreateCdn": "true", "UrlAuthType": "AWS_IAM"}, 30},
+		{with(noCDN, "TilesTimeout", "100"), 100},
+		{map[string]string{"TilesTimeout": "100"}, 30},
 		{map[string]string{"TilesTimeout": "100", "CreateCdn": "true", "UrlAuthType": "AWS_IAM", "CdnOriginReadTimeout": "45"}, 45},
 	} {
 		t.Run(fmt.Sprint(sortedPairs(tc.params)), func(t *testing.T) {
@@ -1138,7 +1196,7 @@ func TestTilesTimeoutBehindCdn(t *testing.T) {
 			if got := deref(function(t, tpl, "TilesFunction").Timeout); got != tc.want {
 				t.Errorf("tile function timeout %d, want %d", got, tc.want)
 			}
-			if tc.params["CreateCdn"] != "true" {
+			if tc.params["CreateCdn"] == "false" {
 				return
 			}
 			d, err := tpl.GetCloudFrontDistributionWithName("Distribution")

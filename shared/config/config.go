@@ -27,7 +27,7 @@ type Var struct {
 // Common variables, shared by both functions.
 var (
 	varBucket       = Var{Name: "TILES_BUCKET", Default: "(required)", Doc: "S3 bucket that holds the tiles and the purge journal."}
-	varPrefix       = Var{Name: "TILES_PREFIX", Default: "", Doc: "Key prefix of the tiles in the bucket; a tile's S3 key is TILES_PREFIX + its URL path. Empty or ending in /."}
+	varPrefix       = Var{Name: "TILES_PREFIX", Default: "", Doc: "Key prefix of the tiles in the bucket; a tile's S3 key is TILES_PREFIX + its URL path. Empty (the whole bucket) or ending in /. The SAM template sets tiles/ and allows no empty prefix: its S3 notifications filter on it."}
 	varEndpoint     = Var{Name: "AWS_ENDPOINT_URL", Default: "", Doc: "S3-compatible endpoint (LocalStack, the embedded stack). Read by the AWS SDK.", LocalOnly: true}
 	varPathStyle    = Var{Name: "S3_FORCE_PATH_STYLE", Default: "false", Doc: "Path-style S3 addressing (needed by most S3-compatible endpoints)."}
 	varJournal      = Var{Name: "JOURNAL_PREFIX", Default: "_tilesieve/journal/", Doc: "Where the purge journal lives in the bucket; must be outside TILES_PREFIX."}
@@ -58,7 +58,8 @@ func TilesVars() []Var {
 		{Name: "NEGATIVE_CACHE_CONTROL", Default: DefaultNegativeCacheControl, Doc: "Cache-Control of 404 and sparse-tile answers; its max-age is also how long an instance remembers a 404 in memory (an upload's purge forgets it sooner)."},
 		{Name: "STALE_CACHE_CONTROL", Default: DefaultStaleCacheControl, Doc: "Cache-Control of a cached copy served stale because S3 failed (within CACHE_CONTROL's stale-if-error); short, so a CDN does not keep the stale copy long."},
 		{Name: "CORS_ALLOW_ORIGINS", Default: "*", Doc: "CORS of tile answers, applied by the server itself on Lambda and off it (preflights answered): *, none, or a comma-separated list of origins that are reflected with Vary: Origin. Never on the admin API."},
-		{Name: "PUBLIC_URL", Default: "", Doc: "Base URL clients reach the tiles at (the CDN's, e.g. https://tiles.example.com), used in TileJSON tile URLs, the catalog and IIIF info.json ids; empty takes it from X-Forwarded-Host/X-Forwarded-Proto or the request's host. Set it behind a CDN that forwards viewers' headers."},
+		{Name: "PUBLIC_URL", Default: "", Doc: "Base URL clients reach the tiles at (the CDN's, e.g. https://tiles.example.com), used in TileJSON tile URLs, the catalog and IIIF info.json ids; empty takes it from X-Forwarded-Host/X-Forwarded-Proto on requests that carry CDN_SECRET, else from the request's Host."},
+		{Name: "CDN_SECRET", Default: "", Doc: "Value the CDN sends in the X-Tilesieve-Cdn header of every origin request (the SAM template sets both); X-Forwarded-Host and X-Forwarded-Proto are believed only on requests that carry it, so a direct request cannot choose the host in documents' URLs. Empty believes no forwarded host. Never logged."},
 		{Name: "MISSING_TILE", Default: "404", Doc: "Answer for a tile that does not exist: 404, 204, or empty (an empty tile of the requested format)."},
 		{Name: "REVALIDATE_AFTER", Default: "1h", Doc: "Age after which a cached tile is revalidated against S3 with If-None-Match."},
 		{Name: "ORIGIN_TIMEOUT", Default: "10s", Doc: "Deadline of one S3 fetch (capped by the invocation's own deadline)."},

@@ -39,6 +39,7 @@ type Tiles struct {
 	StaleCacheControl    string
 	CORSAllowOrigins     string
 	PublicURL            string
+	CDNSecret            string
 	MissingTile          string // "404", "204" or "empty"
 	RevalidateAfter      time.Duration
 	OriginTimeout        time.Duration
@@ -155,6 +156,7 @@ func LoadTiles(env Env) (Tiles, error) {
 		StaleCacheControl:    r.str("STALE_CACHE_CONTROL", DefaultStaleCacheControl),
 		CORSAllowOrigins:     r.str("CORS_ALLOW_ORIGINS", "*"),
 		PublicURL:            r.str("PUBLIC_URL", ""),
+		CDNSecret:            r.str("CDN_SECRET", ""),
 		MissingTile:          strings.ToLower(r.str("MISSING_TILE", "404")),
 		RevalidateAfter:      r.duration("REVALIDATE_AFTER", time.Hour),
 		OriginTimeout:        r.duration("ORIGIN_TIMEOUT", 10*time.Second),

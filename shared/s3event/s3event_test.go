@@ -98,6 +98,16 @@ func TestDecodeFixtures(t *testing.T) {
 			changes: []string{"removed tiles tiles/café/100%/2/1/1.pbf 0067D3FD1321AB45EF"},
 		},
 		{
+			// What the ExistingBucket rule delivers: EventBridge events inside SQS messages.
+			file:   "sqs-eventbridge.json",
+			source: s3event.SourceSQS,
+			changes: []string{
+				"created my-maps tiles/osm/5/16/10.png 0067D41A2B3C4D5E60 @c1f0",
+				"expired my-maps tiles/weather/radar/2025-03-08T00:00Z/5/16/10.png 0067D41A2B3C4D5E61 @d2a1",
+				"created my-maps tiles/city maps/c++/3/4/5.png 0067D41A2B3C4D5E62 @e3b2",
+			},
+		},
+		{
 			file:     "s3-malformed.json",
 			source:   s3event.SourceS3,
 			problems: []int{0},

@@ -37,13 +37,16 @@ const (
 	HdrHost
 	HdrXForwardedHost
 	HdrXForwardedProto
+	// The CDN's proof that a request came through it (CDNSecretHeader):
+	// the forwarded headers above are believed only with it.
+	HdrCDNSecret
 	NumHeaderNames // how many there are
 )
 
 var headerNames = [NumHeaderNames]string{
 	"Accept-Encoding", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since",
 	"Range", "If-Range", "Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers",
-	"Host", "X-Forwarded-Host", "X-Forwarded-Proto",
+	"Host", "X-Forwarded-Host", "X-Forwarded-Proto", CDNSecretHeader,
 }
 
 // String is the header's canonical name.

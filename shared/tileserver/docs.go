@@ -3,6 +3,7 @@ package tileserver
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"hash/fnv"
 	"net/http"
@@ -141,14 +142,24 @@ func baseTag(etag, base string) string {
 	return derivedTag(etag, "~"+strconv.FormatUint(uint64(h.Sum32()), 36))
 }
 
+// CDNSecretHeader carries Config.CDNSecret on the requests the CDN sends to
+// the origin (a CloudFront origin custom header, which replaces any value a
+// viewer sent under that name).
+const CDNSecretHeader = "X-Tilesieve-Cdn"
+
 // baseURL is the public base URL of req: PUBLIC_URL, else the CDN's
-// forwarded host, else the host the request came to.
+// forwarded host when req came through the CDN, else the host the request
+// came to. A forwarded host from anyone else is ignored: whoever could
+// choose it could put their own URLs into documents.
 func (s *Server) baseURL(req *Request) string {
 	if s.cfg.PublicURL != "" {
 		return strings.TrimSuffix(s.cfg.PublicURL, "/")
 	}
-	proto := firstListValue(req.get(HdrXForwardedProto))
-	host := firstListValue(req.get(HdrXForwardedHost))
+	proto, host := "", ""
+	if s.fromCDN(req) {
+		proto = firstListValue(req.get(HdrXForwardedProto))
+		host = firstListValue(req.get(HdrXForwardedHost))
+	}
 	if !validHost(host) {
 		host = req.get(HdrHost)
 	} else if proto == "" {
@@ -161,6 +172,15 @@ func (s *Server) baseURL(req *Request) string {
 		proto = "http"
 	}
 	return proto + "://" + host
+}
+
+// fromCDN reports whether req carries the CDN's secret. Without one set,
+// no request is trusted.
+func (s *Server) fromCDN(req *Request) bool {
+	if s.cfg.CDNSecret == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(req.get(HdrCDNSecret)), []byte(s.cfg.CDNSecret)) == 1
 }
 
 func firstListValue(v string) string {

@@ -25,7 +25,7 @@ import (
 // host, or PUBLIC_URL; cached, with an ETag per base, 304 on a match.
 func TestTileJSONArchive(t *testing.T) {
 	t.Parallel()
-	e := newArchiveEnv(t)
+	e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.CDNSecret = "stack-secret" }))
 	md := map[string]any{"name": "Roads", "attribution": "© contributors",
 		"vector_layers": []any{map[string]any{"id": "roads", "fields": map[string]any{}}}}
 	e.put("v.pmtiles", pmtilestest.Build(pyramid(2, 1), pmtilestest.Options{Clustered: true, TileType: pmtiles.TileTypeMVT, Metadata: md,
@@ -48,7 +48,7 @@ func TestTileJSONArchive(t *testing.T) {
 	etag := r.Header.Get("Etag")
 	expect(t, e.do("GET", "/v.json", "If-None-Match", etag), 304, "HIT-MEMORY")
 
-	r = e.do("GET", "/v.json", "X-Forwarded-Host", "d1.cloudfront.net")
+	r = e.do("GET", "/v.json", "X-Forwarded-Host", "d1.cloudfront.net", tileserver.CDNSecretHeader, "stack-secret")
 	expect(t, r, 200, "HIT-MEMORY")
 	decodeJSON(t, body(t, r), &tj)
 	if tj.Tiles[0] != "https://d1.cloudfront.net/v/{z}/{x}/{y}.pbf" || r.Header.Get("Etag") == etag {
@@ -62,6 +62,84 @@ func TestTileJSONArchive(t *testing.T) {
 	decodeJSON(t, body(t, r), &tj)
 	if tj.Tiles[0] != "https://tiles.example.org/v/{z}/{x}/{y}.png" || tj.Format != "png" || tj.VectorLayers != nil {
 		t.Fatalf("PUBLIC_URL: %+v", tj)
+	}
+}
+
+// TestForwardedHostNeedsTheCDN: a request names the host of a document's
+// URLs through X-Forwarded-Host only when it carries the CDN's secret; a
+// direct request (no secret, a wrong one, or no secret configured) gets
+// the host it came to, and PUBLIC_URL wins over everything.
+func TestForwardedHostNeedsTheCDN(t *testing.T) {
+	t.Parallel()
+	const secret = "stack-secret"
+	for _, tt := range []struct {
+		name       string
+		cdnSecret  string // Config.CDNSecret
+		publicURL  string
+		hdr        []string
+		wantTile   string // TileJSON's first tile URL
+		wantInfoID string // info.json's id
+	}{
+		{"no secret configured, forwarded host ignored", "", "",
+			[]string{"X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https"},
+			"http://a.example/v/{z}/{x}/{y}.png", "http://a.example/books/b1"},
+		{"no secret configured, even with the header", "", "",
+			[]string{"X-Forwarded-Host", "evil.example", tileserver.CDNSecretHeader, ""},
+			"http://a.example/v/{z}/{x}/{y}.png", "http://a.example/books/b1"},
+		{"secret configured, request without it", secret, "",
+			[]string{"X-Forwarded-Host", "evil.example"},
+			"http://a.example/v/{z}/{x}/{y}.png", "http://a.example/books/b1"},
+		{"secret configured, wrong secret", secret, "",
+			[]string{"X-Forwarded-Host", "evil.example", tileserver.CDNSecretHeader, "stack-secreT"},
+			"http://a.example/v/{z}/{x}/{y}.png", "http://a.example/books/b1"},
+		{"secret configured, a prefix of it", secret, "",
+			[]string{"X-Forwarded-Host", "evil.example", tileserver.CDNSecretHeader, "stack"},
+			"http://a.example/v/{z}/{x}/{y}.png", "http://a.example/books/b1"},
+		{"through the CDN", secret, "",
+			[]string{"X-Forwarded-Host", "d1.cloudfront.net", tileserver.CDNSecretHeader, secret},
+			"https://d1.cloudfront.net/v/{z}/{x}/{y}.png", "https://d1.cloudfront.net/books/b1"},
+		{"through the CDN, invalid host falls back", secret, "",
+			[]string{"X-Forwarded-Host", "evil.example/x?", tileserver.CDNSecretHeader, secret},
+			"http://a.example/v/{z}/{x}/{y}.png", "http://a.example/books/b1"},
+		{"PUBLIC_URL wins over the CDN", secret, "https://tiles.example.org",
+			[]string{"X-Forwarded-Host", "d1.cloudfront.net", tileserver.CDNSecretHeader, secret},
+			"https://tiles.example.org/v/{z}/{x}/{y}.png", "https://tiles.example.org/books/b1"},
+		{"PUBLIC_URL wins over a direct request", "", "https://tiles.example.org",
+			[]string{"X-Forwarded-Host", "evil.example"},
+			"https://tiles.example.org/v/{z}/{x}/{y}.png", "https://tiles.example.org/books/b1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) {
+				c.CDNSecret, c.PublicURL = tt.cdnSecret, tt.publicURL
+			}))
+			e.put("v.pmtiles", pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true}), "", "")
+			e.put("books/b1/info.json", []byte(`{"@context":"http://iiif.io/api/image/3/context.json","id":"https://old.example/x","type":"ImageService3"}`), "application/json", "")
+			get := func(path string) string {
+				t.Helper()
+				req := httptest.NewRequest("GET", path, nil)
+				req.Host = "a.example"
+				for i := 0; i+1 < len(tt.hdr); i += 2 {
+					req.Header.Set(tt.hdr[i], tt.hdr[i+1])
+				}
+				rec := httptest.NewRecorder()
+				e.srv.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					t.Fatalf("%s: got status %d, want 200", path, rec.Code)
+				}
+				return rec.Body.String()
+			}
+			var tj tileset.TileJSON
+			decodeJSON(t, get("/v.json"), &tj)
+			if len(tj.Tiles) != 1 || tj.Tiles[0] != tt.wantTile {
+				t.Errorf("TileJSON tiles: got %q, want [%q]", tj.Tiles, tt.wantTile)
+			}
+			var info struct{ ID string }
+			decodeJSON(t, get("/books/b1/info.json"), &info)
+			if info.ID != tt.wantInfoID {
+				t.Errorf("info.json id: got %q, want %q", info.ID, tt.wantInfoID)
+			}
+		})
 	}
 }
 
@@ -131,12 +209,12 @@ func doHost(e *env, path, host string) *http.Response {
 // with their TileJSON URLs, without a token.
 func TestCatalog(t *testing.T) {
 	t.Parallel()
-	e := newArchiveEnv(t)
+	e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.CDNSecret = "stack-secret" }))
 	e.put("a.pmtiles", pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true}), "", "")
 	e.put("osm/metadata.json", []byte(`{"format":"png"}`), "application/json", "")
 	e.put("osm/0/0/0.png", []byte("t"), "image/png", "")
 	e.put("plain/0/0/0.png", []byte("t"), "image/png", "")
-	r := e.do("GET", "/_tilesieve/catalog", "X-Forwarded-Host", "cdn.example")
+	r := e.do("GET", "/_tilesieve/catalog", "X-Forwarded-Host", "cdn.example", tileserver.CDNSecretHeader, "stack-secret")
 	expect(t, r, 200, "")
 	var c tileserver.Catalog
 	decodeJSON(t, body(t, r), &c)

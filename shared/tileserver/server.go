@@ -61,6 +61,10 @@ type Config struct {
 	// the catalog, IIIF info.json ids) use; "" takes it from the request's
 	// forwarded or own host.
 	PublicURL string
+	// CDNSecret is the value of CDNSecretHeader on requests that came
+	// through the CDN; only those may name the host (X-Forwarded-Host) the
+	// answers' URLs use. "" believes no forwarded host.
+	CDNSecret string
 	// ArchiveTTL is how long a tileset name is believed not to be a PMTiles
 	// archive, and how long an archive's ETag counts as checked when its
 	// tiles are revalidated; default DefaultArchiveTTL.

@@ -143,6 +143,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		OriginFailureWindow: cfg.OriginFailureWindow,
 		AdminToken:          cfg.AdminToken,
 		PublicURL:           cfg.PublicURL,
+		CDNSecret:           cfg.CDNSecret,
 	}, tileserver.Deps{
 		Memory:   mem,
 		Disk:     a.Disk,
