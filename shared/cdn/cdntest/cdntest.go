@@ -7,9 +7,15 @@
 // the server's clock (or Complete says so), and a CreateInvalidation that
 // would put more paths in progress than CloudFront allows is refused with
 // TooManyInvalidationsInProgress, as CloudFront does.
+//
+// With Options.Apply the server stands in for a real cache: each created
+// invalidation is handed to Apply (a Varnish ban, say), and it is reported
+// Completed only once Apply has succeeded, so a caller that waits for
+// Completed knows the cache no longer serves what it invalidated.
 package cdntest
 
 import (
+	"context"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -71,7 +77,17 @@ type Options struct {
 	// progress; defaults CloudFront's 15 and 3,000.
 	MaxWildcardPaths int
 	MaxExactPaths    int
+	// Apply, when set, applies each created invalidation to a cache. It is
+	// called once per invalidation, outside the request that created it
+	// (CloudFront answers InProgress at once and purges afterwards), and
+	// again after a short wait when it fails; the invalidation stays
+	// InProgress until a call succeeds, whatever the clock says. ctx ends
+	// when the server closes.
+	Apply func(ctx context.Context, id string, paths []string) error
 }
+
+// applyRetry is the wait before Apply is called again after a failure.
+const applyRetry = 20 * time.Millisecond
 
 // Usage counts paths in progress.
 type Usage struct{ Wildcard, Exact int }
@@ -89,6 +105,11 @@ type Server struct {
 	calls    map[string]int           // operation → calls
 	refused  int                      // creates refused for the limits
 	peak     Usage                    // most paths in progress at once
+	applyErr []error                  // failed Apply calls, in order
+
+	applyCtx  context.Context // ends when the server closes
+	stopApply context.CancelFunc
+	applying  sync.WaitGroup // Apply goroutines
 }
 
 type invalidation struct {
@@ -96,6 +117,7 @@ type invalidation struct {
 	paths         []string
 	created       time.Time
 	done          bool // completed explicitly
+	applied       bool // Options.Apply succeeded, or there is none
 }
 
 // New starts a server with default Options; it is closed when the test ends.
@@ -113,9 +135,49 @@ func NewWithOptions(t testing.TB, opts Options) *Server {
 		opts.MaxExactPaths = MaxExactPaths
 	}
 	s := &Server{opts: opts, byRef: map[string]*invalidation{}, calls: map[string]int{}}
+	s.applyCtx, s.stopApply = context.WithCancel(context.Background())
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// Close stops the server and the Apply calls in flight, and waits for them.
+func (s *Server) Close() {
+	s.Server.Close()
+	s.stopApply()
+	s.applying.Wait()
+}
+
+// ApplyErrors returns the errors of the failed Apply calls so far.
+func (s *Server) ApplyErrors() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]error(nil), s.applyErr...)
+}
+
+// apply hands inv to Options.Apply until it succeeds or the server closes,
+// then marks it applied.
+func (s *Server) apply(inv *invalidation) {
+	defer s.applying.Done()
+	for {
+		err := s.opts.Apply(s.applyCtx, inv.id, slices.Clone(inv.paths))
+		if err == nil {
+			s.mu.Lock()
+			inv.applied = true
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		s.applyErr = append(s.applyErr, fmt.Errorf("cdntest: apply invalidation %s: %w", inv.id, err))
+		s.mu.Unlock()
+		t := time.NewTimer(applyRetry)
+		select {
+		case <-s.applyCtx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Fail makes the next CreateInvalidation calls fail, in order, before calls
@@ -171,7 +233,8 @@ func (s *Server) Peak() Usage {
 	return s.peak
 }
 
-// Complete marks the invalidation with this id completed.
+// Complete marks the invalidation with this id completed (once
+// Options.Apply, if any, has applied it).
 func (s *Server) Complete(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -182,7 +245,8 @@ func (s *Server) Complete(id string) {
 	}
 }
 
-// CompleteAll marks every invalidation completed.
+// CompleteAll marks every invalidation completed (once applied, as
+// Complete).
 func (s *Server) CompleteAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,6 +265,9 @@ func (s *Server) Client() *cloudfront.Client {
 }
 
 func (s *Server) inProgressLocked(inv *invalidation) bool {
+	if !inv.applied {
+		return true
+	}
 	if inv.done {
 		return false
 	}
@@ -306,10 +373,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, dist string) {
 		}
 		inv = &invalidation{
 			id: fmt.Sprintf("I%013d", len(s.all)+1), dist: dist, ref: batch.CallerReference,
-			paths: batch.Paths, created: s.opts.Now(),
+			paths: batch.Paths, created: s.opts.Now(), applied: s.opts.Apply == nil,
 		}
 		s.byRef[batch.CallerReference] = inv
 		s.all = append(s.all, inv)
+		if s.opts.Apply != nil {
+			s.applying.Add(1)
+			go s.apply(inv)
+		}
 		after := now.add(want)
 		s.peak = Usage{max(s.peak.Wildcard, after.Wildcard), max(s.peak.Exact, after.Exact)}
 	}
