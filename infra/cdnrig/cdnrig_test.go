@@ -283,9 +283,18 @@ type answer struct {
 
 func get(t *testing.T, method, url string, hdr map[string]string) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
+	a, err := fetch(method, url, hdr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return a
+}
+
+// fetch is get for goroutines other than the test's.
+func fetch(method, url string, hdr map[string]string) (answer, error) {
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return answer{}, err
 	}
 	for k, v := range hdr {
 		if k == "Host" {
@@ -294,20 +303,20 @@ func get(t *testing.T, method, url string, hdr map[string]string) answer {
 		}
 		req.Header.Set(k, v)
 	}
-	// No transparent gzip: Accept-Encoding is what the test says.
-	tr := &http.Transport{DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
-	return answer{resp.StatusCode, resp.Header.Get(cdnrig.CacheHeader), string(b)}
+	return answer{resp.StatusCode, resp.Header.Get(cdnrig.CacheHeader), string(b)}, nil
 }
+
+// client sends Accept-Encoding only when a test says so.
+var client = &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 16}, Timeout: 30 * time.Second}
 
 // TestCacheBehaviour drives varnishd with the rig's VCL in front of a
 // recording origin: the key, what the origin receives, TTLs and bans.
