@@ -1,6 +1,7 @@
 package cdnrig_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/cdnrig"
+	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
 )
 
 // templatePath is the SAM template at the module root.
@@ -414,4 +417,50 @@ func TestCacheBehaviour(t *testing.T) {
 			t.Errorf("bans: got %v, want the escaped regular expression among them", got)
 		}
 	})
+}
+
+// TestInvalidationsThroughThePathPrefix: with the tiles under a path prefix
+// of the CDN, the origin gets the key's path, and cdn.Invalidator's paths
+// (with the same prefix) ban what viewers read, escapes included.
+func TestInvalidationsThroughThePathPrefix(t *testing.T) {
+	t.Parallel()
+	o := newOrigin(t)
+	p := cdnrig.Policy{DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour, AllowedMethods: []string{"GET", "HEAD"}, CachedMethods: []string{"GET", "HEAD"}}
+	rig := cdnrig.Start(t, cdnrig.Options{Origin: strings.TrimPrefix(o.URL, "http://"), Policy: p, PathPrefix: "/maps/"})
+	cf := rig.Invalidations(t, cdntest.Options{})
+	inv := cdn.New(cf.Client(), cdn.Config{DistributionID: "E1", PathPrefix: "maps/"}, nil)
+
+	viewed := []string{"/maps/a/1.png", "/maps/a/2.png", "/maps/my%20b/1.png", "/maps/c/1.png"}
+	for _, u := range viewed {
+		get(t, "GET", rig.URL+u, nil)
+	}
+	if n, _ := o.calls("/a/1.png"); n != 1 {
+		t.Fatalf("origin calls for /a/1.png: got %v, want 1 (the prefix removed)", n)
+	}
+	// A directory, and a single key with a space: wildcard and exact paths.
+	for _, c := range []struct{ name, batch string }{{"dir", "a/"}, {"key", "my b/1.png"}} {
+		if _, err := inv.InvalidateTargets(context.Background(), []string{c.batch}, c.name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for cf.InProgress() != (cdntest.Usage{}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("invalidations not completed: %+v in progress, apply errors %v", cf.InProgress(), cf.ApplyErrors())
+		}
+		time.Sleep(5 * time.Millisecond) // polling for completion, not ordering
+	}
+	var sent []string
+	for _, r := range cf.Requests() {
+		sent = append(sent, r.Paths...)
+	}
+	if got, want := fmt.Sprint(sent), "[/maps/a/* /maps/my%20b/1.png]"; got != want {
+		t.Errorf("invalidation paths: got %v, want %v", got, want)
+	}
+	want := map[string]string{"/maps/a/1.png": "miss", "/maps/a/2.png": "miss", "/maps/my%20b/1.png": "miss", "/maps/c/1.png": "hit"}
+	for _, u := range viewed {
+		if a := get(t, "GET", rig.URL+u, nil); a.cache != want[u] {
+			t.Errorf("%s after the invalidations: got %v, want %v", u, a.cache, want[u])
+		}
+	}
 }
