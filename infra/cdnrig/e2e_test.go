@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,7 +49,7 @@ func tileBytes(key, version string) []byte {
 	return []byte("\x89PNG\r\n\x1a\n" + version + " " + key)
 }
 
-// startLoop starts the local stack with the storm's first versions loaded,
+// startLoop starts the local stack with the storm's first versions in S3,
 // varnishd in front of it configured from the template, and the stand-in.
 func startLoop(t *testing.T) *loop {
 	t.Helper()
@@ -81,18 +79,6 @@ func startLoop(t *testing.T) *loop {
 		BudgetWait: 60 * time.Second,
 	}, nil)
 
-	dir := filepath.Join(t.TempDir(), "storm")
-	for d := range stormDirs {
-		for i := range stormPerDir {
-			p := filepath.Join(dir, fmt.Sprint(stormZoom), fmt.Sprint(d), fmt.Sprintf("%d.png", i))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, tileBytes(stormKey(d, i), "v1"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	env := map[string]string{
 		"SYNC_INTERVAL": "100ms",
 		"SYNC_TIMEOUT":  "100ms",
@@ -108,7 +94,6 @@ func startLoop(t *testing.T) *loop {
 	st, err := stack.Start(ctx, stack.Options{
 		Env:      func(k string) string { return env[k] },
 		Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0",
-		Tiles:      []string{dir},
 		CDN:        inv,
 		EventBatch: eventBatch,
 	})
@@ -122,7 +107,27 @@ func startLoop(t *testing.T) *loop {
 	})
 	rig := cdnrig.Start(t, cdnrig.Options{Origin: strings.TrimPrefix(st.URL, "http://"), Policy: policy})
 	rigSlot.Store(rig)
-	return &loop{st: st, rig: rig, cf: cf, policy: policy}
+	l := &loop{st: st, rig: rig, cf: cf, policy: policy}
+	// The storm's first versions, announced to nobody: as if they had been
+	// there before the stack started.
+	st.Notifier.SetEnabled(false)
+	parallel(t, stormKeys(), func(key string) error {
+		_, err := s3local.Put(context.Background(), st.Client, st.Tiles.Bucket, st.Tiles.TilesPrefix+key, tileBytes(key, "v1"), "image/png", "")
+		return err
+	})
+	st.Notifier.SetEnabled(true)
+	return l
+}
+
+// stormKeys are the storm's 2,000 keys.
+func stormKeys() []string {
+	var keys []string
+	for d := range stormDirs {
+		for i := range stormPerDir {
+			keys = append(keys, stormKey(d, i))
+		}
+	}
+	return keys
 }
 
 // put writes an object to the stack's S3; its notification reaches the
@@ -366,12 +371,7 @@ func pollUntilInvalidated(t *testing.T, l *loop, before int, u string, want []by
 
 func testStorm(t *testing.T, l *loop) {
 	start := time.Now()
-	var keys []string
-	for d := range stormDirs {
-		for i := range stormPerDir {
-			keys = append(keys, stormKey(d, i))
-		}
-	}
+	keys := stormKeys()
 	// Every key in the cache first, as v1 (or v2 for the ones the subtests
 	// above changed).
 	parallel(t, keys, func(key string) error {
