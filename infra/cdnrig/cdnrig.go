@@ -81,8 +81,9 @@ type Rig struct {
 	bans []string
 }
 
-// Start runs varnishd for the test; it stops when the test ends.
-func Start(t testing.TB, opts Options) *Rig {
+// Varnishd returns varnishd's path. Without one it skips the test with one
+// line, or fails it when TILESIEVE_REQUIRE_VARNISH=1.
+func Varnishd(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("varnishd")
 	if err != nil {
@@ -91,6 +92,13 @@ func Start(t testing.TB, opts Options) *Rig {
 		}
 		t.Skipf("cdnrig: varnishd not found (apt-get install varnish; %s=1 makes this a failure)", RequireEnv)
 	}
+	return bin
+}
+
+// Start runs varnishd for the test; it stops when the test ends.
+func Start(t testing.TB, opts Options) *Rig {
+	t.Helper()
+	bin := Varnishd(t)
 	if opts.Memory <= 0 {
 		opts.Memory = 64
 	}

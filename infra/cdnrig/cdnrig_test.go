@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -251,6 +253,10 @@ func newOrigin(t *testing.T) *origin {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/nostore/"):
 			w.Header().Set("Cache-Control", "no-store")
+		case strings.HasPrefix(r.URL.Path, "/ttl/"):
+			if cc := r.URL.Query().Get("cc"); cc != "" {
+				w.Header().Set("Cache-Control", cc)
+			}
 		case strings.HasPrefix(r.URL.Path, "/vary/"):
 			w.Header().Set("Cache-Control", "public, max-age=600")
 			w.Header().Set("Vary", "X-Forwarded-Host")
@@ -282,6 +288,7 @@ type answer struct {
 	status int
 	cache  string
 	body   string
+	ttl    string // TTLHeader
 }
 
 func get(t *testing.T, method, url string, hdr map[string]string) answer {
@@ -315,7 +322,7 @@ func fetch(method, url string, hdr map[string]string) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{resp.StatusCode, resp.Header.Get(cdnrig.CacheHeader), string(b)}, nil
+	return answer{resp.StatusCode, resp.Header.Get(cdnrig.CacheHeader), string(b), resp.Header.Get(cdnrig.TTLHeader)}, nil
 }
 
 // client sends Accept-Encoding only when a test says so.
@@ -371,6 +378,29 @@ func TestCacheBehaviour(t *testing.T) {
 		}
 		if n, _ := o.calls("/k/ae.pbf"); n != 3 {
 			t.Errorf("origin calls for gzip, gzip, br+gzip, none: got %v, want 3", n)
+		}
+	})
+	t.Run("TTLs", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, cc string
+			want     time.Duration
+		}{
+			{"none: DefaultTTL", "", time.Hour},
+			{"max-age", "public, max-age=600", 10 * time.Minute},
+			{"s-maxage wins", "max-age=5, s-maxage=120", 2 * time.Minute},
+			{"above MaxTTL", "max-age=999999999", 24 * time.Hour},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				a := get(t, "GET", rig.URL+"/ttl/"+strings.ReplaceAll(tc.name, " ", "-")+"?cc="+url.QueryEscape(tc.cc), nil)
+				ttl, err := strconv.ParseFloat(a.ttl, 64)
+				if err != nil {
+					t.Fatalf("TTL header %q: %v", a.ttl, err)
+				}
+				// The object's remaining TTL, a moment after it was stored.
+				if got := time.Duration(ttl * float64(time.Second)); got > tc.want || got < tc.want-5*time.Second {
+					t.Errorf("got %v, want %v", got, tc.want)
+				}
+			})
 		}
 	})
 	t.Run("no-store is not cached", func(t *testing.T) {

@@ -53,6 +53,7 @@ func tileBytes(key, version string) []byte {
 // varnishd in front of it configured from the template, and the stand-in.
 func startLoop(t *testing.T) *loop {
 	t.Helper()
+	cdnrig.Varnishd(t) // before the stack starts
 	policy := templatePolicy(t)
 	rigSlot := &atomic.Pointer[cdnrig.Rig]{}
 	cf := cdntest.NewWithOptions(t, cdntest.Options{
@@ -179,7 +180,11 @@ func (l *loop) awaitInvalidated(after int, paths []string, within time.Duration)
 	}
 }
 
+// TestThroughTheCache drives viewers through varnishd, configured from the
+// template, in front of the local stack whose worker invalidates it through
+// the CloudFront stand-in.
 func TestThroughTheCache(t *testing.T) {
+	t.Parallel()
 	l := startLoop(t)
 	viewerHost := l.rig.Addr
 

@@ -19,7 +19,11 @@ const (
 
 // CacheHeader is set on every answer through the rig: "hit" when the cache
 // answered, "miss" when the origin did, "pass" for uncached behaviours.
-const CacheHeader = "X-Rig-Cache"
+// TTLHeader is the seconds the cache keeps the answer from now on.
+const (
+	CacheHeader = "X-Rig-Cache"
+	TTLHeader   = "X-Rig-Ttl"
+)
 
 // VCL renders the Varnish configuration that mirrors p in front of origin
 // (host:port). pathPrefix, like cdn.Config.PathPrefix, is where the tiles
@@ -185,6 +189,7 @@ func VCL(p Policy, origin, pathPrefix string) (string, error) {
 	w("  } else {")
 	w("    set resp.http.%s = \"miss\";", CacheHeader)
 	w("  }")
+	w("  set resp.http.%s = obj.ttl;", TTLHeader)
 	w("  unset resp.http.X-Varnish;")
 	w("  unset resp.http.Via;")
 	w("}")
