@@ -11,8 +11,9 @@
 //     TILESIEVE_REQUIRE_VARNISH=1.
 //   - PolicyFromTemplate reads the Policy from template.yaml: cache key and
 //     TTLs of the cache policy, what the origin request policy forwards, the
-//     origin's custom headers, the viewer-request function and the behaviours
-//     with caching disabled. What it cannot mirror is an error, not a guess.
+//     origin's custom headers, origin access control's replacement of
+//     Authorization, the viewer-request function and the behaviours with
+//     caching disabled. What it cannot mirror is an error, not a guess.
 //   - Rig.Invalidations is the invalidation API: the real SDK client (and so
 //     cdn.Invalidator) talks to it, each path becomes a ban (an exact path
 //     `req.url == path`, a wildcard `/dir/*` `req.url ~ ^/dir/`), and an
@@ -20,8 +21,9 @@
 //
 // What it cannot show is CloudFront's own: edge locations and regional
 // caches, the CloudFront Function's JavaScript (the rig applies its effect),
-// origin access control's signing, compression at the edge, and how long
-// CloudFront really takes to complete an invalidation.
+// a SigV4 signature the function URL checks (the rig's is a placeholder),
+// compression at the edge, and how long CloudFront really takes to complete
+// an invalidation.
 package cdnrig
 
 import (

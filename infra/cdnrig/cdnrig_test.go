@@ -65,6 +65,9 @@ func TestPolicyFromTemplate(t *testing.T) {
 		{"KeyHeaders", len(p.KeyHeaders), 0},
 		// A function URL answers only to its own Host.
 		{"ForwardHost", p.ForwardHost, false},
+		// Origin access control signs every request: the admin token
+		// cannot travel in Authorization.
+		{"OriginSigning", p.OriginSigning, "always"},
 		{"AllowedMethods", fmt.Sprint(p.AllowedMethods), "[GET HEAD OPTIONS]"},
 		{"CachedMethods", fmt.Sprint(p.CachedMethods), "[GET HEAD]"},
 		// The admin API is never cached.
@@ -120,6 +123,10 @@ Resources:
           HeadersConfig: !If [AnyOrigin, { HeaderBehavior: none }, { HeaderBehavior: whitelist, Headers: [Origin] }]
   Fn:
     Type: AWS::CloudFront::Function
+  Oac:
+    Type: AWS::CloudFront::OriginAccessControl
+    Properties:
+      OriginAccessControlConfig: { SigningBehavior: no-override }
   Dist:
     Type: AWS::CloudFront::Distribution
     Properties:
@@ -127,6 +134,7 @@ Resources:
         Origins:
           - Id: O
             DomainName: example.com
+            OriginAccessControlId: !GetAtt Oac.Id
             OriginCustomHeaders:
               - { HeaderName: X-From-Cdn, HeaderValue: !Ref Secret }
         DefaultCacheBehavior:
@@ -152,15 +160,15 @@ func TestPolicyFromTemplateShapes(t *testing.T) {
 		wantErr  bool
 	}{
 		{name: "minimal", v: cdnrig.TemplateValues{Conditions: any},
-			want: "1s 1m0s 1h0m0s [gzip] [] false [{X-From-Cdn s3cr3t}] true Fn"},
+			want: "1s 1m0s 1h0m0s [gzip] [] false [{X-From-Cdn s3cr3t}] true Fn no-override"},
 		{name: "parameter given", v: cdnrig.TemplateValues{Conditions: any, Params: map[string]string{"Secret": "given"}},
-			want: "1s 1m0s 1h0m0s [gzip] [] false [{X-From-Cdn given}] true Fn"},
+			want: "1s 1m0s 1h0m0s [gzip] [] false [{X-From-Cdn given}] true Fn no-override"},
 		{name: "origin whitelist", v: cdnrig.TemplateValues{Conditions: map[string]bool{"AnyOrigin": false}},
-			want: "1s 1m0s 1h0m0s [gzip] [Origin] false [{X-From-Cdn s3cr3t}] true Fn"},
+			want: "1s 1m0s 1h0m0s [gzip] [Origin] false [{X-From-Cdn s3cr3t}] true Fn no-override"},
 		{name: "all viewer", old: "b689b0a8-53d0-40ab-baf2-68738e2966ac", new: "216adef6-5c7f-47e4-b989-5492eafa07d3", v: cdnrig.TemplateValues{Conditions: any},
-			want: "1s 1m0s 1h0m0s [gzip] [] true [{X-From-Cdn s3cr3t}] true Fn"},
+			want: "1s 1m0s 1h0m0s [gzip] [] true [{X-From-Cdn s3cr3t}] true Fn no-override"},
 		{name: "no function", old: "viewer-request", new: "viewer-response", v: cdnrig.TemplateValues{Conditions: any},
-			want: "1s 1m0s 1h0m0s [gzip] [] false [{X-From-Cdn s3cr3t}] false "},
+			want: "1s 1m0s 1h0m0s [gzip] [] false [{X-From-Cdn s3cr3t}] false  no-override"},
 		{name: "condition not given", v: cdnrig.TemplateValues{}, wantErr: true, want: "condition AnyOrigin has no value"},
 		{name: "query strings in the key", old: "QueryStringBehavior: none", new: "QueryStringBehavior: all", v: cdnrig.TemplateValues{Conditions: any},
 			wantErr: true, want: "QueryStringBehavior all"},
@@ -191,7 +199,7 @@ func TestPolicyFromTemplateShapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := fmt.Sprint(p.MinTTL, " ", p.DefaultTTL, " ", p.MaxTTL, " ", p.AcceptEncoding, " ", p.KeyHeaders, " ", p.ForwardHost, " ",
-				p.OriginHeaders, " ", p.ViewerHostAsForwardedHost, " ", p.ViewerFunction)
+				p.OriginHeaders, " ", p.ViewerHostAsForwardedHost, " ", p.ViewerFunction, " ", p.OriginSigning)
 			if got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
@@ -339,6 +347,7 @@ func TestCacheBehaviour(t *testing.T) {
 		AcceptEncoding:            []string{"br", "gzip"},
 		OriginHeaders:             []cdnrig.Header{{Name: "X-From-Cdn", Value: "s3cr3t"}},
 		ViewerHostAsForwardedHost: true,
+		OriginSigning:             "always",
 		AllowedMethods:            []string{"GET", "HEAD", "OPTIONS"},
 		CachedMethods:             []string{"GET", "HEAD"},
 		Uncached:                  []string{"/_admin/*"},
@@ -359,6 +368,7 @@ func TestCacheBehaviour(t *testing.T) {
 	t.Run("what the origin sees", func(t *testing.T) {
 		get(t, "GET", rig.URL+"/k/headers.png", map[string]string{
 			"Host": "cdn.example", "X-Forwarded-Host": "evil.example", "X-From-Cdn": "forged", "Cookie": "a=b",
+			"Authorization": "Bearer viewer-token",
 		})
 		_, r := o.calls("/k/headers.png")
 		for _, c := range []struct{ name, got, want string }{
@@ -366,6 +376,7 @@ func TestCacheBehaviour(t *testing.T) {
 			{"X-Forwarded-Host", r.Header.Get("X-Forwarded-Host"), "cdn.example"},
 			{"X-From-Cdn", r.Header.Get("X-From-Cdn"), "s3cr3t"},
 			{"Cookie", r.Header.Get("Cookie"), "a=b"},
+			{"Authorization", r.Header.Get("Authorization"), cdnrig.SignedAuthorization},
 		} {
 			if c.got != c.want {
 				t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)

@@ -39,6 +39,12 @@ type Policy struct {
 	// OriginHeaders are the origin's custom headers: set on every origin
 	// request, replacing whatever a viewer sent under those names.
 	OriginHeaders []Header
+	// OriginSigning is the SigningBehavior of the origin's access control
+	// ("always", "no-override", "never"; "" without one): CloudFront's
+	// SigV4 Authorization replaces the viewer's ("always") or is added when
+	// the viewer sent none ("no-override"). The rig writes a signature-shaped
+	// value the origin cannot mistake for a viewer's token.
+	OriginSigning string
 	// ViewerHostAsForwardedHost is the effect of the default behaviour's
 	// viewer-request function: X-Forwarded-Host is set to the viewer's
 	// Host, overwriting any the viewer sent. ViewerFunction names the
@@ -309,6 +315,9 @@ func (t *template) originHeaders(dc, def *yaml.Node, p *Policy) error {
 		if id, err := t.scalar(o, "Id"); err != nil || id != target {
 			continue
 		}
+		if err := t.originSigning(o, p); err != nil {
+			return err
+		}
 		hs, err := t.optional(o, "OriginCustomHeaders")
 		if err != nil || hs == nil {
 			return err
@@ -331,6 +340,32 @@ func (t *template) originHeaders(dc, def *yaml.Node, p *Policy) error {
 		return nil
 	}
 	return fmt.Errorf("no origin %q", target)
+}
+
+// originSigning reads the SigningBehavior of the origin's access control, a
+// resource of the template.
+func (t *template) originSigning(o *yaml.Node, p *Policy) error {
+	oac, err := t.optional(o, "OriginAccessControlId")
+	if err != nil || oac == nil {
+		return err
+	}
+	if oac.Tag != "!GetAtt" {
+		return fmt.Errorf("OriginAccessControlId is not a !GetAtt of the template's access control")
+	}
+	name, _, _ := strings.Cut(oac.Value, ".")
+	if oac.Kind == yaml.SequenceNode && len(oac.Content) > 0 {
+		name = oac.Content[0].Value
+	}
+	b, err := t.path(t.resource(name), "Properties", "OriginAccessControlConfig", "SigningBehavior")
+	if err != nil {
+		return fmt.Errorf("origin access control %s: %w", name, err)
+	}
+	switch b.Value {
+	case "always", "no-override", "never":
+		p.OriginSigning = b.Value
+		return nil
+	}
+	return fmt.Errorf("origin access control %s: SigningBehavior %q", name, b.Value)
 }
 
 // resourcesOfType returns the resources of a type, in template order.

@@ -25,6 +25,10 @@ const (
 	TTLHeader   = "X-Rig-Ttl"
 )
 
+// SignedAuthorization stands for origin access control's SigV4 signature
+// in the Authorization header of origin requests.
+const SignedAuthorization = "AWS4-HMAC-SHA256 Credential=CDNRIG/20250101/us-east-1/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature=0"
+
 // VCL renders the Varnish configuration that mirrors p in front of origin
 // (host:port). pathPrefix, like cdn.Config.PathPrefix, is where the tiles
 // sit in the CDN's URL space: "/"+pathPrefix is removed from the URL of the
@@ -138,6 +142,15 @@ func VCL(p Policy, origin, pathPrefix string) (string, error) {
 	}
 	for _, h := range p.OriginHeaders {
 		w("  set bereq.http.%s = %s;", h.Name, vclString(h.Value))
+	}
+	switch p.OriginSigning {
+	case "always":
+		w("  # Origin access control signs every request, replacing the viewer's Authorization.")
+		w("  set bereq.http.Authorization = %s;", vclString(SignedAuthorization))
+	case "no-override":
+		w("  if (!bereq.http.Authorization) {")
+		w("    set bereq.http.Authorization = %s;", vclString(SignedAuthorization))
+		w("  }")
 	}
 	w("  unset bereq.http.X-Varnish;")
 	w("  return (fetch);")
