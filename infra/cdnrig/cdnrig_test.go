@@ -28,7 +28,17 @@ var templatePath = filepath.Join("..", "..", "template.yaml")
 // templateValues deploys the template with its defaults: CORS * (so
 // Origin is not in the key) and the CDN on.
 var templateValues = cdnrig.TemplateValues{
+	Params:     pseudo,
 	Conditions: map[string]bool{"CorsAllowsAnyOrigin": true, "CdnCors": true, "CreateCdn": true},
+}
+
+// pseudo are the pseudo parameters of the stack the tests deploy "into".
+var pseudo = map[string]string{
+	"AWS::AccountId": "123456789012",
+	"AWS::Region":    "us-east-1",
+	"AWS::Partition": "aws",
+	"AWS::StackName": "tilesieve",
+	"AWS::StackId":   "arn:aws:cloudformation:us-east-1:123456789012:stack/tilesieve/6f1a8f30-9a47-11ef-8d3c-0affd1a2b3c4",
 }
 
 func templatePolicy(t *testing.T) cdnrig.Policy {
@@ -71,7 +81,7 @@ func TestPolicyFromTemplate(t *testing.T) {
 		{"AllowedMethods", fmt.Sprint(p.AllowedMethods), "[GET HEAD OPTIONS]"},
 		{"CachedMethods", fmt.Sprint(p.CachedMethods), "[GET HEAD]"},
 		// The admin API is never cached.
-		{"Uncached", fmt.Sprint(p.Uncached), "[/_tilesieve/*]"},
+		{"Uncached", uncachedPatterns(p), "[/_tilesieve/*]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.got != tc.want {
@@ -84,7 +94,7 @@ func TestPolicyFromTemplate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := cdnrig.TemplateValues{Conditions: map[string]bool{"CorsAllowsAnyOrigin": false, "CdnCors": true, "CreateCdn": true}}
+		v := cdnrig.TemplateValues{Params: pseudo, Conditions: map[string]bool{"CorsAllowsAnyOrigin": false, "CdnCors": true, "CreateCdn": true}}
 		p, err := cdnrig.PolicyFromTemplate(src, v)
 		if err != nil {
 			t.Fatal(err)
@@ -99,6 +109,14 @@ func TestPolicyFromTemplate(t *testing.T) {
 		}
 		t.Logf("viewer-request function %s: the rig sets X-Forwarded-Host to the viewer's Host", p.ViewerFunction)
 	})
+}
+
+func uncachedPatterns(p cdnrig.Policy) string {
+	var out []string
+	for _, u := range p.Uncached {
+		out = append(out, u.PathPattern)
+	}
+	return fmt.Sprint(out)
 }
 
 // minimal is a template with one distribution; tweak replaces a line.
@@ -169,6 +187,16 @@ func TestPolicyFromTemplateShapes(t *testing.T) {
 			want: "1s 1m0s 1h0m0s [gzip] [] true [{X-From-Cdn s3cr3t}] true Fn no-override"},
 		{name: "no function", old: "viewer-request", new: "viewer-response", v: cdnrig.TemplateValues{Conditions: any},
 			want: "1s 1m0s 1h0m0s [gzip] [] false [{X-From-Cdn s3cr3t}] false  no-override"},
+		{name: "select of split of the stack id", old: "HeaderValue: !Ref Secret", new: `HeaderValue: !Select [2, !Split ["/", !Ref AWS::StackId]]`,
+			v:    cdnrig.TemplateValues{Conditions: any, Params: map[string]string{"AWS::StackId": "arn:aws:cloudformation:us-east-1:1:stack/s/uuid-1"}},
+			want: "1s 1m0s 1h0m0s [gzip] [] false [{X-From-Cdn uuid-1}] true Fn no-override"},
+		{name: "sub and join", old: "HeaderValue: !Ref Secret", new: `HeaderValue: !Join ["-", [!Sub "${AWS::StackName}-${Secret}", x]]`,
+			v:    cdnrig.TemplateValues{Conditions: any, Params: map[string]string{"AWS::StackName": "st"}},
+			want: "1s 1m0s 1h0m0s [gzip] [] false [{X-From-Cdn st-s3cr3t-x}] true Fn no-override"},
+		{name: "pseudo parameter not given", old: "HeaderValue: !Ref Secret", new: `HeaderValue: !Ref AWS::StackId`, v: cdnrig.TemplateValues{Conditions: any},
+			wantErr: true, want: "pseudo parameter AWS::StackId has no value"},
+		{name: "value known once deployed", old: "HeaderValue: !Ref Secret", new: `HeaderValue: !GetAtt Fn.FunctionARN`, v: cdnrig.TemplateValues{Conditions: any},
+			wantErr: true, want: "known only once deployed"},
 		{name: "condition not given", v: cdnrig.TemplateValues{}, wantErr: true, want: "condition AnyOrigin has no value"},
 		{name: "query strings in the key", old: "QueryStringBehavior: none", new: "QueryStringBehavior: all", v: cdnrig.TemplateValues{Conditions: any},
 			wantErr: true, want: "QueryStringBehavior all"},
@@ -350,7 +378,7 @@ func TestCacheBehaviour(t *testing.T) {
 		OriginSigning:             "always",
 		AllowedMethods:            []string{"GET", "HEAD", "OPTIONS"},
 		CachedMethods:             []string{"GET", "HEAD"},
-		Uncached:                  []string{"/_admin/*"},
+		Uncached:                  []cdnrig.Uncached{{PathPattern: "/_admin/*"}},
 	}
 	rig := cdnrig.Start(t, cdnrig.Options{Origin: originAddr, Policy: p})
 

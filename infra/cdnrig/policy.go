@@ -3,6 +3,7 @@ package cdnrig
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,9 +54,17 @@ type Policy struct {
 	ViewerFunction            string
 	// AllowedMethods and CachedMethods are the default behaviour's.
 	AllowedMethods, CachedMethods []string
-	// Uncached are the path patterns of the behaviours whose cache policy is
-	// CachingDisabled; requests matching them always go to the origin.
-	Uncached []string
+	// Uncached are the behaviours whose cache policy is CachingDisabled;
+	// requests matching them always go to the origin.
+	Uncached []Uncached
+}
+
+// Uncached is a cache behaviour with caching disabled.
+type Uncached struct {
+	PathPattern string
+	// ViewerHostAsForwardedHost: the behaviour has the viewer-request
+	// function too.
+	ViewerHostAsForwardedHost bool
 }
 
 // Header is one header name and value.
@@ -151,7 +160,11 @@ func (t *template) policy() (Policy, error) {
 			if id != ManagedCachingDisabled {
 				return p, fmt.Errorf("cache behaviour %s: the rig mirrors only CachingDisabled besides the default behaviour, got cache policy %s", pattern, id)
 			}
-			p.Uncached = append(p.Uncached, pattern)
+			fn, err := t.viewerFunction(b)
+			if err != nil {
+				return p, fmt.Errorf("cache behaviour %s: %w", pattern, err)
+			}
+			p.Uncached = append(p.Uncached, Uncached{PathPattern: pattern, ViewerHostAsForwardedHost: fn != ""})
 		}
 	}
 	return p, nil
@@ -430,64 +443,172 @@ func (t *template) optional(n *yaml.Node, key string) (*yaml.Node, error) {
 	return v, nil
 }
 
-// scalar reads a key as a string, resolving !If and !Ref of parameters.
+// scalar reads a key as a string, evaluating the intrinsics eval knows.
 func (t *template) scalar(n *yaml.Node, key string) (string, error) {
-	v, err := t.path(n, key)
+	v := mapValue(n, key)
+	if v == nil {
+		return "", fmt.Errorf("no %s", key)
+	}
+	val, err := t.eval(v)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
-	if v.Kind != yaml.ScalarNode || v.Tag != "" && v.Tag != "!!str" && v.Tag != "!!int" && v.Tag != "!!bool" && v.Tag != "!!float" {
-		return "", fmt.Errorf("%s: not a value the rig can resolve (%s)", key, v.Tag)
+	str, ok := val.(string)
+	if !ok {
+		return "", fmt.Errorf("%s: a list, not a value", key)
 	}
-	return v.Value, nil
+	return str, nil
 }
 
-// strings reads a key as a list of strings.
-func (t *template) strings(n *yaml.Node, key string) ([]string, error) {
-	v, err := t.path(n, key)
-	if err != nil {
-		return nil, err
-	}
-	if v.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("%s: not a list", key)
-	}
-	out := make([]string, 0, len(v.Content))
-	for _, e := range v.Content {
-		e, err := t.resolve(e)
-		if err != nil {
-			return nil, err
-		}
-		if e.Kind != yaml.ScalarNode {
-			return nil, fmt.Errorf("%s: not a list of strings", key)
-		}
-		out = append(out, e.Value)
-	}
-	return out, nil
-}
-
-// resolve resolves !If, then !Ref to a parameter (to its value); other
-// nodes are returned as they are.
-func (t *template) resolve(n *yaml.Node) (*yaml.Node, error) {
+// eval evaluates a value to a string or a list of strings: plain scalars,
+// !If, !Ref of parameters and pseudo parameters, !Select, !Split, !Join and
+// !Sub. Anything else (a resource's !Ref or !GetAtt, which exist only once
+// deployed) is an error.
+func (t *template) eval(n *yaml.Node) (any, error) {
 	n, err := t.resolveIf(n)
 	if err != nil {
 		return nil, err
 	}
-	if n.Tag != "!Ref" || n.Kind != yaml.ScalarNode {
-		return n, nil
+	args := func(want int) ([]*yaml.Node, error) {
+		if n.Kind != yaml.SequenceNode || len(n.Content) != want {
+			return nil, fmt.Errorf("line %d: %s wants %d arguments", n.Line, n.Tag, want)
+		}
+		return n.Content, nil
 	}
-	param := mapValue(mapValue(t.root, "Parameters"), n.Value)
+	switch n.Tag {
+	case "", "!!str", "!!int", "!!bool", "!!float", "!!seq":
+		switch n.Kind {
+		case yaml.ScalarNode:
+			return n.Value, nil
+		case yaml.SequenceNode:
+			out := make([]string, 0, len(n.Content))
+			for _, e := range n.Content {
+				v, err := t.eval(e)
+				if err != nil {
+					return nil, err
+				}
+				str, ok := v.(string)
+				if !ok {
+					return nil, fmt.Errorf("line %d: a list in a list", e.Line)
+				}
+				out = append(out, str)
+			}
+			return out, nil
+		}
+		return nil, fmt.Errorf("line %d: not a value", n.Line)
+	case "!Ref":
+		return t.ref(n.Value)
+	case "!Select":
+		a, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		idx, err := t.eval(a[0])
+		if err != nil {
+			return nil, err
+		}
+		i, err := strconv.Atoi(fmt.Sprint(idx))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: !Select index %v", n.Line, idx)
+		}
+		list, err := t.evalList(a[1])
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 || i >= len(list) {
+			return nil, fmt.Errorf("line %d: !Select %d of %d", n.Line, i, len(list))
+		}
+		return list[i], nil
+	case "!Split":
+		a, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		src, err := t.eval(a[1])
+		if err != nil {
+			return nil, err
+		}
+		str, ok := src.(string)
+		if !ok {
+			return nil, fmt.Errorf("line %d: !Split of a list", n.Line)
+		}
+		return strings.Split(str, a[0].Value), nil
+	case "!Join":
+		a, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		list, err := t.evalList(a[1])
+		if err != nil {
+			return nil, err
+		}
+		return strings.Join(list, a[0].Value), nil
+	case "!Sub":
+		if n.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf("line %d: the rig evaluates !Sub of a string only", n.Line)
+		}
+		var subErr error
+		out := subVar.ReplaceAllStringFunc(n.Value, func(m string) string {
+			v, err := t.ref(m[2 : len(m)-1])
+			if err != nil {
+				subErr = err
+				return ""
+			}
+			return v
+		})
+		return out, subErr
+	}
+	return nil, fmt.Errorf("line %d: %s is known only once deployed", n.Line, n.Tag)
+}
+
+var subVar = regexp.MustCompile(`\$\{[A-Za-z0-9:]+\}`)
+
+func (t *template) evalList(n *yaml.Node) ([]string, error) {
+	v, err := t.eval(n)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := v.([]string); ok {
+		return l, nil
+	}
+	return strings.Split(v.(string), ","), nil // a CommaDelimitedList parameter
+}
+
+// ref is the value of a parameter or pseudo parameter: TemplateValues.Params,
+// else the parameter's default.
+func (t *template) ref(name string) (string, error) {
+	if v, ok := t.v.Params[name]; ok {
+		return v, nil
+	}
+	if strings.HasPrefix(name, "AWS::") {
+		return "", fmt.Errorf("pseudo parameter %s has no value (TemplateValues.Params)", name)
+	}
+	param := mapValue(mapValue(t.root, "Parameters"), name)
 	if param == nil {
-		return n, nil // a resource or pseudo parameter: the caller decides
-	}
-	if v, ok := t.v.Params[n.Value]; ok {
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}, nil
+		return "", fmt.Errorf("!Ref %s: a resource, known only once deployed", name)
 	}
 	def := mapValue(param, "Default")
 	if def == nil {
-		return nil, fmt.Errorf("parameter %s has no default and no value was given", n.Value)
+		return "", fmt.Errorf("parameter %s has no default and no value was given", name)
 	}
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: def.Value}, nil
+	return def.Value, nil
 }
+
+// strings reads a key as a list of strings.
+func (t *template) strings(n *yaml.Node, key string) ([]string, error) {
+	v := mapValue(n, key)
+	if v == nil {
+		return nil, fmt.Errorf("no %s", key)
+	}
+	l, err := t.evalList(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return l, nil
+}
+
+// resolve resolves !If; other nodes are returned as they are.
+func (t *template) resolve(n *yaml.Node) (*yaml.Node, error) { return t.resolveIf(n) }
 
 func (t *template) resolveIf(n *yaml.Node) (*yaml.Node, error) {
 	for n.Tag == "!If" {

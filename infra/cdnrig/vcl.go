@@ -48,7 +48,11 @@ func VCL(p Policy, origin, pathPrefix string) (string, error) {
 			return "", fmt.Errorf("cdnrig: origin header %q: not a name and value the VCL can carry", h.Name)
 		}
 	}
-	for _, s := range append([]string{origin, pathPrefix}, p.Uncached...) {
+	safe := []string{origin, pathPrefix}
+	for _, u := range p.Uncached {
+		safe = append(safe, u.PathPattern)
+	}
+	for _, s := range safe {
 		if !vclSafe(s) {
 			return "", fmt.Errorf("cdnrig: %q cannot be written into the VCL", s)
 		}
@@ -68,8 +72,11 @@ func VCL(p Policy, origin, pathPrefix string) (string, error) {
 	w("")
 	w("sub vcl_recv {")
 	w("  unset req.http.%s;", hdrURL)
-	for _, pattern := range p.Uncached {
-		w("  if (req.url ~ %s) {", vclString(patternRegexp(pattern)))
+	for _, u := range p.Uncached {
+		w("  if (req.url ~ %s) {", vclString(patternRegexp(u.PathPattern)))
+		if u.ViewerHostAsForwardedHost {
+			w("    set req.http.X-Forwarded-Host = req.http.Host;")
+		}
 		w("    set req.http.%s = \"pass\";", CacheHeader)
 		w("    return (pass);")
 		w("  }")
