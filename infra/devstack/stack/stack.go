@@ -38,6 +38,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
+	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -98,7 +99,7 @@ type Options struct {
 	// a cache and a CloudFront stand-in there). The worker then waits
 	// SYNC_INTERVAL + SYNC_TIMEOUT between the journal and the CDN, as the
 	// deployed worker does.
-	CDN purge.Invalidator
+	CDN *cdn.Invalidator
 	// EventBatch above 1 delivers the notifications to the worker as SQS
 	// batches of up to that many, as the deployed queue does; default one
 	// notification per invocation.
@@ -289,12 +290,16 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 		ln.Close()
 		return err
 	}
-	if opts.CDN != nil {
+	if opts.CDN.Enabled() {
 		wc.SettleDelay = wcfg.SyncInterval + wcfg.SyncTimeout
 	} else if wcfg.DistributionID != "" {
 		st.log.Warn("DISTRIBUTION_ID is set but the local stack has no CDN to invalidate; ignoring it")
 	}
-	st.Worker = purge.NewWorker(wc, journal, opts.CDN, st.log.With("component", "worker"))
+	var inv purge.Invalidator
+	if opts.CDN.Enabled() {
+		inv = opts.CDN
+	}
+	st.Worker = purge.NewWorker(wc, journal, inv, st.log.With("component", "worker"))
 
 	st.Notifier = s3notify.New(srv.Handler(), s3notify.HeadStat(st.Client), st.Worker, s3notify.Config{
 		Region:     st.Region,
