@@ -81,13 +81,10 @@ type Options struct {
 	// called once per invalidation, outside the request that created it
 	// (CloudFront answers InProgress at once and purges afterwards), and
 	// again after a short wait when it fails; the invalidation stays
-	// InProgress until a call succeeds, whatever the clock says. ctx ends
-	// when the server closes.
+	// InProgress until a call succeeds, whatever the clock, Complete or
+	// CompleteAll say. ctx ends when the server closes.
 	Apply func(ctx context.Context, id string, paths []string) error
 }
-
-// applyRetry is the wait before Apply is called again after a failure.
-const applyRetry = 20 * time.Millisecond
 
 // Usage counts paths in progress.
 type Usage struct{ Wildcard, Exact int }
@@ -154,6 +151,9 @@ func (s *Server) ApplyErrors() []error {
 	defer s.mu.Unlock()
 	return append([]error(nil), s.applyErr...)
 }
+
+// applyRetry is the wait before Apply is called again after a failure.
+const applyRetry = 20 * time.Millisecond
 
 // apply hands inv to Options.Apply until it succeeds or the server closes,
 // then marks it applied.
@@ -233,8 +233,7 @@ func (s *Server) Peak() Usage {
 	return s.peak
 }
 
-// Complete marks the invalidation with this id completed (once
-// Options.Apply, if any, has applied it).
+// Complete marks the invalidation with this id completed.
 func (s *Server) Complete(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -245,8 +244,7 @@ func (s *Server) Complete(id string) {
 	}
 }
 
-// CompleteAll marks every invalidation completed (once applied, as
-// Complete).
+// CompleteAll marks every invalidation completed.
 func (s *Server) CompleteAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -373,20 +371,24 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, dist string) {
 		}
 		inv = &invalidation{
 			id: fmt.Sprintf("I%013d", len(s.all)+1), dist: dist, ref: batch.CallerReference,
-			paths: batch.Paths, created: s.opts.Now(), applied: s.opts.Apply == nil,
+			paths: batch.Paths, created: s.opts.Now(),
 		}
 		s.byRef[batch.CallerReference] = inv
 		s.all = append(s.all, inv)
-		if s.opts.Apply != nil {
-			s.applying.Add(1)
-			go s.apply(inv)
-		}
 		after := now.add(want)
 		s.peak = Usage{max(s.peak.Wildcard, after.Wildcard), max(s.peak.Exact, after.Exact)}
 	}
 	var doc string
 	if fail == nil {
 		doc = s.invalidationXMLLocked(inv, true)
+	}
+	if fail == nil && !seen {
+		// Made by this call: applied already when there is nothing to apply.
+		inv.applied = s.opts.Apply == nil
+		if !inv.applied {
+			s.applying.Add(1)
+			go s.apply(inv)
+		}
 	}
 	s.mu.Unlock()
 	if fail != nil {
