@@ -334,10 +334,17 @@ func (n *Notifier) deliverBatch(batch []item) {
 		resp, err := n.target.Handle(ctx, raw)
 		cancel()
 		failed := map[string]bool{}
-		if r, ok := resp.(events.SQSEventResponse); ok && err == nil {
-			for _, f := range r.BatchItemFailures {
-				failed[f.ItemIdentifier] = true
+		var items []events.SQSBatchItemFailure
+		switch r := resp.(type) {
+		case events.SQSEventResponse:
+			items = r.BatchItemFailures
+		case *events.SQSEventResponse:
+			if r != nil {
+				items = r.BatchItemFailures
 			}
+		}
+		for _, f := range items {
+			failed[f.ItemIdentifier] = true
 		}
 		var again []int
 		for _, i := range pending {

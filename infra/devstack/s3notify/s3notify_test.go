@@ -386,7 +386,8 @@ func (s *sqsTarget) Handle(_ context.Context, raw json.RawMessage) (any, error) 
 		return nil, fmt.Errorf("got %v with %v, want an SQS batch", b.Source, b.Problems)
 	}
 	s.sizes = append(s.sizes, len(b.MessageIDs))
-	resp := events.SQSEventResponse{}
+	// A pointer, as a typed Lambda handler returns it.
+	resp := &events.SQSEventResponse{}
 	for _, c := range b.Changes {
 		if c.Key == s.failKey && !s.failed {
 			s.failed = true
