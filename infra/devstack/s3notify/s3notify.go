@@ -16,13 +16,20 @@
 //   - size and eTag read back from the endpoint after the write, so they are
 //     what a GET would see.
 //
+// With Config.BatchSize above 1 it delivers as the deployed stack does,
+// through a queue: the notifications queued at the time (up to BatchSize)
+// go to the target as one SQS event, one message per notification, and only
+// the messages the target reports as failed (or all, on an error) are
+// delivered again.
+//
 // It does not emulate versioning (no versionId, no delete markers),
-// lifecycle expirations, or SQS/SNS/EventBridge destinations.
+// lifecycle expirations, or SNS/EventBridge destinations.
 package s3notify
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -30,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -58,6 +66,9 @@ type Config struct {
 	// OnDelivery, when set, is called after each notification was delivered
 	// or given up on (tests and the local stack's console use it).
 	OnDelivery func(Delivery)
+	// BatchSize above 1 delivers up to that many queued notifications as
+	// one SQS event; default 1, one notification per invocation.
+	BatchSize int
 }
 
 func (c Config) withDefaults() Config {
@@ -126,6 +137,8 @@ type Notifier struct {
 	cancel context.CancelFunc
 
 	emitted, filtered, delivered, failed atomic.Int64
+
+	msgSeq int64 // SQS message ids; only the delivery loop uses it
 }
 
 // item is one queued notification, or a barrier of Flush.
@@ -248,8 +261,121 @@ func (n *Notifier) loop() {
 			n.log.Warn("S3 event dropped: shutting down", "event", it.name, "key", it.key)
 			continue
 		}
+		if n.cfg.BatchSize > 1 {
+			n.deliverBatch(n.takeBatch(it))
+			continue
+		}
 		n.deliver(it)
 	}
+}
+
+// takeBatch returns first and the notifications queued right behind it, up
+// to BatchSize; a Flush barrier ends the batch.
+func (n *Notifier) takeBatch(first item) []item {
+	batch := []item{first}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for len(batch) < n.cfg.BatchSize && len(n.queue) > 0 && n.queue[0].barrier == nil {
+		batch = append(batch, n.queue[0])
+		n.queue[0] = item{}
+		n.queue = n.queue[1:]
+	}
+	return batch
+}
+
+// errBatchItemFailure is the error of a message the target reported failed.
+var errBatchItemFailure = errors.New("s3notify: reported as a batch item failure")
+
+// deliverBatch invokes the target with the batch as one SQS event, then
+// again with the messages it failed, as an event source mapping does.
+func (n *Notifier) deliverBatch(batch []item) {
+	start := time.Now()
+	ds := make([]Delivery, len(batch))
+	msgs := make([]events.SQSMessage, len(batch))
+	for i, it := range batch {
+		ds[i] = Delivery{Name: it.name, Bucket: it.bucket, Key: it.key, Event: it.raw}
+		n.msgSeq++
+		msgs[i] = events.SQSMessage{
+			MessageId:      fmt.Sprintf("00000000-0000-4000-8000-%012d", n.msgSeq),
+			ReceiptHandle:  fmt.Sprintf("local-%d", n.msgSeq),
+			Body:           string(it.raw),
+			EventSource:    "aws:sqs",
+			EventSourceARN: "arn:aws:sqs:" + n.cfg.Region + ":000000000000:tilesieve-events",
+			AWSRegion:      n.cfg.Region,
+		}
+	}
+	pending := make([]int, len(batch)) // indexes into batch of the messages to deliver
+	for i := range pending {
+		pending[i] = i
+	}
+	for attempt := 0; attempt <= n.cfg.Retries && len(pending) > 0; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(n.cfg.RetryDelay << (attempt - 1))
+			select {
+			case <-t.C:
+			case <-n.ctx.Done():
+				t.Stop()
+			}
+			if n.ctx.Err() != nil {
+				break
+			}
+		}
+		ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(pending))}
+		for _, i := range pending {
+			ev.Records = append(ev.Records, msgs[i])
+			ds[i].Attempts++
+		}
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			n.log.Error("SQS event not encoded", "err", err)
+			break
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Timeout)
+		resp, err := n.target.Handle(ctx, raw)
+		cancel()
+		failed := map[string]bool{}
+		var items []events.SQSBatchItemFailure
+		switch r := resp.(type) {
+		case events.SQSEventResponse:
+			items = r.BatchItemFailures
+		case *events.SQSEventResponse:
+			if r != nil {
+				items = r.BatchItemFailures
+			}
+		}
+		for _, f := range items {
+			failed[f.ItemIdentifier] = true
+		}
+		var again []int
+		for _, i := range pending {
+			switch {
+			case err != nil:
+				ds[i].Err = err
+			case failed[msgs[i].MessageId]:
+				ds[i].Err = errBatchItemFailure
+			default:
+				ds[i].Err = nil
+				continue
+			}
+			again = append(again, i)
+		}
+		pending = again
+		if len(pending) > 0 && attempt < n.cfg.Retries {
+			n.log.Warn("SQS batch delivery failed in part; retrying", "messages", len(ev.Records), "failed", len(pending), "attempt", attempt+1, "err", err)
+		}
+	}
+	for _, d := range ds {
+		if d.Err == nil {
+			n.delivered.Add(1)
+		} else {
+			n.failed.Add(1)
+			n.log.Error("S3 event dropped after retries", "event", d.Name, "bucket", d.Bucket, "key", d.Key, "attempts", d.Attempts, "err", d.Err)
+		}
+		if n.cfg.OnDelivery != nil {
+			n.cfg.OnDelivery(d)
+		}
+	}
+	n.log.Info("SQS batch delivered", "messages", len(batch), "took", time.Since(start).Round(time.Millisecond))
 }
 
 // deliver invokes the target with one notification, retrying on error.

@@ -5,16 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/quick"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -355,5 +358,93 @@ func TestRetriesAndDisable(t *testing.T) {
 	f.flushed(t)
 	if st := f.n.Stats(); st.Failed != 1 || st.Delivered != 1 {
 		t.Errorf("stats: got %+v, want 1 delivered, 1 failed", st)
+	}
+}
+
+// sqsTarget decodes SQS batches, holds the first one until released, and
+// reports a chosen key's message failed the first time it sees it.
+type sqsTarget struct {
+	release chan struct{}
+	mu      sync.Mutex // guards the fields below
+	calls   int
+	sizes   []int
+	keys    []string // accepted, in order
+	failKey string
+	failed  bool
+}
+
+func (s *sqsTarget) Handle(_ context.Context, raw json.RawMessage) (any, error) {
+	<-s.release
+	b, err := s3event.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if b.Source != s3event.SourceSQS || len(b.Problems) > 0 {
+		return nil, fmt.Errorf("got %v with %v, want an SQS batch", b.Source, b.Problems)
+	}
+	s.sizes = append(s.sizes, len(b.MessageIDs))
+	// A pointer, as a typed Lambda handler returns it.
+	resp := &events.SQSEventResponse{}
+	for _, c := range b.Changes {
+		if c.Key == s.failKey && !s.failed {
+			s.failed = true
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: c.MessageID})
+			continue
+		}
+		s.keys = append(s.keys, c.Key)
+	}
+	return resp, nil
+}
+
+// TestSQSBatches checks BatchSize: what queues up while the target is busy
+// is delivered as SQS batches of at most BatchSize, and a message the target
+// reports failed is delivered again, alone.
+func TestSQSBatches(t *testing.T) {
+	t.Parallel()
+	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &sqsTarget{release: make(chan struct{}), failKey: "k3"}
+	var n *s3notify.Notifier
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.ServeHTTP(w, r) }))
+	t.Cleanup(hs.Close)
+	c := srv.Client(hs.URL)
+	n = s3notify.New(srv.Handler(), s3notify.HeadStat(c), target, s3notify.Config{BatchSize: 4, RetryDelay: time.Millisecond}, nil)
+	t.Cleanup(func() { n.Close(context.Background()) })
+
+	// k0 is taken alone while nothing else is queued; the target holds it
+	// until the other writes have queued behind it.
+	put(t, c, "k0", "0")
+	for i := 1; i < 10; i++ {
+		put(t, c, fmt.Sprintf("k%d", i), "x")
+	}
+	close(target.release)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	target.mu.Lock()
+	defer target.mu.Unlock()
+	sorted := slices.Clone(target.keys)
+	slices.Sort(sorted)
+	if want := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"}; !slices.Equal(sorted, want) {
+		t.Errorf("accepted keys: got %v, want %v once each", sorted, want)
+	}
+	// At least six notifications were queued when the target let the first
+	// batch go, so a full batch follows; k3 comes twice.
+	total := 0
+	for _, s := range target.sizes {
+		total += s
+	}
+	if slices.Max(target.sizes) != 4 || total != 11 {
+		t.Errorf("batch sizes: got %v, want batches of at most 4, one full, 11 messages in all", target.sizes)
+	}
+	if st := n.Stats(); st.Delivered != 10 || st.Failed != 0 {
+		t.Errorf("stats: got %+v, want 10 delivered", st)
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
+	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -94,6 +95,15 @@ type Options struct {
 	// OnEvent, when set, sees every S3 notification after its delivery to the
 	// worker (tests).
 	OnEvent func(s3notify.Delivery)
+	// CDN, when set, is the CDN the embedded worker invalidates (tests put
+	// a cache and a CloudFront stand-in there). The worker then waits
+	// SYNC_INTERVAL + SYNC_TIMEOUT between the journal and the CDN, as the
+	// deployed worker does.
+	CDN *cdn.Invalidator
+	// EventBatch above 1 delivers the notifications to the worker as SQS
+	// batches of up to that many, as the deployed queue does; default one
+	// notification per invocation.
+	EventBatch int
 }
 
 // Stack is a running local stack.
@@ -280,15 +290,22 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 		ln.Close()
 		return err
 	}
-	if wcfg.DistributionID != "" {
+	if opts.CDN.Enabled() {
+		wc.SettleDelay = wcfg.SyncInterval + wcfg.SyncTimeout
+	} else if wcfg.DistributionID != "" {
 		st.log.Warn("DISTRIBUTION_ID is set but the local stack has no CDN to invalidate; ignoring it")
 	}
-	st.Worker = purge.NewWorker(wc, journal, nil, st.log.With("component", "worker"))
+	var inv purge.Invalidator
+	if opts.CDN.Enabled() {
+		inv = opts.CDN
+	}
+	st.Worker = purge.NewWorker(wc, journal, inv, st.log.With("component", "worker"))
 
 	st.Notifier = s3notify.New(srv.Handler(), s3notify.HeadStat(st.Client), st.Worker, s3notify.Config{
 		Region:     st.Region,
 		Prefix:     wcfg.TilesPrefix, // the template's notification filter
 		OnDelivery: opts.OnEvent,
+		BatchSize:  opts.EventBatch,
 	}, st.log.With("component", "s3-events"))
 	st.Notifier.SetEnabled(false)
 	// Stop order (closers run last first): tiles, then the event queue

@@ -7,9 +7,15 @@
 // the server's clock (or Complete says so), and a CreateInvalidation that
 // would put more paths in progress than CloudFront allows is refused with
 // TooManyInvalidationsInProgress, as CloudFront does.
+//
+// With Options.Apply the server stands in for a real cache: each created
+// invalidation is handed to Apply (a Varnish ban, say), and it is reported
+// Completed only once Apply has succeeded, so a caller that waits for
+// Completed knows the cache no longer serves what it invalidated.
 package cdntest
 
 import (
+	"context"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -71,6 +77,13 @@ type Options struct {
 	// progress; defaults CloudFront's 15 and 3,000.
 	MaxWildcardPaths int
 	MaxExactPaths    int
+	// Apply, when set, applies each created invalidation to a cache. It is
+	// called once per invalidation, outside the request that created it
+	// (CloudFront answers InProgress at once and purges afterwards), and
+	// again after a short wait when it fails; the invalidation stays
+	// InProgress until a call succeeds, whatever the clock, Complete or
+	// CompleteAll say. ctx ends when the server closes.
+	Apply func(ctx context.Context, id string, paths []string) error
 }
 
 // Usage counts paths in progress.
@@ -89,6 +102,11 @@ type Server struct {
 	calls    map[string]int           // operation → calls
 	refused  int                      // creates refused for the limits
 	peak     Usage                    // most paths in progress at once
+	applyErr []error                  // failed Apply calls, in order
+
+	applyCtx  context.Context // ends when the server closes
+	stopApply context.CancelFunc
+	applying  sync.WaitGroup // Apply goroutines
 }
 
 type invalidation struct {
@@ -96,6 +114,7 @@ type invalidation struct {
 	paths         []string
 	created       time.Time
 	done          bool // completed explicitly
+	applied       bool // Options.Apply succeeded, or there is none
 }
 
 // New starts a server with default Options; it is closed when the test ends.
@@ -113,9 +132,52 @@ func NewWithOptions(t testing.TB, opts Options) *Server {
 		opts.MaxExactPaths = MaxExactPaths
 	}
 	s := &Server{opts: opts, byRef: map[string]*invalidation{}, calls: map[string]int{}}
+	s.applyCtx, s.stopApply = context.WithCancel(context.Background())
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// Close stops the server and the Apply calls in flight, and waits for them.
+func (s *Server) Close() {
+	s.Server.Close()
+	s.stopApply()
+	s.applying.Wait()
+}
+
+// ApplyErrors returns the errors of the failed Apply calls so far.
+func (s *Server) ApplyErrors() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]error(nil), s.applyErr...)
+}
+
+// applyRetry is the wait before Apply is called again after a failure.
+const applyRetry = 20 * time.Millisecond
+
+// apply hands inv to Options.Apply until it succeeds or the server closes,
+// then marks it applied.
+func (s *Server) apply(inv *invalidation) {
+	defer s.applying.Done()
+	for {
+		err := s.opts.Apply(s.applyCtx, inv.id, slices.Clone(inv.paths))
+		if err == nil {
+			s.mu.Lock()
+			inv.applied = true
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		s.applyErr = append(s.applyErr, fmt.Errorf("cdntest: apply invalidation %s: %w", inv.id, err))
+		s.mu.Unlock()
+		t := time.NewTimer(applyRetry)
+		select {
+		case <-s.applyCtx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Fail makes the next CreateInvalidation calls fail, in order, before calls
@@ -201,6 +263,9 @@ func (s *Server) Client() *cloudfront.Client {
 }
 
 func (s *Server) inProgressLocked(inv *invalidation) bool {
+	if !inv.applied {
+		return true
+	}
 	if inv.done {
 		return false
 	}
@@ -316,6 +381,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, dist string) {
 	var doc string
 	if fail == nil {
 		doc = s.invalidationXMLLocked(inv, true)
+	}
+	if fail == nil && !seen {
+		// Made by this call: applied already when there is nothing to apply.
+		inv.applied = s.opts.Apply == nil
+		if !inv.applied {
+			s.applying.Add(1)
+			go s.apply(inv)
+		}
 	}
 	s.mu.Unlock()
 	if fail != nil {
