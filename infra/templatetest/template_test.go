@@ -442,8 +442,9 @@ func TestLeastPrivilege(t *testing.T) {
 		// s3:prefix for a condition to match (with one, missing tiles are 403).
 		"s3:ListBucket " + wantBucketARN,
 	}
-	// The journal's writes from the tile function are admin purges.
-	adminGrant := "s3:PutObject " + wantBucketARN + "/" + journal + "*"
+	// The journal's writes from the tile function are admin purges, and so
+	// are its messages to the worker's queue (their CDN invalidations).
+	adminGrants := []string{"s3:PutObject " + wantBucketARN + "/" + journal + "*", "sqs:SendMessage " + getAtt("TileEventsQueue", "Arn")}
 	workerGrants := []string{
 		"s3:GetObject " + wantBucketARN + "/" + journal + "*",
 		// Unconditioned too: the journal reads keys that may be missing.
@@ -464,13 +465,14 @@ func TestLeastPrivilege(t *testing.T) {
 		wantTiles, wantWork []string
 	}{
 		{"no CDN", base, tilesGrants, workerGrants},
-		{"admin API", with("AdminToken", "s3cret"), plus(tilesGrants, adminGrant), workerGrants},
+		{"admin API", with("AdminToken", "s3cret"), plus(tilesGrants, adminGrants...), workerGrants},
 		{"CDN created", with("CreateCdn", "true", "UrlAuthType", "AWS_IAM"),
 			tilesGrants, plus(workerGrants, cdnGrants(dist+ref("Distribution"))...)},
-		{"CDN created, ID handed back", with("CreateCdn", "true", "UrlAuthType", "AWS_IAM", "DistributionId", "E2EXAMPLE"),
-			plus(tilesGrants, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, cdnGrants(dist+ref("Distribution"))...)},
+		// Only the worker talks to CloudFront, whatever the parameters.
+		{"CDN created, admin API", with("CreateCdn", "true", "UrlAuthType", "AWS_IAM", "AdminToken", "s3cret"),
+			plus(tilesGrants, adminGrants...), plus(workerGrants, cdnGrants(dist+ref("Distribution"))...)},
 		{"external CDN, admin API", with("DistributionId", "E2EXAMPLE", "AdminToken", "s3cret"),
-			plus(tilesGrants, adminGrant, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants, cdnGrants(dist+"E2EXAMPLE")...)},
+			plus(tilesGrants, adminGrants...), plus(workerGrants, cdnGrants(dist+"E2EXAMPLE")...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tpl := open(t, tc.params)
@@ -540,23 +542,37 @@ func TestEnvironmentMatchesConfig(t *testing.T) {
 	}
 }
 
-func TestDistributionIDHandedToFunctions(t *testing.T) {
+// TestOneDeployOnlyTheWorkerInvalidates: the worker gets the created
+// distribution's ID by reference; the tile function gets none (no second
+// deploy) and hands its admin purges' invalidations to the worker's queue.
+func TestOneDeployOnlyTheWorkerInvalidates(t *testing.T) {
 	t.Parallel()
-	tpl := open(t, map[string]string{"CreateCdn": "true", "UrlAuthType": "AWS_IAM"})
-	if got := function(t, tpl, "SyncWorker").Environment.Variables["DISTRIBUTION_ID"]; got != ref("Distribution") {
-		t.Errorf("worker DISTRIBUTION_ID %q, want %s", got, ref("Distribution"))
+	for _, params := range []map[string]string{
+		{"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "AdminToken": "s3cret"},
+		{"DistributionId": "E2EXAMPLE", "AdminToken": "s3cret"},
+	} {
+		tpl := open(t, params)
+		want := ref("Distribution")
+		if params["DistributionId"] != "" {
+			want = params["DistributionId"]
+		}
+		if got := function(t, tpl, "SyncWorker").Environment.Variables["DISTRIBUTION_ID"]; got != want {
+			t.Errorf("%v: worker DISTRIBUTION_ID %q, want %s", params, got, want)
+		}
+		tiles := function(t, tpl, "TilesFunction").Environment.Variables
+		if got, ok := tiles["DISTRIBUTION_ID"]; ok {
+			t.Errorf("%v: tile function DISTRIBUTION_ID %q, want none", params, got)
+		}
+		if got := tiles["PURGE_QUEUE_URL"]; got != ref("TileEventsQueue") {
+			t.Errorf("%v: tile function PURGE_QUEUE_URL %q, want %s", params, got, ref("TileEventsQueue"))
+		}
+		if _, ok := tpl.Outputs["DistributionIdForTilesFunction"]; ok {
+			t.Errorf("%v: an output for a second deploy", params)
+		}
 	}
-	// The tile function is the distribution's origin: it gets the ID through the
-	// DistributionId parameter on a second deploy, never by reference (a cycle).
-	if got := function(t, tpl, "TilesFunction").Environment.Variables["DISTRIBUTION_ID"]; got != "" {
-		t.Errorf("tile function DISTRIBUTION_ID %q, want the (empty) parameter", got)
-	}
-	tpl = open(t, map[string]string{"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "DistributionId": "E2EXAMPLE"})
-	if got := function(t, tpl, "TilesFunction").Environment.Variables["DISTRIBUTION_ID"]; got != "E2EXAMPLE" {
-		t.Errorf("tile function DISTRIBUTION_ID %q, want E2EXAMPLE", got)
-	}
-	if _, ok := tpl.Outputs["DistributionIdForTilesFunction"]; !ok {
-		t.Error("no DistributionIdForTilesFunction output to hand back")
+	// Without the admin API there is nothing to hand over.
+	if got := function(t, open(t, nil), "TilesFunction").Environment.Variables["PURGE_QUEUE_URL"]; got != "" {
+		t.Errorf("PURGE_QUEUE_URL %q without an admin token, want empty", got)
 	}
 }
 
