@@ -112,13 +112,13 @@ type Request struct {
 }
 
 // PrefixRequest is the purge of every key under prefix, as the admin API
-// asks for it: the prefix and the names it derives (see DerivedOfPrefix),
+// asks for it: the prefix and the names it derives (see derivedOfPrefix),
 // coalesced, as open prefixes.
-func PrefixRequest(prefix, source, batchID string) Request {
+func PrefixRequest(prefix, source, id string) Request {
 	return Request{
-		Prefixes: Coalesce(append([]string{prefix}, DerivedOfPrefix(prefix)...), CoalesceConfig{}),
+		Prefixes: Coalesce(append([]string{prefix}, derivedOfPrefix(prefix)...), CoalesceConfig{}),
 		Source:   source,
-		BatchID:  batchID,
+		BatchID:  id,
 	}
 }
 
@@ -228,10 +228,10 @@ func (r Request) targets() []string {
 	return t
 }
 
-// Derived lists what else a change of key changes, beyond key itself: an
+// derived lists what else a change of key changes, beyond key itself: an
 // archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, and
 // a tile directory's NAME/metadata.json is that TileJSON too.
-func Derived(key string) []string {
+func derived(key string) []string {
 	if name, ok := strings.CutSuffix(key, ".pmtiles"); ok && name != "" && !strings.Contains(name, "/") {
 		return []string{name + "/", name + ".json"}
 	}
@@ -241,12 +241,12 @@ func Derived(key string) []string {
 	return nil
 }
 
-// DerivedOfPrefix is Derived for every key under prefix that prefix alone
+// derivedOfPrefix is derived for every key under prefix that prefix alone
 // does not cover: a prefix that ends inside an archive's name ("osm.pm")
 // derives its tileset and TileJSON, one that ends inside a tileset
 // directory's metadata.json ("osm/", "osm/meta") its TileJSON. A shorter
 // prefix ("os") covers those names itself.
-func DerivedOfPrefix(prefix string) []string {
+func derivedOfPrefix(prefix string) []string {
 	if name, rest, ok := strings.Cut(prefix, "/"); ok {
 		if name != "" && strings.HasPrefix("metadata.json", rest) {
 			return []string{name + ".json"}

@@ -37,7 +37,7 @@ func TestDerivedOfPrefix(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.prefix, func(t *testing.T) {
 			t.Parallel()
-			if got := DerivedOfPrefix(tt.prefix); !slices.Equal(got, tt.want) {
+			if got := derivedOfPrefix(tt.prefix); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})

@@ -138,7 +138,7 @@ func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 	keys := make([]string, 0, len(latest))
 	for _, c := range latest {
 		keys = append(keys, c.Key)
-		keys = append(keys, Derived(c.Key)...)
+		keys = append(keys, derived(c.Key)...)
 	}
 	res.Prefixes = Coalesce(keys, w.cfg.Coalesce)
 	w.cfg.Metrics.Notifications(res.Changes)
@@ -230,7 +230,7 @@ func (w *Worker) purge(ctx context.Context, changes []s3event.Change, handed []h
 		return ownErr
 	}
 	if own {
-		r := Request{Prefixes: res.Prefixes, Keys: true, BatchID: BatchID(changes)}
+		r := Request{Prefixes: res.Prefixes, Keys: true, BatchID: batchID(changes)}
 		out, err := w.p.InvalidateNow(ctx, Invalidation{Targets: r.targets(), BatchID: r.BatchID})
 		res.Paths, res.Throttled = out.Paths, out.Throttled
 		if err != nil {
@@ -265,10 +265,10 @@ func (noMetrics) InvalidationsIssued(int)            {}
 func (noMetrics) InvalidationsThrottled(int)         {}
 func (noMetrics) Flush(time.Time) error              { return nil }
 
-// BatchID names a batch by its changes (bucket, key and sequencer of each), so
+// batchID names a batch by its changes (bucket, key and sequencer of each), so
 // a redelivered batch gets the same CDN caller reference and a new change a
 // new one.
-func BatchID(changes []s3event.Change) string {
+func batchID(changes []s3event.Change) string {
 	lines := make([]string, 0, len(changes))
 	for _, c := range changes {
 		lines = append(lines, c.Bucket+"\x00"+c.Key+"\x00"+c.Sequencer)
