@@ -25,6 +25,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/worker/app"
 )
 
 func envOf(m map[string]string) config.Env { return func(k string) string { return m[k] } }
@@ -43,12 +44,12 @@ func TestBuildAndHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := build(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard,
+	w, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.DiscardHandler), MetricsOut: io.Discard, AWS: []func(*awsconfig.LoadOptions) error{
 		awsconfig.WithRegion(s3local.DefaultRegion),
 		awsconfig.WithCredentialsProvider(s3e.Credentials()),
 		awsconfig.WithBaseEndpoint(cf.URL), // CloudFront; S3 has its own endpoint
 		awsconfig.WithSharedConfigFiles(nil), awsconfig.WithSharedCredentialsFiles(nil),
-	)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestBuildAndHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Handle(context.Background(), raw); err != nil {
+	if _, err := w.Handle(context.Background(), app.Event(raw)); err != nil {
 		t.Fatal(err)
 	}
 	j := purge.NewJournal(s3e.Client, "tiles", "_tilesieve/journal/", purge.JournalOptions{})
@@ -102,11 +103,11 @@ func TestInvocationLogsAndMetrics(t *testing.T) {
 	out := &obs.LineWriter{W: &buf}
 	env := obs.NewEnvironment()
 	log := slog.New(env.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
-	w, err := build(context.Background(), cfg, log, out,
+	w, err := app.New(context.Background(), cfg, app.Options{Logger: log, MetricsOut: out, AWS: []func(*awsconfig.LoadOptions) error{
 		awsconfig.WithRegion(s3local.DefaultRegion),
 		awsconfig.WithCredentialsProvider(s3e.Credentials()),
 		awsconfig.WithSharedConfigFiles(nil), awsconfig.WithSharedCredentialsFiles(nil),
-	)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestInvocationLogsAndMetrics(t *testing.T) {
 	for i, id := range []string{"req-1", "req-2"} {
 		buf.Reset()
 		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
-		if _, err := handle(ctx, raw); err != nil {
+		if _, err := handle(ctx, app.Event(raw)); err != nil {
 			t.Fatal(err)
 		}
 		var logs []map[string]any
@@ -151,7 +152,7 @@ func TestInvocationLogsAndMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Namespace != "maps" || d.DimValues[obs.DimFunctionName] != defaultFunctionName ||
+		if d.Namespace != "maps" || d.DimValues[obs.DimFunctionName] != app.DefaultFunctionName ||
 			d.Numbers[obs.MetricNotifications] != 1 || d.Numbers[obs.MetricPrefixes] != 1 {
 			t.Errorf("%s: metrics %+v", id, d)
 		}

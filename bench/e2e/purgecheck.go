@@ -14,6 +14,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 )
 
@@ -104,7 +105,7 @@ func RunCheckCost(ctx context.Context, interval time.Duration, backlogs []int, r
 		return CheckCost{}, err
 	}
 	defer stop()
-	w := purge.NewWorker(purge.WorkerConfig{Bucket: Bucket}, purge.NewJournal(l.Client, Bucket, "_tilesieve/journal/", purge.JournalOptions{}), nil, log)
+	w := purge.NewWorker(purge.WorkerConfig{Bucket: Bucket}, purge.NewPurger(purge.NewJournal(l.Client, Bucket, "_tilesieve/journal/", purge.JournalOptions{}), purge.PurgerConfig{}, log), log)
 	c := HTTPClient()
 	var last time.Time // when the last request was sent
 	get := func() (string, time.Duration, error) {
@@ -121,7 +122,7 @@ func RunCheckCost(ctx context.Context, interval time.Duration, backlogs []int, r
 		return resp.Header.Get("ETag"), time.Since(last), nil
 	}
 	// Warm: the tile in both tiers, the follower's ETag of the head known.
-	if _, err := w.Handle(ctx, s3Event(Bucket, "warm/0.jpg", 1)); err != nil {
+	if _, err := handleEvent(ctx, w, s3Event(Bucket, "warm/0.jpg", 1)); err != nil {
 		return CheckCost{}, err
 	}
 	for range 2 {
@@ -142,7 +143,7 @@ func RunCheckCost(ctx context.Context, interval time.Duration, backlogs []int, r
 			want := ""
 			if k > 0 {
 				for i := 1; i < k; i++ {
-					if _, err := w.Handle(ctx, s3Event(Bucket, fmt.Sprintf("backlog/%d/%d/%d.jpg", k, rep, i), i)); err != nil {
+					if _, err := handleEvent(ctx, w, s3Event(Bucket, fmt.Sprintf("backlog/%d/%d/%d.jpg", k, rep, i), i)); err != nil {
 						return res, err
 					}
 				}
@@ -150,7 +151,7 @@ func RunCheckCost(ctx context.Context, interval time.Duration, backlogs []int, r
 				if want, err = put(version); err != nil {
 					return res, err
 				}
-				if _, err := w.Handle(ctx, s3Event(Bucket, purgeKey, version)); err != nil {
+				if _, err := handleEvent(ctx, w, s3Event(Bucket, purgeKey, version)); err != nil {
 					return res, err
 				}
 			}
@@ -171,4 +172,15 @@ func RunCheckCost(ctx context.Context, interval time.Duration, backlogs []int, r
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil
+}
+
+// handleEvent runs one raw S3 event through w, as the worker's Lambda
+// handler does for a direct invoke: the purge's error, if any.
+func handleEvent(ctx context.Context, w *purge.Worker, raw []byte) (purge.Result, error) {
+	b, err := s3event.Decode(raw)
+	if err != nil {
+		return purge.Result{}, err
+	}
+	res := w.Process(ctx, b)
+	return res, res.Err
 }

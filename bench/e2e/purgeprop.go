@@ -154,7 +154,7 @@ func RunPurgeSpec(ctx context.Context, sp PurgeSpec) (PurgeRun, error) {
 	}
 	wfront := NewS3Counter(l.S3.Handler())
 	defer wfront.Close()
-	w := purge.NewWorker(purge.WorkerConfig{Bucket: Bucket}, purge.NewJournal(newS3Client(wfront.URL(), l.S3), Bucket, "_tilesieve/journal/", purge.JournalOptions{}), nil, log)
+	w := purge.NewWorker(purge.WorkerConfig{Bucket: Bucket}, purge.NewPurger(purge.NewJournal(newS3Client(wfront.URL(), l.S3), Bucket, "_tilesieve/journal/", purge.JournalOptions{}), purge.PurgerConfig{}, log), log)
 	bound := sp.SyncInterval + timeout
 
 	// Pollers: each instance's own client, one GET every poll.
@@ -251,7 +251,7 @@ func RunPurgeSpec(ctx context.Context, sp PurgeSpec) (PurgeRun, error) {
 			idleFrom := time.Now()
 			time.Sleep(2 * sp.Poll)
 			for i := 1; i < sp.Backlog; i++ {
-				if _, err := w.Handle(ctx, s3Event(Bucket, fmt.Sprintf("backlog/%d/%d.jpg", trial, i), i)); err != nil {
+				if _, err := handleEvent(ctx, w, s3Event(Bucket, fmt.Sprintf("backlog/%d/%d.jpg", trial, i), i)); err != nil {
 					return run, fmt.Errorf("worker (backlog): %w", err)
 				}
 				run.Appends++
@@ -276,7 +276,7 @@ func RunPurgeSpec(ctx context.Context, sp PurgeSpec) (PurgeRun, error) {
 		want = newTag
 		mu.Unlock()
 		ws := time.Now()
-		if _, err := w.Handle(ctx, s3Event(Bucket, purgeKey, trial)); err != nil {
+		if _, err := handleEvent(ctx, w, s3Event(Bucket, purgeKey, trial)); err != nil {
 			return run, fmt.Errorf("worker: %w", err)
 		}
 		run.Appends++

@@ -254,7 +254,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	if r := a.Purge; r != nil {
 		fmt.Fprintf(&b, "### 5. Purge propagation\n\n")
 		fmt.Fprintf(&b, "%d tile function instances in one process (`app.NewWithOrigin`: each its own memory and disk tiers and journal follower), each served on its own loopback port and polled by its own client every 20 ms, "+
-			"and each talking to S3 through a loopback front of its own that counts its requests at the HTTP level; one bucket in s3local. A trial PUTs a new version of a cached tile, hands the S3 `ObjectCreated:Put` event to `purge.NewWorker`'s `Handle` (journal append; "+
+			"and each talking to S3 through a loopback front of its own that counts its requests at the HTTP level; one bucket in s3local. A trial PUTs a new version of a cached tile, hands the S3 `ObjectCreated:Put` event to `purge.Worker`'s `Process` (journal append; "+
 			"S3's own event delivery delay is not included), and stops the clock when every instance has answered with the new ETag. The follower rides on requests, as on Lambda. Scenarios:\n\n", r.Instances)
 		b.WriteString("- **steady**: a trial first waits a random fraction of SYNC_INTERVAL, so uploads do not arrive in step with the checks.\n")
 		b.WriteString("- **backlog**: the instances get no requests (as a frozen Lambda instance gets none) while the worker records that many entries, 1 less of other tiles' purges and then the upload's; the instances are woken right after the upload's entry, at least SYNC_INTERVAL after their last request.\n")

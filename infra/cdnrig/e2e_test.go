@@ -261,7 +261,6 @@ func TestThroughTheCache(t *testing.T) {
 	})
 
 	t.Run("after an admin purge", func(t *testing.T) {
-		t.Skip("needs admin purges through the worker: the tile function's own admin purge does not reach the local stack's CDN")
 		key := stormKey(1, 0)
 		u := "/" + key
 		warm(t, l, u, tileBytes(key, "v1"))

@@ -477,9 +477,10 @@ func TestLeastPrivilege(t *testing.T) {
 			// s3:prefix for a condition to match (with one, missing tiles are 403).
 			"s3:ListBucket "+bucketARN)
 	}
-	// The journal's writes from the tile function are admin purges.
-	adminGrant := "s3:PutObject " + wantBucketARN + "/" + journal + "*"
+	// The journal's writes from the tile function are admin purges, and so
+	// are its messages to the worker's queue (their CDN invalidations).
 	queue := getAtt("TileEventsQueue", "Arn")
+	adminGrants := []string{"s3:PutObject " + wantBucketARN + "/" + journal + "*", "sqs:SendMessage " + queue}
 	workerGrants := func(bucketARN string) []string {
 		return append(logs("WorkerLogGroup"),
 			"s3:GetObject "+bucketARN+"/"+journal+"*",
@@ -505,12 +506,13 @@ func TestLeastPrivilege(t *testing.T) {
 		wantTiles, wantWork []string
 	}{
 		{"CDN (the default)", base, plus(tilesGrants(own)), plus(workerGrants(own), cdnGrants(dist+ref("Distribution"))...)},
-		{"CDN, ID handed back", with(base, "DistributionId", "E2EXAMPLE"),
-			plus(tilesGrants(own), "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants(own), cdnGrants(dist+ref("Distribution"))...)},
+		// Only the worker talks to CloudFront, whatever the parameters.
+		{"CDN, admin API", with(base, "AdminToken", "s3cret"),
+			plus(tilesGrants(own), adminGrants...), plus(workerGrants(own), cdnGrants(dist+ref("Distribution"))...)},
 		{"public URL, no CDN", public, plus(tilesGrants(own)), plus(workerGrants(own))},
-		{"admin API", with(public, "AdminToken", "s3cret"), plus(tilesGrants(own), adminGrant), plus(workerGrants(own))},
+		{"admin API", with(public, "AdminToken", "s3cret"), plus(tilesGrants(own), adminGrants...), plus(workerGrants(own))},
 		{"external CDN, admin API", with(public, "DistributionId", "E2EXAMPLE", "AdminToken", "s3cret"),
-			plus(tilesGrants(own), adminGrant, "cloudfront:CreateInvalidation "+dist+"E2EXAMPLE"), plus(workerGrants(own), cdnGrants(dist+"E2EXAMPLE")...)},
+			plus(tilesGrants(own), adminGrants...), plus(workerGrants(own), cdnGrants(dist+"E2EXAMPLE")...)},
 		{"existing bucket", with(base, "ExistingBucket", "my-maps"),
 			plus(tilesGrants(theirs)), plus(workerGrants(theirs), cdnGrants(dist+ref("Distribution"))...)},
 	} {
@@ -582,23 +584,37 @@ func TestEnvironmentMatchesConfig(t *testing.T) {
 	}
 }
 
-func TestDistributionIDHandedToFunctions(t *testing.T) {
+// TestOneDeployOnlyTheWorkerInvalidates: the worker gets the created
+// distribution's ID by reference; the tile function gets none (no second
+// deploy) and hands its admin purges' invalidations to the worker's queue.
+func TestOneDeployOnlyTheWorkerInvalidates(t *testing.T) {
 	t.Parallel()
-	tpl := open(t, map[string]string{"CreateCdn": "true", "UrlAuthType": "AWS_IAM"})
-	if got := function(t, tpl, "SyncWorker").Environment.Variables["DISTRIBUTION_ID"]; got != ref("Distribution") {
-		t.Errorf("worker DISTRIBUTION_ID %q, want %s", got, ref("Distribution"))
+	for _, params := range []map[string]string{
+		{"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "AdminToken": "s3cret"},
+		{"CreateCdn": "false", "UrlAuthType": "NONE", "DistributionId": "E2EXAMPLE", "AdminToken": "s3cret"},
+	} {
+		tpl := open(t, params)
+		want := ref("Distribution")
+		if params["DistributionId"] != "" {
+			want = params["DistributionId"]
+		}
+		if got := function(t, tpl, "SyncWorker").Environment.Variables["DISTRIBUTION_ID"]; got != want {
+			t.Errorf("%v: worker DISTRIBUTION_ID %q, want %s", params, got, want)
+		}
+		tiles := function(t, tpl, "TilesFunction").Environment.Variables
+		if got, ok := tiles["DISTRIBUTION_ID"]; ok {
+			t.Errorf("%v: tile function DISTRIBUTION_ID %q, want none", params, got)
+		}
+		if got := tiles["PURGE_QUEUE_URL"]; got != ref("TileEventsQueue") {
+			t.Errorf("%v: tile function PURGE_QUEUE_URL %q, want %s", params, got, ref("TileEventsQueue"))
+		}
+		if _, ok := tpl.Outputs["DistributionIdForTilesFunction"]; ok {
+			t.Errorf("%v: an output for a second deploy", params)
+		}
 	}
-	// The tile function is the distribution's origin: it gets the ID through the
-	// DistributionId parameter on a second deploy, never by reference (a cycle).
-	if got := function(t, tpl, "TilesFunction").Environment.Variables["DISTRIBUTION_ID"]; got != "" {
-		t.Errorf("tile function DISTRIBUTION_ID %q, want the (empty) parameter", got)
-	}
-	tpl = open(t, map[string]string{"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "DistributionId": "E2EXAMPLE"})
-	if got := function(t, tpl, "TilesFunction").Environment.Variables["DISTRIBUTION_ID"]; got != "E2EXAMPLE" {
-		t.Errorf("tile function DISTRIBUTION_ID %q, want E2EXAMPLE", got)
-	}
-	if _, ok := tpl.Outputs["DistributionIdForTilesFunction"]; !ok {
-		t.Error("no DistributionIdForTilesFunction output to hand back")
+	// Without the admin API there is nothing to hand over.
+	if got := function(t, open(t, nil), "TilesFunction").Environment.Variables["PURGE_QUEUE_URL"]; got != "" {
+		t.Errorf("PURGE_QUEUE_URL %q without an admin token, want empty", got)
 	}
 }
 

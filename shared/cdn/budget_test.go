@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
+	"github.com/aws/aws-sdk-go-v2/service/cloudfront/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
@@ -57,23 +60,30 @@ func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2025, 3, 14, 9
 // them from CloudFront.
 func fill(t *testing.T, srv *cdntest.Server, n int, tag string) {
 	t.Helper()
-	other := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, MaxAttempts: 1}, nil)
-	var prefixes []string
+	var paths []string
 	for i := range n {
-		prefixes = append(prefixes, fmt.Sprintf("%s%d/", tag, i))
+		paths = append(paths, fmt.Sprintf("/%s%d/*", tag, i))
 	}
-	if _, err := other.Invalidate(context.Background(), prefixes, "fill-"+tag); err != nil {
+	if err := create(srv, "fill-"+tag, paths...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// halve is a Fit that keeps every other target, until the batch fits.
-func halve(targets []string, free cdn.Usage) ([]string, bool) {
-	for len(targets) > free.Wildcard && len(targets) > 1 {
-		targets = targets[:len(targets)/2]
-	}
-	return targets, len(targets) <= free.Wildcard
+// create makes one invalidation of paths on the stand-in straight through
+// the CloudFront API, as another worker would, with no budget of its own.
+func create(srv *cdntest.Server, ref string, paths ...string) error {
+	_, err := srv.Client().CreateInvalidation(context.Background(), &cloudfront.CreateInvalidationInput{
+		DistributionId: aws.String(dist),
+		InvalidationBatch: &types.InvalidationBatch{
+			CallerReference: aws.String(ref),
+			Paths:           &types.Paths{Quantity: aws.Int32(int32(len(paths))), Items: paths},
+		},
+	}, func(o *cloudfront.Options) { o.Retryer = aws.NopRetryer{} })
+	return err
 }
+
+// truncate is a Shrink that keeps the first limit targets.
+func truncate(targets []string, limit int) []string { return targets[:min(limit, len(targets))] }
 
 func dirs(n int) []string {
 	var out []string
@@ -88,10 +98,10 @@ func TestStandInRefusesPastTheLimits(t *testing.T) {
 	srv := cdntest.NewWithOptions(t, cdntest.Options{Manual: true})
 	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, MaxAttempts: 1}, nil)
 	ctx := context.Background()
-	if _, err := inv.Invalidate(ctx, dirs(15), "a"); err != nil {
+	if err := create(srv, "a", cdn.Paths("", dirs(15))...); err != nil {
 		t.Fatal(err)
 	}
-	_, err := inv.Invalidate(ctx, []string{"x/"}, "b")
+	err := create(srv, "b", "/x/*")
 	var api smithy.APIError
 	if !errors.As(err, &api) || api.ErrorCode() != "TooManyInvalidationsInProgress" {
 		t.Fatalf("16th wildcard: got %v, want TooManyInvalidationsInProgress", err)
@@ -104,7 +114,7 @@ func TestStandInRefusesPastTheLimits(t *testing.T) {
 		t.Errorf("exact paths with the wildcards used up: %v", err)
 	}
 	srv.CompleteAll()
-	if _, err := inv.Invalidate(ctx, []string{"x/"}, "b"); err != nil {
+	if _, err := inv.InvalidateTargets(ctx, []string{"x/"}, "b", nil); err != nil {
 		t.Errorf("after completion: %v", err)
 	}
 	if got := srv.Peak(); got.Wildcard != 15 || got.Exact != 2 {
@@ -167,10 +177,9 @@ func TestInProgressCountsAndCaches(t *testing.T) {
 func TestInProgressBoundsListPages(t *testing.T) {
 	t.Parallel()
 	srv := cdntest.NewWithOptions(t, cdntest.Options{Manual: true, MaxWildcardPaths: 1000})
-	other := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, MaxAttempts: 1}, nil)
 	ctx := context.Background()
 	for i := range 150 {
-		if _, err := other.Invalidate(ctx, []string{fmt.Sprintf("k/%d/", i)}, fmt.Sprint(i)); err != nil {
+		if err := create(srv, fmt.Sprint(i), fmt.Sprintf("/k/%d/*", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -201,12 +210,12 @@ func TestInvalidateTargetsCoalescesToFit(t *testing.T) {
 	srv := cdntest.NewWithOptions(t, cdntest.Options{Manual: true})
 	fill(t, srv, 10, "a")
 	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist}, nil)
-	out, err := inv.InvalidateTargets(context.Background(), dirs(8), "b", halve)
+	out, err := inv.InvalidateTargets(context.Background(), dirs(8), "b", truncate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := cdn.Paths("", dirs(4)); !slices.Equal(out.Paths, want) {
-		t.Errorf("paths %q, want %q (8 halved to fit the 5 left)", out.Paths, want)
+	if want := cdn.Paths("", dirs(5)); !slices.Equal(out.Paths, want) {
+		t.Errorf("paths %q, want %q (8 shrunk to fit the 5 left)", out.Paths, want)
 	}
 	if out.Throttled != 0 {
 		t.Errorf("throttled %d, want 0: it fitted without a wait or a refusal", out.Throttled)
@@ -223,7 +232,7 @@ func TestInvalidateTargetsWaitsForCompletion(t *testing.T) {
 	fill(t, srv, 15, "a")
 	sl := &sleeper{clock: clock}
 	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, Sleep: sl.Sleep}, nil)
-	out, err := inv.InvalidateTargets(context.Background(), dirs(3), "b", halve)
+	out, err := inv.InvalidateTargets(context.Background(), dirs(3), "b", truncate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +253,7 @@ func TestInvalidateTargetsGivesUp(t *testing.T) {
 	fill(t, srv, 15, "a")
 	sl := &sleeper{clock: newClock()}
 	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, Sleep: sl.Sleep, BudgetWait: 30 * time.Second}, nil)
-	out, err := inv.InvalidateTargets(context.Background(), dirs(2), "b", halve)
+	out, err := inv.InvalidateTargets(context.Background(), dirs(2), "b", truncate)
 	if !errors.Is(err, cdn.ErrNoBudget) {
 		t.Fatalf("got %v, want ErrNoBudget", err)
 	}
@@ -263,7 +272,7 @@ func TestInvalidateTargetsGivesUp(t *testing.T) {
 	inv = cdn.New(srv.Client(), cdn.Config{DistributionID: dist, Sleep: sl2.Sleep, Reserve: time.Hour}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if _, err := inv.InvalidateTargets(ctx, dirs(1), "c", halve); !errors.Is(err, cdn.ErrNoBudget) {
+	if _, err := inv.InvalidateTargets(ctx, dirs(1), "c", truncate); !errors.Is(err, cdn.ErrNoBudget) {
 		t.Fatalf("got %v, want ErrNoBudget", err)
 	}
 	if sl2.slept() != 0 {

@@ -3,11 +3,16 @@
 // from the batch so that a retried batch is not invalidated (and charged)
 // twice, and a bounded, jittered retry when CloudFront throttles.
 //
-// A coalesced batch (InvalidateTargets) keeps within CloudFront's budget of
-// paths in progress per distribution, across invocations: it counts the paths
-// of the invalidations still in progress, lets the caller coalesce further
-// until the batch fits, and waits within its deadline when nothing fits.
-// Directories become wildcard paths, single keys exact ones.
+// A batch (InvalidateTargets) keeps within CloudFront's budget of paths in
+// progress per distribution, across invocations and concurrent callers: it
+// counts the paths of the invalidations still in progress, shrinks the batch
+// through the caller's Shrink until it fits, and waits within its deadline
+// when nothing fits. Directories and open prefixes become wildcard paths,
+// single keys exact ones.
+//
+// The package knows nothing of how targets are coalesced: the caller (the
+// purge pipeline) hands its coalescer in as a Shrink, so dependencies point
+// one way, from purge to cdn.
 package cdn
 
 import (
@@ -29,6 +34,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/tilesieve/tilesieve/shared/wait"
 )
 
 // Config configures an Invalidator.
@@ -65,7 +72,7 @@ type Config struct {
 	// in progress are recent.
 	MaxListPages int
 	// Sleep waits d or until ctx ends; tests inject a clock through it.
-	// Default: a timer.
+	// Default: wait.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
@@ -93,7 +100,8 @@ type Usage struct {
 	Exact    int
 }
 
-func (u Usage) add(o Usage) Usage { return Usage{u.Wildcard + o.Wildcard, u.Exact + o.Exact} }
+// Add sums two counts.
+func (u Usage) Add(o Usage) Usage { return Usage{u.Wildcard + o.Wildcard, u.Exact + o.Exact} }
 
 // Outcome is what InvalidateTargets did.
 type Outcome struct {
@@ -106,10 +114,10 @@ type Outcome struct {
 	Throttled int
 }
 
-// Fit shrinks a batch's targets (coalescing further upward) so that it needs
-// at most free.Wildcard wildcard and free.Exact exact paths; ok is false when
-// it cannot.
-type Fit func(targets []string, free Usage) (fitted []string, ok bool)
+// Shrink coalesces a batch's targets further upward into at most limit
+// targets that still cover all of them (purge.CoalesceConfig.Shrink is one).
+// InvalidateTargets lowers limit until the batch fits the budget left.
+type Shrink func(targets []string, limit int) []string
 
 // Invalidator issues CloudFront invalidations. A nil or disabled Invalidator
 // does nothing. Safe for concurrent use.
@@ -149,7 +157,7 @@ func New(api *cloudfront.Client, cfg Config, log *slog.Logger) *Invalidator {
 		cfg.MaxListPages = DefaultListPages
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = wait.Sleep
 	}
 	cfg.PathPrefix = normPathPrefix(cfg.PathPrefix)
 	if log == nil {
@@ -158,45 +166,21 @@ func New(api *cloudfront.Client, cfg Config, log *slog.Logger) *Invalidator {
 	return &Invalidator{api: api, cfg: cfg, log: log, known: map[string]Usage{}}
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // Enabled reports whether a distribution is configured.
 func (v *Invalidator) Enabled() bool { return v != nil && v.cfg.DistributionID != "" }
 
-// Invalidate purges the distribution for arbitrary key prefixes (the admin
-// API's) with one CreateInvalidation call, every prefix a wildcard path, and
-// returns the paths it sent. batchID names the batch: the same batchID and
-// prefixes give the same caller reference, so CloudFront answers a repeat
-// with the invalidation it already made. It retries throttling,
-// TooManyInvalidationsInProgress and server errors up to MaxAttempts, and
-// stops when ctx ends. A disabled Invalidator returns nil, nil.
-func (v *Invalidator) Invalidate(ctx context.Context, prefixes []string, batchID string) ([]string, error) {
-	if !v.Enabled() || len(prefixes) == 0 {
-		return nil, nil
-	}
-	paths := PrefixPaths(v.cfg.PathPrefix, prefixes)
-	_, err := v.create(ctx, paths, batchID)
-	return paths, err
-}
-
-// InvalidateTargets purges the distribution for a coalesced batch: targets
-// that are directories ("a/b/", or "" for everything) become wildcard paths,
-// single keys exact paths. Before creating the invalidation it counts the
-// paths still in progress on the distribution; when the batch does not fit in
-// what is left, fit (which may be nil) coalesces it further. When nothing
-// fits it waits with backoff, within BudgetWait and ctx's deadline less
-// Reserve, and then fails with ErrNoBudget. Its Outcome says which paths it
-// sent (or meant to send) and how often CloudFront held it back.
-func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, batchID string, fit Fit) (Outcome, error) {
+// InvalidateTargets purges the distribution for a coalesced batch (see Paths
+// for how targets become paths). batchID names the batch: the same batchID
+// and paths give the same caller reference, so CloudFront answers a repeat
+// with the invalidation it already made. Before creating the invalidation it
+// counts the paths still in progress on the distribution; when the batch does
+// not fit in what is left, shrink (which may be nil) coalesces it further.
+// When nothing fits it waits with backoff, within BudgetWait and ctx's
+// deadline less Reserve, and then fails with ErrNoBudget. CreateInvalidation
+// is retried on throttling, TooManyInvalidationsInProgress and server errors
+// up to MaxAttempts. Its Outcome says which paths it sent (or meant to send)
+// and how often CloudFront held it back. A disabled Invalidator does nothing.
+func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, batchID string, shrink Shrink) (Outcome, error) {
 	var out Outcome
 	if !v.Enabled() || len(targets) == 0 {
 		return out, nil
@@ -213,13 +197,7 @@ func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, b
 			return out, err
 		}
 		free := Usage{Wildcard: v.cfg.MaxWildcardPaths - used.Wildcard, Exact: v.cfg.MaxExactPaths - used.Exact}
-		batch := targets
-		fits := within(count(Paths(v.cfg.PathPrefix, batch)), free)
-		if !fits && fit != nil && free.Wildcard >= 0 && free.Exact >= 0 {
-			if f, ok := fit(targets, free); ok {
-				batch, fits = f, within(count(Paths(v.cfg.PathPrefix, f)), free)
-			}
-		}
+		batch, fits := Fit(v.cfg.PathPrefix, targets, free, shrink)
 		if fits {
 			paths := Paths(v.cfg.PathPrefix, batch)
 			if len(batch) != len(targets) {
@@ -245,10 +223,29 @@ func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, b
 	}
 }
 
+// Fit returns targets as they are when their paths (under pathPrefix) fit in
+// free, or else shrunk through shrink to ever fewer entries until they do;
+// ok is false, with targets unchanged, when none does.
+func Fit(pathPrefix string, targets []string, free Usage, shrink Shrink) (batch []string, ok bool) {
+	if within(Count(Paths(pathPrefix, targets)), free) {
+		return targets, true
+	}
+	if shrink == nil || free.Wildcard < 0 || free.Exact < 0 {
+		return targets, false
+	}
+	for limit := len(targets) - 1; limit >= 1; limit-- {
+		if t := shrink(targets, limit); within(Count(Paths(pathPrefix, t)), free) {
+			return t, true
+		}
+	}
+	return targets, false
+}
+
 func within(u, free Usage) bool { return u.Wildcard <= free.Wildcard && u.Exact <= free.Exact }
 
-// count sorts paths into wildcard and exact ones.
-func count(paths []string) Usage {
+// Count sorts CloudFront paths into wildcard (ending in *) and exact ones,
+// as CloudFront counts them against its two budgets.
+func Count(paths []string) Usage {
 	var u Usage
 	for _, p := range paths {
 		if strings.HasSuffix(p, "*") {
@@ -310,11 +307,11 @@ func (v *Invalidator) InProgress(ctx context.Context) (Usage, error) {
 				return total, fmt.Errorf("cdn: get invalidation %s: %w", id, err)
 			}
 			if inv := out.Invalidation; inv != nil && inv.InvalidationBatch != nil && inv.InvalidationBatch.Paths != nil {
-				u = count(inv.InvalidationBatch.Paths.Items)
+				u = Count(inv.InvalidationBatch.Paths.Items)
 			}
 		}
 		seen[id] = u
-		total = total.add(u)
+		total = total.Add(u)
 	}
 	// Keep only what is still in progress: a completed invalidation never
 	// comes back, so the cache stays as small as the budget.
@@ -329,7 +326,8 @@ func (v *Invalidator) InProgress(ctx context.Context) (Usage, error) {
 	return total, nil
 }
 
-// create sends one CreateInvalidation with paths, retrying as Invalidate says,
+// create sends one CreateInvalidation with paths, retrying as
+// InvalidateTargets says,
 // and counts the answers that were throttling.
 func (v *Invalidator) create(ctx context.Context, paths []string, batchID string) (throttledAnswers int, err error) {
 	ref := CallerReference(batchID, paths)
@@ -353,7 +351,7 @@ func (v *Invalidator) create(ctx context.Context, paths []string, batchID string
 			}
 			if id != "" && (out.Invalidation.Status == nil || aws.ToString(out.Invalidation.Status) != "Completed") {
 				v.mu.Lock()
-				v.known[id] = count(paths)
+				v.known[id] = Count(paths)
 				v.mu.Unlock()
 			}
 			v.log.InfoContext(ctx, "cdn invalidation created", "id", id, "paths", len(paths), "caller_reference", ref, "attempts", attempt)
@@ -420,36 +418,30 @@ func retryable(err error) bool {
 	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
 }
 
-// IsDirectory reports whether a coalesced target stands for everything under
-// it (it ends in "/", or is "" for everything) rather than for one key. It is
-// how purge.Coalesce tells the two apart.
-func IsDirectory(target string) bool { return target == "" || strings.HasSuffix(target, "/") }
+// IsWildcard reports whether a target stands for everything under it rather
+// than for one key: a directory ("a/b/", or "" for everything) or an open
+// prefix, marked by a trailing "*" ("osm/1*" is every key starting "osm/1",
+// as the admin API purges). An S3 key that itself ends in "*" is taken as an
+// open prefix too, which purges more than it, never less.
+func IsWildcard(target string) bool {
+	return target == "" || strings.HasSuffix(target, "/") || strings.HasSuffix(target, "*")
+}
 
-// Paths turns coalesced targets into CloudFront paths, escaped as CloudFront
-// asks (see escapePath): a directory becomes the wildcard path "/" +
-// pathPrefix + dir + "*" ("" becomes "/"+pathPrefix+"*"), a single key the
-// exact path "/" + pathPrefix + key, which CloudFront counts against its far
-// larger budget of exact paths. pathPrefix is normalised as Config.PathPrefix.
+// Paths turns targets into CloudFront paths, escaped as CloudFront asks (see
+// escapePath): a directory becomes the wildcard path "/" + pathPrefix + dir +
+// "*" ("" becomes "/"+pathPrefix+"*"), an open prefix "p*" the wildcard path
+// "/" + pathPrefix + p + "*", and a single key the exact path "/" +
+// pathPrefix + key, which CloudFront counts against its far larger budget of
+// exact paths. pathPrefix is normalised as Config.PathPrefix.
 func Paths(pathPrefix string, targets []string) []string {
 	pathPrefix = normPathPrefix(pathPrefix)
 	paths := make([]string, 0, len(targets))
 	for _, t := range targets {
-		p := "/" + escapePath(pathPrefix+t)
-		if IsDirectory(t) {
-			p += "*"
+		if IsWildcard(t) {
+			paths = append(paths, "/"+escapePath(pathPrefix+strings.TrimSuffix(t, "*"))+"*")
+			continue
 		}
-		paths = append(paths, p)
-	}
-	return paths
-}
-
-// PrefixPaths turns arbitrary key prefixes into wildcard paths: "osm/1"
-// covers "osm/1/0/0.png" and "osm/10/...", so it cannot be an exact path.
-func PrefixPaths(pathPrefix string, prefixes []string) []string {
-	pathPrefix = normPathPrefix(pathPrefix)
-	paths := make([]string, 0, len(prefixes))
-	for _, p := range prefixes {
-		paths = append(paths, "/"+escapePath(pathPrefix+p)+"*")
+		paths = append(paths, "/"+escapePath(pathPrefix+t))
 	}
 	return paths
 }

@@ -40,8 +40,9 @@ func TestPaths(t *testing.T) {
 		{"maps", []string{"osm/1/0/0.png"}, []string{"/maps/osm/1/0/0.png"}},
 		{"", []string{"city maps/c++/100%/"}, []string{"/city%20maps/c++/100%25/*"}},
 		{"", []string{"café/地図/"}, []string{"/caf%C3%A9/%E5%9C%B0%E5%9B%B3/*"}},
-		// A key that ends in an escaped * is still exact.
-		{"", []string{"a*b?c#d\"e<f>{g}|h\\i^j~k[l]m`n*"}, []string{"/a%2Ab%3Fc%23d%22e%3Cf%3E%7Bg%7D%7Ch%5Ci%5Ej%7Ek%5Bl%5Dm%60n%2A"}},
+		// A * inside a key is escaped; a trailing one marks an open prefix.
+		{"", []string{"a*b?c#d\"e<f>{g}|h\\i^j~k[l]m`n"}, []string{"/a%2Ab%3Fc%23d%22e%3Cf%3E%7Bg%7D%7Ch%5Ci%5Ej%7Ek%5Bl%5Dm%60n"}},
+		{"/maps", []string{"osm/1*", "osm/1/0/0.png*", "a*b*"}, []string{"/maps/osm/1*", "/maps/osm/1/0/0.png*", "/maps/a%2Ab*"}},
 		{"", []string{"iiif/page=7/0,0,512,512/full/0/default.jpg"}, []string{"/iiif/page=7/0,0,512,512/full/0/default.jpg"}},
 	}
 	for _, tt := range tests {
@@ -74,16 +75,6 @@ func TestPathsAgreeWithCoalesce(t *testing.T) {
 	}
 }
 
-func TestPrefixPaths(t *testing.T) {
-	t.Parallel()
-	// Arbitrary prefixes (the admin API's): "osm/1" covers osm/10/..., so
-	// every one is a wildcard.
-	got := cdn.PrefixPaths("/maps", []string{"osm/1", "osm/1/0/0.png", ""})
-	if want := []string{"/maps/osm/1*", "/maps/osm/1/0/0.png*", "/maps/*"}; !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
 func TestCallerReference(t *testing.T) {
 	t.Parallel()
 	a := cdn.CallerReference("batch-1", []string{"/a*", "/b*"})
@@ -109,11 +100,12 @@ func TestInvalidate(t *testing.T) {
 	t.Parallel()
 	inv, srv := newInvalidator(t, cdn.Config{PathPrefix: "/maps/"})
 	ctx := context.Background()
-	paths, err := inv.Invalidate(ctx, []string{"osm/12/", "sat/1/0/0.png"}, "b1")
+	out, err := inv.InvalidateTargets(ctx, []string{"osm/12/", "sat/1/0/0.png"}, "b1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/maps/osm/12/*", "/maps/sat/1/0/0.png*"}
+	paths := out.Paths
+	want := []string{"/maps/osm/12/*", "/maps/sat/1/0/0.png"}
 	if !slices.Equal(paths, want) {
 		t.Errorf("paths: got %q, want %q", paths, want)
 	}
@@ -129,7 +121,7 @@ func TestInvalidate(t *testing.T) {
 		t.Errorf("caller reference: got %s", r.CallerReference)
 	}
 	// The same batch again: the same reference, so no second invalidation.
-	if _, err := inv.Invalidate(ctx, []string{"sat/1/0/0.png", "osm/12/"}, "b1"); err != nil {
+	if _, err := inv.InvalidateTargets(ctx, []string{"sat/1/0/0.png", "osm/12/"}, "b1", nil); err != nil {
 		t.Fatal(err)
 	}
 	reqs = srv.Requests()
@@ -145,7 +137,7 @@ func TestInvalidateRetriesThenSucceeds(t *testing.T) {
 	t.Parallel()
 	inv, srv := newInvalidator(t, cdn.Config{})
 	srv.Fail(cdntest.TooMany, cdntest.Throttling, cdntest.Unavailable)
-	if _, err := inv.Invalidate(context.Background(), []string{"osm/"}, "b"); err != nil {
+	if _, err := inv.InvalidateTargets(context.Background(), []string{"osm/"}, "b", nil); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()
@@ -189,7 +181,7 @@ func TestInvalidateGivesUp(t *testing.T) {
 	t.Parallel()
 	inv, srv := newInvalidator(t, cdn.Config{MaxAttempts: 3})
 	srv.Fail(cdntest.TooMany, cdntest.TooMany, cdntest.TooMany, cdntest.TooMany)
-	_, err := inv.Invalidate(context.Background(), []string{"osm/"}, "b")
+	_, err := inv.InvalidateTargets(context.Background(), []string{"osm/"}, "b", nil)
 	if err == nil {
 		t.Fatal("no error after MaxAttempts failures")
 	}
@@ -202,7 +194,7 @@ func TestInvalidateNoRetryOnBadRequest(t *testing.T) {
 	t.Parallel()
 	inv, srv := newInvalidator(t, cdn.Config{})
 	srv.Fail(cdntest.BadPath)
-	if _, err := inv.Invalidate(context.Background(), []string{"osm/"}, "b"); err == nil {
+	if _, err := inv.InvalidateTargets(context.Background(), []string{"osm/"}, "b", nil); err == nil {
 		t.Fatal("no error")
 	}
 	if n := len(srv.Requests()); n != 1 {
@@ -217,7 +209,7 @@ func TestInvalidateHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := inv.Invalidate(ctx, []string{"osm/"}, "b")
+	_, err := inv.InvalidateTargets(ctx, []string{"osm/"}, "b", nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want deadline exceeded", err)
 	}
@@ -233,15 +225,53 @@ func TestDisabled(t *testing.T) {
 	if inv.Enabled() {
 		t.Error("enabled without a distribution")
 	}
-	paths, err := inv.Invalidate(context.Background(), []string{"osm/"}, "b")
-	if paths != nil || err != nil {
-		t.Errorf("got %v, %v", paths, err)
+	out, err := inv.InvalidateTargets(context.Background(), []string{"osm/"}, "b", nil)
+	if out.Paths != nil || err != nil {
+		t.Errorf("got %v, %v", out, err)
 	}
 	var none *cdn.Invalidator
-	if paths, err := none.Invalidate(context.Background(), []string{"osm/"}, "b"); paths != nil || err != nil {
-		t.Errorf("nil invalidator: got %v, %v", paths, err)
+	if out, err := none.InvalidateTargets(context.Background(), []string{"osm/"}, "b", nil); out.Paths != nil || err != nil {
+		t.Errorf("nil invalidator: got %v, %v", out, err)
 	}
 	if len(srv.Requests()) != 0 {
 		t.Error("a disabled invalidator called CloudFront")
+	}
+}
+
+func TestFitWithCoalesce(t *testing.T) {
+	t.Parallel()
+	dirs := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("osm/%d/", i))
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		targets []string
+		free    cdn.Usage
+		want    []string // nil: the targets unchanged
+		ok      bool
+	}{
+		{"fits as it is", []string{"a/", "b/1.png"}, cdn.Usage{Wildcard: 1, Exact: 1}, []string{"a/", "b/1.png"}, true},
+		{"exact keys need no wildcard", []string{"a/1.png", "b/1.png"}, cdn.Usage{Exact: 5}, []string{"a/1.png", "b/1.png"}, true},
+		{"climbs to the common directory", dirs(6), cdn.Usage{Wildcard: 1}, []string{"osm/"}, true},
+		{"climbs only as far as needed", append(dirs(3), "sat/1/", "sat/2/"), cdn.Usage{Wildcard: 2}, []string{"osm/", "sat/"}, true},
+		{"keys become a directory when exact paths are short", []string{"a/1.png", "a/2.png"}, cdn.Usage{Wildcard: 1}, []string{"a/"}, true},
+		{"no wildcard left", dirs(2), cdn.Usage{Exact: 100}, nil, false},
+		{"one key, nothing left", []string{"a/1.png"}, cdn.Usage{}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := cdn.Fit("", tt.targets, tt.free, purge.CoalesceConfig{}.Shrink)
+			want := tt.want
+			if want == nil {
+				want = tt.targets
+			}
+			if ok != tt.ok || !slices.Equal(got, want) {
+				t.Errorf("got %q, %v; want %q, %v", got, ok, want, tt.ok)
+			}
+		})
 	}
 }

@@ -114,7 +114,7 @@ func TestTwoWorkersKeepTheBudget(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					outcomes[w], errs[w] = inv.InvalidateTargets(ctx, targets, fmt.Sprintf("batch-%d", w), halve)
+					outcomes[w], errs[w] = inv.InvalidateTargets(ctx, targets, fmt.Sprintf("batch-%d", w), truncate)
 				}()
 			}
 			wg.Wait()

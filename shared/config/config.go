@@ -31,7 +31,7 @@ var (
 	varEndpoint     = Var{Name: "AWS_ENDPOINT_URL", Default: "", Doc: "S3-compatible endpoint (LocalStack, the embedded stack). Read by the AWS SDK.", LocalOnly: true}
 	varPathStyle    = Var{Name: "S3_FORCE_PATH_STYLE", Default: "false", Doc: "Path-style S3 addressing (needed by most S3-compatible endpoints)."}
 	varJournal      = Var{Name: "JOURNAL_PREFIX", Default: "_tilesieve/journal/", Doc: "Where the purge journal lives in the bucket; must be outside TILES_PREFIX."}
-	varDist         = Var{Name: "DISTRIBUTION_ID", Default: "", Doc: "CloudFront distribution to invalidate on purges; empty disables CDN invalidation."}
+	varDist         = Var{Name: "DISTRIBUTION_ID", Default: "", Doc: "CloudFront distribution the worker invalidates on purges (S3 changes and the admin purges handed to it); empty disables CDN invalidation."}
 	varCDNPrefix    = Var{Name: "CDN_PATH_PREFIX", Default: "", Doc: "Path prefix of the tiles on the CDN (invalidation paths are /CDN_PATH_PREFIX<prefix>*)."}
 	varSyncInterval = Var{Name: "SYNC_INTERVAL", Default: "1s", Doc: "How often a busy instance reads the purge journal; the staleness bound after an upload is this plus SYNC_TIMEOUT plus the worker's latency. The worker waits that long before invalidating the CDN, so no instance refills the CDN with bytes it has not purged yet."}
 	varSyncTimeout  = Var{Name: "SYNC_TIMEOUT", Default: "1s", Doc: "Deadline of one journal check. When checks fail or time out for longer than SYNC_INTERVAL + SYNC_TIMEOUT, an instance revalidates cached copies with S3 instead of answering from its tiers (fail closed)."}
@@ -67,8 +67,9 @@ func TilesVars() []Var {
 		{Name: "MAX_ORIGIN_FETCHES", Default: "64", Doc: "S3 fetches one instance runs at once; more wait for a slot within their deadline, so an S3 hang holds a bounded number of sockets and bytes."},
 		{Name: "ORIGIN_FAILURE_WINDOW", Default: "5s", Doc: "After an S3 failure or timeout, how long expired copies are served stale at once (within stale-if-error) while one revalidation runs, instead of each request waiting for S3 again."},
 		varSyncInterval, varSyncTimeout,
-		varJournal, varDist, varCDNPrefix,
+		varJournal,
 		{Name: "ADMIN_TOKEN", Default: "", Doc: "Token of the admin API (/_tilesieve/purge, keys, stats), sent as Authorization: Bearer or X-Tilesieve-Token (behind CloudFront OAC or AWS_IAM, Authorization carries SigV4); empty disables the API. Never logged."},
+		{Name: "PURGE_QUEUE_URL", Default: "", Doc: "The sync worker's queue: an admin purge's CDN invalidation is sent there, and the worker applies it with the settle delay and CDN budget of an S3 change (only the worker talks to the CDN). Empty: admin purges leave the CDN alone."},
 		{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."},
 		{Name: "PORT", Default: "8080", Doc: "Port of the local HTTP server (off Lambda).", LocalOnly: true},
 		{Name: "LISTEN_ADDR", Default: "127.0.0.1", Doc: "Address of the local HTTP server (off Lambda).", LocalOnly: true},

@@ -216,3 +216,38 @@ func TestLoadS3(t *testing.T) {
 		})
 	}
 }
+
+// TestPurgeQueueURL: the tile function takes the worker's queue URL and
+// refuses what is not one; the CDN settings are the worker's alone.
+func TestPurgeQueueURL(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		url string
+		ok  bool
+	}{
+		{"", true},
+		{"https://sqs.eu-west-1.amazonaws.com/123456789012/tilesieve-TileEventsQueue-ABC", true},
+		{"http://127.0.0.1:4566/000000000000/events", true},
+		{"sqs.eu-west-1.amazonaws.com/123/q", false},
+		{"https://sqs.eu-west-1.amazonaws.com/", false},
+		{"ftp://host/123/q", false},
+	} {
+		t.Run(tt.url, func(t *testing.T) {
+			t.Parallel()
+			c, err := LoadTiles(envOf(map[string]string{"TILES_BUCKET": "b", "PURGE_QUEUE_URL": tt.url}))
+			if tt.ok && (err != nil || c.PurgeQueueURL != tt.url) {
+				t.Errorf("got %q, %v; want %q", c.PurgeQueueURL, err, tt.url)
+			}
+			if !tt.ok && (err == nil || !strings.Contains(err.Error(), "PURGE_QUEUE_URL")) {
+				t.Errorf("got %v, want an error naming PURGE_QUEUE_URL", err)
+			}
+		})
+	}
+	w, err := LoadWorker(envOf(map[string]string{"TILES_BUCKET": "b", "DISTRIBUTION_ID": "E2EXAMPLE", "CDN_PATH_PREFIX": "maps/"}))
+	if err != nil || w.DistributionID != "E2EXAMPLE" || w.CDNPathPrefix != "maps/" {
+		t.Errorf("worker: got %q %q, %v", w.DistributionID, w.CDNPathPrefix, err)
+	}
+	if _, err := LoadWorker(envOf(map[string]string{"TILES_BUCKET": "b", "CDN_PATH_PREFIX": "../x"})); err == nil {
+		t.Error("a bad CDN_PATH_PREFIX passed")
+	}
+}

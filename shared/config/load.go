@@ -11,16 +11,14 @@ import (
 
 // Common holds the settings both functions share.
 type Common struct {
-	Bucket         string
-	TilesPrefix    string
-	Endpoint       string
-	PathStyle      bool
-	JournalPrefix  string
-	DistributionID string
-	CDNPathPrefix  string
-	LogLevel       string
-	SyncInterval   time.Duration
-	SyncTimeout    time.Duration
+	Bucket        string
+	TilesPrefix   string
+	Endpoint      string
+	PathStyle     bool
+	JournalPrefix string
+	LogLevel      string
+	SyncInterval  time.Duration
+	SyncTimeout   time.Duration
 }
 
 // Tiles is the tile function's configuration.
@@ -47,6 +45,7 @@ type Tiles struct {
 	MaxOriginFetches     int
 	OriginFailureWindow  time.Duration
 	AdminToken           string
+	PurgeQueueURL        string // the worker's queue, for admin purges' CDN invalidations; "" hands none over
 	InvokeMode           string // "BUFFERED" or "RESPONSE_STREAM"
 	ListenAddr           string // host:port off Lambda
 	OnLambda             bool
@@ -57,6 +56,11 @@ type Tiles struct {
 // Worker is the sync worker's configuration.
 type Worker struct {
 	Common
+	// DistributionID and CDNPathPrefix are the worker's alone: only the
+	// worker talks to the CDN (the tile function hands its admin purges'
+	// invalidations to it through PurgeQueueURL).
+	DistributionID    string
+	CDNPathPrefix     string
 	CoalesceThreshold int
 	CoalesceCap       int
 	Metrics           Metrics // Enabled and Namespace; the worker writes once per invocation
@@ -68,16 +72,14 @@ const DefaultMemBytesOffLambda = 256 << 20
 
 func (r *reader) common() Common {
 	c := Common{
-		Bucket:         r.str("TILES_BUCKET", ""),
-		TilesPrefix:    r.str("TILES_PREFIX", ""),
-		Endpoint:       r.str("AWS_ENDPOINT_URL", ""),
-		PathStyle:      r.bool("S3_FORCE_PATH_STYLE", false),
-		JournalPrefix:  r.str("JOURNAL_PREFIX", "_tilesieve/journal/"),
-		DistributionID: r.str("DISTRIBUTION_ID", ""),
-		CDNPathPrefix:  r.str("CDN_PATH_PREFIX", ""),
-		LogLevel:       strings.ToLower(r.str("LOG_LEVEL", "info")),
-		SyncInterval:   r.duration("SYNC_INTERVAL", time.Second),
-		SyncTimeout:    r.duration("SYNC_TIMEOUT", time.Second),
+		Bucket:        r.str("TILES_BUCKET", ""),
+		TilesPrefix:   r.str("TILES_PREFIX", ""),
+		Endpoint:      r.str("AWS_ENDPOINT_URL", ""),
+		PathStyle:     r.bool("S3_FORCE_PATH_STYLE", false),
+		JournalPrefix: r.str("JOURNAL_PREFIX", "_tilesieve/journal/"),
+		LogLevel:      strings.ToLower(r.str("LOG_LEVEL", "info")),
+		SyncInterval:  r.duration("SYNC_INTERVAL", time.Second),
+		SyncTimeout:   r.duration("SYNC_TIMEOUT", time.Second),
 	}
 	if c.SyncInterval <= 0 {
 		r.fail("SYNC_INTERVAL must be positive")
@@ -100,9 +102,6 @@ func (r *reader) common() Common {
 		// empty TILES_PREFIX the worker skips journal keys itself, and the
 		// handler reserves the _tilesieve/ path space.)
 		r.fail("JOURNAL_PREFIX=%q is inside TILES_PREFIX=%q: the journal must live outside the tiles", c.JournalPrefix, c.TilesPrefix)
-	}
-	if c.CDNPathPrefix != "" && tile.ValidatePrefix(strings.TrimPrefix(c.CDNPathPrefix, "/")) != nil {
-		r.fail("CDN_PATH_PREFIX=%q: not a valid path prefix", c.CDNPathPrefix)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -164,6 +163,7 @@ func LoadTiles(env Env) (Tiles, error) {
 		OriginFailureWindow:  r.duration("ORIGIN_FAILURE_WINDOW", 5*time.Second),
 		MaxTileBytes:         16 << 20,
 		AdminToken:           r.str("ADMIN_TOKEN", ""),
+		PurgeQueueURL:        r.str("PURGE_QUEUE_URL", ""),
 		InvokeMode:           strings.ToUpper(r.str("INVOKE_MODE", "BUFFERED")),
 		OnLambda:             r.str("AWS_LAMBDA_RUNTIME_API", "") != "",
 		Metrics:              r.metrics(true),
@@ -173,6 +173,11 @@ func LoadTiles(env Env) (Tiles, error) {
 			r.fail("MAX_TILE_BYTES=%d: want at least 1KiB", n)
 		}
 		t.MaxTileBytes = n
+	}
+	if t.PurgeQueueURL != "" {
+		if u, err := url.Parse(t.PurgeQueueURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(u.Path) < 2 {
+			r.fail("PURGE_QUEUE_URL=%q: want the queue's URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)", t.PurgeQueueURL)
+		}
 	}
 	if t.MaxOriginFetches < 1 {
 		r.fail("MAX_ORIGIN_FETCHES must be at least 1")
@@ -243,9 +248,14 @@ func LoadWorker(env Env) (Worker, error) {
 	r := &reader{env: env}
 	w := Worker{
 		Common:            r.common(),
+		DistributionID:    r.str("DISTRIBUTION_ID", ""),
+		CDNPathPrefix:     r.str("CDN_PATH_PREFIX", ""),
 		CoalesceThreshold: r.int("COALESCE_THRESHOLD", 8),
 		CoalesceCap:       r.int("COALESCE_CAP", 15),
 		Metrics:           r.metrics(false),
+	}
+	if w.CDNPathPrefix != "" && tile.ValidatePrefix(strings.TrimPrefix(w.CDNPathPrefix, "/")) != nil {
+		r.fail("CDN_PATH_PREFIX=%q: not a valid path prefix", w.CDNPathPrefix)
 	}
 	if w.CoalesceThreshold < 1 {
 		r.fail("COALESCE_THRESHOLD must be at least 1")

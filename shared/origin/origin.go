@@ -54,7 +54,9 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/wait"
 )
 
 // Defaults of Config.
@@ -209,13 +211,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("origin: load AWS config: %w", err)
 	}
-	api := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
-		o.UsePathStyle = cfg.PathStyle
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-	})
-	return &Client{api: api, cfg: cfg}, nil
+	return &Client{api: awsclient.S3(awsCfg, cfg.Endpoint, cfg.PathStyle), cfg: cfg}, nil
 }
 
 // NewWithS3 wraps a ready S3 client (tests, the embedded stack). cfg should
@@ -678,7 +674,7 @@ func (c *Client) retry(ctx context.Context, op, name string, attempt func(contex
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 				return fmt.Errorf("origin: %s %q: gave up after %d attempt(s), deadline too near to retry: %w", op, name, n, last)
 			}
-			if err := sleep(ctx, d); err != nil {
+			if err := wait.Sleep(ctx, d); err != nil {
 				return fmt.Errorf("origin: %s %q: %w: after %d attempts: %w", op, name, err, n, last)
 			}
 		}
@@ -719,17 +715,6 @@ func backoff(attempt int) time.Duration {
 		ceil = backoffCap
 	}
 	return rand.N(ceil)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // IsTimeout reports whether err is a timing failure: the caller's deadline,

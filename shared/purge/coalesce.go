@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-
-	"github.com/tilesieve/tilesieve/shared/cdn"
 )
 
 // CoalesceConfig bounds how many prefixes a batch of keys becomes.
@@ -68,33 +66,12 @@ func Coalesce(keys []string, cfg CoalesceConfig) []string {
 	return items
 }
 
-// Fit coalesces targets (Coalesce's output) further upward, lowering Cap one
-// step at a time, until the CDN paths they become need at most free.Wildcard
-// wildcards (directories) and free.Exact exact paths (single keys). It is a
-// cdn.Fit: the worker hands it to the CDN, which knows what is in progress.
-func (c CoalesceConfig) Fit(targets []string, free cdn.Usage) ([]string, bool) {
-	fits := func(t []string) bool {
-		var u cdn.Usage
-		for _, p := range t {
-			if cdn.IsDirectory(p) {
-				u.Wildcard++
-			} else {
-				u.Exact++
-			}
-		}
-		return u.Wildcard <= free.Wildcard && u.Exact <= free.Exact
-	}
+// Shrink coalesces targets (Coalesce's output) further upward into at most
+// limit prefixes, with the configured threshold. It is a cdn.Shrink: the
+// purge pipeline hands it to the CDN, which knows what is in progress.
+func (c CoalesceConfig) Shrink(targets []string, limit int) []string {
 	c = c.withDefaults()
-	if fits(targets) {
-		return targets, true
-	}
-	for limit := len(targets) - 1; limit >= 1; limit-- {
-		t := Coalesce(targets, CoalesceConfig{Threshold: c.Threshold, Cap: limit})
-		if fits(t) {
-			return t, true
-		}
-	}
-	return nil, false
+	return Coalesce(targets, CoalesceConfig{Threshold: c.Threshold, Cap: max(limit, 1)})
 }
 
 // parent is the directory that holds p: "a/b/" for "a/b/c.png" and "a/" for

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/tilesieve/tilesieve/shared/cdn"
 )
 
 func TestCoalesce(t *testing.T) {
@@ -194,38 +192,24 @@ func BenchmarkCoalesce10000(b *testing.B) {
 	}
 }
 
-func TestCoalesceFit(t *testing.T) {
+func TestCoalesceShrink(t *testing.T) {
 	t.Parallel()
-	dirs := func(n int) []string {
-		var out []string
-		for i := range n {
-			out = append(out, fmt.Sprintf("osm/%d/", i))
-		}
-		return out
-	}
 	tests := []struct {
 		name    string
 		targets []string
-		free    cdn.Usage
+		limit   int
 		want    []string
-		ok      bool
 	}{
-		{"fits as it is", []string{"a/", "b/1.png"}, cdn.Usage{Wildcard: 1, Exact: 1}, []string{"a/", "b/1.png"}, true},
-		{"exact keys need no wildcard", []string{"a/1.png", "b/1.png"}, cdn.Usage{Exact: 5}, []string{"a/1.png", "b/1.png"}, true},
-		{"climbs to the common directory", dirs(6), cdn.Usage{Wildcard: 1}, []string{"osm/"}, true},
-		{"climbs only as far as needed", append(dirs(3), "sat/1/", "sat/2/"), cdn.Usage{Wildcard: 2}, []string{"osm/", "sat/"}, true},
-		{"keys become a directory when exact paths are short", []string{"a/1.png", "a/2.png"}, cdn.Usage{Wildcard: 1}, []string{"a/"}, true},
-		{"no wildcard left", dirs(2), cdn.Usage{Exact: 100}, nil, false},
-		{"one key, nothing left", []string{"a/1.png"}, cdn.Usage{}, nil, false},
+		{"within the limit", []string{"a/", "b/1.png"}, 2, []string{"a/", "b/1.png"}},
+		{"climbs to the common directory", []string{"osm/1/", "osm/2/", "osm/3/"}, 1, []string{"osm/"}},
+		{"climbs only as far as needed", []string{"osm/1/", "osm/2/", "sat/1/", "sat/2/"}, 2, []string{"osm/", "sat/"}},
+		{"open prefixes climb too", []string{"osm/1*", "osm/2*"}, 1, []string{"osm/"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := CoalesceConfig{}.Fit(tt.targets, tt.free)
-			if ok != tt.ok || !slices.Equal(got, tt.want) {
-				t.Errorf("got %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
-			}
-			if ok {
-				checkCover(t, tt.targets, got, len(tt.targets))
+			got := CoalesceConfig{}.Shrink(tt.targets, tt.limit)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
 	}

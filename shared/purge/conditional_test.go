@@ -101,7 +101,7 @@ func TestWorkerConcurrentNoSilentLoss(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			for w := range workers {
 				j := NewJournal(ep.Client, workerBucket, workerJournal, JournalOptions{Logger: log})
-				wk := NewWorker(WorkerConfig{Bucket: workerBucket, TilesPrefix: "tiles/"}, j, nil, log)
+				wk := testWorker{NewWorker(WorkerConfig{Bucket: workerBucket, TilesPrefix: "tiles/"}, NewPurger(j, PurgerConfig{}, log), log)}
 				wg.Go(func() {
 					for b := range batches {
 						seq := w*batches + b

@@ -1,14 +1,25 @@
-// Package purge carries a purge from an S3 change to every tier that may hold
-// the old bytes.
+// Package purge carries a purge from its source (an S3 change, an admin
+// request) to every tier that may hold the old bytes: the instances' memory
+// and disk tiers, through the journal, and the CDN.
 //
-//   - Coalesce turns a batch of changed keys into few prefixes.
-//   - Journal is the purge journal in the bucket: one head object holding the
-//     recent entries, numbered by a rising sequence and written by
-//     compare-and-swap (conditional PUTs), so concurrent writers never lose
-//     each other's entries; it refuses to write to a bucket that does not
-//     honour the conditions.
+//   - Journal is the purge journal in the bucket: one head object, written
+//     only by compare-and-swap (If-Match on the ETag read), that numbers the
+//     entries and keeps the most recent ones, so concurrent writers never
+//     lose each other's entries and a reader catches up in one GET. It
+//     refuses to write to a bucket that does not honour the conditions.
 //   - Follower keeps one function instance in step with the journal: at most
 //     one cheap check per interval, riding on requests.
-//   - Worker is the logic of the sync worker: decode the event, coalesce,
-//     append one journal entry, invalidate the CDN.
+//   - Purger is the one purge pipeline, the same for every source: one
+//     journal entry, then, after the settle delay that lets every instance
+//     apply it, a CDN invalidation within the CDN's budget of paths in
+//     progress, with the names a change derives (an archive's tileset and
+//     TileJSON). The tile function's Purger hands the CDN stage to the
+//     worker (Handoff), so only the worker talks to the CDN.
+//   - Coalesce turns a batch of changed keys into few prefixes, and shrinks
+//     them further when the CDN's budget is short (CoalesceConfig.Shrink).
+//   - Worker is the sync worker's logic over decoded batches (s3event):
+//     coalesce the changed tile keys, purge them through the Purger, and
+//     apply the invalidations the tile function handed over. The Lambda
+//     shapes (SQS responses) are the worker command's (worker/app), not
+//     this package's.
 package purge

@@ -34,10 +34,11 @@ func TestWorkerStormAsDeployed(t *testing.T) {
 		visibility    = 30 * time.Second
 	)
 	sl := newFakeSleep()
-	we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/", SettleDelay: 2 * time.Second}, workerOpts{
-		cf:    cdntest.Options{Now: sl.clock.Now, CompleteAfter: time.Minute},
-		cdn:   cdn.Config{BudgetWait: 45 * time.Second, BaseDelay: 500 * time.Millisecond},
-		sleep: sl.Sleep,
+	we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{
+		settle: 2 * time.Second,
+		cf:     cdntest.Options{Now: sl.clock.Now, CompleteAfter: time.Minute},
+		cdn:    cdn.Config{BudgetWait: 45 * time.Second, BaseDelay: 500 * time.Millisecond},
+		sleep:  sl.Sleep,
 	})
 
 	// Tiles of three tilesets; one of them hot, so that some directories

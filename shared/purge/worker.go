@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,24 +11,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
-// Invalidator purges the CDN for coalesced targets (directories and single
-// keys), coalescing further through fit when the CDN's budget of paths in
-// progress is short; *cdn.Invalidator is one.
-type Invalidator interface {
-	InvalidateTargets(ctx context.Context, targets []string, batchID string, fit cdn.Fit) (cdn.Outcome, error)
-}
-
-// WorkerMetrics is what a Worker reports about each invocation;
-// *obs.WorkerMetrics is one. Handle flushes it once, at the end of the
-// invocation.
+// WorkerMetrics is what a Worker and its Purger report about each
+// invocation; *obs.WorkerMetrics is one. Worker.Flush writes it once, at the
+// end of the invocation.
 type WorkerMetrics interface {
 	// Notifications counts the change records of a batch (Result.Changes).
 	Notifications(n int)
@@ -47,48 +37,34 @@ type WorkerMetrics interface {
 
 // WorkerConfig configures a Worker.
 type WorkerConfig struct {
-	Bucket      string // TILES_BUCKET: changes in other buckets are ignored
-	TilesPrefix string // TILES_PREFIX: objects outside it are not tiles
+	Bucket      string // changes in other buckets are ignored
+	TilesPrefix string // objects outside it are not tiles
 	Coalesce    CoalesceConfig
-	// SettleDelay is how long the worker waits between recording a purge in
-	// the journal and purging the CDN. With SYNC_INTERVAL plus the follower's
-	// check timeout, every function instance has applied the entry before the
-	// CDN comes back for the tiles, so it cannot refill the CDN with the old
-	// bytes from an instance that has not caught up yet. 0 does not wait.
-	SettleDelay time.Duration
-	// Sleep waits d or until ctx ends; tests inject a clock through it.
-	// Default: a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Metrics receives each batch's numbers; nil reports none.
+	// Metrics receives each batch's numbers (give the Purger the same, for
+	// its journal and CDN numbers); nil reports none.
 	Metrics WorkerMetrics
-	// Now is the clock of the metrics (append latency, flush time);
-	// default time.Now.
+	// Now is the clock of the metrics' flush; default time.Now.
 	Now func() time.Time
 }
 
-// Worker is the sync worker's logic: decode an event, coalesce the changed
-// tile keys into prefixes, record them as one journal entry, and invalidate
-// the CDN for them. Handling is idempotent: a redelivered batch appends
-// another, harmless entry and reuses its CDN caller reference.
+// Worker is the sync worker's logic over decoded batches: coalesce the
+// changed tile keys into prefixes and purge them through the Purger (one
+// journal entry, then the CDN after the settle delay), and apply the CDN
+// invalidations the tile function handed over. Handling is idempotent: a
+// redelivered batch appends another, harmless entry and reuses its CDN
+// caller reference.
 //
 // A Worker is safe for concurrent use.
 type Worker struct {
 	cfg WorkerConfig
-	j   *Journal
-	cdn Invalidator
+	p   *Purger
 	log *slog.Logger
 }
 
-// NewWorker returns a worker. cdn may be nil (no CDN to purge).
-func NewWorker(cfg WorkerConfig, j *Journal, inv Invalidator, log *slog.Logger) *Worker {
-	if e, ok := inv.(interface{ Enabled() bool }); ok && !e.Enabled() {
-		inv = nil // no distribution: do not wait SettleDelay for nothing
-	}
+// NewWorker returns a worker purging through p.
+func NewWorker(cfg WorkerConfig, p *Purger, log *slog.Logger) *Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
@@ -96,18 +72,7 @@ func NewWorker(cfg WorkerConfig, j *Journal, inv Invalidator, log *slog.Logger) 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Worker{cfg: cfg, j: j, cdn: inv, log: log}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return &Worker{cfg: cfg, p: p, log: log}
 }
 
 // Result is what one batch did.
@@ -124,48 +89,33 @@ type Result struct {
 	// Throttled counts the times CloudFront held the invalidation back
 	// (throttling answers, waits for its budget of paths in progress).
 	Throttled int
-	Failed    []string // SQS message IDs to report as failures
-	Err       error    // why the purge could not be recorded, if it could not
+	// Invalidations counts the handed-over CDN invalidations applied;
+	// HandoffErrs the ones that failed (their messages are in Failed).
+	Invalidations int
+	HandoffErrs   int
+	Failed        []string // SQS message IDs to report as failures
+	Err           error    // why the purge could not be recorded, if it could not
 }
 
-// Handle is the Lambda handler. For SQS input it answers with the batch item
-// failures (malformed messages, and every message with a change if the purge
-// could not be recorded) and no error; for a direct or EventBridge invoke it
-// returns an error when the purge could not be recorded, so Lambda retries.
-// It flushes the metrics before it returns: Lambda may freeze the
-// environment as soon as it has.
-func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	defer w.flush(ctx)
-	b, err := s3event.Decode(raw)
-	if err != nil {
-		w.log.ErrorContext(ctx, "event not recognised", "err", err, "bytes", len(raw))
-		return nil, err
-	}
-	res := w.Process(ctx, b)
-	if b.Source == s3event.SourceSQS {
-		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-		for _, id := range res.Failed {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
-		}
-		return resp, nil
-	}
-	return nil, res.Err
-}
-
-func (w *Worker) flush(ctx context.Context) {
+// Flush writes the metrics of the invocation. Call it once, when the
+// invocation is done: Lambda may freeze the environment as soon as it is.
+func (w *Worker) Flush(ctx context.Context) {
 	if err := w.cfg.Metrics.Flush(w.cfg.Now()); err != nil {
 		w.log.WarnContext(ctx, "metrics not written", "err", err)
 	}
 }
 
-// Process handles a decoded batch. It records the batch's metrics but does
-// not flush them (Handle does).
+// Process handles a decoded batch: Failed lists the SQS messages to report
+// as failed (malformed ones, every message with a change when the purge could
+// not be recorded, the handed-over invalidations that failed), and Err says
+// why the purge could not be recorded. It records the batch's metrics but
+// does not flush them (Flush does).
 func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 	res := Result{Source: b.Source, Changes: len(b.Changes), Ignored: b.Ignored, Problems: b.Problems}
 	var relevant []s3event.Change
 	withChange := map[string]bool{} // SQS message ids that carry a tile change
 	for _, c := range b.Changes {
-		if c.Bucket != w.cfg.Bucket || strings.HasPrefix(c.Key, w.j.Prefix()) {
+		if c.Bucket != w.cfg.Bucket || strings.HasPrefix(c.Key, w.p.Journal().Prefix()) {
 			// The journal's own objects are skipped even if TILES_PREFIX
 			// contains them, or every append would trigger another.
 			res.Ignored++
@@ -188,18 +138,18 @@ func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 	keys := make([]string, 0, len(latest))
 	for _, c := range latest {
 		keys = append(keys, c.Key)
-		keys = append(keys, Derived(c.Key)...)
+		keys = append(keys, derived(c.Key)...)
 	}
 	res.Prefixes = Coalesce(keys, w.cfg.Coalesce)
 	w.cfg.Metrics.Notifications(res.Changes)
 	w.cfg.Metrics.Prefixes(len(res.Prefixes))
 
-	if len(res.Prefixes) > 0 {
-		res.Err = w.purge(ctx, latest, &res)
-	}
-
 	failed := map[string]bool{}
-	for _, p := range b.Problems {
+	handed := w.handedOver(ctx, b, &res)
+	if len(res.Prefixes) > 0 || len(handed) > 0 {
+		res.Err = w.purge(ctx, latest, handed, &res, failed)
+	}
+	for _, p := range res.Problems {
 		if p.MessageID != "" {
 			failed[p.MessageID] = true
 		}
@@ -219,54 +169,93 @@ func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 	return res
 }
 
-// purge records the prefixes and invalidates the CDN.
-func (w *Worker) purge(ctx context.Context, changes []s3event.Change, res *Result) error {
-	source := "worker " + res.Source.String()
-	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		source += " " + lc.AwsRequestID
+// handed is an invalidation the tile function handed over.
+type handed struct {
+	inv       Invalidation
+	messageID string
+}
+
+// handedOver decodes the handed-over invalidations of b; a malformed one is
+// a problem, which fails its message.
+func (w *Worker) handedOver(ctx context.Context, b s3event.Batch, res *Result) []handed {
+	var out []handed
+	for _, m := range b.Messages {
+		inv, err := DecodeInvalidation(m.Kind, m.Body)
+		if err != nil {
+			res.Problems = append(res.Problems, s3event.Problem{MessageID: m.MessageID, Index: m.Index, Reason: err.Error()})
+			continue
+		}
+		if !w.p.InvalidatesCDN() {
+			// No CDN here: nothing to do, and nothing to retry.
+			w.log.InfoContext(ctx, "handed-over invalidation ignored: no CDN", "targets", inv.Targets, "seq", inv.Seq)
+			res.Ignored++
+			continue
+		}
+		out = append(out, handed{inv: inv, messageID: m.MessageID})
 	}
-	start := w.cfg.Now()
-	e, err := w.j.Append(ctx, res.Prefixes, source)
-	w.cfg.Metrics.JournalAppend(w.cfg.Now().Sub(start), err)
-	if err != nil {
-		return fmt.Errorf("purge: record %d prefixes: %w", len(res.Prefixes), err)
-	}
-	res.Seq = e.Seq
-	if w.cdn == nil {
-		return nil
-	}
-	if w.cfg.SettleDelay > 0 {
-		if err := w.cfg.Sleep(ctx, w.cfg.SettleDelay); err != nil {
-			return fmt.Errorf("purge: before invalidating the CDN: %w", err)
+	return out
+}
+
+// purge records the batch's prefixes, waits the settle delay once for them
+// and for the handed-over invalidations (the tile function recorded those in
+// the journal before it handed them over), and invalidates the CDN for each.
+// It returns the error of the batch's own purge; a failed handed-over
+// invalidation fails its message instead.
+func (w *Worker) purge(ctx context.Context, changes []s3event.Change, handed []handed, res *Result, failed map[string]bool) error {
+	var ownErr error
+	own := len(res.Prefixes) > 0
+	if own {
+		source := "worker " + res.Source.String()
+		if lc, ok := lambdacontext.FromContext(ctx); ok {
+			source += " " + lc.AwsRequestID
+		}
+		e, err := w.p.Record(ctx, res.Prefixes, source)
+		if err != nil {
+			own, ownErr = false, err
+		} else {
+			res.Seq = e.Seq
 		}
 	}
-	out, err := w.cdn.InvalidateTargets(ctx, res.Prefixes, BatchID(changes), w.cfg.Coalesce.Fit)
-	res.Paths, res.Throttled = out.Paths, out.Throttled
-	w.cfg.Metrics.InvalidationsThrottled(out.Throttled)
-	if err != nil {
-		// Recorded for the instances but not for the CDN (refused, or no
-		// budget left within the deadline): fail the batch so it comes
-		// back; the journal gets a harmless second entry then.
-		return err
+	if !w.p.InvalidatesCDN() || (!own && len(handed) == 0) {
+		return ownErr
 	}
-	w.cfg.Metrics.InvalidationsIssued(len(out.Paths))
-	return nil
+	if err := w.p.Settle(ctx); err != nil {
+		for _, h := range handed {
+			failed[h.messageID] = true
+			res.HandoffErrs++
+		}
+		if own {
+			return err
+		}
+		return ownErr
+	}
+	if own {
+		r := Request{Prefixes: res.Prefixes, Keys: true, BatchID: batchID(changes)}
+		out, err := w.p.InvalidateNow(ctx, Invalidation{Targets: r.targets(), BatchID: r.BatchID})
+		res.Paths, res.Throttled = out.Paths, out.Throttled
+		if err != nil {
+			// Recorded for the instances but not for the CDN (refused, or
+			// no budget left within the deadline): fail the batch so it
+			// comes back; the journal gets a harmless second entry then.
+			ownErr = err
+		}
+	}
+	for _, h := range handed {
+		out, err := w.p.InvalidateNow(ctx, h.inv)
+		res.Throttled += out.Throttled
+		if err != nil {
+			w.log.WarnContext(ctx, "handed-over invalidation failed", "targets", h.inv.Targets, "seq", h.inv.Seq, "source", h.inv.Source, "err", err)
+			failed[h.messageID] = true
+			res.HandoffErrs++
+			continue
+		}
+		res.Invalidations++
+		w.log.InfoContext(ctx, "handed-over invalidation applied", "paths", out.Paths, "seq", h.inv.Seq, "source", h.inv.Source)
+	}
+	return ownErr
 }
 
-// Derived lists what else a change of key changes, beyond key itself: an
-// archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, and
-// a tile directory's NAME/metadata.json is that TileJSON too.
-func Derived(key string) []string {
-	if name, ok := strings.CutSuffix(key, ".pmtiles"); ok && name != "" && !strings.Contains(name, "/") {
-		return []string{name + "/", name + ".json"}
-	}
-	if name, ok := strings.CutSuffix(key, "/metadata.json"); ok && name != "" && !strings.Contains(name, "/") {
-		return []string{name + ".json"}
-	}
-	return nil
-}
-
-// noMetrics is WorkerConfig.Metrics when none is given.
+// noMetrics is the metrics when none are given.
 type noMetrics struct{}
 
 func (noMetrics) Notifications(int)                  {}
@@ -276,10 +265,10 @@ func (noMetrics) InvalidationsIssued(int)            {}
 func (noMetrics) InvalidationsThrottled(int)         {}
 func (noMetrics) Flush(time.Time) error              { return nil }
 
-// BatchID names a batch by its changes (bucket, key and sequencer of each), so
+// batchID names a batch by its changes (bucket, key and sequencer of each), so
 // a redelivered batch gets the same CDN caller reference and a new change a
 // new one.
-func BatchID(changes []s3event.Change) string {
+func batchID(changes []s3event.Change) string {
 	lines := make([]string, 0, len(changes))
 	for _, c := range changes {
 		lines = append(lines, c.Bucket+"\x00"+c.Key+"\x00"+c.Sequencer)
@@ -305,12 +294,12 @@ func (w *Worker) report(ctx context.Context, res Result) {
 		"source", res.Source.String(), "changes", res.Changes, "relevant", res.Relevant,
 		"stale", res.Stale, "ignored", res.Ignored, "problems", len(res.Problems),
 		"prefixes", res.Prefixes, "seq", res.Seq, "cdn_paths", len(res.Paths), "cdn_throttled", res.Throttled,
-		"failed_messages", len(res.Failed),
+		"handed_over", res.Invalidations, "handoff_errors", res.HandoffErrs, "failed_messages", len(res.Failed),
 	}
 	switch {
 	case res.Err != nil:
 		w.log.ErrorContext(ctx, "purge not recorded", append(attrs, "err", res.Err)...)
-	case len(res.Prefixes) == 0:
+	case len(res.Prefixes) == 0 && res.Invalidations == 0 && res.HandoffErrs == 0:
 		w.log.InfoContext(ctx, "nothing to purge", attrs...)
 	default:
 		w.log.InfoContext(ctx, "purged", attrs...)
@@ -328,8 +317,13 @@ func (c WorkerConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("purge: tiles prefix %q must be empty or a directory ending in /", c.TilesPrefix))
 		}
 	}
-	if c.SettleDelay < 0 {
-		errs = append(errs, errors.New("purge: settle delay is negative"))
-	}
 	return errors.Join(errs...)
+}
+
+// Validate checks a PurgerConfig.
+func (c PurgerConfig) Validate() error {
+	if c.SettleDelay < 0 {
+		return errors.New("purge: settle delay is negative")
+	}
+	return nil
 }

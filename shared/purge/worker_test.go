@@ -39,14 +39,36 @@ type workerEnv struct {
 	s3 *s3localtest.Endpoint
 	cf *cdntest.Server
 	j  *Journal
-	w  *Worker
+	w  testWorker
 }
 
 type workerOpts struct {
-	cdn   cdn.Config      // DistributionID, MaxAttempts and BaseDelay get test defaults
-	cf    cdntest.Options // the stand-in's
-	sleep func(context.Context, time.Duration) error
-	log   *slog.Logger // of the worker, its journal and its CDN client; nil discards
+	cdn    cdn.Config      // DistributionID, MaxAttempts and BaseDelay get test defaults
+	cf     cdntest.Options // the stand-in's
+	settle time.Duration   // the Purger's SettleDelay
+	// sleep is the CDN's and the Purger's wait; settleSleep, when set, the
+	// Purger's alone.
+	sleep       func(context.Context, time.Duration) error
+	settleSleep func(context.Context, time.Duration) error
+	log         *slog.Logger // of the worker, its journal and its CDN client; nil discards
+}
+
+// testWorker handles raw events as the worker's Lambda edge does: SQS
+// batches report their failures in Result.Failed and no error, other
+// sources return the purge's error.
+type testWorker struct{ *Worker }
+
+func (w testWorker) Handle(ctx context.Context, raw []byte) (Result, error) {
+	defer w.Flush(ctx)
+	b, err := s3event.Decode(raw)
+	if err != nil {
+		return Result{}, err
+	}
+	res := w.Process(ctx, b)
+	if b.Source == s3event.SourceSQS {
+		return res, nil
+	}
+	return res, res.Err
 }
 
 func newWorkerEnv(t *testing.T, cfg WorkerConfig, o workerOpts) *workerEnv {
@@ -55,9 +77,6 @@ func newWorkerEnv(t *testing.T, cfg WorkerConfig, o workerOpts) *workerEnv {
 	cf := cdntest.NewWithOptions(t, o.cf)
 	if cfg.Bucket == "" {
 		cfg.Bucket = workerBucket
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = o.sleep
 	}
 	j := NewJournal(s3e.Client, workerBucket, workerJournal, JournalOptions{Logger: o.log})
 	c := o.cdn
@@ -72,7 +91,12 @@ func newWorkerEnv(t *testing.T, cfg WorkerConfig, o workerOpts) *workerEnv {
 		c.Sleep = o.sleep
 	}
 	inv := cdn.New(cf.Client(), c, o.log)
-	return &workerEnv{s3: s3e, cf: cf, j: j, w: NewWorker(cfg, j, inv, o.log)}
+	ps := o.settleSleep
+	if ps == nil {
+		ps = o.sleep
+	}
+	p := NewPurger(j, PurgerConfig{Coalesce: cfg.Coalesce, SettleDelay: o.settle, CDN: inv, Sleep: ps, Metrics: cfg.Metrics, Now: cfg.Now}, o.log)
+	return &workerEnv{s3: s3e, cf: cf, j: j, w: testWorker{NewWorker(cfg, p, o.log)}}
 }
 
 // head is the journal's latest sequence number: the number of entries.
@@ -130,17 +154,9 @@ func decodeFixture(t testing.TB, name string) s3event.Batch {
 	return b
 }
 
-func failedIDs(t *testing.T, out any) []string {
+func failedIDs(t *testing.T, out Result) []string {
 	t.Helper()
-	resp, ok := out.(events.SQSEventResponse)
-	if !ok {
-		t.Fatalf("got %T, want events.SQSEventResponse", out)
-	}
-	ids := []string{}
-	for _, f := range resp.BatchItemFailures {
-		ids = append(ids, f.ItemIdentifier)
-	}
-	return ids
+	return append([]string{}, out.Failed...)
 }
 
 // The sqs-s3.json batch: what it purges and which of its messages carry a
@@ -225,8 +241,8 @@ func TestWorkerHandleResponses(t *testing.T) {
 		t.Errorf("SQS failures: got %q, want %q", got, sqsFixtureMalformed)
 	}
 	for _, f := range []string{"s3-put.json", "eventbridge-created.json", "s3-malformed.json", "s3-test-event.json"} {
-		if out, err := we.w.Handle(context.Background(), readFixture(t, f)); out != nil || err != nil {
-			t.Errorf("%s: got %v, %v; want nil, nil", f, out, err)
+		if out, err := we.w.Handle(context.Background(), readFixture(t, f)); len(out.Failed) != 0 || err != nil {
+			t.Errorf("%s: got failures %q, %v; want none, nil", f, out.Failed, err)
 		}
 	}
 }
@@ -560,7 +576,7 @@ func TestWorkerSettleDelay(t *testing.T) {
 		during.head, during.cdn, during.asked = seq, len(we.cf.Requests()), d
 		return context.DeadlineExceeded
 	}
-	we = newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/", SettleDelay: time.Hour, Sleep: cut}, workerOpts{})
+	we = newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{settle: time.Hour, settleSleep: cut})
 	if _, err := we.w.Handle(context.Background(), readFixture(t, "s3-put.json")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("got %v, want the deadline", err)
 	}
@@ -573,7 +589,7 @@ func TestWorkerSettleDelay(t *testing.T) {
 
 	// A wait that runs out: the CDN follows.
 	sl := newFakeSleep()
-	we2 := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/", SettleDelay: time.Hour}, workerOpts{sleep: sl.Sleep})
+	we2 := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{settle: time.Hour, sleep: sl.Sleep})
 	if _, err := we2.w.Handle(context.Background(), readFixture(t, "s3-put.json")); err != nil {
 		t.Fatal(err)
 	}
@@ -585,8 +601,8 @@ func TestWorkerSettleDelay(t *testing.T) {
 	s3e := s3localtest.Start(t, workerBucket)
 	var none *cdn.Invalidator
 	never := func(context.Context, time.Duration) error { t.Error("waited without a CDN"); return nil }
-	w := NewWorker(WorkerConfig{Bucket: workerBucket, TilesPrefix: "tiles/", SettleDelay: time.Hour, Sleep: never},
-		NewJournal(s3e.Client, workerBucket, workerJournal, JournalOptions{}), none, nil)
+	p := NewPurger(NewJournal(s3e.Client, workerBucket, workerJournal, JournalOptions{}), PurgerConfig{SettleDelay: time.Hour, Sleep: never, CDN: none}, nil)
+	w := testWorker{NewWorker(WorkerConfig{Bucket: workerBucket, TilesPrefix: "tiles/"}, p, nil)}
 	if _, err := w.Handle(context.Background(), readFixture(t, "s3-put.json")); err != nil {
 		t.Errorf("without CDN: %v", err)
 	}
@@ -597,9 +613,12 @@ func TestWorkerConfigValidate(t *testing.T) {
 	if err := (WorkerConfig{Bucket: "tiles", TilesPrefix: "tiles/"}).Validate(); err != nil {
 		t.Error(err)
 	}
-	err := WorkerConfig{TilesPrefix: "tiles", SettleDelay: -1}.Validate()
-	if err == nil || strings.Count(err.Error(), "\n") != 2 {
-		t.Errorf("got %v, want three problems", err)
+	err := WorkerConfig{TilesPrefix: "tiles"}.Validate()
+	if err == nil || strings.Count(err.Error(), "\n") != 1 {
+		t.Errorf("got %v, want two problems", err)
+	}
+	if err := (PurgerConfig{SettleDelay: -1}).Validate(); err == nil {
+		t.Error("a negative settle delay passed")
 	}
 }
 

@@ -105,6 +105,19 @@ type Batch struct {
 	Ignored int
 	// MessageIDs lists every SQS message of the batch, in order.
 	MessageIDs []string
+	// Messages are the SQS messages of the product's own among the
+	// notifications: a JSON body with a top-level "tilesieve" member naming
+	// their kind (the tile function's handed-off CDN invalidations, which
+	// purge decodes).
+	Messages []Message
+}
+
+// Message is an SQS message of the product's own (Batch.Messages).
+type Message struct {
+	MessageID string
+	Index     int    // its position in the SQS batch
+	Kind      string // the "tilesieve" member
+	Body      []byte
 }
 
 // ErrUnrecognized is returned when the input is not an event of any shape
@@ -121,6 +134,8 @@ type probe struct {
 	DetailType string            `json:"detail-type"`
 	Detail     json.RawMessage   `json:"detail"`
 	Event      string            `json:"Event"`
+	// A message of the product's own (Message).
+	Tilesieve string `json:"tilesieve"`
 	// SNS envelope (S3 → SNS → SQS without raw message delivery).
 	Type    string `json:"Type"`
 	Message string `json:"Message"`
@@ -186,8 +201,8 @@ func (b *Batch) decodeSQS(i int, raw json.RawMessage) {
 }
 
 // decodeBody decodes the body of one SQS message: an S3 notification, a
-// TestEvent, an EventBridge event (a rule targeting the queue) or an SNS
-// envelope around one of those.
+// TestEvent, an EventBridge event (a rule targeting the queue), an SNS
+// envelope around one of those, or a message of the product's own.
 func (b *Batch) decodeBody(msgID string, i int, body []byte, depth int) {
 	var p probe
 	if err := json.Unmarshal(body, &p); err != nil {
@@ -203,6 +218,8 @@ func (b *Batch) decodeBody(msgID string, i int, body []byte, depth int) {
 		b.decodeEventBridge(msgID, i, p.DetailType, p.Detail)
 	case p.Event == "s3:TestEvent":
 		b.Ignored++
+	case p.Tilesieve != "" && depth == 0:
+		b.Messages = append(b.Messages, Message{MessageID: msgID, Index: i, Kind: p.Tilesieve, Body: body})
 	case p.Type == "Notification" && p.Message != "" && depth == 0:
 		b.decodeBody(msgID, i, []byte(p.Message), depth+1)
 	default:

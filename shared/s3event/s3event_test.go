@@ -370,3 +370,47 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeOwnMessages: an SQS body with a top-level "tilesieve" member is
+// one of the product's own messages, passed on whole with its kind; inside
+// an SNS envelope it is not (the product never sends through SNS), and
+// neither kind of body disturbs the S3 notifications beside it.
+func TestDecodeOwnMessages(t *testing.T) {
+	t.Parallel()
+	own := `{"tilesieve":"invalidate","invalidation":{"targets":["osm/"],"batch_id":"b"}}`
+	s3body := `{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"tiles"},"object":{"key":"tiles/osm/1/0/0.png","sequencer":"01"}}}]}`
+	sns, _ := json.Marshal(map[string]string{"Type": "Notification", "Message": own})
+	tests := []struct {
+		name         string
+		bodies       []string
+		wantMessages []s3event.Message
+		wantChanges  int
+		wantProblems int
+	}{
+		{"own message", []string{own}, []s3event.Message{{MessageID: "m-0", Index: 0, Kind: "invalidate", Body: []byte(own)}}, 0, 0},
+		{"beside a notification", []string{s3body, own}, []s3event.Message{{MessageID: "m-1", Index: 1, Kind: "invalidate", Body: []byte(own)}}, 1, 0},
+		{"inside SNS", []string{string(sns)}, nil, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var ev events.SQSEvent
+			for i, b := range tt.bodies {
+				ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m-%d", i), EventSource: "aws:sqs", Body: b})
+			}
+			raw, _ := json.Marshal(ev)
+			b, err := s3event.Decode(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(b.Messages, tt.wantMessages, func(a, b s3event.Message) bool {
+				return a.MessageID == b.MessageID && a.Index == b.Index && a.Kind == b.Kind && string(a.Body) == string(b.Body)
+			}) {
+				t.Errorf("messages: got %+v, want %+v", b.Messages, tt.wantMessages)
+			}
+			if len(b.Changes) != tt.wantChanges || len(b.Problems) != tt.wantProblems {
+				t.Errorf("got %d changes, %d problems; want %d, %d", len(b.Changes), len(b.Problems), tt.wantChanges, tt.wantProblems)
+			}
+		})
+	}
+}

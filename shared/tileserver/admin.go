@@ -13,6 +13,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -119,18 +120,25 @@ func bearerToken(v string) string {
 
 // PurgeResult is what an admin purge issued.
 type PurgeResult struct {
-	Prefix        string   `json:"prefix"`
-	JournalSeq    uint64   `json:"journal_seq,omitempty"`
+	Prefix string `json:"prefix"`
+	// Prefixes are what was purged: the prefix and the names it derives
+	// (an archive's tileset and TileJSON, a tileset's TileJSON).
+	Prefixes   []string `json:"prefixes"`
+	JournalSeq uint64   `json:"journal_seq,omitempty"`
+	// CDNTargets were handed to the sync worker, which invalidates the CDN
+	// for them after the settle delay, within its budget.
+	CDNTargets    []string `json:"cdn_targets,omitempty"`
 	CDNPaths      []string `json:"cdn_paths,omitempty"`
 	MemoryEntries int      `json:"memory_entries"`
 	DiskEntries   int      `json:"disk_entries"`
 	Errors        []string `json:"errors,omitempty"`
 }
 
-// adminPurge writes a journal entry (so every instance purges), purges this
-// instance at once, and invalidates the CDN. The empty prefix, which empties
-// every tier everywhere, must be asked for with all=true alone, so a
-// forgotten or mistyped parameter cannot do it.
+// adminPurge purges a prefix through the purge pipeline (a journal entry, so
+// every instance purges, and the CDN invalidation handed to the worker, as
+// for an S3 change) and purges this instance at once. The empty prefix,
+// which empties every tier everywhere, must be asked for with all=true
+// alone, so a forgotten or mistyped parameter cannot do it.
 func (s *Server) adminPurge(w http.ResponseWriter, r *http.Request, prefix string) {
 	all, ok := r.URL.Query()["all"]
 	switch {
@@ -150,30 +158,32 @@ func (s *Server) adminPurge(w http.ResponseWriter, r *http.Request, prefix strin
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
 	defer cancel()
-	res := PurgeResult{Prefix: prefix}
+	req := purge.PrefixRequest(prefix, "admin", "admin:"+prefix+":"+strconv.FormatInt(s.now().UnixNano(), 10))
+	res := PurgeResult{Prefix: prefix, Prefixes: req.Prefixes}
 	status := http.StatusOK
-	if s.journal != nil {
-		e, err := s.journal.Append(ctx, []string{prefix}, "admin")
-		if err != nil {
-			s.log.Warn("admin purge: journal append failed", "prefix", prefix, "err", err)
-			res.Errors = append(res.Errors, "journal: "+err.Error())
-			status = http.StatusBadGateway
-		} else {
-			res.JournalSeq = e.Seq
+	if s.purger != nil {
+		out, err := s.purger.Purge(ctx, req)
+		res.JournalSeq, res.CDNPaths = out.Seq, out.Paths
+		if out.HandedOff {
+			res.CDNTargets = out.Targets
 		}
-	}
-	res.MemoryEntries, res.DiskEntries, _ = s.purgeTiers(prefix)
-	if s.cdn != nil {
-		batch := "admin:" + prefix + ":" + strconv.FormatInt(s.now().UnixNano(), 10)
-		paths, err := s.cdn.Invalidate(ctx, []string{prefix}, batch)
 		if err != nil {
-			s.log.Warn("admin purge: CDN invalidation failed", "prefix", prefix, "err", err)
-			res.Errors = append(res.Errors, "cdn: "+err.Error())
+			stage := "cdn: "
+			if out.Seq == 0 {
+				stage = "journal: "
+			}
+			s.log.Warn("admin purge: "+strings.TrimSuffix(stage, ": ")+" failed", "prefix", prefix, "err", err)
+			res.Errors = append(res.Errors, stage+err.Error())
 			status = http.StatusBadGateway
 		}
-		res.CDNPaths = paths
 	}
-	s.log.Info("admin purge", "prefix", prefix, "journal_seq", res.JournalSeq, "memory_entries", res.MemoryEntries, "disk_entries", res.DiskEntries)
+	for _, p := range req.Prefixes {
+		m, d, _ := s.purgeTiers(p)
+		res.MemoryEntries += m
+		res.DiskEntries += d
+	}
+	s.log.Info("admin purge", "prefix", prefix, "prefixes", req.Prefixes, "journal_seq", res.JournalSeq,
+		"cdn_handed_off", len(res.CDNTargets) > 0, "memory_entries", res.MemoryEntries, "disk_entries", res.DiskEntries)
 	s.writeJSON(w, status, res)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -40,7 +41,7 @@ func newArchiveEnv(t *testing.T, opts ...option) *archiveEnv {
 		}),
 		func(_ *env, c *tileserver.Config, _ *origin.Config) { cfg = *c })
 	ae.env = newEnv(t, opts...)
-	srv, err := tileserver.New(cfg, tileserver.Deps{Memory: ae.mem, Disk: ae.disk, Origin: ae.client, Journal: ae.journal, Archives: ae.client})
+	srv, err := tileserver.New(cfg, tileserver.Deps{Memory: ae.mem, Disk: ae.disk, Origin: ae.client, Purger: purge.NewPurger(ae.journal, purge.PurgerConfig{}, nil), Archives: ae.client})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func newFleet(t *testing.T, n int, memBytes int64) *fleet {
 	// with its own (possibly lagging) idea of the head.
 	for range 2 {
 		j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
-		f.workers = append(f.workers, purge.NewWorker(purge.WorkerConfig{Bucket: bucket, TilesPrefix: "tiles/"}, j, nil, nil))
+		f.workers = append(f.workers, purge.NewWorker(purge.WorkerConfig{Bucket: bucket, TilesPrefix: "tiles/"}, purge.NewPurger(j, purge.PurgerConfig{}, nil), nil))
 	}
 	for range n {
 		in := &instance{dir: t.TempDir()}

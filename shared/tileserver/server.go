@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -36,9 +35,10 @@ type Origin interface {
 	Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error)
 }
 
-// Journal records purges so that every instance applies them.
-type Journal interface {
-	Append(ctx context.Context, prefixes []string, source string) (purge.Entry, error)
+// Purger carries an admin purge to every instance (the journal) and to the
+// CDN (through the sync worker); *purge.Purger is one.
+type Purger interface {
+	Purge(ctx context.Context, r purge.Request) (purge.Outcome, error)
 }
 
 // Config is the handler's behaviour.
@@ -97,13 +97,12 @@ type Metrics interface {
 }
 
 // Deps are the parts the handler composes. Memory and Origin are required;
-// the rest may be nil (no disk tier, no journal, no CDN).
+// the rest may be nil (no disk tier, admin purges of this instance only).
 type Deps struct {
 	Memory  *cache.Cache
 	Disk    *disk.Store
 	Origin  Origin
-	Journal Journal
-	CDN     *cdn.Invalidator
+	Purger  Purger
 	Metrics Metrics // nil records nothing
 	Logger  *slog.Logger
 	// Archives, when set, serves PMTiles archives (NAME.pmtiles) as the
@@ -120,8 +119,7 @@ type Server struct {
 	mem          *cache.Cache
 	disk         *disk.Store
 	origin       Origin
-	journal      Journal
-	cdn          *cdn.Invalidator
+	purger       Purger
 	log          *slog.Logger
 	now          func() time.Time
 	staleIfError time.Duration
@@ -199,7 +197,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin,
-		journal: d.Journal, cdn: d.CDN, log: log, now: now, metrics: d.Metrics,
+		purger: d.Purger, log: log, now: now, metrics: d.Metrics,
 		staleIfError: directiveSeconds(cfg.CacheControl, "stale-if-error"),
 		// A 404 is remembered as long as the CDN may cache it, and never past
 		// the revalidation age; the journal purges it on upload either way.

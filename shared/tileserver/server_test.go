@@ -116,7 +116,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 		t.Fatal(err)
 	}
 	e.journal = purge.NewJournal(api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: e.clock.Now})
-	e.srv, err = tileserver.New(cfg, tileserver.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Journal: e.journal, Metrics: e.metrics})
+	e.srv, err = tileserver.New(cfg, tileserver.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Purger: purge.NewPurger(e.journal, purge.PurgerConfig{}, nil), Metrics: e.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +580,8 @@ func TestHealthAndAdmin(t *testing.T) {
 		t.Fatalf("purge: %+v %v", res, err)
 	}
 	snap, err := e.journal.Read(context.Background(), "")
-	if err != nil || len(snap.Entries) != 1 || snap.Entries[0].Prefixes[0] != "a/" {
+	// The tileset a/ and its TileJSON a.json, as an upload of a/ purges them.
+	if err != nil || len(snap.Entries) != 1 || !slices.Equal(snap.Entries[0].Prefixes, []string{"a.json", "a/"}) {
 		t.Fatalf("journal: %+v %v", snap, err)
 	}
 	r = e.do("DELETE", "/_tilesieve/cache/b/1", "Authorization", "Bearer test-admin-token")

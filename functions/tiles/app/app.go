@@ -1,6 +1,7 @@
 // Package app composes the tile function from its configuration: the S3
 // client, the memory and disk tiers, staging, the purge journal follower, the
-// CDN invalidator and the handler, each built once. The Lambda entry
+// admin purges' pipeline (journal, then the CDN invalidation handed to the
+// sync worker) and the handler, each built once. The Lambda entry
 // (functions/tiles) and the local stack (infra/devstack) both start here, so
 // what runs locally is what runs on Lambda.
 package app
@@ -18,11 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
-
 	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/obs"
@@ -41,6 +38,7 @@ type App struct {
 	Memory   *cache.Cache
 	Disk     *disk.Store // nil when the disk tier is off or could not open
 	Journal  *purge.Journal
+	Purger   *purge.Purger // admin purges: the journal, then the handoff to the worker
 	Follower *purge.Follower
 	Staged   stage.Report
 	// StagedArchives are the tileset archives copied beside the disk tier.
@@ -55,8 +53,13 @@ type App struct {
 type Option func(*options)
 
 type options struct {
+	handoff    purge.Handoff
 	metricsOut io.Writer
 }
+
+// WithHandoff hands admin purges' CDN invalidations to h instead of the
+// queue PURGE_QUEUE_URL names (the local stack hands them to its worker).
+func WithHandoff(h purge.Handoff) Option { return func(o *options) { o.handoff = h } }
 
 // WithMetrics writes the CloudWatch EMF metric lines (when METRICS is on)
 // to w, the function's log stream on Lambda.
@@ -120,14 +123,14 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 			a.Disk = d
 		}
 	}
-	var inv *cdn.Invalidator
-	if cfg.DistributionID != "" {
-		inv, err = newInvalidator(ctx, cfg.Common, log)
-		if err != nil {
+	a.Journal = purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{Logger: log})
+	handoff := op.handoff
+	if handoff == nil && cfg.PurgeQueueURL != "" {
+		if handoff, err = NewQueueHandoff(ctx, cfg.PurgeQueueURL); err != nil {
 			return nil, err
 		}
 	}
-	a.Journal = purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{Logger: log})
+	a.Purger = purge.NewPurger(a.Journal, purge.PurgerConfig{Handoff: handoff}, log)
 	srv, err := tileserver.New(tileserver.Config{
 		CacheControl:         cfg.CacheControl,
 		NegativeCacheControl: cfg.NegativeCacheControl,
@@ -149,8 +152,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		Disk:     a.Disk,
 		Origin:   o,
 		Archives: o, // NAME.pmtiles serves NAME/ through the same tiers
-		Journal:  a.Journal,
-		CDN:      inv,
+		Purger:   a.Purger,
 		Metrics:  a.tileMetrics(),
 		Logger:   log,
 	})
@@ -257,13 +259,4 @@ func (a *App) diskSize() func() obs.TierSize {
 		st := a.Disk.Stats()
 		return obs.TierSize{Bytes: st.Bytes, Entries: st.Entries}
 	}
-}
-
-// newInvalidator builds the CloudFront client for admin purges.
-func newInvalidator(ctx context.Context, c config.Common, log *slog.Logger) (*cdn.Invalidator, error) {
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("app: CloudFront client: %w", err)
-	}
-	return cdn.New(cloudfront.NewFromConfig(awsCfg), cdn.Config{DistributionID: c.DistributionID, PathPrefix: c.CDNPathPrefix}, log), nil
 }

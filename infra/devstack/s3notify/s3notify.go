@@ -42,7 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// Target receives notifications; *purge.Worker is one (its Lambda handler).
+// Target receives notifications: the worker's Lambda handler.
 type Target interface {
 	Handle(ctx context.Context, event json.RawMessage) (any, error)
 }

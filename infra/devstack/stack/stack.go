@@ -5,8 +5,9 @@
 //     behind an emulation of S3 event notifications (s3notify) that delivers
 //     every change under TILES_PREFIX to the sync worker, as S3 invokes the
 //     worker Lambda asynchronously;
-//   - the sync worker (shared/purge), writing the purge journal in the same
-//     bucket as on AWS;
+//   - the sync worker, assembled as on Lambda (worker/app), writing the purge
+//     journal in the same bucket as on AWS and receiving the admin purges'
+//     CDN invalidations the tile function hands over, as SQS messages;
 //   - the tile function (functions/tiles/app), which follows that journal,
 //     served on a local port together with a map viewer at "/".
 //
@@ -22,6 +23,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +46,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/upload"
+	workerapp "github.com/tilesieve/tilesieve/worker/app"
 )
 
 // Defaults of the embedded stack. The credentials are not secrets: the
@@ -104,6 +107,9 @@ type Options struct {
 	// batches of up to that many, as the deployed queue does; default one
 	// notification per invocation.
 	EventBatch int
+	// OnHandoff, when set, sees every CDN invalidation the tile function
+	// handed to the worker, with the worker's answer (tests).
+	OnHandoff func(purge.Invalidation, error)
 }
 
 // Stack is a running local stack.
@@ -123,7 +129,7 @@ type Stack struct {
 	App      *app.App
 	S3       *s3local.Server    // nil when not embedded
 	Notifier *s3notify.Notifier // nil when not embedded
-	Worker   *purge.Worker      // nil when not embedded
+	Worker   *workerapp.App     // nil when not embedded
 	Client   *s3.Client         // an S3 client of the embedded endpoint; nil when not embedded
 	closers  []func(context.Context) error
 	log      *slog.Logger
@@ -238,7 +244,13 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if opts.Embedded {
 		st.Notifier.SetEnabled(true)
 	}
-	if st.App, err = app.NewWithOrigin(ctx, tcfg, o, log.With("component", "tiles")); err != nil {
+	var tileOpts []app.Option
+	if st.Worker != nil {
+		// No queue here: the worker takes the tile function's admin purges
+		// in process, as SQS messages all the same (workerapp.App.Handoff).
+		tileOpts = append(tileOpts, app.WithHandoff(observedHandoff{h: st.Worker.Handoff(), on: opts.OnHandoff}))
+	}
+	if st.App, err = app.NewWithOrigin(ctx, tcfg, o, log.With("component", "tiles"), tileOpts...); err != nil {
 		return st, fmt.Errorf("tile function: %w", err)
 	}
 
@@ -280,28 +292,29 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 	st.Client = srv.Client(st.S3URL)
 	srv.Faults().Add(s3local.Fault{Match: st.outage.matches(wcfg.Bucket, wcfg.TilesPrefix), Status: http.StatusServiceUnavailable})
 
-	journal := purge.NewJournal(st.Client, wcfg.Bucket, wcfg.JournalPrefix, purge.JournalOptions{Logger: st.log.With("component", "journal")})
-	wc := purge.WorkerConfig{
-		Bucket:      wcfg.Bucket,
-		TilesPrefix: wcfg.TilesPrefix,
-		Coalesce:    purge.CoalesceConfig{Threshold: wcfg.CoalesceThreshold, Cap: wcfg.CoalesceCap},
+	if wcfg.DistributionID != "" {
+		st.log.Warn("DISTRIBUTION_ID is set but the local stack has no CDN to invalidate; ignoring it")
+		wcfg.DistributionID = ""
 	}
-	if err := wc.Validate(); err != nil {
+	wopts := workerapp.Options{S3: st.Client, Logger: st.log.With("component", "worker")}
+	if opts.CDN.Enabled() {
+		// A CDN in the loop (tests): the worker waits SYNC_INTERVAL +
+		// SYNC_TIMEOUT between the journal and the CDN, as deployed.
+		wopts.CDN = opts.CDN
+	} else {
+		// No CDN, so there is nothing to settle for; zero says so, and keeps
+		// the handed-over invalidations (delivered while the admin request
+		// waits, see workerapp.App.Handoff) from holding it.
+		var noSettle time.Duration
+		wopts.SettleDelay = &noSettle
+	}
+	st.Worker, err = workerapp.New(ctx, wcfg, wopts)
+	if err != nil {
 		ln.Close()
 		return err
 	}
-	if opts.CDN.Enabled() {
-		wc.SettleDelay = wcfg.SyncInterval + wcfg.SyncTimeout
-	} else if wcfg.DistributionID != "" {
-		st.log.Warn("DISTRIBUTION_ID is set but the local stack has no CDN to invalidate; ignoring it")
-	}
-	var inv purge.Invalidator
-	if opts.CDN.Enabled() {
-		inv = opts.CDN
-	}
-	st.Worker = purge.NewWorker(wc, journal, inv, st.log.With("component", "worker"))
 
-	st.Notifier = s3notify.New(srv.Handler(), s3notify.HeadStat(st.Client), st.Worker, s3notify.Config{
+	st.Notifier = s3notify.New(srv.Handler(), s3notify.HeadStat(st.Client), workerTarget{st.Worker}, s3notify.Config{
 		Region:     st.Region,
 		Prefix:     wcfg.TilesPrefix, // the template's notification filter
 		OnDelivery: opts.OnEvent,
@@ -423,4 +436,25 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// workerTarget delivers the S3 notifications to the worker's Lambda handler.
+type workerTarget struct{ w *workerapp.App }
+
+func (t workerTarget) Handle(ctx context.Context, event json.RawMessage) (any, error) {
+	return t.w.Handle(ctx, workerapp.Event(event))
+}
+
+// observedHandoff is the worker's in-process handoff with a hook (tests).
+type observedHandoff struct {
+	h  purge.Handoff
+	on func(purge.Invalidation, error)
+}
+
+func (o observedHandoff) Hand(ctx context.Context, inv purge.Invalidation) error {
+	err := o.h.Hand(ctx, inv)
+	if o.on != nil {
+		o.on(inv, err)
+	}
+	return err
 }

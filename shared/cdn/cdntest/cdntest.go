@@ -31,6 +31,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
+
+	"github.com/tilesieve/tilesieve/shared/cdn"
 )
 
 // Request is one CreateInvalidation the server received.
@@ -86,8 +88,8 @@ type Options struct {
 	Apply func(ctx context.Context, id string, paths []string) error
 }
 
-// Usage counts paths in progress.
-type Usage struct{ Wildcard, Exact int }
+// Usage counts paths in progress, as cdn counts them.
+type Usage = cdn.Usage
 
 // Server is a fake CloudFront endpoint.
 type Server struct {
@@ -233,17 +235,6 @@ func (s *Server) Peak() Usage {
 	return s.peak
 }
 
-// Complete marks the invalidation with this id completed.
-func (s *Server) Complete(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, inv := range s.all {
-		if inv.id == id {
-			inv.done = true
-		}
-	}
-}
-
 // CompleteAll marks every invalidation completed.
 func (s *Server) CompleteAll() {
 	s.mu.Lock()
@@ -279,21 +270,7 @@ func (s *Server) usageLocked() Usage {
 	var u Usage
 	for _, inv := range s.all {
 		if s.inProgressLocked(inv) {
-			u = u.add(count(inv.paths))
-		}
-	}
-	return u
-}
-
-func (u Usage) add(o Usage) Usage { return Usage{u.Wildcard + o.Wildcard, u.Exact + o.Exact} }
-
-func count(paths []string) Usage {
-	var u Usage
-	for _, p := range paths {
-		if strings.HasSuffix(p, "*") {
-			u.Wildcard++
-		} else {
-			u.Exact++
+			u = u.Add(cdn.Count(inv.paths))
 		}
 	}
 	return u
@@ -362,7 +339,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, dist string) {
 		// CloudFront answers a repeated caller reference with the
 		// invalidation it made, and creates nothing.
 	default:
-		now, want := s.usageLocked(), count(batch.Paths)
+		now, want := s.usageLocked(), cdn.Count(batch.Paths)
 		if now.Wildcard+want.Wildcard > s.opts.MaxWildcardPaths || now.Exact+want.Exact > s.opts.MaxExactPaths {
 			s.refused++
 			fail = &TooMany
@@ -375,8 +352,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, dist string) {
 		}
 		s.byRef[batch.CallerReference] = inv
 		s.all = append(s.all, inv)
-		after := now.add(want)
-		s.peak = Usage{max(s.peak.Wildcard, after.Wildcard), max(s.peak.Exact, after.Exact)}
+		after := now.Add(want)
+		s.peak = Usage{Wildcard: max(s.peak.Wildcard, after.Wildcard), Exact: max(s.peak.Exact, after.Exact)}
 	}
 	var doc string
 	if fail == nil {

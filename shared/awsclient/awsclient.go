@@ -1,0 +1,22 @@
+// Package awsclient builds the S3 client every part of the product uses (the
+// tile function's origin, the sync worker's journal), so that the endpoint
+// and addressing settings (AWS_ENDPOINT_URL, S3_FORCE_PATH_STYLE) are applied
+// in one place, the same on Lambda, in the local stack and in tests.
+package awsclient
+
+import (
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// S3 returns an S3 client of awsCfg, addressed at endpoint when it is set
+// (an S3-compatible endpoint; "" is AWS's) and path-style when pathStyle.
+// opts apply after those.
+func S3(awsCfg aws.Config, endpoint string, pathStyle bool, opts ...func(*s3.Options)) *s3.Client {
+	return s3.NewFromConfig(awsCfg, append([]func(*s3.Options){func(o *s3.Options) {
+		o.UsePathStyle = pathStyle
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	}}, opts...)...)
+}
