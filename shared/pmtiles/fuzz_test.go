@@ -162,8 +162,10 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		reads := 0
+		var read int64 // bytes
 		src := pmtiles.RangeReaderFunc(func(_ context.Context, off, n int64) ([]byte, error) {
 			reads++
+			read += n
 			if off < 0 || n < 0 || off+n > int64(len(b)) {
 				t.Fatalf("read %d+%d outside the %d-byte archive", off, n, len(b))
 			}
@@ -182,6 +184,11 @@ func FuzzReader(f *testing.F) {
 		}
 		_, err = r.Metadata(ctx)
 		check("Metadata", err)
+		read = 0
+		check("Verify", r.Verify(ctx))
+		if limit := int64(r.Header().LeafDirectoryLength); read > limit {
+			t.Fatalf("Verify: read %d bytes, more than the %d-byte leaf section", read, limit)
+		}
 		ids := []uint64{0, 1, 5, 21, 84, 1 << 40}
 		for _, e := range r.Root() {
 			ids = append(ids, e.TileID, e.TileID+1)

@@ -28,12 +28,23 @@ func checkEntries(h Header, entries []Entry) error {
 // checks Open makes (header, sections inside the archive, root directory)
 // it is what can be known of an archive without reading its tiles. It reads
 // every leaf once (through the LeafCache), so it suits a local file or an
-// upload, not the request path.
+// upload, not the request path. A leaf that several entries name is read
+// and checked once, and leaves that together pass the leaf section's length
+// (they overlap, which no writer does) are refused, so Verify reads at most
+// the leaf section once.
 func (r *Reader) Verify(ctx context.Context) error {
-	return r.verify(ctx, r.root, 1)
+	v := verifier{seen: map[Range]bool{}, budget: int64(r.header.LeafDirectoryLength)}
+	return r.verify(ctx, r.root, 1, &v)
 }
 
-func (r *Reader) verify(ctx context.Context, dir []Entry, depth int) error {
+// verifier is the state of one Verify: the leaves read, and how many bytes
+// of leaves may still be read.
+type verifier struct {
+	seen   map[Range]bool
+	budget int64
+}
+
+func (r *Reader) verify(ctx context.Context, dir []Entry, depth int, v *verifier) error {
 	for _, e := range dir {
 		if !e.IsLeaf() {
 			continue
@@ -48,6 +59,13 @@ func (r *Reader) verify(ctx context.Context, dir []Entry, depth int) error {
 		if err != nil {
 			return err
 		}
+		if v.seen[leaf] {
+			continue
+		}
+		v.seen[leaf] = true
+		if v.budget -= leaf.Length; v.budget < 0 {
+			return invalid("leaf directories overlap: more than the %d bytes of the leaf section", r.header.LeafDirectoryLength)
+		}
 		d, err := r.Leaf(ctx, leaf)
 		if err != nil {
 			return err
@@ -55,7 +73,7 @@ func (r *Reader) verify(ctx context.Context, dir []Entry, depth int) error {
 		if err := checkEntries(r.header, d); err != nil {
 			return fmt.Errorf("pmtiles: leaf directory at %d+%d: %w", leaf.Offset, leaf.Length, err)
 		}
-		if err := r.verify(ctx, d, depth+1); err != nil {
+		if err := r.verify(ctx, d, depth+1, v); err != nil {
 			return err
 		}
 	}
