@@ -427,8 +427,8 @@ func (a *archives) metadataJSON(ctx context.Context, name, key, ifNoneMatch stri
 		return nil, err
 	}
 	body := md.Body
-	if strings.EqualFold(md.ContentEncoding, "gzip") {
-		if body, err = gunzip(body); err != nil {
+	if decodable(md.ContentEncoding) {
+		if body, err = decodeTile(md.ContentEncoding, body); err != nil {
 			return nil, fmt.Errorf("tileserver: %s/metadata.json: %w", name, err)
 		}
 	}
