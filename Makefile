@@ -61,6 +61,7 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzParseHeader:./shared/pmtiles/ \
 	    FuzzParseDirectory:./shared/pmtiles/ \
 	    FuzzReader:./shared/pmtiles/ \
+	    FuzzDecompress:./shared/pmtiles/ \
 	    FuzzRewriteID:./shared/iiif/ \
 	    FuzzFromMetadata:./shared/tileset/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \

@@ -3,6 +3,7 @@ module github.com/tilesieve/tilesieve
 go 1.26.8
 
 require (
+	github.com/andybalholm/brotli v1.3.0
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
@@ -13,6 +14,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/awslabs/goformation/v7 v7.14.9
+	github.com/klauspost/compress v1.18.7
 	github.com/rclone/gofakes3 v0.0.12
 	gopkg.in/yaml.v3 v3.0.1
 )

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,6 +31,15 @@ func TestUploadCommand(t *testing.T) {
 	if err := os.WriteFile(archive, pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("t")}, pmtilestest.Options{Clustered: true}), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	random := filepath.Join(dir, "random.pmtiles")
+	if err := os.WriteFile(random, bytes.Repeat([]byte("\x00\x9c\x41\x07"), 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	whole := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("tile")}, pmtilestest.Options{Clustered: true})
+	truncated := filepath.Join(dir, "truncated.pmtiles")
+	if err := os.WriteFile(truncated, whole[:len(whole)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tiles := filepath.Join(dir, "tiles")
 	if err := os.MkdirAll(filepath.Join(tiles, "0", "0"), 0o755); err != nil {
 		t.Fatal(err)
@@ -49,6 +59,10 @@ func TestUploadCommand(t *testing.T) {
 		{"directory", []string{"upload", "-concurrency", "2", tiles, "s3://tiles/maps/osm"}, 0, "1 uploaded (4 bytes)", ""},
 		{"bad URL", []string{"upload", tiles, "https://tiles/maps/osm"}, 2, "", "want s3://bucket/prefix/NAME"},
 		{"bad PATH", []string{"upload", filepath.Join(dir, "nope"), "s3://tiles/maps/osm"}, 2, "", "no such file or directory"},
+		{"random bytes", []string{"upload", "-quiet", random, "s3://tiles/maps/random"}, 2, "0 uploaded",
+			"tilesieve: upload: " + random + `: not a valid PMTiles v3 archive: pmtiles: header: bad magic "\x00\x9cA\a\x00\x9cA": pmtiles: invalid archive` + "\n"},
+		{"truncated archive", []string{"upload", "-quiet", truncated, "s3://tiles/maps/truncated"}, 2, "0 uploaded",
+			"tilesieve: upload: " + truncated + fmt.Sprintf(": not a valid PMTiles v3 archive: pmtiles: header: tile data at %d+4 lies outside the archive (%d bytes): pmtiles: invalid archive\n", len(whole)-4, len(whole)-1)},
 		{"missing argument", []string{"upload", tiles}, 2, "", "usage: tilesieve upload"},
 		{"no subcommand", nil, 2, "", "usage: tilesieve upload"},
 	} {
@@ -57,6 +71,9 @@ func TestUploadCommand(t *testing.T) {
 			code := run(context.Background(), c.args, getenv, &out, &errOut)
 			if code != c.code || !strings.Contains(out.String(), c.out) || !strings.Contains(errOut.String(), c.errOut) {
 				t.Errorf("got code %d, stdout %q, stderr %q; want %d, %q, %q", code, out.String(), errOut.String(), c.code, c.out, c.errOut)
+			}
+			if n := strings.Count(errOut.String(), "upload: "); code == 2 && strings.HasPrefix(errOut.String(), "tilesieve: upload: ") && n != 1 {
+				t.Errorf("stderr %q: got %d upload: prefixes, want 1", errOut.String(), n)
 			}
 		})
 	}

@@ -1,11 +1,7 @@
 package pmtiles
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/binary"
-	"errors"
-	"io"
 	"math"
 	"sort"
 )
@@ -149,35 +145,4 @@ func DecodeDirectory(raw []byte, c Compression, max int64) ([]Entry, error) {
 		return nil, err
 	}
 	return ParseDirectory(b)
-}
-
-// Decompress undoes the internal compression c of a directory or of the
-// metadata, refusing output past max bytes. None and gzip are decoded;
-// brotli, zstd and unknown compressions are ErrUnsupported.
-func Decompress(raw []byte, c Compression, max int64) ([]byte, error) {
-	switch c {
-	case CompressionNone:
-		if int64(len(raw)) > max {
-			return nil, invalid("%d bytes, more than the cap of %d", len(raw), max)
-		}
-		return raw, nil
-	case CompressionGzip:
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, invalid("gzip: %v", err)
-		}
-		var out bytes.Buffer
-		n, err := out.ReadFrom(io.LimitReader(zr, max+1))
-		if err != nil {
-			if errors.Is(err, bytes.ErrTooLarge) {
-				return nil, invalid("gzip: output too large")
-			}
-			return nil, invalid("gzip: %v", err)
-		}
-		if n > max {
-			return nil, invalid("gzip: decompresses to more than the cap of %d bytes", max)
-		}
-		return out.Bytes(), nil
-	}
-	return nil, fmtUnsupported("internal compression %v (this reader decodes none and gzip)", c)
 }

@@ -25,6 +25,8 @@ func seedArchives() [][]byte {
 		{Dedup: true, InternalCompression: pmtiles.CompressionGzip, Metadata: map[string]any{"name": "n", "vector_layers": []any{}}},
 		{Clustered: true, Dedup: true, MaxRootBytes: 20, LeafEntries: 8},
 		{InternalCompression: pmtiles.CompressionGzip, MaxRootBytes: 20, LeafEntries: 8},
+		{Clustered: true, InternalCompression: pmtiles.CompressionBrotli, MaxRootBytes: 20, LeafEntries: 8, Metadata: map[string]any{"name": "br"}},
+		{Dedup: true, InternalCompression: pmtiles.CompressionZstd, MaxRootBytes: 20, LeafEntries: 8, Metadata: map[string]any{"name": "zstd"}},
 	} {
 		out = append(out, pmtilestest.Build(tiles, o))
 	}
@@ -65,6 +67,43 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	write("FuzzParseHeader", headers)
 	write("FuzzParseDirectory", seedDirectories())
 	write("FuzzReader", archives)
+	write("FuzzDecompress", seedCompressed())
+}
+
+// seedCompressed are inputs of FuzzDecompress: a compression byte, then
+// the stored bytes.
+func seedCompressed() [][]byte {
+	plain := pmtilestest.EncodeDirectory([]pmtiles.Entry{{TileID: 0, Length: 3, RunLength: 1}, {TileID: 1, Offset: 3, Length: 4, RunLength: 2}})
+	var out [][]byte
+	for _, c := range compressions {
+		out = append(out, append([]byte{byte(c)}, pmtilestest.Compress(plain, c)...))
+	}
+	return out
+}
+
+// FuzzDecompress decodes arbitrary bytes with every compression: no panic,
+// never more than the cap, and only the package's own errors.
+func FuzzDecompress(f *testing.F) {
+	for _, s := range seedCompressed() {
+		f.Add(s)
+	}
+	const limit = 1 << 16
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		c := pmtiles.Compression(b[0] % 6)
+		out, err := pmtiles.Decompress(b[1:], c, limit)
+		if err != nil {
+			if !errors.Is(err, pmtiles.ErrInvalid) && !errors.Is(err, pmtiles.ErrUnsupported) {
+				t.Fatalf("%v: error %v is neither ErrInvalid nor ErrUnsupported", c, err)
+			}
+			return
+		}
+		if len(out) > limit {
+			t.Fatalf("%v: %d bytes out, past the cap of %d", c, len(out), limit)
+		}
+	})
 }
 
 func FuzzParseHeader(f *testing.F) {
@@ -123,8 +162,10 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		reads := 0
+		var read int64 // bytes
 		src := pmtiles.RangeReaderFunc(func(_ context.Context, off, n int64) ([]byte, error) {
 			reads++
+			read += n
 			if off < 0 || n < 0 || off+n > int64(len(b)) {
 				t.Fatalf("read %d+%d outside the %d-byte archive", off, n, len(b))
 			}
@@ -143,6 +184,11 @@ func FuzzReader(f *testing.F) {
 		}
 		_, err = r.Metadata(ctx)
 		check("Metadata", err)
+		read = 0
+		check("Verify", r.Verify(ctx))
+		if limit := int64(r.Header().LeafDirectoryLength); read > limit {
+			t.Fatalf("Verify: read %d bytes, more than the %d-byte leaf section", read, limit)
+		}
 		ids := []uint64{0, 1, 5, 21, 84, 1 << 40}
 		for _, e := range r.Root() {
 			ids = append(ids, e.TileID, e.TileID+1)

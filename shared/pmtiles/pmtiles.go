@@ -1,17 +1,24 @@
 // Package pmtiles decodes PMTiles v3 archives: the 127-byte header, varint
 // directories with run lengths and leaf directories, Hilbert tile ids, and the
-// JSON metadata. It depends on the standard library only, so the tile
-// function's bootstrap stays small.
+// JSON metadata, with every compression of the format (none, gzip, brotli,
+// zstd) for directories, metadata and tiles. Besides the standard library it
+// uses only the brotli and zstd decoders, so the tile function's bootstrap
+// stays small.
 //
 // What it promises:
 //
 //   - Nothing it decodes panics or reads without bound, whatever the bytes:
 //     every directory, leaf, metadata and tile range is checked against the
 //     archive's size and its section before it is read, decompressed sizes
-//     are capped, and leaf directories are followed to a fixed depth (so a
-//     cycle ends as an error).
+//     are capped (a decompression bomb is ErrTooLarge at the cap, having
+//     allocated about the cap), and leaf directories are followed to a fixed
+//     depth (so a cycle ends as an error).
+//   - An archive is validated when opened: the header, every section inside
+//     the archive's size, the root directory decoded and each of its entries
+//     inside the section it points into. Reader.Verify checks every leaf
+//     directory as well.
 //   - A malformed archive is an error matching ErrInvalid, an archive using a
-//     compression this package does not decode (brotli, zstd directories) one
+//     compression the format does not name (or another spec version) one
 //     matching ErrUnsupported; a server answers both with 502. Errors of the
 //     caller's RangeReader are wrapped, not replaced, so their own identity
 //     (a timeout, a changed object) survives.
@@ -30,8 +37,8 @@ var (
 	// version, a section or pointer outside the archive, a corrupt directory,
 	// leaves nested deeper than the depth limit, a length past a cap.
 	ErrInvalid = errors.New("pmtiles: invalid archive")
-	// ErrUnsupported is a valid archive this package cannot decode: brotli or
-	// zstd internal compression, or an unknown compression.
+	// ErrUnsupported is an archive this package cannot decode: a spec
+	// version other than 3, or a compression the format does not name.
 	ErrUnsupported = errors.New("pmtiles: unsupported")
 )
 

@@ -417,11 +417,13 @@ func TestReaderRefusesBadArchives(t *testing.T) {
 		openErr bool
 		want    error
 	}{
-		{"leaf section shrunk under its leaves", corrupt(t, leafy, func(h *pmtiles.Header, _ []byte) { h.LeafDirectoryLength = 3 }), false, pmtiles.ErrInvalid},
-		{"tile section shrunk under its tiles", corrupt(t, flat, func(h *pmtiles.Header, _ []byte) { h.TileDataLength = 10 }), false, pmtiles.ErrInvalid},
+		// The root's entries are checked against their sections at Open.
+		{"leaf section shrunk under its leaves", corrupt(t, leafy, func(h *pmtiles.Header, _ []byte) { h.LeafDirectoryLength = 3 }), true, pmtiles.ErrInvalid},
+		{"tile section shrunk under its tiles", corrupt(t, flat, func(h *pmtiles.Header, _ []byte) { h.TileDataLength = 10 }), true, pmtiles.ErrInvalid},
 		{"cycle", cycle, false, pmtiles.ErrInvalid},
-		{"brotli directories", corrupt(t, flat, func(h *pmtiles.Header, _ []byte) { h.InternalCompression = pmtiles.CompressionBrotli }), true, pmtiles.ErrUnsupported},
-		{"zstd directories", corrupt(t, flat, func(h *pmtiles.Header, _ []byte) { h.InternalCompression = pmtiles.CompressionZstd }), true, pmtiles.ErrUnsupported},
+		{"brotli claimed, none stored", corrupt(t, flat, func(h *pmtiles.Header, _ []byte) { h.InternalCompression = pmtiles.CompressionBrotli }), true, pmtiles.ErrInvalid},
+		{"zstd claimed, none stored", corrupt(t, flat, func(h *pmtiles.Header, _ []byte) { h.InternalCompression = pmtiles.CompressionZstd }), true, pmtiles.ErrInvalid},
+		{"unknown directory compression", corrupt(t, flat, func(h *pmtiles.Header, _ []byte) { h.InternalCompression = 9 }), true, pmtiles.ErrUnsupported},
 		{"gzip claimed, none stored", corrupt(t, flat, func(h *pmtiles.Header, _ []byte) { h.InternalCompression = pmtiles.CompressionGzip }), true, pmtiles.ErrInvalid},
 		{"root garbage", corrupt(t, flat, func(_ *pmtiles.Header, rest []byte) { rest[0] = 0xff; rest[1] = 0xff }), true, pmtiles.ErrInvalid},
 		{"truncated archive", flat[:len(flat)-1], true, pmtiles.ErrInvalid},

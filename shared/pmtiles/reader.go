@@ -131,6 +131,9 @@ func NewReader(first []byte, size int64, src RangeReader, opts Options) (*Reader
 	if err != nil {
 		return nil, fmt.Errorf("pmtiles: root directory: %w", err)
 	}
+	if err := checkEntries(h, root); err != nil {
+		return nil, fmt.Errorf("pmtiles: root directory: %w", err)
+	}
 	return &Reader{src: src, size: size, header: h, root: root, opts: opts}, nil
 }
 

@@ -214,17 +214,38 @@ func (a *archives) probe(ar *archive) {
 		a.forgetFailed(ar)
 		return
 	case first.Size < pmtiles.HeaderLen:
-		ar.err = fmt.Errorf("tileserver: archive %s of %d bytes: %w", ar.name, first.Size, pmtiles.ErrInvalid)
-		return
+		err = fmt.Errorf("pmtiles: archive of %d bytes is shorter than its header: %w", first.Size, pmtiles.ErrInvalid)
+	default:
+		ar.etag, ar.lastModified = first.ETag, first.LastModified
+		src := a.rangeReader(ar.name, objectKey, first.ETag)
+		// NewReader validates the archive: header, sections inside its
+		// size, root directory and the root's entries inside their sections.
+		ar.r, err = pmtiles.NewReader(first.Body, first.Size, src, pmtiles.Options{Leaves: leafCache{a.dirs, ar.name + "\x00" + first.ETag + "\x00"}})
 	}
-	ar.etag, ar.lastModified = first.ETag, first.LastModified
-	src := a.rangeReader(ar.name, objectKey, first.ETag)
-	ar.r, err = pmtiles.NewReader(first.Body, first.Size, src, pmtiles.Options{Leaves: leafCache{a.dirs, ar.name + "\x00" + first.ETag + "\x00"}})
 	if err != nil {
-		// A malformed archive answers 502 for the TTL (or until a purge
-		// of it), without a read per request.
-		ar.err = fmt.Errorf("tileserver: archive %s: %w", ar.name, err)
+		// A malformed archive is reported here, once per probe, and
+		// answers 502 for the TTL (or until a purge of it), without a read
+		// or a log line per request.
+		a.s.log.Error("archive refused", "name", ar.name, "key", objectKey, "etag", first.ETag, "size", first.Size, "err", err)
+		ar.err = &refusedError{name: ar.name, err: err}
 	}
+}
+
+// refusedError is the answer of an archive its probe refused: the probe
+// logged why, so a request does not.
+type refusedError struct {
+	name string
+	err  error
+}
+
+func (e *refusedError) Error() string {
+	return "tileserver: archive " + e.name + " refused: " + e.err.Error()
+}
+func (e *refusedError) Unwrap() error { return e.err }
+
+func isRefused(err error) bool {
+	var r *refusedError
+	return errors.As(err, &r)
 }
 
 func (a *archives) checkedAt(ar *archive) time.Time { return time.Unix(0, ar.checked.Load()) }
@@ -406,8 +427,8 @@ func (a *archives) metadataJSON(ctx context.Context, name, key, ifNoneMatch stri
 		return nil, err
 	}
 	body := md.Body
-	if strings.EqualFold(md.ContentEncoding, "gzip") {
-		if body, err = gunzip(body); err != nil {
+	if decodable(md.ContentEncoding) {
+		if body, err = decodeTile(md.ContentEncoding, body); err != nil {
 			return nil, fmt.Errorf("tileserver: %s/metadata.json: %w", name, err)
 		}
 	}

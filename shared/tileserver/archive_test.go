@@ -5,9 +5,11 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,11 +26,37 @@ import (
 type archiveEnv struct {
 	*env
 	ranged atomic.Int64 // ranged GETs of archives that reached S3
+	logs   *logBuffer   // the server's log
+}
+
+// logBuffer is a log sink safe for the server's goroutines.
+type logBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the lines that contain s.
+func (l *logBuffer) lines(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 func newArchiveEnv(t *testing.T, opts ...option) *archiveEnv {
 	t.Helper()
-	ae := &archiveEnv{}
+	ae := &archiveEnv{logs: &logBuffer{}}
 	var cfg tileserver.Config
 	opts = append(opts,
 		withS3Wrapper(func(h http.Handler) http.Handler {
@@ -41,7 +69,8 @@ func newArchiveEnv(t *testing.T, opts ...option) *archiveEnv {
 		}),
 		func(_ *env, c *tileserver.Config, _ *origin.Config) { cfg = *c })
 	ae.env = newEnv(t, opts...)
-	srv, err := tileserver.New(cfg, tileserver.Deps{Memory: ae.mem, Disk: ae.disk, Origin: ae.client, Purger: purge.NewPurger(ae.journal, purge.PurgerConfig{}, nil), Archives: ae.client})
+	srv, err := tileserver.New(cfg, tileserver.Deps{Memory: ae.mem, Disk: ae.disk, Origin: ae.client, Purger: purge.NewPurger(ae.journal, purge.PurgerConfig{}, nil), Archives: ae.client,
+		Logger: slog.New(slog.NewTextHandler(ae.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +194,51 @@ func TestArchiveGzipVector(t *testing.T) {
 	expect(t, r, 200, "MISS")
 	if body(t, r) != string(raw[zxy]) {
 		t.Fatal(".mvt: wrong bytes")
+	}
+}
+
+// TestArchiveEveryCompression: archives whose directories and tiles use
+// each compression serve every tile byte for byte as stored to clients that
+// accept the tiles' coding, and decoded, with an ETag of their own, to
+// clients that do not.
+func TestArchiveEveryCompression(t *testing.T) {
+	t.Parallel()
+	raw := pyramid(3, 9)
+	for _, ic := range []pmtiles.Compression{pmtiles.CompressionGzip, pmtiles.CompressionBrotli, pmtiles.CompressionZstd} {
+		for _, tc := range []pmtiles.Compression{pmtiles.CompressionNone, pmtiles.CompressionGzip, pmtiles.CompressionBrotli, pmtiles.CompressionZstd} {
+			t.Run(fmt.Sprintf("%v directories, %v tiles", ic, tc), func(t *testing.T) {
+				t.Parallel()
+				e := newArchiveEnv(t)
+				stored := map[pmtiles.ZXY][]byte{}
+				for zxy, b := range raw {
+					stored[zxy] = pmtilestest.Compress(b, tc)
+				}
+				e.put("v.pmtiles", pmtilestest.Build(stored, pmtilestest.Options{Clustered: true, TileType: pmtiles.TileTypeMVT,
+					InternalCompression: ic, TileCompression: tc, MaxRootBytes: 60, LeafEntries: 16, Metadata: map[string]any{"name": "v"}}), "", "")
+				enc := tc.ContentEncoding()
+				for zxy := range raw {
+					r := e.do("GET", path("v", zxy, "pbf"), "Accept-Encoding", "gzip, deflate, br, zstd")
+					expect(t, r, 200, "MISS")
+					if got := body(t, r); got != string(stored[zxy]) || r.Header.Get("Content-Encoding") != enc {
+						t.Fatalf("%v: accepting client: got %d bytes, Content-Encoding %q, want %d bytes, %q", zxy, len(got), r.Header.Get("Content-Encoding"), len(stored[zxy]), enc)
+					}
+					tag := r.Header.Get("Etag")
+					r = e.do("GET", path("v", zxy, "pbf"))
+					expect(t, r, 200, "HIT-MEMORY")
+					if got := body(t, r); got != string(raw[zxy]) || r.Header.Get("Content-Encoding") != "" {
+						t.Fatalf("%v: identity client: got %d bytes, Content-Encoding %q, want %d bytes, none", zxy, len(got), r.Header.Get("Content-Encoding"), len(raw[zxy]))
+					}
+					if got := r.Header.Get("Etag"); (enc == "") != (got == tag) {
+						t.Fatalf("%v: identity ETag %q beside stored %q", zxy, got, tag)
+					}
+				}
+				var tj struct{ Name string }
+				decodeJSON(t, body(t, e.do("GET", "/v.json")), &tj)
+				if tj.Name != "v" {
+					t.Errorf("TileJSON name: got %q, want %q", tj.Name, "v")
+				}
+			})
+		}
 	}
 }
 
@@ -302,14 +376,66 @@ func TestArchiveMalformed(t *testing.T) {
 		e.put(name+".pmtiles", b, "", "")
 		r := e.do("GET", "/"+name+"/1/1/1.png")
 		expect(t, r, 502, "")
-		if got := body(t, r); got != "origin error\n" {
-			t.Fatalf("%s: body %q", name, got)
+		if got, want := body(t, r), "invalid or unsupported PMTiles archive\n"; got != want {
+			t.Fatalf("%s: got body %q, want %q", name, got, want)
 		}
 	}
 	before := e.s3Reqs.Load()
 	expect(t, e.do("GET", "/junk/0/0/0.png"), 502, "")
 	if n := e.s3Reqs.Load() - before; n != 0 {
 		t.Fatalf("a known malformed archive cost %d S3 requests", n)
+	}
+}
+
+// TestArchiveRefusedAtLoad: a truncated archive, and archives whose root
+// names bytes past their sections, are refused when the server first opens
+// them, with one log line that says why; their tiles and TileJSON then
+// answer 502 without another line or S3 request until the TTL.
+func TestArchiveRefusedAtLoad(t *testing.T) {
+	t.Parallel()
+	tiles := pyramid(3, 2)
+	good := pmtilestest.Build(tiles, pmtilestest.Options{Clustered: true, MaxRootBytes: 60, LeafEntries: 16})
+	h, err := pmtiles.ParseHeader(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shrunk := func(edit func(*pmtiles.Header)) []byte {
+		b := bytes.Clone(good)
+		h := h
+		edit(&h)
+		copy(b, pmtilestest.EncodeHeader(h))
+		return b
+	}
+	for _, c := range []struct {
+		name, why string
+		b         []byte
+	}{
+		{"truncated", "tile data at", good[:len(good)-100]},
+		{"cut in the root", "lies outside the archive", good[:200]},
+		{"leaves shrunk", "leaf directory at", shrunk(func(h *pmtiles.Header) { h.LeafDirectoryLength = 10 })},
+		{"random bytes", "bad magic", bytes.Repeat([]byte{0x9c, 0x41, 0x07}, 6000)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newArchiveEnv(t)
+			e.put("bad.pmtiles", c.b, "", "")
+			expect(t, e.do("GET", "/bad/1/1/1.png"), 502, "")
+			before := e.s3Reqs.Load()
+			for _, p := range []string{"/bad/0/0/0.png", "/bad/2/1/1.png", "/bad.json"} {
+				r := e.do("GET", p)
+				expect(t, r, 502, "")
+				if got, want := body(t, r), "invalid or unsupported PMTiles archive\n"; got != want {
+					t.Errorf("%s: got body %q, want %q", p, got, want)
+				}
+			}
+			if n := e.s3Reqs.Load() - before; n != 0 {
+				t.Errorf("a refused archive cost %d S3 requests after its load", n)
+			}
+			lines := e.logs.lines("bad")
+			if len(lines) != 1 || !strings.Contains(lines[0], `msg="archive refused"`) || !strings.Contains(lines[0], c.why) || !strings.Contains(lines[0], "name=bad") {
+				t.Errorf("log: got %q, want one line: archive refused, name=bad, %q", lines, c.why)
+			}
+		})
 	}
 }
 

@@ -270,8 +270,12 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 			msg = "tile larger than MAX_TILE_BYTES"
 		case isTimeout(err):
 			status, msg = http.StatusGatewayTimeout, "origin timeout"
+		case isRefused(err):
+			msg = "invalid or unsupported PMTiles archive"
 		}
-		s.log.Warn("tile not served", "key", key, "status", status, "err", err)
+		if !isRefused(err) { // logged once, when it was refused
+			s.log.Warn("tile not served", "key", key, "status", status, "err", err)
+		}
 		resp.set("X-Cache", xCacheValues[srcOrigin])
 		s.answerPlain(req, resp, status, msg)
 	}

@@ -84,9 +84,9 @@ func (s *Server) document(req *Request, key string, t *tile.Tile) *tile.Tile {
 		return r
 	}
 	body := t.Body
-	if strings.EqualFold(t.ContentEncoding, "gzip") {
+	if decodable(t.ContentEncoding) {
 		var err error
-		if body, err = gunzip(body); err != nil {
+		if body, err = decodeTile(t.ContentEncoding, body); err != nil {
 			return t
 		}
 	}

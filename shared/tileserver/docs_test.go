@@ -166,6 +166,18 @@ func TestTileJSONObjects(t *testing.T) {
 		t.Fatalf("a plain JSON object: %q", got)
 	}
 	expect(t, e.do("GET", "/none.json"), 404, "")
+	// A metadata.json stored with any coding the server decodes.
+	for _, c := range []pmtiles.Compression{pmtiles.CompressionGzip, pmtiles.CompressionBrotli, pmtiles.CompressionZstd} {
+		name := "m" + c.ContentEncoding()
+		e.put(name+"/metadata.json", pmtilestest.Compress([]byte(`{"name":"`+name+`","format":"png","maxzoom":"3"}`), c), "application/json", c.ContentEncoding())
+		r := e.do("GET", "/"+name+".json")
+		expect(t, r, 200, "MISS")
+		var tj tileset.TileJSON
+		decodeJSON(t, body(t, r), &tj)
+		if tj.Name != name || tj.MaxZoom != 3 {
+			t.Errorf("%v metadata.json: got name %q, max zoom %d, want %q, 3", c, tj.Name, tj.MaxZoom, name)
+		}
+	}
 }
 
 // TestInfoJSONRewrite: IIIF info.json answers name the image by the URL it

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
@@ -145,7 +147,7 @@ func TestHTTPEdges(t *testing.T) {
 	e := newEnv(t)
 	tileBody := bytes.Repeat([]byte("0123456789"), 2000)
 	etag := e.put("x/1/0/0.png", tileBody, "image/png", "")
-	e.put("x/1/0/1.pbf", []byte("brotli bytes"), "application/vnd.mapbox-vector-tile", "br")
+	e.put("x/1/0/1.pbf", []byte("compress bytes"), "application/vnd.mapbox-vector-tile", "compress")
 	expect(t, e.do("GET", "/x/1/0/0.png"), 200, "MISS")
 
 	r := e.do("GET", "/x/1/0/0.png", "Range", "bytes=-0")
@@ -175,10 +177,10 @@ func TestHTTPEdges(t *testing.T) {
 	if r.Header.Get("Vary") != "Accept-Encoding" {
 		t.Errorf("406 Vary %q", r.Header.Get("Vary"))
 	}
-	r = e.do("GET", "/x/1/0/1.pbf", "Accept-Encoding", "gzip, br")
+	r = e.do("GET", "/x/1/0/1.pbf", "Accept-Encoding", "gzip, compress")
 	expect(t, r, http.StatusOK, "")
-	if r.Header.Get("Content-Encoding") != "br" || r.Header.Get("Vary") != "Accept-Encoding" {
-		t.Errorf("br client: %v", r.Header)
+	if r.Header.Get("Content-Encoding") != "compress" || r.Header.Get("Vary") != "Accept-Encoding" {
+		t.Errorf("compress client: %v", r.Header)
 	}
 	// CORS: * by default, preflights answered, never on the admin API.
 	r = e.do("GET", "/x/1/0/0.png", "Origin", "https://app.example")
@@ -284,6 +286,20 @@ func TestTileTooBigForMemoryIsStreamed(t *testing.T) {
 	if b := body(t, r); r.StatusCode != 200 || b != string(big) || r.Header.Get("Content-Encoding") != "" || r.Header.Get("X-Cache") != "HIT-DISK" {
 		t.Errorf("decoded stream: %d, %d bytes, encoding %q, %s", r.StatusCode, len(b), r.Header.Get("Content-Encoding"), r.Header.Get("X-Cache"))
 	}
+	// Stored brotli and zstd, likewise.
+	for i, c := range []pmtiles.Compression{pmtiles.CompressionBrotli, pmtiles.CompressionZstd} {
+		key := fmt.Sprintf("big/1/1/%d.pbf", i)
+		stored := pmtilestest.Compress(big, c)
+		e.put(key, stored, "application/vnd.mapbox-vector-tile", c.ContentEncoding())
+		r := e.do("GET", "/"+key, "Accept-Encoding", c.ContentEncoding())
+		if b := body(t, r); r.StatusCode != 200 || b != string(stored) || r.Header.Get("Content-Encoding") != c.ContentEncoding() {
+			t.Errorf("%v client: %d, %d bytes, encoding %q", c, r.StatusCode, len(b), r.Header.Get("Content-Encoding"))
+		}
+		r = e.do("GET", "/"+key, "Accept-Encoding", "gzip")
+		if b := body(t, r); r.StatusCode != 200 || b != string(big) || r.Header.Get("Content-Encoding") != "" || r.Header.Get("X-Cache") != "HIT-DISK" {
+			t.Errorf("decoded %v stream: %d, %d bytes, encoding %q, %s", c, r.StatusCode, len(b), r.Header.Get("Content-Encoding"), r.Header.Get("X-Cache"))
+		}
+	}
 }
 
 // TestGzipBombRefused: a small stored gzip tile that decodes to far more
@@ -310,5 +326,41 @@ func TestGzipBombRefused(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
 		t.Errorf("20 refused decodes allocated %d bytes", alloc)
+	}
+}
+
+// TestBrotliZstdBombsRefused: brotli and zstd tiles that decode to far
+// more than a tile are refused to clients without their coding, at the
+// decode limit, and pass through to clients with it.
+func TestBrotliZstdBombsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i, c := range []pmtiles.Compression{pmtiles.CompressionBrotli, pmtiles.CompressionZstd} {
+		key := fmt.Sprintf("bomb/1/1/%d.pbf", i)
+		e.put(key, pmtilestest.Compress(make([]byte, 60<<20), c), "application/vnd.mapbox-vector-tile", c.ContentEncoding())
+		expect(t, e.do("GET", "/"+key, "Accept-Encoding", c.ContentEncoding()), http.StatusOK, "MISS")
+		r := e.do("GET", "/"+key)
+		expect(t, r, http.StatusBadGateway, "")
+		if got, want := body(t, r), "stored tile decodes past the limit; ask for it with Accept-Encoding: "+c.ContentEncoding()+"\n"; got != want {
+			t.Errorf("%v: got body %q, want %q", c, got, want)
+		}
+		r = e.do("GET", "/"+key, "Accept-Encoding", "gzip")
+		expect(t, r, http.StatusBadGateway, "")
+	}
+}
+
+// TestCorruptBrotliZstdTile: stored bytes that do not decode are a 502
+// naming the coding for clients without it.
+func TestCorruptBrotliZstdTile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i, enc := range []string{"br", "zstd"} {
+		key := fmt.Sprintf("bad/1/0/%d.pbf", i)
+		e.put(key, []byte("\xff\xff\xff\xff not compressed"), "application/vnd.mapbox-vector-tile", enc)
+		r := e.do("GET", "/"+key)
+		expect(t, r, http.StatusBadGateway, "")
+		if got, want := body(t, r), "stored tile is not valid "+enc+"\n"; got != want {
+			t.Errorf("%s: got body %q, want %q", enc, got, want)
+		}
 	}
 }

@@ -181,12 +181,13 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 		return
 	}
 	if decode {
-		decoded, err := gunzip(t.Body)
+		decoded, err := decodeTile(t.ContentEncoding, t.Body)
 		if err != nil {
-			s.log.Warn("stored gzip tile does not decode", "key", key, "etag", t.ETag, "err", err)
-			msg := "stored tile is not valid gzip"
+			coding := codingName(t.ContentEncoding)
+			s.log.Warn("stored "+coding+" tile does not decode", "key", key, "etag", t.ETag, "err", err)
+			msg := "stored tile is not valid " + coding
 			if errors.Is(err, errTooLarge) {
-				msg = "stored tile decodes past the limit; ask for it with Accept-Encoding: gzip"
+				msg = "stored tile decodes past the limit; ask for it with Accept-Encoding: " + coding
 			}
 			s.answerPlain(req, resp, http.StatusBadGateway, msg)
 			return
@@ -282,14 +283,14 @@ func (s *Server) validatorFields(req *Request, resp *Response, p *prepared, etag
 }
 
 // mustDecode reports whether t, stored with a content coding, must be
-// decoded for this client. ok is false, and resp holds the 406, for a coding
-// this server cannot decode (br, zstd): it goes only to clients that accept
-// it.
+// decoded for this client (gzip, br and zstd are decoded). ok is false, and
+// resp holds the 406, for a coding this server cannot decode: it goes only
+// to clients that accept it.
 func (s *Server) mustDecode(req *Request, resp *Response, t *tile.Tile, p *prepared) (decode, ok bool) {
 	if t.ContentEncoding == "" || accepts(req.get(HdrAcceptEncoding), t.ContentEncoding) {
 		return false, true
 	}
-	if !strings.EqualFold(t.ContentEncoding, "gzip") {
+	if !decodable(t.ContentEncoding) {
 		resp.set("Vary", p.vary)
 		s.answerPlain(req, resp, http.StatusNotAcceptable, "tile stored as "+t.ContentEncoding+"; the client does not accept it")
 		return false, false
@@ -665,7 +666,8 @@ func appendServerTiming(b []byte, src source, d time.Duration) []byte {
 // answerStream answers with a tile too big for the memory tier, its body
 // read from its disk file as it is sent (body), never whole: the same
 // representations, conditionals and ranges as answerTile. A client without
-// gzip gets the body decoded as it streams, without a Content-Length.
+// the stored coding gets the body decoded as it streams, without a
+// Content-Length.
 func (s *Server) answerStream(req *Request, resp *Response, key string, t *tile.Tile, body *disk.Body, start time.Time) {
 	var stream io.ReadCloser = body
 	closeIt := true
@@ -683,13 +685,13 @@ func (s *Server) answerStream(req *Request, resp *Response, key string, t *tile.
 		return
 	}
 	if decoded {
-		zr, err := gzip.NewReader(body)
+		zr, err := decodeStream(t.ContentEncoding, body)
 		if err != nil {
-			s.log.Warn("stored gzip tile does not decode", "key", key, "etag", t.ETag, "err", err)
-			s.answerPlain(req, resp, http.StatusBadGateway, "stored tile is not valid gzip")
+			s.log.Warn("stored "+codingName(t.ContentEncoding)+" tile does not decode", "key", key, "etag", t.ETag, "err", err)
+			s.answerPlain(req, resp, http.StatusBadGateway, "stored tile is not valid "+codingName(t.ContentEncoding))
 			return
 		}
-		stream = &decodedBody{r: io.LimitReader(zr, maxDecoded+1), c: body}
+		stream = zr
 		encoding = nil
 		if t.ETag != "" {
 			etag = []string{identityETag(t.ETag)}

@@ -5,6 +5,12 @@
 //
 // What it promises:
 //
+//   - A .pmtiles file is validated before anything is sent, as the tile
+//     function validates it when it opens it (header, sections inside the
+//     file, root directory and its entries) and every leaf directory as
+//     well, so an archive the server would refuse is never uploaded.
+//   - A bad PATH or s3:// URL is an error matching ErrSource or
+//     ErrDestination whose text names the problem once.
 //   - Content-Type comes from the extension; Content-Encoding is gzip exactly
 //     when the bytes start with the gzip magic, whatever the extension says.
 //   - An object already there with the same size, SHA-256 (kept in the
@@ -44,11 +50,45 @@ import (
 )
 
 // ErrSource is a PATH that cannot be uploaded; ErrDestination an s3:// URL
-// that cannot be parsed.
+// that cannot be parsed. Errors match them with errors.Is; their text says
+// what is wrong without repeating the sentinel's.
 var (
 	ErrSource      = errors.New("upload: bad source")
 	ErrDestination = errors.New("upload: bad destination")
 )
+
+// inputError is an ErrSource or ErrDestination whose message is its own:
+// "upload: ", what is wrong, then the cause, each said once.
+type inputError struct {
+	sentinel error
+	msg      string
+	cause    error
+}
+
+func badSource(cause error, format string, args ...any) error {
+	return &inputError{sentinel: ErrSource, msg: fmt.Sprintf(format, args...), cause: cause}
+}
+
+func badDestination(format string, args ...any) error {
+	return &inputError{sentinel: ErrDestination, msg: fmt.Sprintf(format, args...)}
+}
+
+func (e *inputError) Error() string {
+	switch {
+	case e.cause == nil:
+		return "upload: " + e.msg
+	case e.msg == "":
+		return "upload: " + e.cause.Error()
+	}
+	return "upload: " + e.msg + ": " + e.cause.Error()
+}
+
+func (e *inputError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.sentinel}
+	}
+	return []error{e.sentinel, e.cause}
+}
 
 // MetaSHA256 is the user-metadata key (x-amz-meta-sha256) that holds the hex
 // SHA-256 of an uploaded object.
@@ -73,15 +113,15 @@ func (d Destination) String() string { return "s3://" + d.Bucket + "/" + d.Prefi
 func ParseDestination(s string) (Destination, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return Destination{}, fmt.Errorf("upload: %q: want s3://bucket/prefix/NAME: %w", s, ErrDestination)
+		return Destination{}, badDestination("%q: want s3://bucket/prefix/NAME", s)
 	}
 	key := strings.TrimPrefix(u.Path, "/")
 	key = strings.TrimSuffix(strings.TrimSuffix(key, "/"), ".pmtiles")
 	if key == "" {
-		return Destination{}, fmt.Errorf("upload: %q: no tileset NAME after the bucket: %w", s, ErrDestination)
+		return Destination{}, badDestination("%q: no tileset NAME after the bucket", s)
 	}
 	if err := tile.ValidateKey(key); err != nil {
-		return Destination{}, fmt.Errorf("upload: %q: %v: %w", s, err, ErrDestination)
+		return Destination{}, badDestination("%q: %v", s, err)
 	}
 	d := Destination{Bucket: u.Host, Name: key}
 	if i := strings.LastIndexByte(key, '/'); i >= 0 {
@@ -168,10 +208,10 @@ func Run(ctx context.Context, client *s3.Client, src string, dst Destination, op
 		opts.Now = time.Now
 	}
 	if dst.Bucket == "" || dst.Name == "" || strings.Contains(dst.Name, "/") || (dst.Prefix != "" && !strings.HasSuffix(dst.Prefix, "/")) {
-		return Report{}, fmt.Errorf("upload: %v: want a bucket, a prefix ending in / and a NAME: %w", dst, ErrDestination)
+		return Report{}, badDestination("%v: want a bucket, a prefix ending in / and a NAME", dst)
 	}
 	rep := Report{Skips: map[string]int{}, SkipExamples: map[string][]string{}}
-	items, listPrefix, err := collect(src, dst, &rep)
+	items, listPrefix, err := collect(ctx, src, dst, &rep)
 	if err != nil {
 		return rep, err
 	}
@@ -218,16 +258,16 @@ feed:
 }
 
 // collect lists the files of src and the key prefix their objects share.
-func collect(src string, dst Destination, rep *Report) ([]item, string, error) {
+func collect(ctx context.Context, src string, dst Destination, rep *Report) ([]item, string, error) {
 	st, err := os.Stat(src)
 	if err != nil {
-		return nil, "", fmt.Errorf("upload: %w: %w", ErrSource, err)
+		return nil, "", badSource(err, "")
 	}
 	if !st.IsDir() {
 		if !st.Mode().IsRegular() || !strings.EqualFold(filepath.Ext(src), ".pmtiles") {
-			return nil, "", fmt.Errorf("upload: %s: want a directory of z/x/y.ext tiles or a .pmtiles file: %w", src, ErrSource)
+			return nil, "", badSource(nil, "%s: want a directory of z/x/y.ext tiles or a .pmtiles file", src)
 		}
-		if err := checkArchive(src); err != nil {
+		if err := checkArchive(ctx, src, st.Size()); err != nil {
 			return nil, "", err
 		}
 		key := dst.Prefix + dst.Name + ".pmtiles"
@@ -256,10 +296,10 @@ func collect(src string, dst Destination, rep *Report) ([]item, string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("upload: %w: %w", ErrSource, err)
+		return nil, "", badSource(err, "")
 	}
 	if len(items) == 0 {
-		return nil, "", fmt.Errorf("upload: %s: no z/x/y.ext tiles: %w", src, ErrSource)
+		return nil, "", badSource(nil, "%s: no z/x/y.ext tiles", src)
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
 	return items, base, nil
@@ -288,18 +328,22 @@ func tilePath(rel string) (string, bool) {
 	return strings.ToLower(ext), true
 }
 
-func checkArchive(p string) error {
+// checkArchive validates the archive at p, of size bytes, as the tile
+// function will when it opens it (header, sections inside the file, root
+// directory) and further: every leaf directory decodes and points inside
+// its section. So an archive the server would refuse is never uploaded.
+func checkArchive(ctx context.Context, p string, size int64) error {
 	f, err := os.Open(p)
 	if err != nil {
-		return fmt.Errorf("upload: %w: %w", ErrSource, err)
+		return badSource(err, "")
 	}
 	defer f.Close()
-	b := make([]byte, pmtiles.HeaderLen)
-	if _, err := io.ReadFull(f, b); err != nil {
-		return fmt.Errorf("upload: %s: not a PMTiles archive (%v): %w", p, err, ErrSource)
+	r, err := pmtiles.Open(ctx, pmtiles.ReaderAt(f), size, pmtiles.Options{})
+	if err == nil {
+		err = r.Verify(ctx)
 	}
-	if _, err := pmtiles.ParseHeader(b); err != nil {
-		return fmt.Errorf("upload: %s: %w: %w", p, ErrSource, err)
+	if err != nil {
+		return badSource(err, "%s: not a valid PMTiles v3 archive", p)
 	}
 	return nil
 }

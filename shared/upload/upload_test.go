@@ -8,7 +8,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -211,21 +213,49 @@ func TestBadSource(t *testing.T) {
 	t.Parallel()
 	ep := s3localtest.Start(t, bucket)
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string][]byte{"notes.txt": []byte("x"), "fake.pmtiles": []byte("<html>not an archive</html>" + strings.Repeat(" ", 200)), "short.pmtiles": []byte("PMTiles")})
+	good := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("a"), {Z: 1}: []byte("bb"), {Z: 1, X: 1}: []byte("ccc")}, pmtilestest.Options{Clustered: true})
+	leafy := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("a"), {Z: 1}: []byte("bb"), {Z: 1, X: 1}: []byte("ccc"), {Z: 1, Y: 1}: []byte("d")},
+		pmtilestest.Options{Clustered: true, MaxRootBytes: 5, LeafEntries: 2})
+	h, err := pmtiles.ParseHeader(leafy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A leaf that points past the tile data, which only reading it shows.
+	badLeaf := bytes.Clone(leafy)
+	h.TileDataLength = 3
+	copy(badLeaf, pmtilestest.EncodeHeader(h))
+	random := make([]byte, 20000)
+	mrand.NewChaCha8([32]byte{1}).Read(random)
+	copy(random, "\x9c\x41\x07\x00\x00\x00\x00")
+	writeFiles(t, dir, map[string][]byte{
+		"notes.txt":      []byte("x"),
+		"fake.pmtiles":   []byte("<html>not an archive</html>" + strings.Repeat(" ", 200)),
+		"short.pmtiles":  []byte("PMTiles"),
+		"random.pmtiles": random,
+		"cut.pmtiles":    good[:len(good)-2],
+		"leaf.pmtiles":   badLeaf,
+	})
 	empty := filepath.Join(dir, "empty")
 	os.Mkdir(empty, 0o755)
 	dst := upload.Destination{Bucket: bucket, Name: "x"}
-	for _, c := range []struct{ name, path string }{
-		{"missing", filepath.Join(dir, "nope")},
-		{"a file that is no archive", filepath.Join(dir, "notes.txt")},
-		{"an archive that is not one", filepath.Join(dir, "fake.pmtiles")},
-		{"a truncated archive", filepath.Join(dir, "short.pmtiles")},
-		{"a directory without tiles", empty},
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for _, c := range []struct{ name, path, want string }{
+		{"missing", p("nope"), "upload: stat " + p("nope") + ": no such file or directory"},
+		{"a file that is no archive", p("notes.txt"), "upload: " + p("notes.txt") + ": want a directory of z/x/y.ext tiles or a .pmtiles file"},
+		{"an archive that is not one", p("fake.pmtiles"), "upload: " + p("fake.pmtiles") + `: not a valid PMTiles v3 archive: pmtiles: header: bad magic "<html>n": pmtiles: invalid archive`},
+		{"random bytes", p("random.pmtiles"), "upload: " + p("random.pmtiles") + `: not a valid PMTiles v3 archive: pmtiles: header: bad magic "\x9cA\a\x00\x00\x00\x00": pmtiles: invalid archive`},
+		{"shorter than a header", p("short.pmtiles"), "upload: " + p("short.pmtiles") + ": not a valid PMTiles v3 archive: pmtiles: archive of 7 bytes is shorter than its header: pmtiles: invalid archive"},
+		{"a truncated archive", p("cut.pmtiles"), "upload: " + p("cut.pmtiles") + fmt.Sprintf(": not a valid PMTiles v3 archive: pmtiles: header: tile data at %d+6 lies outside the archive (%d bytes): pmtiles: invalid archive", len(good)-6, len(good)-2)},
+		{"a leaf past the tile data", p("leaf.pmtiles"), "upload: " + p("leaf.pmtiles") + ": not a valid PMTiles v3 archive: pmtiles: leaf directory at"},
+		{"a directory without tiles", empty, "upload: " + empty + ": no z/x/y.ext tiles"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := upload.Run(context.Background(), ep.Client, c.path, dst, upload.Options{})
 			if !errors.Is(err, upload.ErrSource) {
 				t.Errorf("got %v, want %v", err, upload.ErrSource)
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Count(err.Error(), "upload:") != 1 {
+				t.Errorf("got %v, want %s (one upload: prefix)", err, c.want)
 			}
 		})
 	}

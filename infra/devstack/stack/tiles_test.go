@@ -1,8 +1,10 @@
 package stack_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -72,5 +74,44 @@ func TestLoadTiles(t *testing.T) {
 	}
 	if !strings.Contains(st.Banner(), "/arch.json") {
 		t.Errorf("banner does not name the loaded tilesets:\n%s", st.Banner())
+	}
+}
+
+// TestLoadRefusesBadArchive: -tiles with a truncated archive, or a file of
+// random bytes named .pmtiles, stops the stack at start with one line that
+// says why, instead of loading it and answering 502 for every tile.
+func TestLoadRefusesBadArchive(t *testing.T) {
+	t.Parallel()
+	whole := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("\x89PNG\r\n\x1a\nzero"), {Z: 1, X: 1}: []byte("\x89PNG\r\n\x1a\none")}, pmtilestest.Options{Clustered: true})
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"cut.pmtiles", whole[:len(whole)-3], fmt.Sprintf("not a valid PMTiles v3 archive: pmtiles: header: tile data at %d+23 lies outside the archive (%d bytes): pmtiles: invalid archive", len(whole)-23, len(whole)-3)},
+		{"random.pmtiles", bytes.Repeat([]byte{0xc3, 0x28, 0x07}, 3000), `not a valid PMTiles v3 archive: pmtiles: header: bad magic "\xc3(\a\xc3(\a\xc3": pmtiles: invalid archive`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(dir, c.name)
+			if err := os.WriteFile(path, c.b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			st, err := stack.Start(ctx, stack.Options{Env: mapEnv(nil), Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Tiles: []string{path}})
+			if st != nil {
+				t.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					st.Close(ctx)
+				})
+			}
+			want := "devstack: -tiles " + path + ": upload: " + path + ": " + c.want
+			if err == nil || err.Error() != want {
+				t.Errorf("got %v, want %s", err, want)
+			}
+		})
 	}
 }

@@ -1,7 +1,8 @@
 // Package pmtilestest writes small PMTiles v3 archives for tests, so tests
 // of the product module can build archives without another module's writer:
-// clustered or not, with run-length dedup, gzip'd directories and leaf
-// directories once the root would grow past a size. It writes what the spec
+// clustered or not, with run-length dedup, directories compressed with any
+// of the format's compressions, and leaf directories once the root would
+// grow past a size. It writes what the spec
 // allows, not what any one tool writes; cross-checks against go-pmtiles'
 // writer live in the bench module.
 package pmtilestest
@@ -13,7 +14,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 )
@@ -26,7 +31,7 @@ type Options struct {
 	// Dedup stores identical tiles once and joins consecutive tile ids with
 	// identical bytes into one run-length entry.
 	Dedup               bool
-	InternalCompression pmtiles.Compression // none (the zero value) or gzip
+	InternalCompression pmtiles.Compression // none (the zero value), gzip, brotli or zstd
 	TileCompression     pmtiles.Compression // recorded in the header; tiles are stored as given
 	TileType            pmtiles.TileType    // default PNG
 	Metadata            any                 // JSON-encoded into the metadata section; nil writes none
@@ -231,16 +236,35 @@ func EncodeDirectory(entries []pmtiles.Entry) []byte {
 	return b
 }
 
-func compress(b []byte, c pmtiles.Compression) []byte {
+func compress(b []byte, c pmtiles.Compression) []byte { return Compress(b, c) }
+
+// Compress compresses b with c (none, gzip, brotli or zstd), for
+// directories, metadata and tiles of test archives. It panics on another
+// compression.
+func Compress(b []byte, c pmtiles.Compression) []byte {
+	var buf bytes.Buffer
+	var zw io.WriteCloser
 	switch c {
 	case pmtiles.CompressionNone:
 		return b
 	case pmtiles.CompressionGzip:
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		zw.Write(b)
-		zw.Close()
-		return buf.Bytes()
+		zw = gzip.NewWriter(&buf)
+	case pmtiles.CompressionBrotli:
+		zw = brotli.NewWriterLevel(&buf, brotli.DefaultCompression)
+	case pmtiles.CompressionZstd:
+		w, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			panic(err)
+		}
+		zw = w
+	default:
+		panic(fmt.Sprintf("pmtilestest: cannot write %v", c))
 	}
-	panic(fmt.Sprintf("pmtilestest: cannot write %v directories", c))
+	if _, err := zw.Write(b); err != nil {
+		panic(err)
+	}
+	if err := zw.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
 }
