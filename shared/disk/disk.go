@@ -491,6 +491,22 @@ func (s *Store) Stat(key string) (Item, bool) {
 // nonetheless (ENOSPC), it lowers the bound it works under to what the file
 // system held, evicts down to it and retries once.
 func (s *Store) Put(key string, t *tile.Tile) error {
+	return s.PutSince(s.Mark(), key, t)
+}
+
+// Mark is a point in the store's sequence of removals (Delete,
+// DeletePrefix, Detach), for PutSince.
+type Mark uint64
+
+// Mark returns the store's point now. A caller that takes it under its own
+// lock, and then writes with PutSince outside that lock, knows that any
+// removal its lock orders after the mark wins over the write.
+func (s *Store) Mark() Mark { return Mark(s.purges.Load()) }
+
+// PutSince is Put, but not committed (ErrPurged) if any Delete,
+// DeletePrefix or Detach ran since m: a purge that ran before the write
+// began wins over it as well as one that runs while it writes.
+func (s *Store) PutSince(m Mark, key string, t *tile.Tile) error {
 	if err := tile.ValidateKey(key); err != nil {
 		return fmt.Errorf("disk: put: %w", err)
 	}
@@ -514,7 +530,11 @@ func (s *Store) Put(key string, t *tile.Tile) error {
 	dir := filepath.Dir(s.path(rel))
 
 	s.mu.Lock()
-	purges := s.purges.Load()
+	purges := uint64(m)
+	if s.purges.Load() != purges {
+		s.mu.Unlock()
+		return fmt.Errorf("disk: put %q: %w", key, ErrPurged)
+	}
 	s.makeRoomLocked(cost)
 	s.reserved += cost
 	s.mu.Unlock()
