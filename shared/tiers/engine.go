@@ -178,6 +178,9 @@ type Engine struct {
 	// diskWriteHook, when set (by tests), runs before a fill writes its
 	// disk file.
 	diskWriteHook func(key string)
+	// purgeHook, when set (by tests and benchmarks), runs inside a purge's
+	// guard as it takes effect (held true) and as it ends (held false).
+	purgeHook func(held bool)
 }
 
 // counters are the engine's statistics.
@@ -301,6 +304,10 @@ func (e *Engine) Purge(prefix string) (int, error) {
 func (e *Engine) PurgeTiers(prefix string) (memN, diskN int, err error) {
 	var detached disk.Detached
 	e.guard.Purge(prefix, func() {
+		if e.purgeHook != nil {
+			e.purgeHook(true)
+			defer e.purgeHook(false)
+		}
 		memN, _ = e.mem.DeletePrefix(prefix)
 		if e.disk != nil {
 			detached = e.disk.Detach(prefix)
