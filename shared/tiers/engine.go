@@ -113,7 +113,9 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Prepare, when set, is given every tile before it enters the memory
 	// tier, so that what it keeps in Tile.Prepared is charged with the tile
-	// and a hit formats nothing.
+	// and a hit formats nothing. A hook rather than preparing lazily on the
+	// first hit: a tile prepared after it entered the tier would hold heap
+	// the tier's bound never counted, and a hit stays free of allocations.
 	Prepare func(key string, t *tile.Tile)
 	// Purged, when set, runs inside every purge of prefix, while no fill
 	// inserts: for what the caller derived from the tiles it covers.

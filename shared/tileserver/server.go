@@ -107,8 +107,8 @@ type Deps struct {
 	// of DefaultDirectoryBytes.
 	Directories *cache.Cache
 	// Follow, when set, builds the journal follower: it is given the tier
-	// engine to purge and returns the Syncer the engine and the handler
-	// consult (see tiers.Engine.Get). nil: every cached copy is trusted.
+	// engine to purge and returns the Syncer the engine consults (see
+	// tiers.Engine.Get and Check). nil: every cached copy is trusted.
 	Follow func(*tiers.Engine) tiers.Syncer
 }
 
