@@ -9,8 +9,10 @@
 //     MaxOriginFetches origin requests run at once.
 //   - A fill that began before a purge of its key was applied leaves its
 //     bytes in no tier, and no lookup that starts after the purge joins it.
-//   - A purge never waits for a disk write: fills write their files outside
-//     the lock a purge takes, and a purge that lands first wins over them.
+//   - A purge never holds up lookups for a disk write: fills write their
+//     files outside the lock a purge takes, the purge detaches its prefix
+//     from the disk tier after releasing it, and a purge that lands first
+//     wins over a fill's write.
 //   - With a journal follower (Deps.Follow), a cached copy is answered only
 //     while the follower vouches for it (fail closed), and the follower's
 //     check runs beside the lookup (see Engine.Get).
@@ -28,6 +30,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,6 +180,7 @@ type Engine struct {
 	downUntil  atomic.Int64   // unix ns until which the origin counts as down
 	background sync.WaitGroup // revalidations run for lookups answered stale
 	stats      counters
+	pending    pendingDisk // purges whose disk detach is still to run
 
 	// diskWriteHook, when set (by tests), runs before a fill writes its
 	// disk file.
@@ -183,6 +188,9 @@ type Engine struct {
 	// purgeHook, when set (by tests and benchmarks), runs inside a purge's
 	// guard as it takes effect (held true) and as it ends (held false).
 	purgeHook func(held bool)
+	// detachHook, when set (by tests), runs after a purge's guard, before
+	// its disk detach.
+	detachHook func()
 }
 
 // counters are the engine's statistics.
@@ -303,8 +311,15 @@ func (e *Engine) Purge(prefix string) (int, error) {
 }
 
 // PurgeTiers is Purge, counting each tier's entries apart.
+//
+// Under the guard it only empties the memory tier and records the prefix as
+// pending on disk; the disk tier's index is detached after the guard, so
+// new lookups never wait for the disk's lock (which a fill's rename holds,
+// and a rename can wait for other files' fsyncs). Until the detach is done,
+// lookups that start after the purge do not read the disk for keys under
+// the prefix (pendingDisk), and a fill's disk write since then is not
+// committed or is removed by the detach (disk.PutSince).
 func (e *Engine) PurgeTiers(prefix string) (memN, diskN int, err error) {
-	var detached disk.Detached
 	e.guard.Purge(prefix, func() {
 		if e.purgeHook != nil {
 			e.purgeHook(true)
@@ -312,15 +327,62 @@ func (e *Engine) PurgeTiers(prefix string) (memN, diskN int, err error) {
 		}
 		memN, _ = e.mem.DeletePrefix(prefix)
 		if e.disk != nil {
-			detached = e.disk.Detach(prefix)
+			e.pending.add(prefix)
 		}
 		if e.purged != nil {
 			e.purged(prefix)
 		}
 	})
-	// The files are unlinked after the guard: a purge of many files must
-	// not hold up fills and disk hits of other keys while it unlinks.
+	if e.disk == nil {
+		return memN, 0, nil
+	}
+	if e.detachHook != nil {
+		e.detachHook()
+	}
+	detached := e.disk.Detach(prefix)
+	e.pending.remove(prefix)
+	// The files are unlinked last: a purge of many files must not hold up
+	// fills and disk hits of other keys while it unlinks.
 	return memN, detached.Entries, detached.Unlink()
+}
+
+// pendingDisk is the prefixes purged from memory whose disk detach has not
+// run yet.
+type pendingDisk struct {
+	n        atomic.Int64 // len(prefixes), read without the lock on every disk lookup
+	mu       sync.Mutex   // guards prefixes
+	prefixes []string     // a multiset: concurrent purges may name one prefix
+}
+
+func (p *pendingDisk) add(prefix string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.prefixes = append(p.prefixes, prefix)
+	p.n.Store(int64(len(p.prefixes)))
+}
+
+func (p *pendingDisk) remove(prefix string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.prefixes, prefix); i >= 0 {
+		p.prefixes = slices.Delete(p.prefixes, i, i+1)
+	}
+	p.n.Store(int64(len(p.prefixes)))
+}
+
+// covers reports whether a pending detach covers key.
+func (p *pendingDisk) covers(key string) bool {
+	if p.n.Load() == 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pre := range p.prefixes {
+		if strings.HasPrefix(key, pre) {
+			return true
+		}
+	}
+	return false
 }
 
 // Drain waits for the revalidations started in the background for lookups

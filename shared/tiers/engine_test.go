@@ -149,6 +149,42 @@ func TestPurgeDuringDiskWrite(t *testing.T) {
 	}
 }
 
+// TestLookupWhileDiskDetachPending: after a purge has taken effect but
+// before it has detached its prefix from the disk tier, a lookup does not
+// answer with the disk's copy; once the purge ends, the disk holds nothing
+// of the prefix but what was fetched after it.
+func TestLookupWhileDiskDetachPending(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false, tiers.Config{})
+	e.put("d/1/0/0.png", "old")
+	if _, err := e.eng.Get(context.Background(), "d/1/0/0.png", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.disk.Stat("d/1/0/0.png"); !ok {
+		t.Fatal("the miss did not reach the disk tier")
+	}
+	e.put("d/1/0/0.png", "new")
+	detaching, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	tiers.SetDetachHook(e.eng, func() { once.Do(func() { close(detaching); <-release }) })
+	purged := make(chan error, 1)
+	go func() { _, err := e.eng.Purge("d/"); purged <- err }()
+	<-detaching
+	r, err := e.eng.Get(context.Background(), "d/1/0/0.png", time.Now())
+	if err != nil || r.Source != tiers.FromOrigin || bodyOf(r) != "new" {
+		t.Fatalf("while the detach is pending: got %v %q %v, want a miss with the new bytes", r.Source, bodyOf(r), err)
+	}
+	close(release)
+	if err := <-purged; err != nil {
+		t.Fatal(err)
+	}
+	e.mem.Delete("d/1/0/0.png")
+	r, err = e.eng.Get(context.Background(), "d/1/0/0.png", time.Now())
+	if err != nil || bodyOf(r) != "new" {
+		t.Fatalf("after the purge: got %v %q %v, want the new bytes", r.Source, bodyOf(r), err)
+	}
+}
+
 func bodyOf(r tiers.Result) string {
 	if r.Tile == nil {
 		return ""
@@ -183,7 +219,8 @@ func TestConfigValidate(t *testing.T) {
 // their disk files with fsync on: each filler misses its own tiles again
 // after every purge of its prefix. guard-µs is the time from the call to
 // the end of the purge's hold on the guard (what new lookups wait for);
-// the rest of a purge is unlinking the files it detached.
+// the rest of a purge is detaching its prefix from the disk tier and
+// unlinking the files.
 //
 //	go test -run '^$' -bench BenchmarkPurgeUnderFills -benchtime 300x ./shared/tiers/
 func BenchmarkPurgeUnderFills(b *testing.B) {

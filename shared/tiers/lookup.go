@@ -53,6 +53,11 @@ func (e *Engine) lookup(ctx context.Context, key string, now time.Time, stream *
 	}
 	if e.disk != nil {
 		epoch := e.guard.Begin()
+		if e.pending.covers(key) {
+			// A purge has emptied memory of it and is detaching it from
+			// disk: what the disk holds may be what it removes.
+			return e.fetch(ctx, key, nil)
+		}
 		if it, ok := e.disk.Stat(key); ok && it.Size > e.mem.MaxEntry() {
 			if t, body, ok := e.disk.Open(key); ok {
 				if e.fresh(t, now) {
