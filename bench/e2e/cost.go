@@ -150,7 +150,7 @@ func Price(p CostParams, pr Prices, viewerRate float64, n int, h float64) CostRo
 	}
 	r.JournalPerMillon = carry * 1e6 * get
 	// A check is an S3 round trip on the request it rides on. A miss makes
-	// it beside its own fetch (tileserver.Server.WithSync), so only a hit
+	// it beside its own fetch (tiers.Engine.Get), so only a hit
 	// carrying one lasts as long as a fetch.
 	slowHits := h * carry
 	r.MeanMs = (h-slowHits)*p.HitMs + (1-h+slowHits)*p.MissMs

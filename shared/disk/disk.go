@@ -24,7 +24,10 @@
 //   - Delete, DeletePrefix and Detach win over a Put that was writing when
 //     they ran: that Put is not committed (ErrPurged), so a purged tile does
 //     not come back from a fill that started before the purge reached the
-//     disk.
+//     disk. PutSince extends this back to a Mark the caller took earlier
+//     (under its own lock), so a caller can write outside that lock.
+//   - No removal waits for a file being written or its fsyncs: the store's
+//     lock is held for index updates, the rename and unlinks only.
 //   - Detach takes a prefix out of the index at once and leaves the files to
 //     Detached.Unlink, which a caller runs outside its own locks. Until then
 //     the files are never served and this store never indexes them again; a
@@ -204,10 +207,12 @@ type Store struct {
 	hits, misses, writes, writeErrors, noSpace, corrupt, evictions atomic.Uint64
 
 	// The file system, replaced by tests: writeFile writes to a temp file,
-	// removeFile unlinks, freeSpace reports the space left.
+	// removeFile unlinks, freeSpace reports the space left, syncDir syncs a
+	// directory.
 	writeFile  func(f *os.File, p []byte) (int, error)
 	removeFile func(path string) error
 	freeSpace  func(dir string) (int64, error)
+	syncDir    func(dir string)
 }
 
 // Open opens (creating if needed) the directory and rebuilds the index from
@@ -235,6 +240,7 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 		block:      min(max(block, minBlock), maxBlock),
 		writeFile:  (*os.File).Write,
 		removeFile: os.Remove,
+		syncDir:    syncDir,
 		freeSpace: func(dir string) (int64, error) {
 			free, _, err := statfs(dir)
 			return free, err
@@ -491,6 +497,22 @@ func (s *Store) Stat(key string) (Item, bool) {
 // nonetheless (ENOSPC), it lowers the bound it works under to what the file
 // system held, evicts down to it and retries once.
 func (s *Store) Put(key string, t *tile.Tile) error {
+	return s.PutSince(s.Mark(), key, t)
+}
+
+// Mark is a point in the store's sequence of removals (Delete,
+// DeletePrefix, Detach), for PutSince.
+type Mark uint64
+
+// Mark returns the store's point now. A caller that takes it under its own
+// lock, and then writes with PutSince outside that lock, knows that any
+// removal its lock orders after the mark wins over the write.
+func (s *Store) Mark() Mark { return Mark(s.purges.Load()) }
+
+// PutSince is Put, but not committed (ErrPurged) if any Delete,
+// DeletePrefix or Detach ran since m: a purge that ran before the write
+// began wins over it as well as one that runs while it writes.
+func (s *Store) PutSince(m Mark, key string, t *tile.Tile) error {
 	if err := tile.ValidateKey(key); err != nil {
 		return fmt.Errorf("disk: put: %w", err)
 	}
@@ -514,7 +536,11 @@ func (s *Store) Put(key string, t *tile.Tile) error {
 	dir := filepath.Dir(s.path(rel))
 
 	s.mu.Lock()
-	purges := s.purges.Load()
+	purges := uint64(m)
+	if s.purges.Load() != purges {
+		s.mu.Unlock()
+		return fmt.Errorf("disk: put %q: %w", key, ErrPurged)
+	}
 	s.makeRoomLocked(cost)
 	s.reserved += cost
 	s.mu.Unlock()
@@ -531,12 +557,26 @@ func (s *Store) Put(key string, t *tile.Tile) error {
 		s.log.Warn("disk: file system full; evicted and retrying", "key", key, "evicted", n, "limit", s.limit.Load())
 		tmp, err = s.writeTemp(dir, hdr, t.Body)
 	}
+	if err := s.commit(key, rel, tmp, err, cost, purges, t); err != nil {
+		return err
+	}
+	if s.cfg.Fsync {
+		// After the store's lock: a Delete or Detach (and so a purge
+		// above) must not wait for another file's directory sync.
+		s.syncDir(dir)
+	}
+	return nil
+}
+
+// commit renames a written temp file into place and indexes it, unless a
+// removal ran since purges (ErrPurged); werr is the write's error.
+func (s *Store) commit(key, rel, tmp string, werr error, cost int64, purges uint64, t *tile.Tile) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reserved -= cost
-	if err != nil {
+	if werr != nil {
 		s.writeErrors.Add(1)
-		return fmt.Errorf("disk: put %q: %w", key, err)
+		return fmt.Errorf("disk: put %q: %w", key, werr)
 	}
 	// A file of this key that an Unlink is removing right now must be gone
 	// before the rename puts the new one there.
@@ -556,9 +596,6 @@ func (s *Store) Put(key string, t *tile.Tile) error {
 	if d != nil {
 		// The rename replaced the detached file: nothing is left to unlink.
 		delete(s.detached, key)
-	}
-	if s.cfg.Fsync {
-		syncDir(dir)
 	}
 	if old, ok := s.index.Get(key); ok {
 		// The rename replaced its file; only the index still counts it.

@@ -545,6 +545,90 @@ func TestPurgeWinsOverPutInFlight(t *testing.T) {
 	}
 }
 
+// TestPutSinceMark: a PutSince is committed only if no removal ran since
+// its mark, whether the removal ran before the write began or while it
+// wrote; a mark taken after the removal writes.
+func TestPutSinceMark(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		removal func(s *disk.Store)
+		want    error
+	}{
+		{"no removal", func(*disk.Store) {}, nil},
+		{"delete of another key", func(s *disk.Store) { s.Delete("other/1/0/0.png") }, disk.ErrPurged},
+		{"prefix", func(s *disk.Store) { s.DeletePrefix("osm/") }, disk.ErrPurged},
+		{"detach", func(s *disk.Store) { s.Detach("").Unlink() }, disk.ErrPurged},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, t.TempDir(), 1<<20)
+			m := s.Mark()
+			tt.removal(s)
+			err := s.PutSince(m, "osm/1/0/0.png", mk("body", `"v1"`))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("PutSince: got %v, want %v", err, tt.want)
+			}
+			_, indexed := s.Stat("osm/1/0/0.png")
+			if want := tt.want == nil; indexed != want || len(files(t, s.Dir())) != s.Len() {
+				t.Errorf("indexed: got %v, want %v (files %v)", indexed, want, files(t, s.Dir()))
+			}
+			if err := s.PutSince(s.Mark(), "osm/1/0/0.png", mk("body", `"v2"`)); err != nil {
+				t.Errorf("PutSince with a fresh mark: got %v, want nil", err)
+			}
+		})
+	}
+}
+
+// TestRemovalDoesNotWaitForDirSync: with Fsync on, a Delete, DeletePrefix
+// or Detach does not wait for another Put's directory sync (a purge above
+// the store would block its readers meanwhile).
+func TestRemovalDoesNotWaitForDirSync(t *testing.T) {
+	t.Parallel()
+	removals := []struct {
+		name string
+		fn   func(s *disk.Store)
+	}{
+		{"delete", func(s *disk.Store) { s.Delete("b/1/0/0.png") }},
+		{"prefix", func(s *disk.Store) { s.DeletePrefix("b/") }},
+		{"detach", func(s *disk.Store) { s.Detach("b/").Unlink() }},
+	}
+	for _, r := range removals {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := disk.Open(disk.Config{Dir: t.TempDir(), MaxBytes: 1 << 20, Fsync: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Put("b/1/0/0.png", mk("b", `"b"`)); err != nil {
+				t.Fatal(err)
+			}
+			syncing, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			disk.SetSyncDirHook(s, func(string) { once.Do(func() { close(syncing); <-release }) })
+			put := make(chan error)
+			go func() { put <- s.Put("a/1/0/0.png", mk("a", `"a"`)) }()
+			<-syncing
+			removed := make(chan struct{})
+			go func() { r.fn(s); close(removed) }()
+			select {
+			case <-removed:
+			case <-time.After(10 * time.Second):
+				close(release)
+				t.Fatal("the removal waited for another Put's directory sync")
+			}
+			close(release)
+			if err := <-put; err != nil {
+				t.Fatalf("Put: got %v, want nil", err)
+			}
+			if _, ok := s.Stat("b/1/0/0.png"); ok {
+				t.Error("removed key still indexed")
+			}
+		})
+	}
+}
+
 func TestScan(t *testing.T) {
 	t.Parallel()
 	s := open(t, t.TempDir(), 64<<20)

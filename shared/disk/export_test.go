@@ -10,6 +10,10 @@ func SetWriteHook(s *Store, fn func(f *os.File, p []byte) (int, error)) { s.writ
 // Unlink in the middle or make it fail.
 func SetRemoveHook(s *Store, fn func(path string) error) { s.removeFile = fn }
 
+// SetSyncDirHook replaces how a Store syncs a directory after a rename
+// (with Fsync on), so a test can hold a Put there.
+func SetSyncDirHook(s *Store, fn func(dir string)) { s.syncDir = fn }
+
 // SetFreeHook replaces how a Store asks the file system for free space.
 func SetFreeHook(s *Store, fn func(dir string) (int64, error)) { s.freeSpace = fn }
 

@@ -9,22 +9,15 @@ import (
 	"time"
 )
 
-// Target is what a follower purges: the tiers of one function instance.
+// Target is what a follower purges: the tiers of one function instance
+// (*tiers.Engine is one).
 type Target interface {
-	// PurgePrefix removes every tile under prefix ("" is everything) from
-	// the tiers. An error means a copy may outlive a restart (a file that
-	// could not be unlinked): the follower then does not record the purge
-	// as applied on disk, so the next process applies it again.
-	PurgePrefix(prefix string) error
-}
-
-// CountingTarget is a Target that also tells how many keys a purge dropped
-// from the tiers. A Follower whose Target is one passes the counts to its
-// Observer; for any other Target it reports 0 keys dropped.
-type CountingTarget interface {
-	Target
-	// PurgePrefixCount is PurgePrefix, and the number of keys it dropped.
-	PurgePrefixCount(prefix string) (keys int, err error)
+	// Purge removes every tile under prefix ("" is everything) from the
+	// tiers and reports how many keys it dropped, which the follower passes
+	// to its Observer. An error means a copy may outlive a restart (a file
+	// that could not be unlinked): the follower then does not record the
+	// purge as applied on disk, so the next process applies it again.
+	Purge(prefix string) (keys int, err error)
 }
 
 // Observer is told what a Follower's checks do; *obs.TileMetrics is one.
@@ -37,8 +30,8 @@ type Observer interface {
 	// entries).
 	JournalCheck(elapsed time.Duration, err error)
 	// PurgesApplied is called when a check applied journal entries to the
-	// tiers: how many entries, the keys they dropped (0 unless the Target
-	// is a CountingTarget), and the age of the newest entry applied (the
+	// tiers: how many entries, the keys they dropped (as the Target
+	// counted them), and the age of the newest entry applied (the
 	// journal lag: the time since the entry was recorded). A check that
 	// dropped both tiers for a journal it could not follow counts the
 	// entries it covered.
@@ -377,15 +370,11 @@ func (a *appliedCount) entry(e Entry) {
 	}
 }
 
-// purgePrefix purges one prefix from the tiers, counting the keys dropped
-// when the Target can.
+// purgePrefix purges one prefix from the tiers, counting the keys dropped.
 func (f *Follower) purgePrefix(p string, a *appliedCount) error {
-	if ct, ok := f.t.(CountingTarget); ok {
-		n, err := ct.PurgePrefixCount(p)
-		a.keys += n
-		return err
-	}
-	return f.t.PurgePrefix(p)
+	n, err := f.t.Purge(p)
+	a.keys += n
+	return err
 }
 
 // purgeAll drops both tiers and reports whether the disk let go of every

@@ -72,15 +72,17 @@ type clock = fakeclock.Clock
 
 func newClock() *clock { return fakeclock.New(time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)) }
 
-// recorder is a Target that records what it was told; fail makes its
-// purges report files left behind, as a read-only disk would.
+// recorder is a Target that records what it was told and drops no keys;
+// fail makes its purges report files left behind, as a read-only disk would.
 type recorder struct {
 	mu   sync.Mutex // guards ops and fail
 	ops  []string
 	fail bool
 }
 
-func (r *recorder) PurgePrefix(p string) error {
+func (r *recorder) Purge(p string) (int, error) { return 0, r.purge(p) }
+
+func (r *recorder) purge(p string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p == "" {

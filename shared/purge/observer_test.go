@@ -55,16 +55,16 @@ func (o *observer) take() []observed {
 	return c
 }
 
-// countingRecorder is a CountingTarget: each prefix drops as many keys as
-// it has bytes, and everything drops 100.
+// countingRecorder is a Target that counts: each prefix drops as many keys
+// as it has bytes, and everything drops 100.
 type countingRecorder struct{ recorder }
 
-func (c *countingRecorder) PurgePrefixCount(p string) (int, error) {
+func (c *countingRecorder) Purge(p string) (int, error) {
 	n := len(p)
 	if p == "" {
 		n = 100
 	}
-	return n, c.PurgePrefix(p)
+	return n, c.purge(p)
 }
 
 // TestFollowerObserver: the observer sees every check (a good one, a 304,
@@ -128,7 +128,7 @@ func TestFollowerObserver(t *testing.T) {
 	}
 }
 
-// TestFollowerObserverCounts: a CountingTarget's counts reach the
+// TestFollowerObserverCounts: a counting Target's counts reach the
 // observer, and a check that drops both tiers for a new journal counts the
 // entries it covered.
 func TestFollowerObserverCounts(t *testing.T) {

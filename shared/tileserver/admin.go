@@ -303,7 +303,7 @@ type HandlerStats struct {
 	DroppedFills    int64 `json:"dropped_fills"`
 	DiskWriteErrors int64 `json:"disk_write_errors"`
 	// Relookups counts tiles looked up again because the journal check
-	// running beside their request applied a purge (see Server.WithSync).
+	// running beside their request applied a purge (see tiers.Engine.Get).
 	Relookups int64 `json:"relookups"`
 	// OriginInFlight is the origin fetches running now; OriginInFlightPeak
 	// the most at once (at most MAX_ORIGIN_FETCHES).
@@ -313,23 +313,20 @@ type HandlerStats struct {
 
 // Stats returns the tier and handler counters.
 func (s *Server) Stats() Stats {
+	es := s.eng.Stats()
 	c := &s.stats
-	st := Stats{
+	return Stats{
 		Handler: HandlerStats{
-			Requests: c.requests.Load(), MemoryHits: c.memoryHits.Load(), DiskHits: c.diskHits.Load(),
-			Misses: c.misses.Load(), Revalidated: c.revalidated.Load(), Stale: c.stale.Load(), NegativeHits: c.negativeHits.Load(),
+			Requests: c.requests.Load(), MemoryHits: es.MemoryHits, DiskHits: es.DiskHits,
+			Misses: es.Misses, Revalidated: es.Revalidated, Stale: es.Stale, NegativeHits: es.NegativeHits,
 			NotFound: c.notFound.Load(), BadRequests: c.badRequests.Load(),
-			OriginFetches: c.originFetches.Load(), OriginErrors: c.originErrors.Load(),
-			MergedMisses: c.merged.Load(), DroppedFills: c.dropped.Load(), DiskWriteErrors: c.diskWriteErrors.Load(),
-			Relookups: c.relooked.Load(), OriginInFlight: c.inFlight.Load(), OriginInFlightPeak: c.inFlightPeak.Load(),
+			OriginFetches: es.OriginFetches, OriginErrors: es.OriginErrors,
+			MergedMisses: es.MergedMisses, DroppedFills: es.DroppedFills, DiskWriteErrors: es.DiskWriteErrors,
+			Relookups: es.Relookups, OriginInFlight: es.OriginInFlight, OriginInFlightPeak: es.OriginInFlightPeak,
 		},
-		Memory: s.mem.Stats(),
+		Memory: es.Memory,
+		Disk:   es.Disk,
 	}
-	if s.disk != nil {
-		ds := s.disk.Stats()
-		st.Disk = &ds
-	}
-	return st
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {

@@ -50,7 +50,7 @@ const (
 // it; every other key goes to the object origin. Tiles of both kinds land in
 // the same tiers under the same keys.
 type archives struct {
-	s     *Server // its PurgePrefix drops a tileset whose archive changed under a read
+	s     *Server // its engine's Purge drops a tileset whose archive changed under a read
 	next  Origin  // object tilesets
 	store ArchiveStore
 	dirs  *cache.Cache // decoded leaf directories, by archive, version and range
@@ -284,8 +284,8 @@ func (a *archives) rangeReader(name, objectKey, etag string) pmtiles.RangeReader
 // old version out of the tiers.
 func (a *archives) changed(ar *archive) {
 	a.s.log.Info("archive changed under a read; dropping its tileset on this instance", "name", ar.name, "etag", ar.etag)
-	_ = a.s.PurgePrefix(ar.name + "/")
-	_ = a.s.PurgePrefix(ar.name + ".json")
+	_, _ = a.s.eng.Purge(ar.name + "/")
+	_, _ = a.s.eng.Purge(ar.name + ".json")
 }
 
 // forget drops what is known of the archives a purge of prefix covers: a

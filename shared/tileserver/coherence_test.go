@@ -23,6 +23,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/stage"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -104,22 +105,25 @@ func (f *fleet) start(in *instance, stagePrefixes []string) {
 		f.t.Fatal(err)
 	}
 	o := origin.NewWithS3(f.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: f.clock.Now, MaxAttempts: 1})
+	j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
+	follow := func(eng *tiers.Engine) tiers.Syncer {
+		in.follower = purge.NewFollower(j, eng, purge.FollowerConfig{
+			Interval: syncInterval, Timeout: syncTimeout, Now: f.clock.Now,
+			Position: purge.PositionFile{Path: filepath.Join(in.dir, purge.PositionFileName)},
+		}, nil)
+		return in.follower
+	}
 	in.srv, err = tileserver.New(tileserver.Config{Now: f.clock.Now, RevalidateAfter: 24 * time.Hour},
-		tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o})
+		tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Follow: follow})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
-	in.follower = purge.NewFollower(j, in.srv, purge.FollowerConfig{
-		Interval: syncInterval, Timeout: syncTimeout, Now: f.clock.Now,
-		Position: purge.PositionFile{Path: filepath.Join(in.dir, purge.PositionFileName)},
-	}, nil)
 	in.startErr = in.follower.Start(context.Background())
 	if stagePrefixes != nil {
 		stage.Run(context.Background(), stage.Config{Prefixes: stagePrefixes, Budget: 10 * time.Second}, o, in.disk, nil)
 		in.follower.Sync(context.Background())
 	}
-	in.handler = in.srv.WithSync(in.follower)
+	in.handler = in.srv
 }
 
 // put writes key in S3 without telling anybody (the event is sent later).
@@ -521,7 +525,7 @@ func TestRandomCoherence(t *testing.T) {
 				pending = append(pending, event{k: k, w: len(history[k]) - 1, deleted: true})
 			}
 		case op < 36: // a purge on one instance, as the admin API applies it
-			f.instances[rng.IntN(instances)].srv.PurgePrefix("t/" + strconv.Itoa(rng.IntN(3)) + "/")
+			f.instances[rng.IntN(instances)].srv.Engine().Purge("t/" + strconv.Itoa(rng.IntN(3)) + "/")
 		case op < 40: // kill one instance and restart it over its disk
 			restarts++
 			var prefixes []string

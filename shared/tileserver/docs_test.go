@@ -16,6 +16,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
@@ -201,7 +202,7 @@ func TestInfoJSONRewrite(t *testing.T) {
 	}
 	// The stored bytes stay in the tiers; a purge drops them and their renderings.
 	expect(t, doHost(e.env, "/books/b2/info.json", "a.example"), 200, "HIT-MEMORY")
-	if err := e.srv.PurgePrefix("books/"); err != nil {
+	if _, err := e.srv.Engine().Purge("books/"); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, doHost(e.env, "/books/b2/info.json", "a.example"), 200, "MISS")
@@ -289,16 +290,19 @@ func startWithArchives(f *fleet, in *instance) {
 		f.t.Fatal(err)
 	}
 	o := origin.NewWithS3(f.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: f.clock.Now, MaxAttempts: 1})
+	j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
+	follow := func(eng *tiers.Engine) tiers.Syncer {
+		in.follower = purge.NewFollower(j, eng, purge.FollowerConfig{
+			Interval: syncInterval, Timeout: syncTimeout, Now: f.clock.Now,
+			Position: purge.PositionFile{Path: filepath.Join(in.dir, purge.PositionFileName)},
+		}, nil)
+		return in.follower
+	}
 	in.srv, err = tileserver.New(tileserver.Config{Now: f.clock.Now, RevalidateAfter: 24 * time.Hour},
-		tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Archives: o})
+		tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Archives: o, Follow: follow})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
-	in.follower = purge.NewFollower(j, in.srv, purge.FollowerConfig{
-		Interval: syncInterval, Timeout: syncTimeout, Now: f.clock.Now,
-		Position: purge.PositionFile{Path: filepath.Join(in.dir, purge.PositionFileName)},
-	}, nil)
 	in.startErr = in.follower.Start(context.Background())
-	in.handler = in.srv.WithSync(in.follower)
+	in.handler = in.srv
 }

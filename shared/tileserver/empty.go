@@ -5,9 +5,6 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
-	"mime"
-	"path"
-	"strings"
 )
 
 // emptyTiles are the answers for missing tiles of sparse tilesets
@@ -41,27 +38,3 @@ func makeEmptyTiles() map[string]emptyTile {
 }
 
 const contentTypeMVT = "application/vnd.mapbox-vector-tile"
-
-// contentTypeFor fills in a missing or generic stored content type from the
-// key's extension.
-func contentTypeFor(key, stored string) string {
-	if stored != "" && stored != "binary/octet-stream" && stored != "application/octet-stream" {
-		return stored
-	}
-	ext := strings.ToLower(path.Ext(key))
-	switch ext {
-	case ".pbf", ".mvt":
-		return contentTypeMVT
-	case ".webp":
-		return "image/webp"
-	case ".avif":
-		return "image/avif"
-	}
-	if t := mime.TypeByExtension(ext); t != "" {
-		return t
-	}
-	if stored != "" {
-		return stored
-	}
-	return "application/octet-stream"
-}

@@ -15,10 +15,25 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 var responsePool = sync.Pool{New: func() any { return new(Response) }}
+
+// source is the tier that answered, as X-Cache names it.
+type source = tiers.Source
+
+const (
+	srcMemory      = tiers.FromMemory
+	srcDisk        = tiers.FromDisk
+	srcOrigin      = tiers.FromOrigin
+	srcRevalidated = tiers.Revalidated
+	srcStale       = tiers.Stale
+)
+
+// xCache is the X-Cache value of an answer from src.
+func xCache(src source) string { return xCacheValues[src][0] }
 
 // Shared field values: capped one-element slices, never written to.
 var (

@@ -1,23 +1,25 @@
-// Package tileserver is the tile origin as one http.Handler: memory tier, then
-// disk tier, then S3, with the HTTP contract of DESIGN.md (conditional
-// requests, ranges, gzip pass-through, X-Cache and Server-Timing, stale copies
-// on origin errors) and the admin API. It knows nothing of Lambda: the Lambda
-// entry wraps it, and `make run` and the tests serve it as it is.
+// Package tileserver is the HTTP contract of the tile origin, on top of the
+// tier engine (shared/tiers): tile answers with conditional requests, ranges,
+// gzip pass-through, X-Cache and Server-Timing, CORS, the documents that name
+// their own URL (TileJSON, IIIF info.json, the catalog), PMTiles archives as
+// an origin of the engine, and the admin API. It knows nothing of Lambda: the
+// Lambda entry wraps it, and `make run` and the tests serve it as it is.
 //
-// A miss in one tier fills the tiers above it; concurrent misses for one key
-// make one origin request; a fill that began before a purge of its key was
-// applied is not inserted (see guard). The handler is safe for concurrent use.
+// The engine decides where a tile comes from (memory, disk, S3) and what a
+// purge removes; this package decides how it is answered, and prepares each
+// tile's answer as the tile enters the memory tier (the engine's Prepare
+// hook), so a memory hit formats nothing. The handler is safe for
+// concurrent use.
 package tileserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,15 +27,11 @@ import (
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 )
 
 // Origin is where tiles come from on a miss: S3, through shared/origin.
-type Origin interface {
-	// Get fetches key; with ifNoneMatch set, origin.ErrNotModified means the
-	// cached copy is still current. origin.ErrNotFound means no such tile.
-	Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error)
-}
+type Origin = tiers.Origin
 
 // Purger carries an admin purge to every instance (the journal) and to the
 // CDN (through the sync worker); *purge.Purger is one.
@@ -111,48 +109,39 @@ type Deps struct {
 	// Directories keeps archives' decoded leaf directories; nil: a cache
 	// of DefaultDirectoryBytes.
 	Directories *cache.Cache
+	// Follow, when set, builds the journal follower: it is given the tier
+	// engine to purge and returns the Syncer the engine consults (see
+	// tiers.Engine.Get and Check). nil: every cached copy is trusted.
+	Follow func(*tiers.Engine) tiers.Syncer
 }
 
 // Server is the tile handler.
 type Server struct {
-	cfg          Config
-	mem          *cache.Cache
-	disk         *disk.Store
-	origin       Origin
-	purger       Purger
-	log          *slog.Logger
-	now          func() time.Time
-	staleIfError time.Duration
-	negativeTTL  time.Duration // how long a 404 is remembered in memory
-	empty        map[string]emptyTile
-	adminToken   [32]byte // sha256 of the token; compared in constant time
-	sy           Syncer   // the journal follower, set by WithSync before serving; nil: every copy is trusted
-	metrics      Metrics  // nil: none
-	cors         corsPolicy
+	cfg        Config
+	eng        *tiers.Engine
+	mem        *cache.Cache // the engine's, for the admin API's listings
+	disk       *disk.Store  // the engine's, for the admin API's listings; nil: none
+	origin     Origin       // what the engine fetches from: S3, behind archives when they are on
+	purger     Purger
+	log        *slog.Logger
+	now        func() time.Time
+	empty      map[string]emptyTile
+	adminToken [32]byte // sha256 of the token; compared in constant time
+	metrics    Metrics  // nil: none
+	cors       corsPolicy
 
 	// Field values shared by every answer.
 	cacheControl, negativeCacheControl, staleCacheControl, allow []string
 
-	flight     flight
-	guard      guard
-	slots      chan struct{}  // one per origin fetch in flight
-	downUntil  atomic.Int64   // unix ns until which the origin counts as down
-	background sync.WaitGroup // revalidations run for requests answered stale
-	stats      counters
-	archives   *archives    // nil: objects only
-	docs       *cache.Cache // TileJSON and info.json answers rendered for a base URL
-	catalog    catalogCache
+	stats    counters
+	archives *archives    // nil: objects only
+	docs     *cache.Cache // TileJSON and info.json answers rendered for a base URL
+	catalog  catalogCache
 }
 
-// counters are the handler's own statistics.
+// counters are the handler's own statistics; the engine keeps the tiers'.
 type counters struct {
-	requests, memoryHits, diskHits, misses, revalidated, stale atomic.Int64
-	negativeHits                                               atomic.Int64 // 404s answered from a remembered miss
-	originFetches, originErrors, merged, notFound, badRequests atomic.Int64
-	dropped                                                    atomic.Int64 // fills not inserted because a purge overtook them
-	diskWriteErrors                                            atomic.Int64
-	relooked                                                   atomic.Int64 // tiles looked up again after a purge applied beside their request
-	inFlight, inFlightPeak                                     atomic.Int64 // origin fetches running now, and the most at once
+	requests, notFound, badRequests atomic.Int64
 }
 
 // New builds the handler.
@@ -175,18 +164,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if cfg.StaleCacheControl == "" {
 		cfg.StaleCacheControl = "public, max-age=60"
 	}
-	if cfg.RevalidateAfter == 0 {
-		cfg.RevalidateAfter = time.Hour
-	}
-	if cfg.OriginTimeout == 0 {
-		cfg.OriginTimeout = 10 * time.Second
-	}
-	if cfg.MaxOriginFetches <= 0 {
-		cfg.MaxOriginFetches = 64
-	}
-	if cfg.OriginFailureWindow == 0 {
-		cfg.OriginFailureWindow = 5 * time.Second
-	}
+	// The archive probes read these beside the engine.
+	cfg.RevalidateAfter = cmp.Or(cfg.RevalidateAfter, tiers.DefaultRevalidateAfter)
+	cfg.OriginTimeout = cmp.Or(cfg.OriginTimeout, tiers.DefaultOriginTimeout)
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -198,11 +178,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin,
 		purger: d.Purger, log: log, now: now, metrics: d.Metrics,
-		staleIfError: directiveSeconds(cfg.CacheControl, "stale-if-error"),
-		// A 404 is remembered as long as the CDN may cache it, and never past
-		// the revalidation age; the journal purges it on upload either way.
-		negativeTTL: min(directiveSeconds(cfg.NegativeCacheControl, "max-age"), cfg.RevalidateAfter),
-		empty:       makeEmptyTiles(),
+		empty: makeEmptyTiles(),
 	}
 	if cfg.AdminToken != "" {
 		s.adminToken = hashToken(cfg.AdminToken)
@@ -211,8 +187,29 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.cacheControl = []string{cfg.CacheControl}
 	s.negativeCacheControl = []string{cfg.NegativeCacheControl}
 	s.staleCacheControl = []string{cfg.StaleCacheControl}
-	s.slots = make(chan struct{}, cfg.MaxOriginFetches)
 	if err := s.withArchives(d); err != nil {
+		return nil, err
+	}
+	var metrics tiers.Metrics
+	if d.Metrics != nil {
+		metrics = d.Metrics
+	}
+	var err error
+	s.eng, err = tiers.New(tiers.Config{
+		RevalidateAfter:     cfg.RevalidateAfter,
+		OriginTimeout:       cfg.OriginTimeout,
+		MaxOriginFetches:    max(cfg.MaxOriginFetches, 0),
+		OriginFailureWindow: cfg.OriginFailureWindow,
+		StaleIfError:        directiveSeconds(cfg.CacheControl, "stale-if-error"),
+		// A 404 is remembered as long as the CDN may cache it, and never past
+		// the revalidation age; the journal purges it on upload either way.
+		NegativeTTL: min(directiveSeconds(cfg.NegativeCacheControl, "max-age"), cfg.RevalidateAfter),
+		Now:         now,
+	}, tiers.Deps{
+		Memory: d.Memory, Disk: d.Disk, Origin: s.origin, Metrics: metrics, Logger: log,
+		Prepare: s.prepare, Purged: s.purged, Follow: d.Follow,
+	})
+	if err != nil {
 		return nil, err
 	}
 	s.allow = []string{"GET, HEAD"}
@@ -225,54 +222,13 @@ func New(cfg Config, d Deps) (*Server, error) {
 // adminPrefix is the reserved path space of the health check and admin API.
 const adminPrefix = "/_tilesieve/"
 
-// PurgePrefix removes every tile under prefix ("" is everything) from both
-// tiers of this instance, and keeps in-flight fills from putting them back
-// or handing them to requests that arrive after it. It is the purge.Target
-// the journal follower drives; its error reports files the disk could not
-// unlink, which would come back after a restart.
-func (s *Server) PurgePrefix(prefix string) error {
-	memN, diskN, err := s.purgeTiers(prefix)
-	s.log.Debug("purged", "prefix", prefix, "memory_entries", memN, "disk_entries", diskN)
-	return err
-}
+// Engine is the tier engine the server answers from: its Purge is what the
+// journal follower drives, and what an admin purge applies here.
+func (s *Server) Engine() *tiers.Engine { return s.eng }
 
-// PurgePrefixCount is PurgePrefix that also reports how many entries left
-// the tiers (purge.CountingTarget).
-func (s *Server) PurgePrefixCount(prefix string) (int, error) {
-	memN, diskN, err := s.purgeTiers(prefix)
-	return memN + diskN, err
-}
-
-// purgeTiers removes prefix from both tiers under the guard, and unlinks the
-// disk files after it: a purge of many files must not hold up fills and
-// disk hits of other keys while it unlinks.
+// purgeTiers purges prefix from this instance's tiers.
 func (s *Server) purgeTiers(prefix string) (memN, diskN int, err error) {
-	var detached disk.Detached
-	s.guard.purge(prefix, func() {
-		memN, _ = s.mem.DeletePrefix(prefix)
-		if s.disk != nil {
-			detached = s.disk.Detach(prefix)
-		}
-		s.purged(prefix) // what the server derived from what the prefix covers
-	})
-	return memN, detached.Entries, detached.Unlink()
-}
-
-// Syncer brings an instance up to date with the purge journal; it runs on the
-// request path (Lambda freezes idle instances, so nothing runs between
-// requests) and must return quickly whatever happens. The journal follower
-// (purge.Follower) is one.
-type Syncer interface {
-	// Due reports, cheaply, whether MaybeSync would check at now.
-	Due(now time.Time) bool
-	// MaybeSync checks the journal if a check is due and applies what it
-	// finds, through PurgePrefix.
-	MaybeSync(ctx context.Context)
-	// Trusted reports, cheaply, whether a copy fetched from S3 at storedAt
-	// may be answered with at now: false when the journal could not be read
-	// for long enough that a purge of it may have been missed. Such a copy
-	// is revalidated with S3 instead (fail closed).
-	Trusted(storedAt, now time.Time) bool
+	return s.eng.PurgeTiers(prefix)
 }
 
 // nowAt is the server's clock at real, a time just read from time.Now:
@@ -286,24 +242,7 @@ func (s *Server) nowAt(real time.Time) time.Time {
 
 // Drain waits for the revalidations started in the background for requests
 // answered stale (each bounded by OriginTimeout); call it at shutdown.
-func (s *Server) Drain() { s.background.Wait() }
-
-// WithSync makes the server follow sy: sy's check runs on the requests that
-// find it due, before they are answered, and every cached copy is served
-// only while sy trusts it. Call it once, before serving; it returns the
-// server.
-//
-// A tile request does not wait for the check before looking the tile up: the
-// check (an S3 round trip) and the lookup run side by side, and the answer
-// waits for both. A tile fetched from S3 now is as fresh as the check could
-// make it, so a miss costs one round trip, not two. A tile found in memory or
-// on disk is looked up again if the check applied a purge meanwhile, so no
-// answer reflects less than the check found. Other requests (admin, health)
-// wait for the check first.
-func (s *Server) WithSync(sy Syncer) *Server {
-	s.sy = sy
-	return s
-}
+func (s *Server) Drain() { s.eng.Drain() }
 
 // directiveSeconds reads a delta-seconds directive from a Cache-Control value.
 func directiveSeconds(cc, name string) time.Duration {

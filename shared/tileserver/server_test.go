@@ -26,6 +26,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -52,6 +53,15 @@ type env struct {
 	journal *purge.Journal
 	metrics tileserver.Metrics
 	memMax  int64 // the memory tier's bound; default 64 MiB
+	// follow, when set, configures the journal follower built with the
+	// server (follower).
+	follow   *purge.FollowerConfig
+	follower *purge.Follower
+}
+
+// withFollower builds the server with a journal follower of e.journal.
+func withFollower(cfg purge.FollowerConfig) option {
+	return func(e *env, _ *tileserver.Config, _ *origin.Config) { e.follow = &cfg }
 }
 
 // withMemBytes sets the memory tier's bound.
@@ -116,7 +126,18 @@ func newEnv(t testing.TB, opts ...option) *env {
 		t.Fatal(err)
 	}
 	e.journal = purge.NewJournal(api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: e.clock.Now})
-	e.srv, err = tileserver.New(cfg, tileserver.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Purger: purge.NewPurger(e.journal, purge.PurgerConfig{}, nil), Metrics: e.metrics})
+	deps := tileserver.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Purger: purge.NewPurger(e.journal, purge.PurgerConfig{}, nil), Metrics: e.metrics}
+	if e.follow != nil {
+		deps.Follow = func(eng *tiers.Engine) tiers.Syncer {
+			fc := *e.follow
+			if fc.Now == nil {
+				fc.Now = e.clock.Now
+			}
+			e.follower = purge.NewFollower(e.journal, eng, fc, nil)
+			return e.follower
+		}
+	}
+	e.srv, err = tileserver.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +349,7 @@ func TestPurgePrefixBothTiers(t *testing.T) {
 		e.put(k, []byte(k), "image/png", "")
 		expect(t, e.do("GET", "/"+k), 200, "MISS")
 	}
-	e.srv.PurgePrefix("osm/12/")
+	e.srv.Engine().Purge("osm/12/")
 	if _, ok := e.mem.Get("osm/12/1/1.png"); ok {
 		t.Fatal("purged key still in memory")
 	}
@@ -515,7 +536,7 @@ func TestPurgeRaceFillNotReinserted(t *testing.T) {
 	<-arrived
 	// The new version lands and its purge is applied while the old one is in flight.
 	e.put("race/1/1/1.png", []byte("new"), "image/png", "")
-	e.srv.PurgePrefix("race/")
+	e.srv.Engine().Purge("race/")
 	close(release)
 	r := <-done
 	if got := body(t, r); got != "old" {
@@ -643,7 +664,7 @@ func TestRememberedMisses(t *testing.T) {
 	}
 	// An upload's purge forgets the remembered 404 at once.
 	e.put("sparse/5/1/1.png", []byte("now here"), "image/png", "")
-	e.srv.PurgePrefix("sparse/5/")
+	e.srv.Engine().Purge("sparse/5/")
 	r := e.do("GET", "/sparse/5/1/1.png")
 	expect(t, r, 200, "MISS")
 	if body(t, r) != "now here" {
@@ -685,13 +706,13 @@ func TestMissOverlapsJournalCheck(t *testing.T) {
 			}
 			h.ServeHTTP(w, r)
 		})
-	}))
+	}), withFollower(purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second}))
 	e.put("o/1/0/0.png", []byte("tile"), "image/png", "")
-	fol := purge.NewFollower(e.journal, e.srv, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: e.clock.Now}, nil)
+	fol := e.follower
 	if err := fol.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	h := e.srv.WithSync(fol)
+	h := e.srv
 	e.clock.Advance(2 * time.Second)
 	if !fol.Due(e.clock.Now()) {
 		t.Fatal("no check due after the interval")
@@ -718,12 +739,12 @@ func TestMissOverlapsJournalCheck(t *testing.T) {
 // due.
 func TestSyncedHandlerChecksBeforeAdmin(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	fol := purge.NewFollower(e.journal, e.srv, purge.FollowerConfig{Interval: time.Second, Now: e.clock.Now}, nil)
+	e := newEnv(t, withFollower(purge.FollowerConfig{Interval: time.Second}))
+	fol := e.follower
 	if err := fol.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	h := e.srv.WithSync(fol)
+	h := e.srv
 	serve := func(method, path string) int {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))

@@ -27,6 +27,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/stage"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -131,6 +132,18 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		}
 	}
 	a.Purger = purge.NewPurger(a.Journal, purge.PurgerConfig{Handoff: handoff}, log)
+	// The journal follower is built with the tiers it purges (Deps.Follow).
+	fcfg := purge.FollowerConfig{Interval: cfg.SyncInterval, Timeout: cfg.SyncTimeout}
+	if a.Disk != nil {
+		fcfg.Position = purge.PositionFile{Path: filepath.Join(a.Disk.Dir(), purge.PositionFileName), Fsync: cfg.DiskFsync}
+	}
+	if a.Metrics != nil {
+		fcfg.Observer = a.Metrics
+		a.Metrics.WatchTiers(func() obs.TierSize {
+			st := mem.Stats()
+			return obs.TierSize{Bytes: st.Bytes, Entries: st.Entries}
+		}, a.diskSize())
+	}
 	srv, err := tileserver.New(tileserver.Config{
 		CacheControl:         cfg.CacheControl,
 		NegativeCacheControl: cfg.NegativeCacheControl,
@@ -155,6 +168,10 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		Purger:   a.Purger,
 		Metrics:  a.tileMetrics(),
 		Logger:   log,
+		Follow: func(eng *tiers.Engine) tiers.Syncer {
+			a.Follower = purge.NewFollower(a.Journal, eng, fcfg, log)
+			return a.Follower
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -164,18 +181,6 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	// The journal is read before the disk tier is trusted or staging begins:
 	// a disk tier kept from an earlier process gets every purge it missed
 	// (or is dropped), and the position saved with it moves on with it.
-	fcfg := purge.FollowerConfig{Interval: cfg.SyncInterval, Timeout: cfg.SyncTimeout}
-	if a.Disk != nil {
-		fcfg.Position = purge.PositionFile{Path: filepath.Join(a.Disk.Dir(), purge.PositionFileName), Fsync: cfg.DiskFsync}
-	}
-	if a.Metrics != nil {
-		fcfg.Observer = a.Metrics
-		a.Metrics.WatchTiers(func() obs.TierSize {
-			st := mem.Stats()
-			return obs.TierSize{Bytes: st.Bytes, Entries: st.Entries}
-		}, a.diskSize())
-	}
-	a.Follower = purge.NewFollower(a.Journal, srv, fcfg, log)
 	began := time.Now()
 	err = a.Follower.Start(ctx)
 	a.Init.JournalHead = time.Since(began)
@@ -211,7 +216,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 			log.Warn("purge journal not read after staging; staged copies are revalidated until it is", "err", err)
 		}
 	}
-	a.Handler = srv.WithSync(a.Follower)
+	a.Handler = srv
 	return a, nil
 }
 

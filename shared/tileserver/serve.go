@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -196,28 +196,14 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		return
 	}
 	s.stats.requests.Add(1)
-	sy := s.sy
-	due := sy != nil && sy.Due(now)
-	if sy != nil && !sy.Trusted(time.Time{}, now) {
-		// The last good check is too old to vouch for any cached copy: a
-		// lookup beside the check would only send them all to S3 for
-		// revalidation. Check first, or wait for the check under way.
-		sy.MaybeSync(ctx)
-		due = false
-		now = s.now() // the check took time: judge copies after it
-	}
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodOptions:
-		if due {
-			sy.MaybeSync(ctx)
-		}
+		s.eng.Check(ctx, now, true)
 		s.answerPreflight(req, resp)
 		return
 	default:
-		if due {
-			sy.MaybeSync(ctx)
-		}
+		s.eng.Check(ctx, now, true)
 		resp.set("Allow", s.allow)
 		s.answerPlain(req, resp, http.StatusMethodNotAllowed, "method not allowed")
 		return
@@ -228,25 +214,16 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	}
 	key, err := keyFrom(req.Path)
 	if err != nil {
+		s.eng.Check(ctx, now, false)
 		s.stats.badRequests.Add(1)
 		s.answerPlain(req, resp, http.StatusBadRequest, "bad tile path")
 		s.logRequest(ctx, req, "", http.StatusBadRequest, 0, start)
 		return
 	}
-	var synced chan struct{}
-	if due {
-		// The check (one S3 round trip) runs beside the lookup, and the
-		// answer waits for both; never return before the check ends, or
-		// Lambda would freeze it half done.
-		synced = make(chan struct{})
-		go func() {
-			defer close(synced)
-			sy.MaybeSync(ctx)
-		}()
-		defer func() { <-synced }()
-	}
-	var stream *disk.Body
-	t, src, err := s.lookupBeside(ctx, key, now, synced, &stream)
+	// The engine runs a due journal check beside the lookup and returns
+	// once both are done (tiers.Engine.Get).
+	res, err := s.eng.Get(ctx, key, now)
+	t, src, stream := res.Tile, res.Source, res.Stream
 	switch {
 	case err == nil && stream != nil:
 		s.answerStream(req, resp, key, t, stream, start)
@@ -264,7 +241,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	default:
 		status, msg := http.StatusBadGateway, "origin error"
 		switch {
-		case errors.Is(err, errPanic):
+		case errors.Is(err, tiers.ErrPanic):
 			status, msg = http.StatusInternalServerError, "internal error"
 		case errors.Is(err, errTooLarge), errors.Is(err, origin.ErrTooLarge):
 			msg = "tile larger than MAX_TILE_BYTES"
@@ -316,9 +293,7 @@ func (s *Server) record(key string, src source, resp *Response, start time.Time)
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, adminPrefix) {
 		s.stats.requests.Add(1)
-		if s.sy != nil && s.sy.Due(s.now()) {
-			s.sy.MaybeSync(r.Context())
-		}
+		s.eng.Check(r.Context(), s.now(), true)
 		s.serveAdmin(w, r)
 		return
 	}
@@ -352,9 +327,6 @@ func WriteHTTP(w http.ResponseWriter, resp *Response) {
 	}
 }
 
-// errPanic marks a fetch that panicked; its callers answer 500.
-var errPanic = errors.New("tileserver: internal error")
-
 func (s *Server) logRequest(ctx context.Context, req *Request, key string, status int, src source, start time.Time) {
 	if !s.log.Enabled(ctx, slog.LevelDebug) {
 		return
@@ -363,7 +335,11 @@ func (s *Server) logRequest(ctx context.Context, req *Request, key string, statu
 		slog.String("method", req.Method),
 		slog.String("key", key),
 		slog.Int("status", status),
-		slog.String("cache", src.String()),
+		slog.String("cache", xCache(src)),
 		slog.Duration("dur", time.Since(start)),
 	)
+}
+
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || origin.IsTimeout(err)
 }

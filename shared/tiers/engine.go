@@ -1,0 +1,424 @@
+// Package tiers is the tile engine: a key is answered from the memory tier,
+// then the disk tier, then the origin, and a miss fills the tiers above the
+// one that answered. It knows nothing of HTTP; shared/tileserver is the HTTP
+// contract on top of it.
+//
+// What it promises:
+//
+//   - Concurrent misses of one key make one origin request, and at most
+//     MaxOriginFetches origin requests run at once.
+//   - A fill that began before a purge of its key was applied leaves its
+//     bytes in no tier, and no lookup that starts after the purge joins it.
+//   - A purge never holds up lookups for a disk write: fills write their
+//     files outside the lock a purge takes, the purge detaches its prefix
+//     from the disk tier after releasing it, and a purge that lands first
+//     wins over a fill's write.
+//   - With a journal follower (Deps.Follow), a cached copy is answered only
+//     while the follower vouches for it (fail closed), and the follower's
+//     check runs beside the lookup (see Engine.Get).
+//   - When the origin fails, a copy within Config.StaleIfError of its
+//     revalidation age is answered stale; for OriginFailureWindow after a
+//     failure, such copies go out at once and one revalidation runs in the
+//     background (Drain waits for those).
+//   - A 404 from the origin is remembered for Config.NegativeTTL.
+//
+// An Engine is safe for concurrent use.
+package tiers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/internal/flight"
+	"github.com/tilesieve/tilesieve/shared/tiers/internal/guard"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// Origin is where tiles come from on a miss: S3, through shared/origin.
+type Origin interface {
+	// Get fetches key; with ifNoneMatch set, origin.ErrNotModified means the
+	// cached copy is still current. origin.ErrNotFound means no such tile.
+	Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error)
+}
+
+// Syncer brings an instance up to date with the purge journal; it runs on the
+// request path (Lambda freezes idle instances, so nothing runs between
+// requests) and must return quickly whatever happens. The journal follower
+// (purge.Follower) is one.
+type Syncer interface {
+	// Due reports, cheaply, whether MaybeSync would check at now.
+	Due(now time.Time) bool
+	// MaybeSync checks the journal if a check is due and applies what it
+	// finds, through the engine's Purge.
+	MaybeSync(ctx context.Context)
+	// Trusted reports, cheaply, whether a copy fetched from S3 at storedAt
+	// may be answered with at now: false when the journal could not be read
+	// for long enough that a purge of it may have been missed. Such a copy
+	// is revalidated with S3 instead (fail closed).
+	Trusted(storedAt, now time.Time) bool
+}
+
+// Metrics records the engine's origin fetches; *obs.TileMetrics is one.
+type Metrics interface {
+	OriginFetch(elapsed time.Duration, err error)
+}
+
+// Defaults of Config.
+const (
+	DefaultRevalidateAfter     = time.Hour
+	DefaultOriginTimeout       = 10 * time.Second
+	DefaultMaxOriginFetches    = 64
+	DefaultOriginFailureWindow = 5 * time.Second
+)
+
+// Config is the engine's behaviour.
+type Config struct {
+	RevalidateAfter     time.Duration // age after which a cached copy is revalidated; default DefaultRevalidateAfter
+	OriginTimeout       time.Duration // deadline of one origin fetch; default DefaultOriginTimeout
+	MaxOriginFetches    int           // origin fetches at once; default DefaultMaxOriginFetches
+	OriginFailureWindow time.Duration // after an origin failure, how long stale copies go out without waiting; default DefaultOriginFailureWindow, negative off
+	// StaleIfError is how long past RevalidateAfter a copy may still be
+	// answered when the origin fails; 0: never.
+	StaleIfError time.Duration
+	// NegativeTTL is how long a 404 is remembered in the memory tier; 0:
+	// not remembered.
+	NegativeTTL time.Duration
+	Now         func() time.Time // default time.Now
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.RevalidateAfter < 0 || c.OriginTimeout < 0 || c.StaleIfError < 0 || c.NegativeTTL < 0 {
+		errs = append(errs, errors.New("tiers: durations must not be negative"))
+	}
+	if c.MaxOriginFetches < 0 {
+		errs = append(errs, fmt.Errorf("tiers: MaxOriginFetches %d is negative", c.MaxOriginFetches))
+	}
+	return errors.Join(errs...)
+}
+
+// Deps are the parts the engine composes. Memory and Origin are required;
+// the rest may be nil.
+type Deps struct {
+	Memory  *cache.Cache
+	Disk    *disk.Store // nil: no disk tier
+	Origin  Origin
+	Metrics Metrics // nil records nothing
+	Logger  *slog.Logger
+	// Prepare, when set, is given every tile before it enters the memory
+	// tier, so that what it keeps in Tile.Prepared is charged with the tile
+	// and a hit formats nothing. A hook rather than preparing lazily on the
+	// first hit: a tile prepared after it entered the tier would hold heap
+	// the tier's bound never counted, and a hit stays free of allocations.
+	Prepare func(key string, t *tile.Tile)
+	// Purged, when set, runs inside every purge of prefix, while no fill
+	// inserts: for what the caller derived from the tiles it covers.
+	Purged func(prefix string)
+	// Follow, when set, builds the engine's journal follower: it is given
+	// the engine, whose Purge the follower drives, and returns the Syncer
+	// Get consults. nil: every cached copy is trusted.
+	Follow func(*Engine) Syncer
+}
+
+// Source is the tier that answered.
+type Source uint8
+
+// The tiers a Result comes from.
+const (
+	FromMemory  Source = iota + 1 // the memory tier
+	FromDisk                      // the disk tier
+	FromOrigin                    // the origin: a miss
+	Revalidated                   // a cached copy the origin confirmed
+	Stale                         // a cached copy answered because the origin failed
+)
+
+func (s Source) String() string {
+	switch s {
+	case FromMemory:
+		return "memory"
+	case FromDisk:
+		return "disk"
+	case FromOrigin:
+		return "origin"
+	case Revalidated:
+		return "revalidated"
+	case Stale:
+		return "stale"
+	}
+	return "none"
+}
+
+// ErrPanic marks a fetch that panicked.
+var ErrPanic = flight.ErrPanic
+
+// Engine is the tier engine.
+type Engine struct {
+	cfg     Config
+	mem     *cache.Cache
+	disk    *disk.Store
+	origin  Origin
+	metrics Metrics
+	log     *slog.Logger
+	now     func() time.Time
+	prepare func(key string, t *tile.Tile)
+	purged  func(prefix string)
+	sy      Syncer // nil: every copy is trusted
+
+	flight     flight.Group[fill]
+	guard      guard.Guard
+	slots      chan struct{}  // one per origin fetch in flight
+	downUntil  atomic.Int64   // unix ns until which the origin counts as down
+	background sync.WaitGroup // revalidations run for lookups answered stale
+	stats      counters
+	pending    pendingDisk // purges whose disk detach is still to run
+
+	// diskWriteHook, when set (by tests), runs before a fill writes its
+	// disk file.
+	diskWriteHook func(key string)
+	// purgeHook, when set (by tests and benchmarks), runs inside a purge's
+	// guard as it takes effect (held true) and as it ends (held false).
+	purgeHook func(held bool)
+	// detachHook, when set (by tests), runs after a purge's guard, before
+	// its disk detach.
+	detachHook func()
+}
+
+// counters are the engine's statistics.
+type counters struct {
+	memoryHits, diskHits, misses, revalidated, stale atomic.Int64
+	negativeHits                                     atomic.Int64 // 404s answered from a remembered miss
+	originFetches, originErrors, merged              atomic.Int64
+	dropped                                          atomic.Int64 // fills not inserted because a purge overtook them
+	diskWriteErrors                                  atomic.Int64
+	relooked                                         atomic.Int64 // tiles looked up again after a purge applied beside their lookup
+	inFlight, inFlightPeak                           atomic.Int64 // origin fetches running now, and the most at once
+}
+
+// New builds the engine, and its follower when d.Follow is set.
+func New(cfg Config, d Deps) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Memory == nil || d.Origin == nil {
+		return nil, errors.New("tiers: Memory and Origin are required")
+	}
+	if cfg.RevalidateAfter == 0 {
+		cfg.RevalidateAfter = DefaultRevalidateAfter
+	}
+	if cfg.OriginTimeout == 0 {
+		cfg.OriginTimeout = DefaultOriginTimeout
+	}
+	if cfg.MaxOriginFetches == 0 {
+		cfg.MaxOriginFetches = DefaultMaxOriginFetches
+	}
+	if cfg.OriginFailureWindow == 0 {
+		cfg.OriginFailureWindow = DefaultOriginFailureWindow
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{
+		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin, metrics: d.Metrics,
+		log: log, now: now, prepare: d.Prepare, purged: d.Purged,
+		slots: make(chan struct{}, cfg.MaxOriginFetches),
+	}
+	if d.Follow != nil {
+		e.sy = d.Follow(e)
+	}
+	return e, nil
+}
+
+// Result is what Get found.
+type Result struct {
+	Tile   *tile.Tile
+	Source Source
+	// Stream, when set, is the body of a tile too big for the memory tier,
+	// read from its disk file; Tile is its metadata (no Body). The caller
+	// reads and closes it.
+	Stream *disk.Body
+}
+
+// Get answers key at now: from memory, disk or the origin, filling the
+// tiers on the way. origin.ErrNotFound means no such tile (Source says
+// whether a remembered 404 answered); other errors are the origin's, a
+// timeout, or one wrapping ErrPanic.
+//
+// With a follower, a due check does not hold up the lookup: the check (an
+// S3 round trip) and the lookup run side by side, and Get returns once both
+// are done. A tile fetched from S3 meanwhile is as fresh as the check could
+// make it, so a miss costs one round trip, not two. A tile found in memory
+// or on disk is looked up again if the check applied a purge meanwhile, so
+// no result reflects less than the check found. When the follower vouches
+// for no copy at all, Get waits for the check first: a lookup beside it
+// would only send every cached copy to S3 for revalidation.
+func (e *Engine) Get(ctx context.Context, key string, now time.Time) (Result, error) {
+	var synced chan struct{}
+	if sy := e.sy; sy != nil {
+		if !sy.Trusted(time.Time{}, now) {
+			sy.MaybeSync(ctx)
+			now = e.now() // the check took time: judge copies after it
+		} else if sy.Due(now) {
+			// Never return before the check ends, or Lambda would freeze it
+			// half done.
+			synced = make(chan struct{})
+			go func() {
+				defer close(synced)
+				sy.MaybeSync(ctx)
+			}()
+			defer func() { <-synced }()
+		}
+	}
+	var r Result
+	var err error
+	r.Tile, r.Source, err = e.lookupBeside(ctx, key, now, synced, &r.Stream)
+	return r, err
+}
+
+// Check runs the follower's check for a request that reads no tile: when
+// the follower vouches for no cached copy, and, with ifDue, when a check is
+// due. Without a follower it does nothing.
+func (e *Engine) Check(ctx context.Context, now time.Time, ifDue bool) {
+	if e.sy != nil && (!e.sy.Trusted(time.Time{}, now) || ifDue && e.sy.Due(now)) {
+		e.sy.MaybeSync(ctx)
+	}
+}
+
+// Purge removes every tile under prefix ("" is everything) from both tiers,
+// and keeps fills under way from putting them back or handing them to
+// lookups that start after it. It reports how many entries left the tiers;
+// its error reports disk files that could not be unlinked, which would come
+// back after a restart. It is what the journal follower drives
+// (purge.Target).
+func (e *Engine) Purge(prefix string) (int, error) {
+	memN, diskN, err := e.PurgeTiers(prefix)
+	e.log.Debug("purged", "prefix", prefix, "memory_entries", memN, "disk_entries", diskN)
+	return memN + diskN, err
+}
+
+// PurgeTiers is Purge, counting each tier's entries apart.
+//
+// Under the guard it only empties the memory tier and records the prefix as
+// pending on disk; the disk tier's index is detached after the guard, so
+// new lookups never wait for the disk's lock (which a fill's rename holds,
+// and a rename can wait for other files' fsyncs). Until the detach is done,
+// lookups that start after the purge do not read the disk for keys under
+// the prefix (pendingDisk), and a fill's disk write since then is not
+// committed or is removed by the detach (disk.PutSince).
+func (e *Engine) PurgeTiers(prefix string) (memN, diskN int, err error) {
+	e.guard.Purge(prefix, func() {
+		if e.purgeHook != nil {
+			e.purgeHook(true)
+			defer e.purgeHook(false)
+		}
+		memN, _ = e.mem.DeletePrefix(prefix)
+		if e.disk != nil {
+			e.pending.add(prefix)
+		}
+		if e.purged != nil {
+			e.purged(prefix)
+		}
+	})
+	if e.disk == nil {
+		return memN, 0, nil
+	}
+	if e.detachHook != nil {
+		e.detachHook()
+	}
+	detached := e.disk.Detach(prefix)
+	e.pending.remove(prefix)
+	// The files are unlinked last: a purge of many files must not hold up
+	// fills and disk hits of other keys while it unlinks.
+	return memN, detached.Entries, detached.Unlink()
+}
+
+// pendingDisk is the prefixes purged from memory whose disk detach has not
+// run yet.
+type pendingDisk struct {
+	n        atomic.Int64 // len(prefixes), read without the lock on every disk lookup
+	mu       sync.Mutex   // guards prefixes
+	prefixes []string     // a multiset: concurrent purges may name one prefix
+}
+
+func (p *pendingDisk) add(prefix string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.prefixes = append(p.prefixes, prefix)
+	p.n.Store(int64(len(p.prefixes)))
+}
+
+func (p *pendingDisk) remove(prefix string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.prefixes, prefix); i >= 0 {
+		p.prefixes = slices.Delete(p.prefixes, i, i+1)
+	}
+	p.n.Store(int64(len(p.prefixes)))
+}
+
+// covers reports whether a pending detach covers key.
+func (p *pendingDisk) covers(key string) bool {
+	if p.n.Load() == 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pre := range p.prefixes {
+		if strings.HasPrefix(key, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// Drain waits for the revalidations started in the background for lookups
+// answered stale (each bounded by OriginTimeout); call it at shutdown.
+func (e *Engine) Drain() { e.background.Wait() }
+
+// Stats are the engine's counters and its tiers' statistics.
+type Stats struct {
+	MemoryHits, DiskHits, Misses, Revalidated, Stale, NegativeHits int64
+	OriginFetches, OriginErrors, MergedMisses                      int64
+	DroppedFills, DiskWriteErrors                                  int64
+	// Relookups counts tiles looked up again because the journal check
+	// running beside their lookup applied a purge (see Get).
+	Relookups int64
+	// OriginInFlight is the origin fetches running now; OriginInFlightPeak
+	// the most at once (at most MaxOriginFetches).
+	OriginInFlight, OriginInFlightPeak int64
+
+	Memory cache.Stats
+	Disk   *disk.Stats // nil without a disk tier
+}
+
+// Stats returns the counters.
+func (e *Engine) Stats() Stats {
+	c := &e.stats
+	st := Stats{
+		MemoryHits: c.memoryHits.Load(), DiskHits: c.diskHits.Load(), Misses: c.misses.Load(),
+		Revalidated: c.revalidated.Load(), Stale: c.stale.Load(), NegativeHits: c.negativeHits.Load(),
+		OriginFetches: c.originFetches.Load(), OriginErrors: c.originErrors.Load(), MergedMisses: c.merged.Load(),
+		DroppedFills: c.dropped.Load(), DiskWriteErrors: c.diskWriteErrors.Load(), Relookups: c.relooked.Load(),
+		OriginInFlight: c.inFlight.Load(), OriginInFlightPeak: c.inFlightPeak.Load(),
+		Memory: e.mem.Stats(),
+	}
+	if e.disk != nil {
+		ds := e.disk.Stats()
+		st.Disk = &ds
+	}
+	return st
+}

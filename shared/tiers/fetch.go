@@ -1,0 +1,232 @@
+package tiers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// fill is the value of one merged fetch.
+type fill struct {
+	t   *tile.Tile
+	src Source
+}
+
+// fetch gets key from the origin, revalidating cached when it is set, and
+// fills the tiers. Concurrent fetches of one key make one origin request,
+// except that a request never joins a fetch that a purge of its key has
+// overtaken: those bytes may be what the purge removed.
+func (e *Engine) fetch(ctx context.Context, key string, cached *tile.Tile) (*tile.Tile, Source, error) {
+	if cached != nil && e.originDown() && e.servableStale(cached) {
+		// S3 failed moments ago: answer with the stale copy at once rather
+		// than wait for S3 again, and let one revalidation run for it.
+		e.stats.stale.Add(1)
+		e.background.Go(func() { e.revalidateDetached(ctx, key, cached) })
+		return cached, Stale, nil
+	}
+	f, shared, err := e.flight.Do(ctx, key, e.guard.Begin(), e.guard.Overtaken,
+		func(fctx context.Context, epoch uint64) (fill, error) {
+			t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
+			return fill{t, src}, err
+		})
+	if shared {
+		e.stats.merged.Add(1)
+	}
+	if err == nil {
+		return f.t, f.src, nil
+	}
+	if cached != nil && !errors.Is(err, origin.ErrNotFound) && e.servableStale(cached) {
+		e.stats.stale.Add(1)
+		e.log.Warn("serving stale copy", "key", key, "err", err)
+		return cached, Stale, nil
+	}
+	return nil, 0, err
+}
+
+// servableStale reports whether cached may be served stale when S3 fails:
+// within stale-if-error, and stale only by age. A copy the journal no
+// longer vouches for is never served stale: a purge may have removed it.
+func (e *Engine) servableStale(cached *tile.Tile) bool {
+	now := e.now()
+	return now.Sub(cached.StoredAt) < e.cfg.RevalidateAfter+e.cfg.StaleIfError && e.trusted(cached, now)
+}
+
+// originDown reports whether S3 failed within the last OriginFailureWindow.
+func (e *Engine) originDown() bool {
+	return e.now().UnixNano() < e.downUntil.Load()
+}
+
+// revalidateDetached revalidates cached in the background for requests
+// that were answered stale; concurrent ones join one fetch.
+func (e *Engine) revalidateDetached(ctx context.Context, key string, cached *tile.Tile) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.OriginTimeout)
+	defer cancel()
+	e.flight.Do(ctx, key, e.guard.Begin(), e.guard.Overtaken,
+		func(fctx context.Context, epoch uint64) (fill, error) {
+			t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
+			return fill{t, src}, err
+		})
+}
+
+// fetchOnce is the body of one merged fetch, started at guard epoch epoch.
+// fctx is the flight's (detached from any one caller, cancelled when none
+// waits any more); it is bounded by OriginTimeout and by the deadline of
+// the caller that started it (first). At most MaxOriginFetches run at once.
+func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile.Tile, epoch uint64) (*tile.Tile, Source, error) {
+	fctx, cancel := context.WithTimeout(fctx, e.cfg.OriginTimeout)
+	defer cancel()
+	if dl, ok := first.Deadline(); ok {
+		var cancelDL context.CancelFunc
+		fctx, cancelDL = context.WithDeadline(fctx, dl)
+		defer cancelDL()
+	}
+	select {
+	case e.slots <- struct{}{}:
+		n := e.stats.inFlight.Add(1)
+		for p := e.stats.inFlightPeak.Load(); n > p && !e.stats.inFlightPeak.CompareAndSwap(p, n); p = e.stats.inFlightPeak.Load() {
+		}
+		defer func() {
+			e.stats.inFlight.Add(-1)
+			<-e.slots
+		}()
+	case <-fctx.Done():
+		e.stats.originErrors.Add(1)
+		return nil, 0, fmt.Errorf("tiers: waiting for one of %d origin fetch slots: %w", cap(e.slots), fctx.Err())
+	}
+	etag := ""
+	if cached != nil {
+		etag = cached.ETag
+	}
+	e.stats.originFetches.Add(1)
+	// A copy is as current as the moment its request left: S3 may answer
+	// with the version it held then.
+	sent := e.now()
+	began := time.Now()
+	t, err := e.origin.Get(fctx, key, etag)
+	if e.metrics != nil {
+		merr := err
+		if errors.Is(err, origin.ErrNotFound) || errors.Is(err, origin.ErrNotModified) {
+			merr = nil // an answer, not a failure
+		}
+		e.metrics.OriginFetch(time.Since(began), merr)
+	}
+	if err == nil || errors.Is(err, origin.ErrNotModified) || errors.Is(err, origin.ErrNotFound) {
+		e.downUntil.Store(0) // S3 answers again
+	}
+	switch {
+	case err == nil:
+		t.ContentType = contentTypeFor(key, t.ContentType)
+		t.StoredAt = sent
+		e.store(key, t, epoch)
+		e.stats.misses.Add(1)
+		return t, FromOrigin, nil
+	case cached != nil && errors.Is(err, origin.ErrNotModified):
+		// Both tiers get the renewed copy, so a tile that later leaves
+		// memory is not revalidated again when read back from disk.
+		renewed := *cached // its prepared answer stays right: same bytes, same version
+		renewed.StoredAt = sent
+		e.store(key, &renewed, epoch)
+		e.stats.revalidated.Add(1)
+		return &renewed, Revalidated, nil
+	case errors.Is(err, origin.ErrNotFound):
+		if cached == nil && e.cfg.NegativeTTL > 0 {
+			// Remember the miss (sparse tilesets ask for missing tiles all
+			// the time); an upload's purge forgets it.
+			e.guard.Insert(key, epoch, func() { e.mem.Set(key, &tile.Tile{Missing: true, StoredAt: sent}) })
+		}
+		if cached != nil {
+			// The tile was deleted at the origin: forget every copy of it.
+			e.guard.Purge(key, func() {
+				e.mem.Delete(key)
+				if e.disk != nil {
+					e.disk.Delete(key)
+				}
+			})
+		}
+		return nil, 0, err
+	case errors.Is(err, origin.ErrTooLarge):
+		e.stats.originErrors.Add(1)
+		return nil, 0, err
+	default:
+		e.stats.originErrors.Add(1)
+		if fctx.Err() == nil || !errors.Is(err, context.Canceled) {
+			// S3 failed or timed out (not: every caller gave up): for a
+			// while, stale copies go out without waiting for it again.
+			e.downUntil.Store(e.now().Add(e.cfg.OriginFailureWindow).UnixNano())
+		}
+		return nil, 0, err
+	}
+}
+
+// store puts a fetched tile into both tiers unless a purge overtook the
+// fetch. The memory tier takes it under the guard; the disk file is written
+// after, outside the guard, so a purge (which blocks new lookups while it
+// waits for the guard) never waits for a file and its fsync. The disk mark
+// taken under the guard keeps that safe: a purge the guard orders after the
+// insert removes from the disk after the mark, so the write is not
+// committed (disk.ErrPurged), or is committed before the purge's removal
+// and removed by it. A disk that cannot write is logged and skipped: memory
+// and origin still serve.
+func (e *Engine) store(key string, t *tile.Tile, epoch uint64) {
+	if e.prepare != nil {
+		e.prepare(key, t)
+	}
+	var mark disk.Mark
+	if !e.guard.Insert(key, epoch, func() {
+		e.mem.Set(key, t)
+		if e.disk != nil {
+			mark = e.disk.Mark()
+		}
+	}) {
+		e.stats.dropped.Add(1)
+		return
+	}
+	if e.disk == nil {
+		return
+	}
+	if e.diskWriteHook != nil {
+		e.diskWriteHook(key)
+	}
+	switch err := e.disk.PutSince(mark, key, t); {
+	case err == nil:
+	case errors.Is(err, disk.ErrPurged):
+		e.stats.dropped.Add(1)
+	default:
+		e.stats.diskWriteErrors.Add(1)
+		e.log.Warn("disk tier write failed; serving from memory and origin", "key", key, "err", err)
+	}
+}
+
+const contentTypeMVT = "application/vnd.mapbox-vector-tile"
+
+// contentTypeFor fills in a missing or generic stored content type from the
+// key's extension.
+func contentTypeFor(key, stored string) string {
+	if stored != "" && stored != "binary/octet-stream" && stored != "application/octet-stream" {
+		return stored
+	}
+	ext := strings.ToLower(path.Ext(key))
+	switch ext {
+	case ".pbf", ".mvt":
+		return contentTypeMVT
+	case ".webp":
+		return "image/webp"
+	case ".avif":
+		return "image/avif"
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		return t
+	}
+	if stored != "" {
+		return stored
+	}
+	return "application/octet-stream"
+}

@@ -1,0 +1,97 @@
+package tiers
+
+import (
+	"context"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// lookupBeside is lookup while the journal check that closes synced runs
+// (a nil synced: none runs). It returns once both are done, and looks again
+// if the check applied a purge meanwhile and the tile came from memory or
+// disk: what was found may be what the purge removed. A tile from S3 is as
+// fresh as the check could make it.
+func (e *Engine) lookupBeside(ctx context.Context, key string, now time.Time, synced <-chan struct{}, stream **disk.Body) (*tile.Tile, Source, error) {
+	if synced == nil {
+		return e.lookup(ctx, key, now, stream)
+	}
+	epoch := e.guard.Begin()
+	t, src, err := e.lookup(ctx, key, now, stream)
+	<-synced
+	if e.guard.Begin() != epoch && (src == FromMemory || src == FromDisk || src == Stale) {
+		e.stats.relooked.Add(1)
+		if *stream != nil {
+			(*stream).Close()
+			*stream = nil
+		}
+		return e.lookup(ctx, key, e.now(), stream)
+	}
+	return t, src, err
+}
+
+// lookup finds key in memory, then on disk, then at the origin. A copy the
+// journal follower no longer vouches for is revalidated with S3, as an
+// expired one is. A tile on disk too big for the memory tier is not read
+// whole: its metadata is returned and *stream reads its body.
+func (e *Engine) lookup(ctx context.Context, key string, now time.Time, stream **disk.Body) (*tile.Tile, Source, error) {
+	if t, ok := e.mem.Get(key); ok {
+		if t.Missing {
+			if now.Sub(t.StoredAt) < e.cfg.NegativeTTL && e.trusted(t, now) {
+				e.stats.negativeHits.Add(1)
+				return nil, FromMemory, origin.ErrNotFound
+			}
+			return e.fetch(ctx, key, nil)
+		}
+		if e.fresh(t, now) {
+			e.stats.memoryHits.Add(1)
+			return t, FromMemory, nil
+		}
+		return e.fetch(ctx, key, t)
+	}
+	if e.disk != nil {
+		epoch := e.guard.Begin()
+		if e.pending.covers(key) {
+			// A purge has emptied memory of it and is detaching it from
+			// disk: what the disk holds may be what it removes.
+			return e.fetch(ctx, key, nil)
+		}
+		if it, ok := e.disk.Stat(key); ok && it.Size > e.mem.MaxEntry() {
+			if t, body, ok := e.disk.Open(key); ok {
+				if e.fresh(t, now) {
+					*stream = body
+					e.stats.diskHits.Add(1)
+					return t, FromDisk, nil
+				}
+				// Not held in memory, so not revalidated in place: fetched
+				// again whole, and the disk copy replaced.
+				body.Close()
+				return e.fetch(ctx, key, nil)
+			}
+		}
+		if t, ok := e.disk.Get(key); ok {
+			if !e.fresh(t, now) {
+				return e.fetch(ctx, key, t)
+			}
+			if e.prepare != nil {
+				e.prepare(key, t)
+			}
+			e.guard.Insert(key, epoch, func() { e.mem.Set(key, t) })
+			e.stats.diskHits.Add(1)
+			return t, FromDisk, nil
+		}
+	}
+	return e.fetch(ctx, key, nil)
+}
+
+// fresh reports whether a cached copy may be answered with as it is: young
+// enough, and vouched for by the journal follower.
+func (e *Engine) fresh(t *tile.Tile, now time.Time) bool {
+	return now.Sub(t.StoredAt) < e.cfg.RevalidateAfter && e.trusted(t, now)
+}
+
+func (e *Engine) trusted(t *tile.Tile, now time.Time) bool {
+	return e.sy == nil || e.sy.Trusted(t.StoredAt, now)
+}
