@@ -397,6 +397,7 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a binary")
 	}
+	lambdatest.RequireEmulator(t) // before anything is built
 	_, url, body, etag := s3WithDemo(t)
 	bootstrap := lambdatest.Build(t, "github.com/tilesieve/tilesieve/functions/tiles")
 	emu := lambdatest.Start(t, bootstrap, lambdatest.Env(
