@@ -130,7 +130,7 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := origin.NewWithS3(s3srv.Client(url), origin.Config{Bucket: "tiles", Prefix: "tiles/"})
+	o := origin.NewWithS3(s3srv.Client(url), app.OriginConfig(cfg))
 	log := slog.New(slog.DiscardHandler)
 	a, err := app.NewWithOrigin(context.Background(), cfg, o, log)
 	if err != nil {
@@ -374,6 +374,47 @@ func TestBufferedLimit(t *testing.T) {
 		if r.StatusCode != http.StatusBadGateway || !strings.Contains(r.Body, "6 MB") || !strings.Contains(r.Body, "RESPONSE_STREAM") {
 			t.Fatalf("got %d %q", r.StatusCode, r.Body)
 		}
+	}
+}
+
+// TestJournalIsNeverATile: with an empty TILES_PREFIX the purge journal
+// sits among the tiles' objects; however its path is spelled, neither
+// function-URL mode answers it, from S3 or from a tier.
+func TestJournalIsNeverATile(t *testing.T) {
+	t.Parallel()
+	s3e := s3localtest.Start(t, "tiles")
+	fn := newTileFunction(t, s3e.Server, s3e.URL, "TILES_PREFIX", "")
+	if _, err := fn.app.Journal.Append(context.Background(), []string{"secret-tileset/"}, "s3:ObjectCreated:Put"); err != nil {
+		t.Fatal(err)
+	}
+	// Anything else under the reserved prefix is out of reach as well.
+	if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "_tilesieve/notes.json", []byte(`{"secret-tileset":1}`), "application/json", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"/%5ftilesieve/journal/head.json",
+		"/%5Ftilesieve/journal/head.json",
+		"/%5f%74ilesieve/journal/head.json",
+		"/_tilesieve%2fjournal%2fhead.json",
+		"/_tilesieve/journal/head.json",
+		"/%5ftilesieve/notes.json",
+	} {
+		t.Run(path, func(t *testing.T) {
+			ev := withPath(t, fixture(t, "url-get-tile.json"), path)
+			for round := range 2 { // a tier must not have kept it either
+				r := fn.invoke(ev)
+				if body := decodeBody(t, r); bytes.Contains(body, []byte("secret-tileset")) || r.StatusCode == http.StatusOK || r.Headers["X-Cache"] != "" {
+					t.Fatalf("buffered, round %d: got %d %v %.200q, want no tile answer", round, r.StatusCode, r.Headers, body)
+				}
+				sr, body := fn.stream(ev)
+				if bytes.Contains(body, []byte("secret-tileset")) || sr.StatusCode == http.StatusOK || sr.Headers["X-Cache"] != "" {
+					t.Fatalf("streamed, round %d: got %d %v %.200q, want no tile answer", round, sr.StatusCode, sr.Headers, body)
+				}
+			}
+		})
+	}
+	if n := fn.app.Memory.Len(); n != 0 {
+		t.Errorf("got %d entries in the memory tier, want 0", n)
 	}
 }
 

@@ -243,6 +243,10 @@ func (c *Client) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, 
 	if err := tile.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("origin: get: %w", err)
 	}
+	if tile.Reserved(key) {
+		// The service's own objects (the journal) are never a tile.
+		return nil, fmt.Errorf("origin: get %q: reserved key space: %w", key, ErrNotFound)
+	}
 	return c.get(ctx, "get", key, c.ObjectKey(key), ifNoneMatch)
 }
 
@@ -546,6 +550,9 @@ func (w *watchdog) stop() {
 func (c *Client) Head(ctx context.Context, key string) (*tile.Tile, error) {
 	if err := tile.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("origin: head: %w", err)
+	}
+	if tile.Reserved(key) {
+		return nil, fmt.Errorf("origin: head %q: reserved key space: %w", key, ErrNotFound)
 	}
 	var t *tile.Tile
 	err := c.retry(ctx, "head", key, func(actx context.Context) error {

@@ -191,6 +191,24 @@ func TestBadKeyMakesNoRequest(t *testing.T) {
 	}
 }
 
+// TestReservedKeysAreNotFound: with an empty prefix the journal sits beside
+// the tiles; a tile key under tile.ReservedPrefix never reaches it.
+func TestReservedKeysAreNotFound(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.put(t, "_tilesieve/journal/head.json", []byte(`{"seq":1}`), "application/json", "")
+	c := e.client(origin.Config{})
+	if _, err := c.Get(context.Background(), "_tilesieve/journal/head.json", ""); !errors.Is(err, origin.ErrNotFound) {
+		t.Errorf("Get: got %v, want ErrNotFound", err)
+	}
+	if _, err := c.Head(context.Background(), "_tilesieve/journal/head.json"); !errors.Is(err, origin.ErrNotFound) {
+		t.Errorf("Head: got %v, want ErrNotFound", err)
+	}
+	if n := e.req.get("GET /tiles/_tilesieve/journal/head.json") + e.req.get("HEAD /tiles/_tilesieve/journal/head.json"); n != 0 {
+		t.Errorf("got %d requests for the journal, want 0", n)
+	}
+}
+
 func TestRetriesThrottlingThenSucceeds(t *testing.T) {
 	t.Parallel()
 	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusInternalServerError} {
