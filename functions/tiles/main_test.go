@@ -22,7 +22,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdaurl"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/cache"
@@ -114,6 +113,9 @@ type tileFunction struct {
 	app    *app.App
 	invoke func(event []byte) *events.LambdaFunctionURLResponse
 	stream func(event []byte) (*events.LambdaFunctionURLStreamingResponse, []byte)
+	// streamInvoke runs the event through the streaming handler as the
+	// runtime does, and returns the status of the answer's prelude.
+	streamInvoke func(event []byte) int
 }
 
 func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...string) *tileFunction {
@@ -139,7 +141,8 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	b := &buffered{srv: a.Server, next: h, log: log}
 	runtime := lambda.NewHandler(withDeadline(b.Handle))
-	streaming := lambdaurl.Wrap(h)
+	streaming := streamHandler(h, log)
+	streamRuntime := lambda.NewHandler(streaming)
 	return &tileFunction{
 		app: a,
 		invoke: func(event []byte) *events.LambdaFunctionURLResponse {
@@ -156,7 +159,7 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 		},
 		stream: func(event []byte) (*events.LambdaFunctionURLStreamingResponse, []byte) {
 			t.Helper()
-			var ev events.LambdaFunctionURLRequest
+			var ev streamEvent
 			if err := json.Unmarshal(event, &ev); err != nil {
 				t.Fatal(err)
 			}
@@ -169,6 +172,21 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 				t.Fatal(err)
 			}
 			return r, body
+		},
+		streamInvoke: func(event []byte) int {
+			t.Helper()
+			out, err := streamRuntime.Invoke(context.Background(), event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prelude, _, ok := bytes.Cut(out, make([]byte, 8)) // the prelude ends with 8 NUL bytes
+			var p struct {
+				StatusCode int `json:"statusCode"`
+			}
+			if err := json.Unmarshal(prelude, &p); !ok || err != nil {
+				t.Fatalf("streamed payload %.200q: %v", out, err)
+			}
+			return p.StatusCode
 		},
 	}
 }
@@ -418,6 +436,36 @@ func TestJournalIsNeverATile(t *testing.T) {
 	}
 }
 
+// TestNotAnEventIsA400: a payload that is JSON but not a function-URL event
+// is answered 400 by the handler (not failed by the runtime, not a crash),
+// and the next invocation is still a memory hit: the process and its
+// memory tier live on.
+func TestNotAnEventIsA400(t *testing.T) {
+	t.Parallel()
+	srv, url, body, _ := s3WithDemo(t)
+	fn := newTileFunction(t, srv, url)
+	if r := fn.invoke(fixture(t, "url-get-tile.json")); r.Headers["X-Cache"] != "MISS" {
+		t.Fatalf("got %d %v, want a MISS", r.StatusCode, r.Headers)
+	}
+	for _, payload := range []string{
+		`null`, ` null `, `{}`, `[]`, `[null]`, `"x"`, `1`, `true`,
+		`{"rawPath":5}`, `{"headers":[]}`, `{"requestContext":null}`, `{"requestContext":{"http":"GET"}}`,
+	} {
+		t.Run(payload, func(t *testing.T) {
+			if r := fn.invoke([]byte(payload)); r.StatusCode != http.StatusBadRequest {
+				t.Fatalf("got %d %q, want 400", r.StatusCode, r.Body)
+			}
+			if got := fn.streamInvoke([]byte(payload)); got != http.StatusBadRequest {
+				t.Fatalf("streamed: got %d, want 400", got)
+			}
+			r := fn.invoke(fixture(t, "url-get-tile.json"))
+			if r.StatusCode != http.StatusOK || r.Headers["X-Cache"] != "HIT-MEMORY" || !bytes.Equal(decodeBody(t, r), body) {
+				t.Fatalf("next invocation: got %d %v, want 200 HIT-MEMORY", r.StatusCode, r.Headers)
+			}
+		})
+	}
+}
+
 func TestBufferedBadEscape(t *testing.T) {
 	t.Parallel()
 	srv, url, _, _ := s3WithDemo(t)
@@ -454,6 +502,14 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []string{"MISS", "HIT-MEMORY"} {
+		if i > 0 {
+			// A null invocation between the two: a 400, and the process
+			// (with its memory tier) lives on.
+			var r events.LambdaFunctionURLResponse
+			if err := json.Unmarshal(emu.Invoke(t, []byte("null")), &r); err != nil || r.StatusCode != http.StatusBadRequest {
+				t.Fatalf("null invocation: got %+v, %v; want 400", r, err)
+			}
+		}
 		var r events.LambdaFunctionURLResponse
 		if err := json.Unmarshal(emu.Invoke(t, event), &r); err != nil {
 			t.Fatal(err)
