@@ -466,6 +466,25 @@ func TestNotAnEventIsA400(t *testing.T) {
 	}
 }
 
+// TestDotNamesAreNotFound: a TileJSON path whose tileset name would be a
+// dot segment is a 404 (or a 400), never a 5xx: no such tileset exists.
+func TestDotNamesAreNotFound(t *testing.T) {
+	t.Parallel()
+	srv, url, _, _ := s3WithDemo(t)
+	fn := newTileFunction(t, srv, url)
+	for _, path := range []string{"/..json", "/%2e.json", "/%2E.json", "/%2e%2e.json", "/.json", "/...json", "/..pmtiles", "/../1/0/0.png"} {
+		t.Run(path, func(t *testing.T) {
+			ev := withPath(t, fixture(t, "url-get-tile.json"), path)
+			if r := fn.invoke(ev); r.StatusCode != http.StatusNotFound && r.StatusCode != http.StatusBadRequest {
+				t.Errorf("buffered: got %d %q, want 404 or 400", r.StatusCode, r.Body)
+			}
+			if sr, body := fn.stream(ev); sr.StatusCode != http.StatusNotFound && sr.StatusCode != http.StatusBadRequest {
+				t.Errorf("streamed: got %d %q, want 404 or 400", sr.StatusCode, body)
+			}
+		})
+	}
+}
+
 func TestBufferedBadEscape(t *testing.T) {
 	t.Parallel()
 	srv, url, _, _ := s3WithDemo(t)

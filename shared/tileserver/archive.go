@@ -95,7 +95,10 @@ func newArchives(s *Server, next Origin, store ArchiveStore, dirs *cache.Cache, 
 func (a *archives) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
 	name, rest, nested := strings.Cut(key, "/")
 	if !nested {
-		if n, ok := strings.CutSuffix(key, ".json"); ok && n != "" {
+		// NAME.json is a TileJSON only where NAME could be a tileset: ".."
+		// of "..json" is no directory (its metadata.json is no key), so
+		// that object is read as itself.
+		if n, ok := strings.CutSuffix(key, ".json"); ok && tile.ValidateKey(n) == nil {
 			return a.tileJSON(ctx, n, key, ifNoneMatch)
 		}
 		return a.next.Get(ctx, key, ifNoneMatch)
