@@ -230,6 +230,10 @@ func (c *Client) S3() *s3.Client { return c.api }
 // Bucket returns the bucket the client reads.
 func (c *Client) Bucket() string { return c.cfg.Bucket }
 
+// MaxObjectBytes is the configured bound on an object or range read
+// (MAX_TILE_BYTES); zero or negative when off.
+func (c *Client) MaxObjectBytes() int64 { return c.cfg.MaxObjectBytes }
+
 // ObjectKey maps a tile key to its S3 object key.
 func (c *Client) ObjectKey(tileKey string) string { return c.cfg.Prefix + tileKey }
 
@@ -364,6 +368,10 @@ func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int6
 	}
 	if out.ContentLength == nil || length > n {
 		return nil, fmt.Errorf("origin: get range %q: Content-Length %v for a range of %d bytes", objectKey, aws.ToInt64(out.ContentLength), n)
+	}
+	if max := c.cfg.MaxObjectBytes; max > 0 && length > max {
+		// Refused from the header, before a byte is read or allocated.
+		return nil, fmt.Errorf("%w: %s range of %d bytes, MAX_TILE_BYTES is %d", ErrTooLarge, objectKey, length, max)
 	}
 	body, err := c.readBody(ctx, cancel, out.Body, length)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -506,5 +507,29 @@ func TestGetRange(t *testing.T) {
 	}
 	if _, err := c.GetRange(context.Background(), "tiles/none.pmtiles", 0, 3, ""); !errors.Is(err, origin.ErrNotFound) {
 		t.Fatalf("missing object: got %v", err)
+	}
+}
+
+// TestRangePastMaxIsNotRead: a range whose Content-Length is past
+// MaxObjectBytes is refused from the header, before its body is read or a
+// buffer for it allocated.
+func TestRangePastMaxIsNotRead(t *testing.T) {
+	e := start(t)
+	const limit = 1 << 20
+	e.put(t, "tiles/a.pmtiles", bytes.Repeat([]byte{7}, 16*limit), "", "")
+	c := e.client(origin.Config{Prefix: "tiles/", MaxObjectBytes: limit})
+	if _, err := c.GetRange(context.Background(), "tiles/a.pmtiles", 0, limit, ""); err != nil {
+		t.Fatalf("a range at the bound: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := c.GetRange(context.Background(), "tiles/a.pmtiles", 0, 16*limit, "")
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, origin.ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > limit {
+		t.Errorf("the refused range allocated %d bytes, want less than MaxObjectBytes (%d)", alloc, limit)
 	}
 }

@@ -25,6 +25,9 @@ type ArchiveStore interface {
 	Head(ctx context.Context, key string) (*tile.Tile, error)
 	Prefixes(ctx context.Context, dir string, max int) ([]string, []origin.ObjectInfo, error)
 	ObjectKey(tileKey string) string
+	// MaxObjectBytes is MAX_TILE_BYTES (zero or negative: off): an archive
+	// tile larger than it is refused from its directory entry, unread.
+	MaxObjectBytes() int64
 }
 
 // ArchiveExt names an archive: TILES_PREFIX + NAME + ArchiveExt serves the
@@ -53,9 +56,12 @@ type archives struct {
 	s     *Server // its PurgePrefix drops a tileset whose archive changed under a read
 	next  Origin  // object tilesets
 	store ArchiveStore
-	dirs  *cache.Cache // decoded leaf directories, by archive, version and range
-	ttl   time.Duration
-	now   func() time.Time
+	// dirs holds decoded leaf directories (by archive, version and range)
+	// and refusals of tiles past MAX_TILE_BYTES (refusedPrefix), all
+	// charged to its byte bound.
+	dirs *cache.Cache
+	ttl  time.Duration
+	now  func() time.Time
 
 	mu    sync.Mutex // guards names and local
 	names map[string]*archive
@@ -91,8 +97,34 @@ func newArchives(s *Server, next Origin, store ArchiveStore, dirs *cache.Cache, 
 		names: map[string]*archive{}, local: map[string]localCopy{}}
 }
 
-// Get implements Origin.
+// refusedPrefix keys a remembered refusal of a tile past MAX_TILE_BYTES in
+// the directory cache: no tile key starts with a NUL, and a purge of a
+// prefix drops the refusals under it (forget).
+const refusedPrefix = "\x00too-large\x00"
+
+// refusal is a remembered ErrTooLarge, held for the archive TTL.
+type refusal struct{ err error }
+
+// Cost implements tile.Prepared: the error value and its message.
+func (r refusal) Cost() int64 { return 64 + tile.AllocBytes(len(r.err.Error())) }
+
+// Get implements Origin. A tile found larger than MAX_TILE_BYTES (an object
+// by its Content-Length, an archive tile by its directory entry) is refused
+// again from memory for the TTL: no S3 request, no read.
 func (a *archives) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
+	if c, ok := a.dirs.Get(refusedPrefix + key); ok {
+		if r, ok := c.Prepared.(refusal); ok && a.now().Sub(c.StoredAt) < a.ttl {
+			return nil, r.err
+		}
+	}
+	t, err := a.get(ctx, key, ifNoneMatch)
+	if errors.Is(err, origin.ErrTooLarge) {
+		a.dirs.Set(refusedPrefix+key, &tile.Tile{StoredAt: a.now(), Prepared: refusal{err}})
+	}
+	return t, err
+}
+
+func (a *archives) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
 	name, rest, nested := strings.Cut(key, "/")
 	if !nested {
 		// NAME.json is a TileJSON only where NAME could be a tileset: ".."
@@ -282,6 +314,7 @@ func (a *archives) forget(prefix string) {
 			a.dirs.DeletePrefix(name + "\x00")
 		}
 	}
+	a.dirs.DeletePrefix(refusedPrefix + prefix)
 }
 
 // current returns the archive name resolves to, verified with S3 within the
@@ -324,6 +357,11 @@ func (a *archives) readTile(ctx context.Context, ar *archive, z uint8, x, y uint
 	}
 	if !ok {
 		return nil, origin.ErrNotFound
+	}
+	if max := a.store.MaxObjectBytes(); max > 0 && rg.Length > max {
+		// Refused from the directory entry, before a byte is read or
+		// allocated (Get remembers the refusal).
+		return nil, fmt.Errorf("tileserver: archive %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, rg.Length, max, origin.ErrTooLarge)
 	}
 	if rg.Length > pmtiles.DefaultMaxTileBytes {
 		return nil, fmt.Errorf("tileserver: archive %s: tile %d/%d/%d of %d bytes: %w", ar.name, z, x, y, rg.Length, pmtiles.ErrInvalid)

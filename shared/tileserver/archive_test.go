@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -316,5 +317,76 @@ func decodeJSON(t *testing.T, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("%v: %s", err, s)
+	}
+}
+
+// TestTilePastMaxTileBytesIsNotRead: a tile larger than MAX_TILE_BYTES, an
+// archive tile (deduplicated, under several tile ids) or an object, is
+// refused with the 502 before a byte of it is read or allocated, and the
+// refusal is remembered: many requests allocate far less than one tile, and
+// make no S3 request after the first; a purge forgets it.
+func TestTilePastMaxTileBytesIsNotRead(t *testing.T) {
+	const limit = 1 << 20
+	big := make([]byte, 4*limit)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	e := newArchiveEnv(t, func(_ *env, _ *tileserver.Config, oc *origin.Config) { oc.MaxObjectBytes = limit })
+	dups := []pmtiles.ZXY{{Z: 2, X: 0, Y: 0}, {Z: 2, X: 0, Y: 1}, {Z: 2, X: 1, Y: 0}, {Z: 2, X: 1, Y: 1}}
+	tiles := map[pmtiles.ZXY][]byte{{Z: 0, X: 0, Y: 0}: []byte("small")}
+	for _, zxy := range dups {
+		tiles[zxy] = big
+	}
+	e.put("a.pmtiles", pmtilestest.Build(tiles, pmtilestest.Options{Dedup: true, Clustered: true}), "application/octet-stream", "")
+	e.put("big/1/0/0.png", big, "image/png", "")
+	refused := func(t *testing.T, p string) {
+		t.Helper()
+		r := e.do("GET", p)
+		if got := body(t, r); r.StatusCode != http.StatusBadGateway || !strings.Contains(got, "tile larger than MAX_TILE_BYTES") {
+			t.Fatalf("%s: got %d %q, want 502 tile larger than MAX_TILE_BYTES", p, r.StatusCode, got)
+		}
+	}
+	expect(t, e.do("GET", path("a", pmtiles.ZXY{}, "png")), 200, "MISS") // the archive is open
+	for _, tc := range []struct {
+		name  string
+		paths []string
+	}{
+		{"archive tile", []string{path("a", dups[0], "png"), path("a", dups[1], "png"), path("a", dups[2], "png"), path("a", dups[3], "png")}},
+		{"object", []string{"/big/1/0/0.png"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, p := range tc.paths {
+				refused(t, p) // found too large once
+			}
+			const rounds = 16
+			reqs := e.s3Reqs.Load()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for range rounds {
+				for _, p := range tc.paths {
+					refused(t, p)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			n := rounds * len(tc.paths)
+			t.Logf("%d refused requests: %d bytes allocated, %d S3 requests", n, after.TotalAlloc-before.TotalAlloc, e.s3Reqs.Load()-reqs)
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(big))/4 {
+				t.Errorf("%d refused requests allocated %d bytes, want far below the %d-byte tile", n, alloc, len(big))
+			}
+			if got := e.s3Reqs.Load() - reqs; got != 0 {
+				t.Errorf("%d refused requests made %d S3 requests, want 0 (the refusal is remembered)", n, got)
+			}
+		})
+	}
+	// A purge forgets the refusal: a smaller object under the key is served.
+	e.put("big/1/0/0.png", []byte("now small"), "image/png", "")
+	if err := e.srv.PurgePrefix("big/"); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("GET", "/big/1/0/0.png")
+	if got := body(t, r); r.StatusCode != http.StatusOK || got != "now small" {
+		t.Fatalf("after the purge: got %d %q, want 200 now small", r.StatusCode, got)
 	}
 }
