@@ -63,10 +63,19 @@ type archives struct {
 	ttl  time.Duration
 	now  func() time.Time
 
-	mu    sync.Mutex // guards names and local
+	mu    sync.Mutex // guards names, nextPrune and local
 	names map[string]*archive
-	local map[string]localCopy // staged archives, by name
+	// nextPrune is the size of names at which lookup prunes it next.
+	nextPrune int
+	local     map[string]localCopy // staged archives, by name
 }
+
+// maxNames bounds the tileset names remembered. Past it, names settled as
+// "not an archive" (or malformed) are dropped, those past the TTL first:
+// any first path segment makes a name, and a client sending many must not
+// grow the heap outside the tiers' bound. A dropped name costs one probe
+// again, beside its object read.
+const maxNames = 4096
 
 // localCopy is an archive staged to the disk directory: its tiles are read
 // from the file while its ETag is the one in S3.
@@ -94,7 +103,7 @@ func newArchives(s *Server, next Origin, store ArchiveStore, dirs *cache.Cache, 
 		ttl = DefaultArchiveTTL
 	}
 	return &archives{s: s, next: next, store: store, dirs: dirs, ttl: ttl, now: s.now,
-		names: map[string]*archive{}, local: map[string]localCopy{}}
+		names: map[string]*archive{}, nextPrune: maxNames, local: map[string]localCopy{}}
 }
 
 // refusedPrefix keys a remembered refusal of a tile past MAX_TILE_BYTES in
@@ -225,10 +234,43 @@ func (a *archives) lookup(name string) (ar *archive, probing bool) {
 			return cur, false // a probe is running: wait for it
 		}
 	}
+	if len(a.names) >= a.nextPrune {
+		a.prune()
+	}
 	ar = &archive{name: name, ready: make(chan struct{})}
 	a.names[name] = ar
 	go a.probe(ar)
 	return ar, true
+}
+
+// prune drops settled names that are not archives (missing or malformed):
+// all those past the TTL, then others until a quarter of maxNames is free.
+// Archives and running probes stay. The next prune waits for another
+// quarter of maxNames, so pruning costs O(1) per new name. a.mu is held.
+func (a *archives) prune() {
+	now := a.now()
+	settled := func(ar *archive) bool {
+		select {
+		case <-ar.ready:
+			return ar.missing || ar.err != nil
+		default:
+			return false
+		}
+	}
+	for n, ar := range a.names {
+		if settled(ar) && now.Sub(a.checkedAt(ar)) >= a.ttl {
+			delete(a.names, n)
+		}
+	}
+	for n, ar := range a.names {
+		if len(a.names) <= maxNames-maxNames/4 {
+			break
+		}
+		if settled(ar) {
+			delete(a.names, n)
+		}
+	}
+	a.nextPrune = max(maxNames, len(a.names)+maxNames/4)
 }
 
 // probe opens name's archive: detached from any one request (others wait

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -388,5 +389,57 @@ func TestTilePastMaxTileBytesIsNotRead(t *testing.T) {
 	r := e.do("GET", "/big/1/0/0.png")
 	if got := body(t, r); r.StatusCode != http.StatusOK || got != "now small" {
 		t.Fatalf("after the purge: got %d %q, want 200 now small", r.StatusCode, got)
+	}
+}
+
+// TestArchiveNamesAreBounded: 60,000 distinct first path segments, none an
+// archive, leave at most MaxArchiveNames names remembered and the heap
+// (after GC, the memory tier emptied) within 8 MiB of where it started
+// (the names alone would take about 30 MB);
+// a name that is no archive is probed once within the TTL while it is
+// remembered.
+func TestArchiveNamesAreBounded(t *testing.T) {
+	e := newArchiveEnv(t)
+	names := 60_000 // about 30 s of CPU: two S3 requests each
+	if testing.Short() {
+		names = 4 * tileserver.MaxArchiveNames
+	}
+	e.put("osm/1/0/0.png", []byte("tile"), "image/png", "")
+	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "MISS")
+	probes := e.ranged.Load()
+	expect(t, e.do("GET", "/osm/1/0/1.png"), 404, "MISS")
+	if got := e.ranged.Load() - probes; got != 0 {
+		t.Fatalf("a second tile of a known object tileset made %d archive probes, want 0", got)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	const workers = 16
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < names; i += workers {
+				r := e.do("GET", fmt.Sprintf("/n%05d/1/0/0.png", i))
+				if r.StatusCode != http.StatusNotFound {
+					t.Errorf("name %d: got %d, want 404", i, r.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := e.srv.ArchiveNames(); got > tileserver.MaxArchiveNames {
+		t.Errorf("got %d names remembered after %d distinct ones, want at most %d", got, names, tileserver.MaxArchiveNames)
+	}
+	e.mem.DeletePrefix("") // the remembered 404s are the memory tier's, charged to its bound
+	runtime.GC()
+	runtime.GC() // and pooled buffers
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("%d distinct first segments: %d names remembered, heap in use %+d bytes", names, e.srv.ArchiveNames(), grown)
+	if grown > 8<<20 {
+		t.Errorf("heap in use grew by %d bytes, want at most 8 MiB", grown)
 	}
 }
