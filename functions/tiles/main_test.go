@@ -653,9 +653,11 @@ func TestLocalServerDropsSlowReaders(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /t.png HTTP/1.1\r\nHost: x\r\n\r\n")
-	// Read a little at a time, far slower than the body arrives, until the
-	// server gives up on the connection.
-	buf := make([]byte, 1024)
+	// Read a little at a time, far slower than the body arrives (at most
+	// 4 KiB/ms: 8 MiB would take 2 s, ten times the write timeout), until
+	// the server gives up on the connection. What the kernel buffered
+	// before the drop (about 4 MB on loopback) is drained at this rate.
+	buf := make([]byte, 4<<10)
 	total := 0
 	conn.SetDeadline(time.Now().Add(20 * time.Second))
 	for {
@@ -666,6 +668,7 @@ func TestLocalServerDropsSlowReaders(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	t.Logf("read %d bytes before the drop", total)
 	if total >= len(big) {
 		t.Fatalf("a slow reader got the whole %d bytes; the write timeout did not drop it", total)
 	}
