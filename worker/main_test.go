@@ -165,6 +165,7 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a binary")
 	}
+	lambdatest.RequireEmulator(t) // before anything is built
 	s3e := s3localtest.Start(t, "tiles")
 	bootstrap := lambdatest.Build(t, "github.com/tilesieve/tilesieve/worker")
 	emu := lambdatest.Start(t, bootstrap, lambdatest.Env(

@@ -39,6 +39,21 @@ type urlEvent struct {
 			SourceIP string `json:"sourceIp"`
 		} `json:"http"`
 	} `json:"requestContext"`
+
+	// notEvent marks a payload that is JSON but not a function-URL event
+	// (an array, a string, an object of the wrong shape): answered 400.
+	notEvent bool
+}
+
+// UnmarshalJSON decodes a function-URL event. Any other JSON value decodes
+// without error as an event marked notEvent, so that the handler answers
+// it instead of the runtime failing the invocation.
+func (ev *urlEvent) UnmarshalJSON(b []byte) error {
+	type plain urlEvent // without this method
+	if err := json.Unmarshal(b, (*plain)(ev)); err != nil {
+		*ev = urlEvent{notEvent: true}
+	}
+	return nil
 }
 
 // urlHeaders are the request headers the server reads: the tile path's
@@ -103,12 +118,18 @@ type buffered struct {
 
 var responses = sync.Pool{New: func() any { return new(tileserver.Response) }}
 
-// Handle is the Lambda handler. It never returns an error: a panic becomes
-// a 500 and the process serves the next invocation.
+// Handle is the Lambda handler. It never returns an error: a payload that
+// is not a function-URL event (null, {}, an array…) is a 400, a panic is a
+// 500, and the process serves the next invocation.
 func (b *buffered) Handle(ctx context.Context, ev *urlEvent) (out io.Reader, _ error) {
+	if ev == nil || ev.notEvent {
+		b.log.Warn("invocation is not a function-URL event; answered 400")
+		return textPayload(http.StatusBadRequest, notEventMessage), nil
+	}
+	path := ev.RawPath // the recover below logs this copy, never ev: whatever panicked may be in it
 	defer func() {
 		if p := recover(); p != nil {
-			b.log.Error("panic while answering; answered 500", "path", ev.RawPath, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			b.log.Error("panic while answering; answered 500", "path", path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			out = textPayload(http.StatusInternalServerError, "internal error")
 		}
 	}()

@@ -102,7 +102,7 @@ func newBenchFunction(b *testing.B, memBytes int64, diskBytes string, opts ...ap
 	bf := &buffered{srv: a.Server, next: h, log: log}
 	return &benchFunction{
 		buffered:  lambda.NewHandler(withDeadline(bf.Handle)),
-		streaming: lambda.NewHandler(lambdaurl.Wrap(h)),
+		streaming: lambda.NewHandler(streamHandler(h, log)),
 	}
 }
 

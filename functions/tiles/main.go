@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdaurl"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/config"
@@ -71,7 +70,7 @@ func run() error {
 		sigterm := lambda.WithEnableSIGTERM(flush)
 		inv := invocation{env: env, log: log, init: a.Init}
 		if cfg.InvokeMode == "RESPONSE_STREAM" {
-			lambda.StartWithOptions(lambdaurl.Wrap(inv.http(h)), sigterm)
+			lambda.StartWithOptions(streamHandler(inv.http(h), log), sigterm)
 		} else {
 			b := &buffered{srv: a.Server, next: h, log: log}
 			lambda.StartWithOptions(inv.buffered(withDeadline(b.Handle)), sigterm)

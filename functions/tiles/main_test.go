@@ -10,6 +10,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,7 +23,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdaurl"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/cache"
@@ -65,7 +65,7 @@ func s3WithDemo(t *testing.T) (*s3local.Server, string, []byte, string) {
 	return s3e.Server, s3e.URL, body, etag
 }
 
-func fixture(t *testing.T, name string) []byte {
+func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := fixtures.FS.ReadFile(name)
 	if err != nil {
@@ -114,6 +114,9 @@ type tileFunction struct {
 	app    *app.App
 	invoke func(event []byte) *events.LambdaFunctionURLResponse
 	stream func(event []byte) (*events.LambdaFunctionURLStreamingResponse, []byte)
+	// streamInvoke runs the event through the streaming handler as the
+	// runtime does, and returns the status of the answer's prelude.
+	streamInvoke func(event []byte) int
 }
 
 func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...string) *tileFunction {
@@ -130,7 +133,7 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := origin.NewWithS3(s3srv.Client(url), origin.Config{Bucket: "tiles", Prefix: "tiles/"})
+	o := origin.NewWithS3(s3srv.Client(url), app.OriginConfig(cfg))
 	log := slog.New(slog.DiscardHandler)
 	a, err := app.NewWithOrigin(context.Background(), cfg, o, log)
 	if err != nil {
@@ -139,7 +142,8 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	b := &buffered{srv: a.Server, next: h, log: log}
 	runtime := lambda.NewHandler(withDeadline(b.Handle))
-	streaming := lambdaurl.Wrap(h)
+	streaming := streamHandler(h, log)
+	streamRuntime := lambda.NewHandler(streaming)
 	return &tileFunction{
 		app: a,
 		invoke: func(event []byte) *events.LambdaFunctionURLResponse {
@@ -156,7 +160,7 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 		},
 		stream: func(event []byte) (*events.LambdaFunctionURLStreamingResponse, []byte) {
 			t.Helper()
-			var ev events.LambdaFunctionURLRequest
+			var ev streamEvent
 			if err := json.Unmarshal(event, &ev); err != nil {
 				t.Fatal(err)
 			}
@@ -169,6 +173,21 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 				t.Fatal(err)
 			}
 			return r, body
+		},
+		streamInvoke: func(event []byte) int {
+			t.Helper()
+			out, err := streamRuntime.Invoke(context.Background(), event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prelude, _, ok := bytes.Cut(out, make([]byte, 8)) // the prelude ends with 8 NUL bytes
+			var p struct {
+				StatusCode int `json:"statusCode"`
+			}
+			if err := json.Unmarshal(prelude, &p); !ok || err != nil {
+				t.Fatalf("streamed payload %.200q: %v", out, err)
+			}
+			return p.StatusCode
 		},
 	}
 }
@@ -377,6 +396,96 @@ func TestBufferedLimit(t *testing.T) {
 	}
 }
 
+// TestJournalIsNeverATile: with an empty TILES_PREFIX the purge journal
+// sits among the tiles' objects; however its path is spelled, neither
+// function-URL mode answers it, from S3 or from a tier.
+func TestJournalIsNeverATile(t *testing.T) {
+	t.Parallel()
+	s3e := s3localtest.Start(t, "tiles")
+	fn := newTileFunction(t, s3e.Server, s3e.URL, "TILES_PREFIX", "")
+	if _, err := fn.app.Journal.Append(context.Background(), []string{"secret-tileset/"}, "s3:ObjectCreated:Put"); err != nil {
+		t.Fatal(err)
+	}
+	// Anything else under the reserved prefix is out of reach as well.
+	if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "_tilesieve/notes.json", []byte(`{"secret-tileset":1}`), "application/json", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"/%5ftilesieve/journal/head.json",
+		"/%5Ftilesieve/journal/head.json",
+		"/%5f%74ilesieve/journal/head.json",
+		"/_tilesieve%2fjournal%2fhead.json",
+		"/_tilesieve/journal/head.json",
+		"/%5ftilesieve/notes.json",
+	} {
+		t.Run(path, func(t *testing.T) {
+			ev := withPath(t, fixture(t, "url-get-tile.json"), path)
+			for round := range 2 { // a tier must not have kept it either
+				r := fn.invoke(ev)
+				if body := decodeBody(t, r); bytes.Contains(body, []byte("secret-tileset")) || r.StatusCode == http.StatusOK || r.Headers["X-Cache"] != "" {
+					t.Fatalf("buffered, round %d: got %d %v %.200q, want no tile answer", round, r.StatusCode, r.Headers, body)
+				}
+				sr, body := fn.stream(ev)
+				if bytes.Contains(body, []byte("secret-tileset")) || sr.StatusCode == http.StatusOK || sr.Headers["X-Cache"] != "" {
+					t.Fatalf("streamed, round %d: got %d %v %.200q, want no tile answer", round, sr.StatusCode, sr.Headers, body)
+				}
+			}
+		})
+	}
+	if n := fn.app.Memory.Len(); n != 0 {
+		t.Errorf("got %d entries in the memory tier, want 0", n)
+	}
+}
+
+// TestNotAnEventIsA400: a payload that is JSON but not a function-URL event
+// is answered 400 by the handler (not failed by the runtime, not a crash),
+// and the next invocation is still a memory hit: the process and its
+// memory tier live on.
+func TestNotAnEventIsA400(t *testing.T) {
+	t.Parallel()
+	srv, url, body, _ := s3WithDemo(t)
+	fn := newTileFunction(t, srv, url)
+	if r := fn.invoke(fixture(t, "url-get-tile.json")); r.Headers["X-Cache"] != "MISS" {
+		t.Fatalf("got %d %v, want a MISS", r.StatusCode, r.Headers)
+	}
+	for _, payload := range []string{
+		`null`, ` null `, `{}`, `[]`, `[null]`, `"x"`, `1`, `true`,
+		`{"rawPath":5}`, `{"headers":[]}`, `{"requestContext":null}`, `{"requestContext":{"http":"GET"}}`,
+	} {
+		t.Run(payload, func(t *testing.T) {
+			if r := fn.invoke([]byte(payload)); r.StatusCode != http.StatusBadRequest {
+				t.Fatalf("got %d %q, want 400", r.StatusCode, r.Body)
+			}
+			if got := fn.streamInvoke([]byte(payload)); got != http.StatusBadRequest {
+				t.Fatalf("streamed: got %d, want 400", got)
+			}
+			r := fn.invoke(fixture(t, "url-get-tile.json"))
+			if r.StatusCode != http.StatusOK || r.Headers["X-Cache"] != "HIT-MEMORY" || !bytes.Equal(decodeBody(t, r), body) {
+				t.Fatalf("next invocation: got %d %v, want 200 HIT-MEMORY", r.StatusCode, r.Headers)
+			}
+		})
+	}
+}
+
+// TestDotNamesAreNotFound: a TileJSON path whose tileset name would be a
+// dot segment is a 404 (or a 400), never a 5xx: no such tileset exists.
+func TestDotNamesAreNotFound(t *testing.T) {
+	t.Parallel()
+	srv, url, _, _ := s3WithDemo(t)
+	fn := newTileFunction(t, srv, url)
+	for _, path := range []string{"/..json", "/%2e.json", "/%2E.json", "/%2e%2e.json", "/.json", "/...json", "/..pmtiles", "/../1/0/0.png"} {
+		t.Run(path, func(t *testing.T) {
+			ev := withPath(t, fixture(t, "url-get-tile.json"), path)
+			if r := fn.invoke(ev); r.StatusCode != http.StatusNotFound && r.StatusCode != http.StatusBadRequest {
+				t.Errorf("buffered: got %d %q, want 404 or 400", r.StatusCode, r.Body)
+			}
+			if sr, body := fn.stream(ev); sr.StatusCode != http.StatusNotFound && sr.StatusCode != http.StatusBadRequest {
+				t.Errorf("streamed: got %d %q, want 404 or 400", sr.StatusCode, body)
+			}
+		})
+	}
+}
+
 func TestBufferedBadEscape(t *testing.T) {
 	t.Parallel()
 	srv, url, _, _ := s3WithDemo(t)
@@ -397,6 +506,7 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a binary")
 	}
+	lambdatest.RequireEmulator(t) // before anything is built
 	_, url, body, etag := s3WithDemo(t)
 	bootstrap := lambdatest.Build(t, "github.com/tilesieve/tilesieve/functions/tiles")
 	emu := lambdatest.Start(t, bootstrap, lambdatest.Env(
@@ -412,6 +522,14 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []string{"MISS", "HIT-MEMORY"} {
+		if i > 0 {
+			// A null invocation between the two: a 400, and the process
+			// (with its memory tier) lives on.
+			var r events.LambdaFunctionURLResponse
+			if err := json.Unmarshal(emu.Invoke(t, []byte("null")), &r); err != nil || r.StatusCode != http.StatusBadRequest {
+				t.Fatalf("null invocation: got %+v, %v; want 400", r, err)
+			}
+		}
 		var r events.LambdaFunctionURLResponse
 		if err := json.Unmarshal(emu.Invoke(t, event), &r); err != nil {
 			t.Fatal(err)
@@ -436,41 +554,62 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 	}
 }
 
-// FuzzRequestFromEvent: any function-URL event (the path, query and headers
-// are the client's) becomes an answer, never a panic or an error.
+// FuzzRequestFromEvent: any payload the runtime hands over (the path, query
+// and headers are the client's) becomes an answer, never a panic, a 500 or
+// a runtime error. It is seeded with the real function-URL fixtures.
+//
+// Each execution must be cheap and repeat itself exactly, or the fuzzer
+// spends its time minimising inputs whose coverage moves under it: the
+// server is built once, and its S3 endpoint refuses connections, so a tile
+// request is a prompt 502 without a network exchange or a cached answer
+// that would change the next run's path.
 func FuzzRequestFromEvent(f *testing.F) {
-	for _, name := range []string{"url-get-tile.json", "url-bad-path.json", "url-admin-purge.json", "url-get-range.json"} {
-		b, err := fixtures.FS.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	names, err := fs.Glob(fixtures.FS, "url-*.json")
+	if err != nil || len(names) == 0 {
+		f.Fatalf("function-URL fixtures: %v %v", names, err)
 	}
-	f.Add([]byte(`{"rawPath":"/%zz","rawQueryString":"a=%","requestContext":{"http":{"method":"GET"}}}`))
-	f.Add([]byte(`{"rawPath":"//x/../y","requestContext":{"http":{"method":"BREW"}},"headers":{"range":"bytes=-0","accept-encoding":"gzip;q=0"}}`))
-	f.Add([]byte(`{"rawPath":"/_tilesieve/keys","headers":{"authorization":"Bearer x"}}`))
+	for _, name := range names {
+		f.Add(fixture(f, name))
+	}
+	for _, seed := range []string{
+		`{"rawPath":"/%zz","rawQueryString":"a=%","requestContext":{"http":{"method":"GET"}}}`,
+		`{"rawPath":"//x/../y","requestContext":{"http":{"method":"BREW"}},"headers":{"range":"bytes=-0","accept-encoding":"gzip;q=0"}}`,
+		`{"rawPath":"/_tilesieve/keys","headers":{"authorization":"Bearer x"}}`,
+		`{"rawPath":"/%5ftilesieve/journal/head.json"}`,
+		`{"rawPath":"/..json"}`,
+		`{"rawPath":"/%2e.json","headers":{"if-none-match":"\"x/tilejson\""}}`,
+		`null`, `{}`, `[]`, `"x"`, `{"rawPath":5}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
 	s3e := s3localtest.Start(f, "tiles")
 	cfg, err := config.LoadTiles(func(k string) string {
-		return map[string]string{"TILES_BUCKET": "tiles", "DISK_CACHE_BYTES": "0", "ADMIN_TOKEN": adminToken, "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9"}[k]
+		return map[string]string{"TILES_BUCKET": "tiles", "DISK_CACHE_BYTES": "0", "ADMIN_TOKEN": adminToken,
+			"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9"}[k]
 	})
 	if err != nil {
 		f.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", MaxAttempts: 1}), log)
+	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Server.Client(refused), origin.Config{Bucket: "tiles", MaxAttempts: 1}), log)
 	if err != nil {
 		f.Fatal(err)
 	}
 	b := &buffered{srv: a.Server, next: withRecover(a.Handler, log), log: log}
 	h := lambda.NewHandler(b.Handle)
 	f.Fuzz(func(t *testing.T, event []byte) {
-		var probe map[string]any
-		if json.Unmarshal(event, &probe) != nil {
+		if !json.Valid(event) {
 			return // the runtime refuses what is not JSON before the handler runs
 		}
 		out, err := h.Invoke(context.Background(), event)
 		if err != nil {
-			return // a JSON value of the wrong shape: the runtime's own decode error
+			t.Fatalf("runtime error %v for %.300q", err, event)
 		}
 		var r events.LambdaFunctionURLResponse
 		if err := json.Unmarshal(out, &r); err != nil || r.StatusCode < 200 || r.StatusCode > 599 || r.StatusCode == 500 {
@@ -514,9 +653,11 @@ func TestLocalServerDropsSlowReaders(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /t.png HTTP/1.1\r\nHost: x\r\n\r\n")
-	// Read a little at a time, far slower than the body arrives, until the
-	// server gives up on the connection.
-	buf := make([]byte, 1024)
+	// Read a little at a time, far slower than the body arrives (at most
+	// 4 KiB/ms: 8 MiB would take 2 s, ten times the write timeout), until
+	// the server gives up on the connection. What the kernel buffered
+	// before the drop (about 4 MB on loopback) is drained at this rate.
+	buf := make([]byte, 4<<10)
 	total := 0
 	conn.SetDeadline(time.Now().Add(20 * time.Second))
 	for {
@@ -527,6 +668,7 @@ func TestLocalServerDropsSlowReaders(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	t.Logf("read %d bytes before the drop", total)
 	if total >= len(big) {
 		t.Fatalf("a slow reader got the whole %d bytes; the write timeout did not drop it", total)
 	}

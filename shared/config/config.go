@@ -30,7 +30,7 @@ var (
 	varPrefix       = Var{Name: "TILES_PREFIX", Default: "", Doc: "Key prefix of the tiles in the bucket; a tile's S3 key is TILES_PREFIX + its URL path. Empty (the whole bucket) or ending in /. The SAM template sets tiles/ and allows no empty prefix: its S3 notifications filter on it."}
 	varEndpoint     = Var{Name: "AWS_ENDPOINT_URL", Default: "", Doc: "S3-compatible endpoint (LocalStack, the embedded stack). Read by the AWS SDK.", LocalOnly: true}
 	varPathStyle    = Var{Name: "S3_FORCE_PATH_STYLE", Default: "false", Doc: "Path-style S3 addressing (needed by most S3-compatible endpoints)."}
-	varJournal      = Var{Name: "JOURNAL_PREFIX", Default: "_tilesieve/journal/", Doc: "Where the purge journal lives in the bucket; must be outside TILES_PREFIX."}
+	varJournal      = Var{Name: "JOURNAL_PREFIX", Default: "_tilesieve/journal/", Doc: "Where the purge journal lives in the bucket; must be outside TILES_PREFIX, and under _tilesieve/ when TILES_PREFIX is empty."}
 	varDist         = Var{Name: "DISTRIBUTION_ID", Default: "", Doc: "CloudFront distribution the worker invalidates on purges (S3 changes and the admin purges handed to it); empty disables CDN invalidation."}
 	varCDNPrefix    = Var{Name: "CDN_PATH_PREFIX", Default: "", Doc: "Path prefix of the tiles on the CDN (invalidation paths are /CDN_PATH_PREFIX<prefix>*)."}
 	varSyncInterval = Var{Name: "SYNC_INTERVAL", Default: "1s", Doc: "How often a busy instance reads the purge journal; the staleness bound after an upload is this plus SYNC_TIMEOUT plus the worker's latency. The worker waits that long before invalidating the CDN, so no instance refills the CDN with bytes it has not purged yet."}

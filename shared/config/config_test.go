@@ -116,6 +116,25 @@ func TestJournalOutsideTiles(t *testing.T) {
 	if _, err := LoadWorker(envOf(map[string]string{"TILES_BUCKET": "b", "TILES_PREFIX": "tiles/"})); err != nil {
 		t.Fatal(err)
 	}
+	// With an empty TILES_PREFIX every key but the reserved ones is a tile.
+	for _, tc := range []struct {
+		journal string
+		ok      bool
+	}{
+		{"", true}, // the default, _tilesieve/journal/
+		{"_tilesieve/j2/", true},
+		{"journal/", false},
+		{"_tilesieve-journal/", false},
+	} {
+		env := map[string]string{"TILES_BUCKET": "b"}
+		if tc.journal != "" {
+			env["JOURNAL_PREFIX"] = tc.journal
+		}
+		_, err := LoadTiles(envOf(env))
+		if ok := err == nil; ok != tc.ok {
+			t.Errorf("JOURNAL_PREFIX %q, empty TILES_PREFIX: got %v, want ok %v", tc.journal, err, tc.ok)
+		}
+	}
 }
 
 func TestParseBytes(t *testing.T) {

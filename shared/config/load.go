@@ -103,6 +103,10 @@ func (r *reader) common() Common {
 		// handler reserves the _tilesieve/ path space.)
 		r.fail("JOURNAL_PREFIX=%q is inside TILES_PREFIX=%q: the journal must live outside the tiles", c.JournalPrefix, c.TilesPrefix)
 	}
+	if c.TilesPrefix == "" && !tile.Reserved(c.JournalPrefix) {
+		// Every other key would be a tile key: the journal would be served.
+		r.fail("JOURNAL_PREFIX=%q with an empty TILES_PREFIX: must be under the reserved %s, or the journal is served as a tile", c.JournalPrefix, tile.ReservedPrefix)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

@@ -27,10 +27,29 @@ import (
 // RIEBinary is the emulator's command name.
 const RIEBinary = "aws-lambda-rie"
 
+// RequireEmulator returns the emulator's path, or ends the test first: a
+// skip when aws-lambda-rie is not on PATH, a failure when
+// TILESIEVE_REQUIRE_RIE=1. Tests call it before they build or start
+// anything, so a machine without the emulator pays for nothing.
+func RequireEmulator(t testing.TB) string {
+	t.Helper()
+	rie, err := exec.LookPath(RIEBinary)
+	if err != nil {
+		if os.Getenv("TILESIEVE_REQUIRE_RIE") == "1" {
+			t.Fatalf("%s not on PATH (make tools installs it): %v", RIEBinary, err)
+		}
+		t.Skipf("%s not on PATH; `make tools` installs it", RIEBinary)
+	}
+	return rie
+}
+
 // Build compiles pkg (an import path) into a bootstrap for this machine's
-// architecture, as Lambda builds are made, and returns its path.
+// architecture, as Lambda builds are made, and returns its path. It checks
+// for the emulator first (RequireEmulator): a bootstrap is only built to
+// run under it.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
+	RequireEmulator(t)
 	out := filepath.Join(t.TempDir(), "bootstrap")
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -55,13 +74,7 @@ type Emulator struct {
 // environment. It stops when the test ends.
 func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
 	t.Helper()
-	rie, err := exec.LookPath(RIEBinary)
-	if err != nil {
-		if os.Getenv("TILESIEVE_REQUIRE_RIE") == "1" {
-			t.Fatalf("%s not on PATH (make tools installs it): %v", RIEBinary, err)
-		}
-		t.Skipf("%s not on PATH; `make tools` installs it", RIEBinary)
-	}
+	rie := RequireEmulator(t)
 	apiAddr, runtimeAddr := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(rie,
 		"--runtime-interface-emulator-address", apiAddr,

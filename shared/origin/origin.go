@@ -226,6 +226,10 @@ func (c *Client) S3() *s3.Client { return c.api }
 // Bucket returns the bucket the client reads.
 func (c *Client) Bucket() string { return c.cfg.Bucket }
 
+// MaxObjectBytes is the configured bound on an object or range read
+// (MAX_TILE_BYTES); zero or negative when off.
+func (c *Client) MaxObjectBytes() int64 { return c.cfg.MaxObjectBytes }
+
 // ObjectKey maps a tile key to its S3 object key.
 func (c *Client) ObjectKey(tileKey string) string { return c.cfg.Prefix + tileKey }
 
@@ -238,6 +242,10 @@ func noSDKRetry(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
 func (c *Client) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
 	if err := tile.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("origin: get: %w", err)
+	}
+	if tile.Reserved(key) {
+		// The service's own objects (the journal) are never a tile.
+		return nil, fmt.Errorf("origin: get %q: reserved key space: %w", key, ErrNotFound)
 	}
 	return c.get(ctx, "get", key, c.ObjectKey(key), ifNoneMatch)
 }
@@ -356,6 +364,10 @@ func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int6
 	}
 	if out.ContentLength == nil || length > n {
 		return nil, fmt.Errorf("origin: get range %q: Content-Length %v for a range of %d bytes", objectKey, aws.ToInt64(out.ContentLength), n)
+	}
+	if max := c.cfg.MaxObjectBytes; max > 0 && length > max {
+		// Refused from the header, before a byte is read or allocated.
+		return nil, fmt.Errorf("%w: %s range of %d bytes, MAX_TILE_BYTES is %d", ErrTooLarge, objectKey, length, max)
 	}
 	body, err := c.readBody(ctx, cancel, out.Body, length)
 	if err != nil {
@@ -542,6 +554,9 @@ func (w *watchdog) stop() {
 func (c *Client) Head(ctx context.Context, key string) (*tile.Tile, error) {
 	if err := tile.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("origin: head: %w", err)
+	}
+	if tile.Reserved(key) {
+		return nil, fmt.Errorf("origin: head %q: reserved key space: %w", key, ErrNotFound)
 	}
 	var t *tile.Tile
 	err := c.retry(ctx, "head", key, func(actx context.Context) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -188,6 +189,24 @@ func TestBadKeyMakesNoRequest(t *testing.T) {
 	}
 	if len(e.req.n) != 0 {
 		t.Errorf("requests made: %v", e.req.n)
+	}
+}
+
+// TestReservedKeysAreNotFound: with an empty prefix the journal sits beside
+// the tiles; a tile key under tile.ReservedPrefix never reaches it.
+func TestReservedKeysAreNotFound(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.put(t, "_tilesieve/journal/head.json", []byte(`{"seq":1}`), "application/json", "")
+	c := e.client(origin.Config{})
+	if _, err := c.Get(context.Background(), "_tilesieve/journal/head.json", ""); !errors.Is(err, origin.ErrNotFound) {
+		t.Errorf("Get: got %v, want ErrNotFound", err)
+	}
+	if _, err := c.Head(context.Background(), "_tilesieve/journal/head.json"); !errors.Is(err, origin.ErrNotFound) {
+		t.Errorf("Head: got %v, want ErrNotFound", err)
+	}
+	if n := e.req.get("GET /tiles/_tilesieve/journal/head.json") + e.req.get("HEAD /tiles/_tilesieve/journal/head.json"); n != 0 {
+		t.Errorf("got %d requests for the journal, want 0", n)
 	}
 }
 
@@ -488,5 +507,29 @@ func TestGetRange(t *testing.T) {
 	}
 	if _, err := c.GetRange(context.Background(), "tiles/none.pmtiles", 0, 3, ""); !errors.Is(err, origin.ErrNotFound) {
 		t.Fatalf("missing object: got %v", err)
+	}
+}
+
+// TestRangePastMaxIsNotRead: a range whose Content-Length is past
+// MaxObjectBytes is refused from the header, before its body is read or a
+// buffer for it allocated.
+func TestRangePastMaxIsNotRead(t *testing.T) {
+	e := start(t)
+	const limit = 1 << 20
+	e.put(t, "tiles/a.pmtiles", bytes.Repeat([]byte{7}, 16*limit), "", "")
+	c := e.client(origin.Config{Prefix: "tiles/", MaxObjectBytes: limit})
+	if _, err := c.GetRange(context.Background(), "tiles/a.pmtiles", 0, limit, ""); err != nil {
+		t.Fatalf("a range at the bound: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := c.GetRange(context.Background(), "tiles/a.pmtiles", 0, 16*limit, "")
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, origin.ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > limit {
+		t.Errorf("the refused range allocated %d bytes, want less than MaxObjectBytes (%d)", alloc, limit)
 	}
 }

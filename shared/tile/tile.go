@@ -106,6 +106,16 @@ const (
 	maxPathBytes = 3 * MaxKeyBytes // escaped form may be up to three times longer
 )
 
+// ReservedPrefix is the key space of the service's own objects and paths:
+// the purge journal (JOURNAL_PREFIX, under it by default), the health check
+// and the admin API. No tile key starts with it, whatever TILES_PREFIX is:
+// the decoders refuse such a path as a bad key (a 400), so the journal can
+// never be served or cached as a tile.
+const ReservedPrefix = "_tilesieve/"
+
+// Reserved reports whether key lies in the reserved key space.
+func Reserved(key string) bool { return strings.HasPrefix(key, ReservedPrefix) }
+
 // ErrBadKey is the class of every key validation error.
 var ErrBadKey = errors.New("tile: bad key")
 
@@ -131,7 +141,8 @@ func bad(in, reason string) error { return &KeyError{Input: in, Reason: reason} 
 // Lambda event) into a tile key. It unescapes once, then refuses what could
 // name something other than one object: dot segments, empty segments,
 // backslashes, control bytes, invalid UTF-8, escaped slashes and overlong
-// input. It never touches S3, so the handler can answer 400 first.
+// input, and keys in the reserved key space (ReservedPrefix). It never
+// touches S3, so the handler can answer 400 first.
 func KeyFromPath(escaped string) (string, error) {
 	if len(escaped) > maxPathBytes {
 		return "", bad(escaped, "path too long")
@@ -154,8 +165,14 @@ func KeyFromPath(escaped string) (string, error) {
 	if err := ValidateKey(key); err != nil {
 		return "", bad(escaped, err.(*KeyError).Reason)
 	}
+	if Reserved(key) {
+		return "", bad(escaped, reservedReason)
+	}
 	return key, nil
 }
+
+// reservedReason is why a key in the reserved key space is refused.
+const reservedReason = "reserved key space " + ReservedPrefix
 
 // KeyFromUnescapedPath is KeyFromPath for a path already unescaped once
 // (net/http's URL.Path when the request had no RawPath): the key is the
@@ -165,10 +182,13 @@ func KeyFromUnescapedPath(path string) (string, error) {
 		return "", bad(path, "path must start with /")
 	}
 	key := path[1:]
-	if keyOK(key) {
-		return key, nil
+	switch {
+	case !keyOK(key):
+		return "", bad(path, explainKey(key).(*KeyError).Reason)
+	case Reserved(key):
+		return "", bad(path, reservedReason)
 	}
-	return "", bad(path, explainKey(key).(*KeyError).Reason)
+	return key, nil
 }
 
 // ValidateKey checks an already unescaped key against the key rules.

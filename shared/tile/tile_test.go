@@ -37,6 +37,15 @@ var pathCases = []struct {
 	{"/" + strings.Repeat("a", MaxSegBytes+1), ""},
 	{"/" + strings.Repeat("a/", MaxSegments) + "x", ""},
 	{"/" + strings.Repeat("abcdefgh/", 101), ""},
+	// The reserved key space, however it is spelled.
+	{"/_tilesieve/journal/head.json", ""},
+	{"/%5ftilesieve/journal/head.json", ""},
+	{"/%5Ftilesieve/journal/head.json", ""},
+	{"/%5f%74ilesieve/journal/head.json", ""},
+	{"/_tilesieve/x", ""},
+	{"/_tilesieve", "_tilesieve"},
+	{"/_tilesieve.json", "_tilesieve.json"},
+	{"/osm/_tilesieve/1.png", "osm/_tilesieve/1.png"},
 }
 
 func TestKeyFromPath(t *testing.T) {
@@ -54,6 +63,28 @@ func TestKeyFromPath(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("KeyFromPath(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// TestReservedKeySpace: neither decoder gives a key under ReservedPrefix.
+func TestReservedKeySpace(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		decode func(string) (string, error)
+		path   string
+	}{
+		{"escaped", KeyFromPath, "/_tilesieve/journal/head.json"},
+		{"escaped", KeyFromPath, "/%5ftilesieve/journal/head.json"},
+		{"unescaped", KeyFromUnescapedPath, "/_tilesieve/journal/head.json"},
+		{"unescaped", KeyFromUnescapedPath, "/_tilesieve/purge"},
+	} {
+		t.Run(tc.name+tc.path, func(t *testing.T) {
+			key, err := tc.decode(tc.path)
+			if err == nil || !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), "reserved") {
+				t.Fatalf("got %q, %v; want a reserved-key error", key, err)
+			}
+		})
 	}
 }
 
@@ -114,7 +145,7 @@ func FuzzKeyFromPath(f *testing.F) {
 				t.Fatalf("accepted %q with segment %q", in, seg)
 			}
 		}
-		if strings.ContainsAny(key, "\\\x00") || strings.HasPrefix(key, "/") {
+		if strings.ContainsAny(key, "\\\x00") || strings.HasPrefix(key, "/") || Reserved(key) {
 			t.Fatalf("accepted %q as unsafe key %q", in, key)
 		}
 		again, err := KeyFromPath("/" + (&url.URL{Path: key}).EscapedPath())

@@ -25,6 +25,9 @@ type ArchiveStore interface {
 	Head(ctx context.Context, key string) (*tile.Tile, error)
 	Prefixes(ctx context.Context, dir string, max int) ([]string, []origin.ObjectInfo, error)
 	ObjectKey(tileKey string) string
+	// MaxObjectBytes is MAX_TILE_BYTES (zero or negative: off): an archive
+	// tile larger than it is refused from its directory entry, unread.
+	MaxObjectBytes() int64
 }
 
 // ArchiveExt names an archive: TILES_PREFIX + NAME + ArchiveExt serves the
@@ -53,14 +56,26 @@ type archives struct {
 	s     *Server // its engine's Purge drops a tileset whose archive changed under a read
 	next  Origin  // object tilesets
 	store ArchiveStore
-	dirs  *cache.Cache // decoded leaf directories, by archive, version and range
-	ttl   time.Duration
-	now   func() time.Time
+	// dirs holds decoded leaf directories (by archive, version and range)
+	// and refusals of tiles past MAX_TILE_BYTES (refusedPrefix), all
+	// charged to its byte bound.
+	dirs *cache.Cache
+	ttl  time.Duration
+	now  func() time.Time
 
-	mu    sync.Mutex // guards names and local
+	mu    sync.Mutex // guards names, nextPrune and local
 	names map[string]*archive
-	local map[string]localCopy // staged archives, by name
+	// nextPrune is the size of names at which lookup prunes it next.
+	nextPrune int
+	local     map[string]localCopy // staged archives, by name
 }
+
+// maxNames bounds the tileset names remembered. Past it, names settled as
+// "not an archive" (or malformed) are dropped, those past the TTL first:
+// any first path segment makes a name, and a client sending many must not
+// grow the heap outside the tiers' bound. A dropped name costs one probe
+// again, beside its object read.
+const maxNames = 4096
 
 // localCopy is an archive staged to the disk directory: its tiles are read
 // from the file while its ETag is the one in S3.
@@ -88,14 +103,43 @@ func newArchives(s *Server, next Origin, store ArchiveStore, dirs *cache.Cache, 
 		ttl = DefaultArchiveTTL
 	}
 	return &archives{s: s, next: next, store: store, dirs: dirs, ttl: ttl, now: s.now,
-		names: map[string]*archive{}, local: map[string]localCopy{}}
+		names: map[string]*archive{}, nextPrune: maxNames, local: map[string]localCopy{}}
 }
 
-// Get implements Origin.
+// refusedPrefix keys a remembered refusal of a tile past MAX_TILE_BYTES in
+// the directory cache: no tile key starts with a NUL, and a purge of a
+// prefix drops the refusals under it (forget).
+const refusedPrefix = "\x00too-large\x00"
+
+// refusal is a remembered ErrTooLarge, held for the archive TTL.
+type refusal struct{ err error }
+
+// Cost implements tile.Prepared: the error value and its message.
+func (r refusal) Cost() int64 { return 64 + tile.AllocBytes(len(r.err.Error())) }
+
+// Get implements Origin. A tile found larger than MAX_TILE_BYTES (an object
+// by its Content-Length, an archive tile by its directory entry) is refused
+// again from memory for the TTL: no S3 request, no read.
 func (a *archives) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
+	if c, ok := a.dirs.Get(refusedPrefix + key); ok {
+		if r, ok := c.Prepared.(refusal); ok && a.now().Sub(c.StoredAt) < a.ttl {
+			return nil, r.err
+		}
+	}
+	t, err := a.get(ctx, key, ifNoneMatch)
+	if errors.Is(err, origin.ErrTooLarge) {
+		a.dirs.Set(refusedPrefix+key, &tile.Tile{StoredAt: a.now(), Prepared: refusal{err}})
+	}
+	return t, err
+}
+
+func (a *archives) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
 	name, rest, nested := strings.Cut(key, "/")
 	if !nested {
-		if n, ok := strings.CutSuffix(key, ".json"); ok && n != "" {
+		// NAME.json is a TileJSON only where NAME could be a tileset: ".."
+		// of "..json" is no directory (its metadata.json is no key), so
+		// that object is read as itself.
+		if n, ok := strings.CutSuffix(key, ".json"); ok && tile.ValidateKey(n) == nil {
 			return a.tileJSON(ctx, n, key, ifNoneMatch)
 		}
 		return a.next.Get(ctx, key, ifNoneMatch)
@@ -190,10 +234,43 @@ func (a *archives) lookup(name string) (ar *archive, probing bool) {
 			return cur, false // a probe is running: wait for it
 		}
 	}
+	if len(a.names) >= a.nextPrune {
+		a.prune()
+	}
 	ar = &archive{name: name, ready: make(chan struct{})}
 	a.names[name] = ar
 	go a.probe(ar)
 	return ar, true
+}
+
+// prune drops settled names that are not archives (missing or malformed):
+// all those past the TTL, then others until a quarter of maxNames is free.
+// Archives and running probes stay. The next prune waits for another
+// quarter of maxNames, so pruning costs O(1) per new name. a.mu is held.
+func (a *archives) prune() {
+	now := a.now()
+	settled := func(ar *archive) bool {
+		select {
+		case <-ar.ready:
+			return ar.missing || ar.err != nil
+		default:
+			return false
+		}
+	}
+	for n, ar := range a.names {
+		if settled(ar) && now.Sub(a.checkedAt(ar)) >= a.ttl {
+			delete(a.names, n)
+		}
+	}
+	for n, ar := range a.names {
+		if len(a.names) <= maxNames-maxNames/4 {
+			break
+		}
+		if settled(ar) {
+			delete(a.names, n)
+		}
+	}
+	a.nextPrune = max(maxNames, len(a.names)+maxNames/4)
 }
 
 // probe opens name's archive: detached from any one request (others wait
@@ -300,6 +377,7 @@ func (a *archives) forget(prefix string) {
 			a.dirs.DeletePrefix(name + "\x00")
 		}
 	}
+	a.dirs.DeletePrefix(refusedPrefix + prefix)
 }
 
 // current returns the archive name resolves to, verified with S3 within the
@@ -342,6 +420,11 @@ func (a *archives) readTile(ctx context.Context, ar *archive, z uint8, x, y uint
 	}
 	if !ok {
 		return nil, origin.ErrNotFound
+	}
+	if max := a.store.MaxObjectBytes(); max > 0 && rg.Length > max {
+		// Refused from the directory entry, before a byte is read or
+		// allocated (Get remembers the refusal).
+		return nil, fmt.Errorf("tileserver: archive %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, rg.Length, max, origin.ErrTooLarge)
 	}
 	if rg.Length > pmtiles.DefaultMaxTileBytes {
 		return nil, fmt.Errorf("tileserver: archive %s: tile %d/%d/%d of %d bytes: %w", ar.name, z, x, y, rg.Length, pmtiles.ErrInvalid)

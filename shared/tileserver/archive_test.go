@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -443,5 +444,132 @@ func decodeJSON(t *testing.T, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("%v: %s", err, s)
+	}
+}
+
+// TestTilePastMaxTileBytesIsNotRead: a tile larger than MAX_TILE_BYTES, an
+// archive tile (deduplicated, under several tile ids) or an object, is
+// refused with the 502 before a byte of it is read or allocated, and the
+// refusal is remembered: many requests allocate far less than one tile, and
+// make no S3 request after the first; a purge forgets it.
+func TestTilePastMaxTileBytesIsNotRead(t *testing.T) {
+	const limit = 1 << 20
+	big := make([]byte, 4*limit)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	e := newArchiveEnv(t, func(_ *env, _ *tileserver.Config, oc *origin.Config) { oc.MaxObjectBytes = limit })
+	dups := []pmtiles.ZXY{{Z: 2, X: 0, Y: 0}, {Z: 2, X: 0, Y: 1}, {Z: 2, X: 1, Y: 0}, {Z: 2, X: 1, Y: 1}}
+	tiles := map[pmtiles.ZXY][]byte{{Z: 0, X: 0, Y: 0}: []byte("small")}
+	for _, zxy := range dups {
+		tiles[zxy] = big
+	}
+	e.put("a.pmtiles", pmtilestest.Build(tiles, pmtilestest.Options{Dedup: true, Clustered: true}), "application/octet-stream", "")
+	e.put("big/1/0/0.png", big, "image/png", "")
+	refused := func(t *testing.T, p string) {
+		t.Helper()
+		r := e.do("GET", p)
+		if got := body(t, r); r.StatusCode != http.StatusBadGateway || !strings.Contains(got, "tile larger than MAX_TILE_BYTES") {
+			t.Fatalf("%s: got %d %q, want 502 tile larger than MAX_TILE_BYTES", p, r.StatusCode, got)
+		}
+	}
+	expect(t, e.do("GET", path("a", pmtiles.ZXY{}, "png")), 200, "MISS") // the archive is open
+	for _, tc := range []struct {
+		name  string
+		paths []string
+	}{
+		{"archive tile", []string{path("a", dups[0], "png"), path("a", dups[1], "png"), path("a", dups[2], "png"), path("a", dups[3], "png")}},
+		{"object", []string{"/big/1/0/0.png"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, p := range tc.paths {
+				refused(t, p) // found too large once
+			}
+			const rounds = 16
+			reqs := e.s3Reqs.Load()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for range rounds {
+				for _, p := range tc.paths {
+					refused(t, p)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			n := rounds * len(tc.paths)
+			t.Logf("%d refused requests: %d bytes allocated, %d S3 requests", n, after.TotalAlloc-before.TotalAlloc, e.s3Reqs.Load()-reqs)
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(big))/4 {
+				t.Errorf("%d refused requests allocated %d bytes, want far below the %d-byte tile", n, alloc, len(big))
+			}
+			if got := e.s3Reqs.Load() - reqs; got != 0 {
+				t.Errorf("%d refused requests made %d S3 requests, want 0 (the refusal is remembered)", n, got)
+			}
+		})
+	}
+	// A purge forgets the refusal: a smaller object under the key is served.
+	e.put("big/1/0/0.png", []byte("now small"), "image/png", "")
+	if _, err := e.srv.Engine().Purge("big/"); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("GET", "/big/1/0/0.png")
+	if got := body(t, r); r.StatusCode != http.StatusOK || got != "now small" {
+		t.Fatalf("after the purge: got %d %q, want 200 now small", r.StatusCode, got)
+	}
+}
+
+// TestArchiveNamesAreBounded: 60,000 distinct first path segments (8,193
+// under -short or -race), none an archive, leave at most MaxArchiveNames names remembered and the heap
+// (after GC, the memory tier emptied) within 8 MiB of where it started
+// (the names alone would take about 30 MB);
+// a name that is no archive is probed once within the TTL while it is
+// remembered.
+func TestArchiveNamesAreBounded(t *testing.T) {
+	// A flood on a busy machine: the bound is what is measured, so no
+	// request may fail on the 2 s origin deadline of the other tests.
+	e := newArchiveEnv(t, func(_ *env, c *tileserver.Config, o *origin.Config) {
+		c.OriginTimeout, o.Timeout = time.Minute, time.Minute
+	})
+	names := 60_000 // about 30 s of CPU: two S3 requests each
+	if testing.Short() || raceEnabled {
+		names = 2*tileserver.MaxArchiveNames + 1 // still past the bound twice
+	}
+	e.put("osm/1/0/0.png", []byte("tile"), "image/png", "")
+	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "MISS")
+	probes := e.ranged.Load()
+	expect(t, e.do("GET", "/osm/1/0/1.png"), 404, "MISS")
+	if got := e.ranged.Load() - probes; got != 0 {
+		t.Fatalf("a second tile of a known object tileset made %d archive probes, want 0", got)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	const workers = 16
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < names; i += workers {
+				r := e.do("GET", fmt.Sprintf("/n%05d/1/0/0.png", i))
+				if r.StatusCode != http.StatusNotFound {
+					t.Errorf("name %d: got %d, want 404", i, r.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := e.srv.ArchiveNames(); got > tileserver.MaxArchiveNames {
+		t.Errorf("got %d names remembered after %d distinct ones, want at most %d", got, names, tileserver.MaxArchiveNames)
+	}
+	e.mem.DeletePrefix("") // the remembered 404s are the memory tier's, charged to its bound
+	runtime.GC()
+	runtime.GC() // and pooled buffers
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("%d distinct first segments: %d names remembered, heap in use %+d bytes", names, e.srv.ArchiveNames(), grown)
+	if grown > 8<<20 {
+		t.Errorf("heap in use grew by %d bytes, want at most 8 MiB", grown)
 	}
 }

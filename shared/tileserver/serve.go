@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -191,7 +192,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	// now against which the journal and cached copies are judged.
 	start := time.Now()
 	now := s.nowAt(start)
-	if strings.HasPrefix(req.Path, adminPrefix) {
+	if adminPath(req) {
 		resp.Admin = true
 		return
 	}
@@ -258,6 +259,21 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	}
 	s.logRequest(ctx, req, key, resp.Status, src, start)
 	s.record(key, src, resp, start)
+}
+
+// adminPath reports whether the request's path, decoded, is under
+// /_tilesieve/. Every adapter routes on the decoded path, as net/http does,
+// so /%5ftilesieve/… reaches the admin routes too, never the tile path.
+func adminPath(req *Request) bool {
+	p := req.Path
+	if strings.HasPrefix(p, adminPrefix) {
+		return true
+	}
+	if req.unescaped || strings.IndexByte(p, '%') < 0 {
+		return false
+	}
+	d, err := url.PathUnescape(p)
+	return err == nil && strings.HasPrefix(d, adminPrefix)
 }
 
 // record counts an answer in the metrics, by tileset (the key's first

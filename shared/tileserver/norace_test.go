@@ -1,0 +1,5 @@
+//go:build !race
+
+package tileserver_test
+
+const raceEnabled = false
