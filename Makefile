@@ -62,7 +62,8 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzParseDirectory:./shared/pmtiles/ \
 	    FuzzReader:./shared/pmtiles/ \
 	    FuzzRewriteID:./shared/iiif/ \
-	    FuzzFromMetadata:./shared/tileset/ ; do \
+	    FuzzFromMetadata:./shared/tileset/ \
+	    FuzzOpen:./shared/mbtiles/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(or $(FUZZTIME),30s) "$${t#*:}"; \
 	done
