@@ -1,7 +1,7 @@
 // Package upload puts a user's tiles into S3 the way tilesieve serves them:
 // a directory of z/x/y.ext tiles (plus an optional metadata.json) under
-// NAME/, or a PMTiles archive as NAME.pmtiles. The upload command and the
-// local stack both call Run, so tiles reach the bucket one way.
+// NAME/, a PMTiles archive as NAME.pmtiles, or an MBTiles database as
+// NAME.mbtiles. The upload command and the local stack both call Run, so tiles reach the bucket one way.
 //
 // What it promises:
 //
@@ -38,6 +38,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/tilesieve/tilesieve/shared/mbtiles"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/transfer"
@@ -61,7 +62,8 @@ const (
 )
 
 // Destination is where Run puts a tileset: Bucket, then Prefix ("" or ending
-// in /), then NAME/... for a directory or NAME.pmtiles for an archive.
+// in /), then NAME/... for a directory, NAME.pmtiles for an archive or
+// NAME.mbtiles for a database.
 type Destination struct {
 	Bucket, Prefix, Name string
 }
@@ -69,14 +71,17 @@ type Destination struct {
 func (d Destination) String() string { return "s3://" + d.Bucket + "/" + d.Prefix + d.Name }
 
 // ParseDestination reads s3://bucket/prefix/NAME (the prefix may be empty or
-// several segments; a trailing .pmtiles on NAME is dropped).
+// several segments; a trailing .pmtiles or .mbtiles on NAME is dropped).
 func ParseDestination(s string) (Destination, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return Destination{}, fmt.Errorf("upload: %q: want s3://bucket/prefix/NAME: %w", s, ErrDestination)
 	}
 	key := strings.TrimPrefix(u.Path, "/")
-	key = strings.TrimSuffix(strings.TrimSuffix(key, "/"), ".pmtiles")
+	key = strings.TrimSuffix(key, "/")
+	for _, ext := range []string{".pmtiles", ".mbtiles"} {
+		key = strings.TrimSuffix(key, ext)
+	}
 	if key == "" {
 		return Destination{}, fmt.Errorf("upload: %q: no tileset NAME after the bucket: %w", s, ErrDestination)
 	}
@@ -108,6 +113,8 @@ func ContentType(ext string) string {
 		return "application/json"
 	case "pmtiles":
 		return "application/vnd.pmtiles"
+	case "mbtiles":
+		return "application/vnd.sqlite3"
 	}
 	return ""
 }
@@ -154,7 +161,7 @@ type item struct {
 	path, key, ext string
 }
 
-// Run uploads src (a tile directory or a .pmtiles file) to dst through
+// Run uploads src (a tile directory, a .pmtiles or a .mbtiles file) to dst through
 // client. A bad src or dst is an error before anything is sent; otherwise
 // the Report counts every file, and the error joins the first failures.
 func Run(ctx context.Context, client *s3.Client, src string, dst Destination, opts Options) (Report, error) {
@@ -224,14 +231,16 @@ func collect(src string, dst Destination, rep *Report) ([]item, string, error) {
 		return nil, "", fmt.Errorf("upload: %w: %w", ErrSource, err)
 	}
 	if !st.IsDir() {
-		if !st.Mode().IsRegular() || !strings.EqualFold(filepath.Ext(src), ".pmtiles") {
-			return nil, "", fmt.Errorf("upload: %s: want a directory of z/x/y.ext tiles or a .pmtiles file: %w", src, ErrSource)
+		ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(src), "."))
+		check := map[string]func(string) error{"pmtiles": checkArchive, "mbtiles": checkDatabase}[ext]
+		if !st.Mode().IsRegular() || check == nil {
+			return nil, "", fmt.Errorf("upload: %s: want a directory of z/x/y.ext tiles, a .pmtiles or a .mbtiles file: %w", src, ErrSource)
 		}
-		if err := checkArchive(src); err != nil {
+		if err := check(src); err != nil {
 			return nil, "", err
 		}
-		key := dst.Prefix + dst.Name + ".pmtiles"
-		return []item{{path: src, key: key, ext: "pmtiles"}}, key, nil
+		key := dst.Prefix + dst.Name + "." + ext
+		return []item{{path: src, key: key, ext: ext}}, key, nil
 	}
 	base := dst.Prefix + dst.Name + "/"
 	var items []item
@@ -276,7 +285,7 @@ func tilePath(rel string) (string, bool) {
 		return "", false
 	}
 	y, ext, ok := strings.Cut(parts[2], ".")
-	if !ok || ContentType(ext) == "" || ext == "json" || ext == "pmtiles" {
+	if !ok || ContentType(ext) == "" || ext == "json" || ext == "pmtiles" || ext == "mbtiles" {
 		return "", false
 	}
 	z, errZ := strconv.ParseUint(parts[0], 10, 8)
@@ -302,6 +311,16 @@ func checkArchive(p string) error {
 		return fmt.Errorf("upload: %s: %w: %w", p, ErrSource, err)
 	}
 	return nil
+}
+
+// checkDatabase opens p as the tile function will, so a file it would
+// refuse is refused before anything is sent.
+func checkDatabase(p string) error {
+	db, err := mbtiles.Open(context.Background(), p)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	return db.Close()
 }
 
 // list returns the sizes of the objects under prefix (or of the one object
