@@ -187,6 +187,7 @@ func checkAgainstSQLite(t *testing.T, db string) int {
 }
 
 func TestTilesMatchSQLite(t *testing.T) {
+	need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
 	for _, layout := range []string{"table", "view"} {
 		for _, pbf := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/pbf=%v", layout, pbf), func(t *testing.T) {
@@ -257,6 +258,7 @@ func TestTileNotFound(t *testing.T) {
 }
 
 func TestMetadata(t *testing.T) {
+	need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
 	layers := `[{"id":"roads","fields":{"kind":"String"},"minzoom":0,"maxzoom":2}]`
 	for _, c := range []struct {
 		name  string
@@ -325,6 +327,7 @@ func TestMetadata(t *testing.T) {
 }
 
 func TestMetadataRefusesBadRows(t *testing.T) {
+	need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
 	for _, c := range []struct {
 		name string
 		meta map[string]string
