@@ -19,12 +19,14 @@
 //     tile, run as a fresh process in interleaved rounds, against one that
 //     only reads the file's first bytes;
 //   - tile read latency: ns per random tile of a full z0-7 pyramid, through
-//     mbtiles.Open and mbtiles.OpenDriver("sqlite3"), in interleaved rounds,
-//     as medians and their ratio.
+//     mbtiles.OpenDriver on each library, in interleaved rounds, as medians
+//     and their ratio, from one goroutine and from GOMAXPROCS, beside a
+//     CPU-only floor that shows how far the machine let parallel work scale.
 package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"flag"
 	"fmt"
@@ -91,6 +93,9 @@ type coldRow struct {
 	min     time.Duration
 	max     time.Duration
 }
+
+// floorName is the CPU-only row of the read table.
+const floorName = "floor: SHA-256 of 4 KiB (CPU only)"
 
 type readRow struct {
 	lib      string
@@ -371,13 +376,31 @@ func measureReads(o options, path string, parallel bool) ([]readRow, error) {
 	if err := flag.Set("test.benchtime", o.benchtime.String()); err != nil {
 		return nil, err
 	}
-	rows := make([]readRow, len(libs))
+	type reader struct {
+		name string
+		read func(n int) error
+	}
+	var readers []reader
+	for i, d := range dbs {
+		readers = append(readers, reader{libs[i].name, func(n int) error {
+			c := coords[n%len(coords)]
+			_, err := d.Tile(ctx, uint8(c[0]), c[1], c[2])
+			return err
+		}})
+	}
+	// The floor is CPU work alone: how it scales from one goroutine to
+	// GOMAXPROCS shows what the machine gave parallel work in this run.
+	block := make([]byte, 4<<10)
+	readers = append(readers, reader{floorName, func(n int) error {
+		sha256.Sum256(block)
+		return nil
+	}})
+	rows := make([]readRow, len(readers))
 	for round := 0; round < o.rounds; round++ {
-		for i, d := range dbs {
+		for i, rd := range readers {
 			var failed atomic.Pointer[error]
 			read := func(n int) bool {
-				c := coords[n%len(coords)]
-				if _, err := d.Tile(ctx, uint8(c[0]), c[1], c[2]); err != nil {
+				if err := rd.read(n); err != nil {
 					failed.CompareAndSwap(nil, &err)
 					return false
 				}
@@ -403,9 +426,9 @@ func measureReads(o options, path string, parallel bool) ([]readRow, error) {
 				}
 			})
 			if err := failed.Load(); err != nil {
-				return nil, fmt.Errorf("%s: %w", libs[i].name, *err)
+				return nil, fmt.Errorf("%s: %w", rd.name, *err)
 			}
-			rows[i].lib, rows[i].parallel = libs[i].name, parallel
+			rows[i].lib, rows[i].parallel = rd.name, parallel
 			rows[i].rounds = append(rows[i].rounds, float64(res.T.Nanoseconds())/float64(res.N))
 		}
 	}
@@ -459,8 +482,26 @@ func render(m e2e.Machine, versions map[string]string, o options, tiles int, siz
 		if r.parallel {
 			g = "GOMAXPROCS"
 		}
-		p("| %s | %s | %.0f | %s | %.2fx |\n", r.lib, g, r.median, strings.Join(rs, ", "), r.median/base[r.parallel])
+		vs := fmt.Sprintf("%.2fx", r.median/base[r.parallel])
+		if r.lib == floorName {
+			vs = ""
+		}
+		p("| %s | %s | %.0f | %s | %s |\n", r.lib, g, r.median, strings.Join(rs, ", "), vs)
 	}
+	speedup := func(name string) float64 {
+		var one, all float64
+		for _, r := range reads {
+			if r.lib == name && r.parallel {
+				all = r.median
+			} else if r.lib == name {
+				one = r.median
+			}
+		}
+		return one / all
+	}
+	p("\nFrom one goroutine to GOMAXPROCS = %d, items per second grew %.2fx for the CPU-only floor, %.2fx for %s and %.2fx for %s. "+
+		"The floor says what this shared machine gave parallel work during the run (%d.00x on idle cores); the readers' growth is only meaningful next to it.\n",
+		runtime.GOMAXPROCS(0), speedup(floorName), speedup(libs[0].name), libs[0].name, speedup(libs[1].name), libs[1].name, runtime.GOMAXPROCS(0))
 	nc := func(parallel bool) float64 {
 		for _, r := range reads {
 			if r.lib == libs[1].name && r.parallel == parallel {
