@@ -63,7 +63,8 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzReader:./shared/pmtiles/ \
 	    FuzzDecompress:./shared/pmtiles/ \
 	    FuzzRewriteID:./shared/iiif/ \
-	    FuzzFromMetadata:./shared/tileset/ ; do \
+	    FuzzFromMetadata:./shared/tileset/ \
+	    FuzzOpen:./shared/mbtiles/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(or $(FUZZTIME),30s) "$${t#*:}"; \
 	done
@@ -98,8 +99,12 @@ bench-cache: ## Memory-tier benchmarks vs peers; writes docs/BENCHMARKS.md
 bench-invoke: tools ## Whole Lambda invocations vs their floors: in process (BenchmarkInvoke*) and under the Lambda emulator; writes docs/BENCHMARKS.md
 	cd bench && $(GO) run ./cmd/invokebench -out ../docs/BENCHMARKS.md
 
+.PHONY: bench-mbtiles
+bench-mbtiles: ## The SQLite library of shared/mbtiles vs the other pure-Go one: bootstrap size, cold start, tile reads; writes docs/BENCHMARKS.md
+	cd bench && $(GO) run ./cmd/mbtilesbench -out ../docs/BENCHMARKS.md
+
 .PHONY: bench
-bench: bench-cache bench-invoke ## All benchmarks: memory tier vs peers, invocations, then end-to-end (bench/e2e); rewrites docs/BENCHMARKS.md and docs/bench/*.png
+bench: bench-cache bench-invoke bench-mbtiles ## All benchmarks: memory tier vs peers, invocations, the MBTiles SQLite library, then end-to-end (bench/e2e); rewrites docs/BENCHMARKS.md and docs/bench/*.png
 	bash bench/e2e/install-tools.sh
 	cd bench && $(GO) run ./cmd/e2ebench -out ../docs/BENCHMARKS.md
 

@@ -3,10 +3,12 @@
 //	tilesieve upload [-concurrency N] [-quiet] PATH s3://bucket/prefix/NAME
 //	tilesieve check s3://bucket[/JOURNAL_PREFIX]
 //
-// upload puts a tile directory or a PMTiles archive into S3 the way the
-// tile function serves it: PATH is a directory of z/x/y.ext tiles (plus an
-// optional metadata.json), uploaded under prefix/NAME/, or a .pmtiles file,
-// uploaded as prefix/NAME.pmtiles.
+// upload puts a tile directory, a PMTiles archive or an MBTiles database
+// into S3 the way the tile function serves it: PATH is a directory of
+// z/x/y.ext tiles (plus an optional metadata.json), uploaded under
+// prefix/NAME/, a .pmtiles file, uploaded as prefix/NAME.pmtiles, or a
+// .mbtiles file, checked to open as an MBTiles database and uploaded as
+// prefix/NAME.mbtiles.
 //
 // check tells whether the bucket honours conditional writes (If-None-Match:
 // * and If-Match on PUT), which the purge journal needs, by the probe the
@@ -53,8 +55,9 @@ var usage = uploadUsage + "\n" + checkUsage
 const uploadUsage = `usage: tilesieve upload [-concurrency N] [-quiet] PATH s3://bucket/prefix/NAME
 
 PATH is a directory of z/x/y.ext tiles (and an optional metadata.json),
-uploaded under prefix/NAME/, or a .pmtiles archive, uploaded as
-prefix/NAME.pmtiles. Files already in the bucket with the same size and
+uploaded under prefix/NAME/, a .pmtiles archive, uploaded as
+prefix/NAME.pmtiles, or a .mbtiles database, uploaded as
+prefix/NAME.mbtiles. Files already in the bucket with the same size and
 SHA-256 are skipped.
 `
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"os"
@@ -40,6 +41,27 @@ func TestUploadCommand(t *testing.T) {
 	if err := os.WriteFile(truncated, whole[:len(whole)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}
+	database := filepath.Join(dir, "roads.mbtiles")
+	db, err := sql.Open("sqlite", database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE metadata (name text, value text)`,
+		`CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob)`,
+		`INSERT INTO tiles VALUES (0, 0, 0, X'1f8b0800')`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	notDatabase := filepath.Join(dir, "junk.mbtiles")
+	if err := os.WriteFile(notDatabase, bytes.Repeat([]byte("junk"), 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tiles := filepath.Join(dir, "tiles")
 	if err := os.MkdirAll(filepath.Join(tiles, "0", "0"), 0o755); err != nil {
 		t.Fatal(err)
@@ -57,6 +79,8 @@ func TestUploadCommand(t *testing.T) {
 		{"archive", []string{"upload", "-quiet", archive, "s3://tiles/maps/world"}, 0, "s3://tiles/maps/world: 1 uploaded", ""},
 		{"archive again", []string{"upload", archive, "s3://tiles/maps/world"}, 0, "skipped 1: already in the bucket", "upload: done: 1/1 files, 0 uploaded"},
 		{"directory", []string{"upload", "-concurrency", "2", tiles, "s3://tiles/maps/osm"}, 0, "1 uploaded (4 bytes)", ""},
+		{"database", []string{"upload", "-quiet", database, "s3://tiles/maps/roads"}, 0, "s3://tiles/maps/roads: 1 uploaded", ""},
+		{"not a database", []string{"upload", notDatabase, "s3://tiles/maps/junk"}, 2, "", "tilesieve: upload: " + notDatabase + ": not a valid MBTiles database: mbtiles: " + notDatabase + ": not an SQLite database"},
 		{"bad URL", []string{"upload", tiles, "https://tiles/maps/osm"}, 2, "", "want s3://bucket/prefix/NAME"},
 		{"bad PATH", []string{"upload", filepath.Join(dir, "nope"), "s3://tiles/maps/osm"}, 2, "", "no such file or directory"},
 		{"random bytes", []string{"upload", "-quiet", random, "s3://tiles/maps/random"}, 2, "0 uploaded",
@@ -77,7 +101,7 @@ func TestUploadCommand(t *testing.T) {
 			}
 		})
 	}
-	for key, ctype := range map[string]string{"maps/world.pmtiles": "application/vnd.pmtiles", "maps/osm/0/0/0.png": "image/png"} {
+	for key, ctype := range map[string]string{"maps/world.pmtiles": "application/vnd.pmtiles", "maps/osm/0/0/0.png": "image/png", "maps/roads.mbtiles": "application/vnd.sqlite3"} {
 		out, err := ep.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("tiles"), Key: aws.String(key)})
 		if err != nil || aws.ToString(out.ContentType) != ctype {
 			t.Errorf("%s: got %v, %v, want Content-Type %s", key, out, err, ctype)

@@ -1,7 +1,7 @@
 // Package upload puts a user's tiles into S3 the way tilesieve serves them:
 // a directory of z/x/y.ext tiles (plus an optional metadata.json) under
-// NAME/, or a PMTiles archive as NAME.pmtiles. The upload command and the
-// local stack both call Run, so tiles reach the bucket one way.
+// NAME/, a PMTiles archive as NAME.pmtiles, or an MBTiles database as
+// NAME.mbtiles. The upload command and the local stack both call Run, so tiles reach the bucket one way.
 //
 // What it promises:
 //
@@ -44,6 +44,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/tilesieve/tilesieve/shared/mbtiles"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/transfer"
@@ -101,7 +102,8 @@ const (
 )
 
 // Destination is where Run puts a tileset: Bucket, then Prefix ("" or ending
-// in /), then NAME/... for a directory or NAME.pmtiles for an archive.
+// in /), then NAME/... for a directory, NAME.pmtiles for an archive or
+// NAME.mbtiles for a database.
 type Destination struct {
 	Bucket, Prefix, Name string
 }
@@ -109,14 +111,17 @@ type Destination struct {
 func (d Destination) String() string { return "s3://" + d.Bucket + "/" + d.Prefix + d.Name }
 
 // ParseDestination reads s3://bucket/prefix/NAME (the prefix may be empty or
-// several segments; a trailing .pmtiles on NAME is dropped).
+// several segments; a trailing .pmtiles or .mbtiles on NAME is dropped).
 func ParseDestination(s string) (Destination, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return Destination{}, badDestination("%q: want s3://bucket/prefix/NAME", s)
 	}
 	key := strings.TrimPrefix(u.Path, "/")
-	key = strings.TrimSuffix(strings.TrimSuffix(key, "/"), ".pmtiles")
+	key = strings.TrimSuffix(key, "/")
+	for _, ext := range []string{".pmtiles", ".mbtiles"} {
+		key = strings.TrimSuffix(key, ext)
+	}
 	if key == "" {
 		return Destination{}, badDestination("%q: no tileset NAME after the bucket", s)
 	}
@@ -148,6 +153,8 @@ func ContentType(ext string) string {
 		return "application/json"
 	case "pmtiles":
 		return "application/vnd.pmtiles"
+	case "mbtiles":
+		return "application/vnd.sqlite3"
 	}
 	return ""
 }
@@ -194,7 +201,7 @@ type item struct {
 	path, key, ext string
 }
 
-// Run uploads src (a tile directory or a .pmtiles file) to dst through
+// Run uploads src (a tile directory, a .pmtiles or a .mbtiles file) to dst through
 // client. A bad src or dst is an error before anything is sent; otherwise
 // the Report counts every file, and the error joins the first failures.
 func Run(ctx context.Context, client *s3.Client, src string, dst Destination, opts Options) (Report, error) {
@@ -264,14 +271,22 @@ func collect(ctx context.Context, src string, dst Destination, rep *Report) ([]i
 		return nil, "", badSource(err, "")
 	}
 	if !st.IsDir() {
-		if !st.Mode().IsRegular() || !strings.EqualFold(filepath.Ext(src), ".pmtiles") {
-			return nil, "", badSource(nil, "%s: want a directory of z/x/y.ext tiles or a .pmtiles file", src)
+		ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(src), "."))
+		var check func() error
+		switch ext {
+		case "pmtiles":
+			check = func() error { return checkArchive(ctx, src, st.Size()) }
+		case "mbtiles":
+			check = func() error { return checkDatabase(ctx, src) }
 		}
-		if err := checkArchive(ctx, src, st.Size()); err != nil {
+		if !st.Mode().IsRegular() || check == nil {
+			return nil, "", badSource(nil, "%s: want a directory of z/x/y.ext tiles, a .pmtiles or a .mbtiles file", src)
+		}
+		if err := check(); err != nil {
 			return nil, "", err
 		}
-		key := dst.Prefix + dst.Name + ".pmtiles"
-		return []item{{path: src, key: key, ext: "pmtiles"}}, key, nil
+		key := dst.Prefix + dst.Name + "." + ext
+		return []item{{path: src, key: key, ext: ext}}, key, nil
 	}
 	base := dst.Prefix + dst.Name + "/"
 	var items []item
@@ -316,7 +331,7 @@ func tilePath(rel string) (string, bool) {
 		return "", false
 	}
 	y, ext, ok := strings.Cut(parts[2], ".")
-	if !ok || ContentType(ext) == "" || ext == "json" || ext == "pmtiles" {
+	if !ok || ContentType(ext) == "" || ext == "json" || ext == "pmtiles" || ext == "mbtiles" {
 		return "", false
 	}
 	z, errZ := strconv.ParseUint(parts[0], 10, 8)
@@ -346,6 +361,16 @@ func checkArchive(ctx context.Context, p string, size int64) error {
 		return badSource(err, "%s: not a valid PMTiles v3 archive", p)
 	}
 	return nil
+}
+
+// checkDatabase opens p as the tile function will, so a file it would
+// refuse is refused before anything is sent.
+func checkDatabase(ctx context.Context, p string) error {
+	db, err := mbtiles.Open(ctx, p)
+	if err != nil {
+		return badSource(err, "%s: not a valid MBTiles database", p)
+	}
+	return db.Close()
 }
 
 // list returns the sizes of the objects under prefix (or of the one object

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -104,6 +105,7 @@ func TestDirectory(t *testing.T) {
 		"README.txt":    []byte("not a tile"),
 		"1/0/.DS_Store": []byte("junk"),
 		"x/0/0.png":     png,
+		"0/0/0.mbtiles": []byte("a database is no tile"),
 	}
 	writeFiles(t, dir, files)
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "city"}
@@ -111,8 +113,8 @@ func TestDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Uploaded != 8 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 3 {
-		t.Errorf("first run: got %+v, want 8 uploaded, 3 not tiles", rep)
+	if rep.Uploaded != 8 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 4 {
+		t.Errorf("first run: got %+v, want 8 uploaded, 4 not tiles", rep)
 	}
 	for _, c := range []struct {
 		rel, ctype, cenc string
@@ -209,6 +211,68 @@ func TestArchive(t *testing.T) {
 	}
 }
 
+// writeMBTiles writes a small MBTiles database with the SQLite library the
+// tile function reads it with.
+func writeMBTiles(t *testing.T, path string, stmts ...string) []byte {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var mbtilesSchema = []string{
+	`CREATE TABLE metadata (name text, value text)`,
+	`INSERT INTO metadata VALUES ('format', 'png')`,
+	`CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob)`,
+	`INSERT INTO tiles VALUES (0, 0, 0, X'89504e470d0a1a0a')`,
+}
+
+func TestDatabase(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	path := filepath.Join(t.TempDir(), "roads.mbtiles")
+	db := writeMBTiles(t, path, mbtilesSchema...)
+	for _, target := range []string{"s3://tiles/tiles/roads", "s3://tiles/tiles/roads.mbtiles"} {
+		dst, err := upload.ParseDestination(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := upload.Run(context.Background(), ep.Client, path, dst, upload.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if target == "s3://tiles/tiles/roads" && rep.Uploaded != 1 {
+			t.Errorf("first run: got %+v, want 1 uploaded", rep)
+		}
+		if target == "s3://tiles/tiles/roads.mbtiles" && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
+			t.Errorf("second run: got %+v, want it skipped as unchanged", rep)
+		}
+	}
+	o := get(t, ep.Client, "tiles/roads.mbtiles")
+	if o.ctype != "application/vnd.sqlite3" || o.cenc != "" || !bytes.Equal(o.body, db) || o.sha256hex != sum(db) {
+		t.Errorf("got Content-Type %q, Content-Encoding %q, %d bytes, sha256 %s, want application/vnd.sqlite3, none, %d bytes, %s",
+			o.ctype, o.cenc, len(o.body), o.sha256hex, len(db), sum(db))
+	}
+	if got := keys(t, ep.Client); len(got) != 1 {
+		t.Errorf("objects: got %v, want only tiles/roads.mbtiles", got)
+	}
+}
+
 func TestBadSource(t *testing.T) {
 	t.Parallel()
 	ep := s3localtest.Start(t, bucket)
@@ -237,17 +301,26 @@ func TestBadSource(t *testing.T) {
 	})
 	empty := filepath.Join(dir, "empty")
 	os.Mkdir(empty, 0o755)
+	writeFiles(t, dir, map[string][]byte{"fake.mbtiles": []byte(strings.Repeat("not SQLite ", 100))})
+	noTiles := filepath.Join(dir, "notiles.mbtiles")
+	writeMBTiles(t, noTiles, mbtilesSchema[:2]...)
+	whole := writeMBTiles(t, filepath.Join(dir, "whole.mbtiles"), mbtilesSchema...)
+	truncated := filepath.Join(dir, "truncated.mbtiles")
+	writeFiles(t, dir, map[string][]byte{"truncated.mbtiles": whole[:len(whole)-512]})
 	dst := upload.Destination{Bucket: bucket, Name: "x"}
 	p := func(name string) string { return filepath.Join(dir, name) }
 	for _, c := range []struct{ name, path, want string }{
 		{"missing", p("nope"), "upload: stat " + p("nope") + ": no such file or directory"},
-		{"a file that is no archive", p("notes.txt"), "upload: " + p("notes.txt") + ": want a directory of z/x/y.ext tiles or a .pmtiles file"},
+		{"a file that is no archive", p("notes.txt"), "upload: " + p("notes.txt") + ": want a directory of z/x/y.ext tiles, a .pmtiles or a .mbtiles file"},
 		{"an archive that is not one", p("fake.pmtiles"), "upload: " + p("fake.pmtiles") + `: not a valid PMTiles v3 archive: pmtiles: header: bad magic "<html>n": pmtiles: invalid archive`},
 		{"random bytes", p("random.pmtiles"), "upload: " + p("random.pmtiles") + `: not a valid PMTiles v3 archive: pmtiles: header: bad magic "\x9cA\a\x00\x00\x00\x00": pmtiles: invalid archive`},
 		{"shorter than a header", p("short.pmtiles"), "upload: " + p("short.pmtiles") + ": not a valid PMTiles v3 archive: pmtiles: archive of 7 bytes is shorter than its header: pmtiles: invalid archive"},
 		{"a truncated archive", p("cut.pmtiles"), "upload: " + p("cut.pmtiles") + fmt.Sprintf(": not a valid PMTiles v3 archive: pmtiles: header: tile data at %d+6 lies outside the archive (%d bytes): pmtiles: invalid archive", len(good)-6, len(good)-2)},
 		{"a leaf past the tile data", p("leaf.pmtiles"), "upload: " + p("leaf.pmtiles") + ": not a valid PMTiles v3 archive: pmtiles: leaf directory at"},
 		{"a directory without tiles", empty, "upload: " + empty + ": no z/x/y.ext tiles"},
+		{"a database that is not one", p("fake.mbtiles"), "upload: " + p("fake.mbtiles") + ": not a valid MBTiles database: mbtiles:"},
+		{"a database without tiles", noTiles, "upload: " + noTiles + ": not a valid MBTiles database: mbtiles:"},
+		{"a truncated database", truncated, "upload: " + truncated + ": not a valid MBTiles database: mbtiles:"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := upload.Run(context.Background(), ep.Client, c.path, dst, upload.Options{})
@@ -274,6 +347,7 @@ func TestParseDestination(t *testing.T) {
 		{"s3://b/NAME", upload.Destination{Bucket: "b", Name: "NAME"}, true},
 		{"s3://b/tiles/osm", upload.Destination{Bucket: "b", Prefix: "tiles/", Name: "osm"}, true},
 		{"s3://b/a/b/osm.pmtiles", upload.Destination{Bucket: "b", Prefix: "a/b/", Name: "osm"}, true},
+		{"s3://b/a/osm.mbtiles", upload.Destination{Bucket: "b", Prefix: "a/", Name: "osm"}, true},
 		{"s3://b/tiles/osm/", upload.Destination{Bucket: "b", Prefix: "tiles/", Name: "osm"}, true},
 		{"s3://b", upload.Destination{}, false},
 		{"s3://b/", upload.Destination{}, false},

@@ -1,0 +1,532 @@
+package mbtiles_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/mbtiles"
+)
+
+// need returns the path of a command-line tool the test builds fixtures
+// with, skipping the test with one line when it is missing, or failing it
+// when TILESIEVE_REQUIRE_SQLITE3=1 (CI installs the tools).
+func need(t *testing.T, tool, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s not installed (apt-get install %s)", tool, pkg)
+	if os.Getenv("TILESIEVE_REQUIRE_SQLITE3") == "1" {
+		t.Fatal(msg + "; TILESIEVE_REQUIRE_SQLITE3=1 requires it")
+	}
+	t.Skip(msg + "; set TILESIEVE_REQUIRE_SQLITE3=1 to fail instead")
+	return ""
+}
+
+// sqlite3 runs script through the sqlite3 tool on db and returns its output.
+func sqlite3(t *testing.T, db, script string) string {
+	t.Helper()
+	cmd := exec.Command(need(t, "sqlite3", "sqlite3"), "-batch", db)
+	cmd.Stdin = strings.NewReader(script)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+		t.Fatalf("sqlite3 %s: %v: %s", db, err, stderr.String())
+	}
+	return out.String()
+}
+
+type zxy struct{ z, x, y int } // y in TMS rows, as stored
+
+func gz(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// fixtureTiles are distinct tiles at zooms 0-2, so a wrong row flip reads
+// another tile's bytes.
+func fixtureTiles(t *testing.T, pbf bool) map[zxy][]byte {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	tiles := map[zxy][]byte{}
+	for z := 0; z <= 2; z++ {
+		for x := 0; x < 1<<z; x++ {
+			for y := 0; y < 1<<z; y++ {
+				b := make([]byte, 16+r.IntN(200))
+				for i := range b {
+					b[i] = byte(r.Uint32())
+				}
+				if pbf {
+					b = gz(t, b)
+				} else {
+					b = append([]byte("\x89PNG\r\n\x1a\n"), b...)
+				}
+				tiles[zxy{z, x, y}] = b
+			}
+		}
+	}
+	// One tile, stored twice in the deduplicated layout.
+	tiles[zxy{2, 3, 3}] = tiles[zxy{2, 0, 0}]
+	return tiles
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// writeDB builds an MBTiles database with the sqlite3 tool: the plain tiles
+// table, or mb-util's map/images tables behind a tiles view.
+func writeDB(t *testing.T, layout string, tiles map[zxy][]byte, meta map[string]string) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), layout+".mbtiles")
+	var s strings.Builder
+	s.WriteString("BEGIN;\nCREATE TABLE metadata (name text, value text);\n")
+	for k, v := range meta {
+		fmt.Fprintf(&s, "INSERT INTO metadata VALUES (%s, %s);\n", quote(k), quote(v))
+	}
+	switch layout {
+	case "table":
+		s.WriteString("CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);\n")
+		s.WriteString("CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);\n")
+		for k, b := range tiles {
+			fmt.Fprintf(&s, "INSERT INTO tiles VALUES (%d, %d, %d, X'%x');\n", k.z, k.x, k.y, b)
+		}
+	case "view":
+		s.WriteString("CREATE TABLE map (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_id TEXT);\n")
+		s.WriteString("CREATE UNIQUE INDEX map_index ON map (zoom_level, tile_column, tile_row);\n")
+		s.WriteString("CREATE TABLE images (tile_data blob, tile_id text);\nCREATE UNIQUE INDEX images_id ON images (tile_id);\n")
+		ids := map[string]bool{}
+		for k, b := range tiles {
+			id := fmt.Sprintf("%x", b)[:24]
+			fmt.Fprintf(&s, "INSERT INTO map VALUES (%d, %d, %d, '%s');\n", k.z, k.x, k.y, id)
+			if !ids[id] {
+				ids[id] = true
+				fmt.Fprintf(&s, "INSERT INTO images VALUES (X'%x', '%s');\n", b, id)
+			}
+		}
+		s.WriteString(`CREATE VIEW tiles AS SELECT map.zoom_level AS zoom_level, map.tile_column AS tile_column,
+  map.tile_row AS tile_row, images.tile_data AS tile_data FROM map JOIN images ON images.tile_id = map.tile_id;` + "\n")
+	default:
+		t.Fatalf("layout %q", layout)
+	}
+	s.WriteString("COMMIT;\n")
+	sqlite3(t, db, s.String())
+	return db
+}
+
+// sqliteTiles is every tile of db as the sqlite3 tool reads it.
+func sqliteTiles(t *testing.T, db string) map[zxy][]byte {
+	t.Helper()
+	out := sqlite3(t, db, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n")
+	tiles := map[zxy][]byte{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 {
+			f = append(f, "")
+		}
+		if len(f) != 4 {
+			t.Fatalf("sqlite3 line %q", line)
+		}
+		var k zxy
+		var err error
+		for i, dst := range []*int{&k.z, &k.x, &k.y} {
+			if *dst, err = strconv.Atoi(f[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := hex.DecodeString(f[3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		tiles[k] = b
+	}
+	return tiles
+}
+
+// checkAgainstSQLite reads every tile sqlite3 sees through Tile, by XYZ.
+func checkAgainstSQLite(t *testing.T, db string) int {
+	t.Helper()
+	want := sqliteTiles(t, db)
+	d, err := mbtiles.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for k, b := range want {
+		y := (1<<k.z - 1) - k.y
+		got, err := d.Tile(context.Background(), uint8(k.z), uint32(k.x), uint32(y))
+		if err != nil {
+			t.Fatalf("tile %d/%d/%d: %v", k.z, k.x, y, err)
+		}
+		if !bytes.Equal(got, b) {
+			t.Errorf("tile %d/%d/%d (TMS row %d): got %d bytes %x..., want sqlite3's %d bytes", k.z, k.x, y, k.y, len(got), got[:min(8, len(got))], len(b))
+		}
+	}
+	return len(want)
+}
+
+func TestTilesMatchSQLite(t *testing.T) {
+	need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
+	for _, layout := range []string{"table", "view"} {
+		for _, pbf := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/pbf=%v", layout, pbf), func(t *testing.T) {
+				t.Parallel()
+				tiles := fixtureTiles(t, pbf)
+				db := writeDB(t, layout, tiles, map[string]string{"name": "t", "format": map[bool]string{false: "png", true: "pbf"}[pbf]})
+				if n := checkAgainstSQLite(t, db); n != len(tiles) {
+					t.Errorf("got %d tiles from sqlite3, want %d", n, len(tiles))
+				}
+			})
+		}
+	}
+}
+
+func TestTileFlipsRows(t *testing.T) {
+	tiles := fixtureTiles(t, false)
+	db := writeDB(t, "table", tiles, map[string]string{"format": "png"})
+	d, err := mbtiles.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, c := range []struct {
+		z      uint8
+		x, y   uint32
+		stored zxy
+	}{
+		{0, 0, 0, zxy{0, 0, 0}},
+		{1, 0, 0, zxy{1, 0, 1}},
+		{1, 1, 1, zxy{1, 1, 0}},
+		{2, 1, 0, zxy{2, 1, 3}},
+		{2, 2, 3, zxy{2, 2, 0}},
+	} {
+		t.Run(fmt.Sprintf("%d/%d/%d", c.z, c.x, c.y), func(t *testing.T) {
+			got, err := d.Tile(context.Background(), c.z, c.x, c.y)
+			if err != nil || !bytes.Equal(got, tiles[c.stored]) {
+				t.Errorf("got %x, %v, want the tile stored at TMS row %d", got[:min(8, len(got))], err, c.stored.y)
+			}
+		})
+	}
+}
+
+func TestTileNotFound(t *testing.T) {
+	db := writeDB(t, "view", fixtureTiles(t, true), map[string]string{"format": "pbf"})
+	d, err := mbtiles.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, c := range []struct {
+		name string
+		z    uint8
+		x, y uint32
+	}{
+		{"a zoom the database lacks", 3, 0, 0},
+		{"x outside the grid", 1, 2, 0},
+		{"y outside the grid", 2, 0, 4},
+		{"a zoom past the deepest", 31, 0, 0},
+		{"the largest coordinates", 30, 1<<30 - 1, 1<<30 - 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := d.Tile(context.Background(), c.z, c.x, c.y)
+			if !errors.Is(err, mbtiles.ErrNotFound) {
+				t.Errorf("got %d bytes, %v, want ErrNotFound", len(got), err)
+			}
+		})
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
+	layers := `[{"id":"roads","fields":{"kind":"String"},"minzoom":0,"maxzoom":2}]`
+	for _, c := range []struct {
+		name  string
+		pbf   bool
+		meta  map[string]string
+		check func(t *testing.T, tj map[string]any)
+	}{
+		{"tippecanoe's rows", true, map[string]string{
+			"name": "Roads", "format": "pbf", "minzoom": "0", "maxzoom": "2",
+			"bounds": "-10,-20,30,40", "center": "10,10,1", "attribution": "© OSM",
+			"description": "roads of the world", "type": "overlay",
+			"json": `{"vector_layers":` + layers + `,"tilestats":{}}`,
+		}, func(t *testing.T, tj map[string]any) {
+			want := map[string]any{
+				"tilejson": "3.0.0", "name": "Roads", "format": "pbf", "minzoom": 0.0, "maxzoom": 2.0,
+				"bounds": []any{-10.0, -20.0, 30.0, 40.0}, "center": []any{10.0, 10.0, 1.0},
+				"attribution": "© OSM", "description": "roads of the world", "scheme": "xyz",
+				"tiles": []any{"https://tiles.example.com/roads/{z}/{x}/{y}.pbf"},
+			}
+			for k, v := range want {
+				if fmt.Sprint(tj[k]) != fmt.Sprint(v) {
+					t.Errorf("%s: got %v, want %v", k, tj[k], v)
+				}
+			}
+			var wantLayers any
+			if err := json.Unmarshal([]byte(layers), &wantLayers); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(tj["vector_layers"], wantLayers) {
+				t.Errorf("vector_layers: got %v, want %s", tj["vector_layers"], layers)
+			}
+		}},
+		{"no format, no zooms: told by the tiles", false, map[string]string{"name": "sat"}, func(t *testing.T, tj map[string]any) {
+			if tj["format"] != "png" || tj["minzoom"] != 0.0 || tj["maxzoom"] != 2.0 || tj["vector_layers"] != nil {
+				t.Errorf("got format %v, zooms %v-%v, vector_layers %v, want png, 0-2, none", tj["format"], tj["minzoom"], tj["maxzoom"], tj["vector_layers"])
+			}
+			if tj["tiles"].([]any)[0] != "https://tiles.example.com/roads/{z}/{x}/{y}.png" {
+				t.Errorf("tiles: got %v", tj["tiles"])
+			}
+		}},
+		{"jpeg is served as jpg", false, map[string]string{"format": "JPEG"}, func(t *testing.T, tj map[string]any) {
+			if tj["format"] != "jpg" || tj["name"] != "roads" {
+				t.Errorf("got format %v, name %v, want jpg, roads", tj["format"], tj["name"])
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			db := writeDB(t, "table", fixtureTiles(t, c.pbf), c.meta)
+			d, err := mbtiles.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			tj, err := d.Metadata(context.Background(), "https://tiles.example.com", "roads")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(tj.Marshal(), &m); err != nil {
+				t.Fatal(err)
+			}
+			c.check(t, m)
+		})
+	}
+}
+
+func TestMetadataRefusesBadRows(t *testing.T) {
+	need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
+	for _, c := range []struct {
+		name string
+		meta map[string]string
+	}{
+		{"minzoom not a number", map[string]string{"format": "png", "minzoom": "low"}},
+		{"bounds of three numbers", map[string]string{"format": "png", "bounds": "1,2,3"}},
+		{"unknown format", map[string]string{"format": "tiff"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := writeDB(t, "table", fixtureTiles(t, false), c.meta)
+			d, err := mbtiles.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if tj, err := d.Metadata(context.Background(), "https://t.example", "x"); err == nil {
+				t.Errorf("got %s, want an error", tj.Marshal())
+			}
+		})
+	}
+}
+
+func TestContentHeaders(t *testing.T) {
+	for _, c := range []struct {
+		tile          []byte
+		format, ctype string
+		cenc          string
+	}{
+		{[]byte{0x1f, 0x8b, 8, 0}, "pbf", "application/vnd.mapbox-vector-tile", "gzip"},
+		{[]byte{0x1a, 0x02, 'x'}, "", "application/octet-stream", ""}, // an uncompressed MVT
+		{[]byte("\x89PNG\r\n\x1a\nrest"), "png", "image/png", ""},
+		{[]byte{0xff, 0xd8, 0xff, 0xe0}, "jpg", "image/jpeg", ""},
+		{[]byte("RIFF\x00\x00\x00\x00WEBPVP8 "), "webp", "image/webp", ""},
+		{[]byte("\x00\x00\x00\x1cftypavif"), "avif", "image/avif", ""},
+		{nil, "", "application/octet-stream", ""},
+	} {
+		t.Run(fmt.Sprintf("%x", c.tile[:min(4, len(c.tile))]), func(t *testing.T) {
+			if got := mbtiles.Sniff(c.tile); got != c.format {
+				t.Errorf("Sniff: got %q, want %q", got, c.format)
+			}
+			if got := mbtiles.ContentType(c.format); got != c.ctype {
+				t.Errorf("ContentType: got %q, want %q", got, c.ctype)
+			}
+			if got := mbtiles.ContentEncoding(c.tile); got != c.cenc {
+				t.Errorf("ContentEncoding: got %q, want %q", got, c.cenc)
+			}
+		})
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	good := writeDB(t, "table", fixtureTiles(t, false), map[string]string{"format": "png"})
+	whole, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	random := make([]byte, 64<<10)
+	for i := range random {
+		random[i] = byte(r.Uint32())
+	}
+	bare := func(name, script string) string {
+		p := filepath.Join(dir, name)
+		sqlite3(t, p, script)
+		return p
+	}
+	for _, c := range []struct {
+		name, path string
+	}{
+		{"random bytes", file("random.mbtiles", random)},
+		{"an empty file", file("empty.mbtiles", nil)},
+		{"the SQLite header alone", file("header.mbtiles", whole[:100])},
+		{"truncated to half", file("half.mbtiles", whole[:len(whole)/2])},
+		{"truncated by one byte", file("short.mbtiles", whole[:len(whole)-1])},
+		{"a directory", dir},
+		{"no tiles", bare("notiles.mbtiles", "CREATE TABLE metadata (name text, value text);")},
+		{"no metadata", bare("nometa.mbtiles", "CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);")},
+		{"tiles without tile_data", bare("cols.mbtiles", "CREATE TABLE metadata (name text, value text); CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer);")},
+		{"metadata without value", bare("metacols.mbtiles", "CREATE TABLE metadata (name text); CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);")},
+		{"tiles an index", bare("index.mbtiles", "CREATE TABLE metadata (name text, value text); CREATE TABLE t (zoom_level integer); CREATE INDEX tiles ON t (zoom_level);")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := mbtiles.Open(context.Background(), c.path)
+			if err == nil {
+				d.Close()
+				t.Fatal("got a database, want ErrInvalid")
+			}
+			if !errors.Is(err, mbtiles.ErrInvalid) || strings.Count(err.Error(), "\n") > 0 {
+				t.Errorf("got %q, want one line matching ErrInvalid", err)
+			}
+		})
+	}
+	t.Run("a missing file", func(t *testing.T) {
+		if _, err := mbtiles.Open(context.Background(), filepath.Join(dir, "none.mbtiles")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("got %v, want os.ErrNotExist", err)
+		}
+	})
+}
+
+// TestOpenLeavesTheFileAlone: immutable and read-only, Open writes no
+// journal or WAL beside the database and changes no byte of it.
+func TestOpenLeavesTheFileAlone(t *testing.T) {
+	db := writeDB(t, "table", fixtureTiles(t, false), map[string]string{"format": "png"})
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := mbtiles.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Tile(context.Background(), 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Dir(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || !bytes.Equal(before, after) {
+		t.Errorf("got %d files (%v), bytes equal %v, want the database alone and unchanged", len(entries), entries, bytes.Equal(before, after))
+	}
+}
+
+func TestConcurrentReaders(t *testing.T) {
+	tiles := fixtureTiles(t, true)
+	db := writeDB(t, "view", tiles, map[string]string{"format": "pbf"})
+	d, err := mbtiles.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 9))
+			for range 200 {
+				z := r.IntN(3)
+				x, y := r.IntN(1<<z), r.IntN(1<<z)
+				got, err := d.Tile(context.Background(), uint8(z), uint32(x), uint32(y))
+				if want := tiles[zxy{z, x, 1<<z - 1 - y}]; err != nil || !bytes.Equal(got, want) {
+					errs <- fmt.Errorf("tile %d/%d/%d: got %d bytes, %v, want %d bytes", z, x, y, len(got), err, len(want))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestGDALDatabase reads a database written by GDAL's MBTiles driver.
+func TestGDALDatabase(t *testing.T) {
+	create := need(t, "gdal_create", "gdal-bin")
+	translate := need(t, "gdal_translate", "gdal-bin")
+	dir := t.TempDir()
+	tif, db := filepath.Join(dir, "in.tif"), filepath.Join(dir, "gdal.mbtiles")
+	for _, args := range [][]string{
+		{create, "-of", "GTiff", "-outsize", "512", "512", "-bands", "3", "-burn", "200", "-burn", "100", "-burn", "50",
+			"-a_srs", "EPSG:3857", "-a_ullr", "-20037508.34", "20037508.34", "20037508.34", "-20037508.34", tif},
+		{translate, "-q", "-of", "MBTILES", tif, db},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", filepath.Base(args[0]), err, out)
+		}
+	}
+	if n := checkAgainstSQLite(t, db); n == 0 {
+		t.Fatal("got no tiles from sqlite3")
+	}
+	d, err := mbtiles.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	tj, err := d.Metadata(context.Background(), "https://t.example", "gdal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tj.Format != "png" || len(tj.Bounds) != 4 || tj.MaxZoom < tj.MinZoom {
+		t.Errorf("got %s, want png tiles, bounds and zooms", tj.Marshal())
+	}
+}
