@@ -383,3 +383,28 @@ func TestComposeFiles(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseKey: a key is refused with ErrBadKey, or names a 256-aligned
+// range of at most MaxFonts fonts whose canonical key parses to the same
+// request.
+func FuzzParseKey(f *testing.F) {
+	for _, k := range []string{"fonts/Noto Sans Regular/0-255.pbf", "osm/glyphs/A, B,A/65280-65535.pbf", "fonts/A/1-256.pbf", "fonts/3/2/1.pbf"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		r, err := glyphs.ParseKey(key)
+		if err != nil {
+			if !errors.Is(err, glyphs.ErrBadKey) {
+				t.Fatalf("error %v is not ErrBadKey", err)
+			}
+			return
+		}
+		if r.Start%glyphs.RangeSize != 0 || r.End != r.Start+glyphs.RangeSize-1 || r.End > 65535 || len(r.Fonts) == 0 || len(r.Fonts) > glyphs.MaxFonts {
+			t.Fatalf("accepted %+v", r)
+		}
+		again, err := glyphs.ParseKey(r.Key())
+		if err != nil || !reflect.DeepEqual(again, r) {
+			t.Fatalf("canonical key %q: got %+v, %v, want %+v", r.Key(), again, err, r)
+		}
+	})
+}
