@@ -62,6 +62,9 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzParseDirectory:./shared/pmtiles/ \
 	    FuzzReader:./shared/pmtiles/ \
 	    FuzzRewriteID:./shared/iiif/ \
+	    FuzzRewrite:./shared/style/ \
+	    FuzzDecode:./shared/glyphs/ \
+	    FuzzParseKey:./shared/glyphs/ \
 	    FuzzFromMetadata:./shared/tileset/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(or $(FUZZTIME),30s) "$${t#*:}"; \
