@@ -408,3 +408,25 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkCompose(b *testing.B) {
+	bold, err := os.ReadFile("testdata/noto-sans-bold-0-255.pbf")
+	if err != nil {
+		b.Fatal(err)
+	}
+	regular, err := os.ReadFile("testdata/noto-sans-regular-0-255.pbf")
+	if err != nil {
+		b.Fatal(err)
+	}
+	req, err := glyphs.ParseKey("fonts/Noto Sans Bold,Noto Sans Regular/0-255.pbf")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(bold) + len(regular)))
+	for b.Loop() {
+		if _, err := glyphs.Compose(req, [][]byte{bold, regular}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

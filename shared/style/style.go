@@ -83,8 +83,7 @@ func Rewrite(stored []byte, base, name string) ([]byte, error) {
 			var v float64
 			version = json.Unmarshal(raw, &v) == nil && v == 8
 		case "layers":
-			var l []json.RawMessage
-			layers = json.Unmarshal(raw, &l) == nil && l != nil
+			layers = raw[0] == '[' // the document is valid JSON: an array, not decoded again
 		case "sources":
 			if raw[0] != '{' {
 				return nil, fmt.Errorf("style: sources is not an object: %w", ErrStyle)

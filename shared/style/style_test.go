@@ -289,3 +289,17 @@ func FuzzRewrite(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkRewrite(b *testing.B) {
+	in, err := os.ReadFile("testdata/osm-style.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		if _, err := style.Rewrite(in, base, "osm"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
