@@ -70,6 +70,9 @@ func Rewrite(stored []byte, base, name string) ([]byte, error) {
 		return nil, err
 	}
 	rw := rewriter{base: b, name: strings.Split(name, "/")}
+	for _, seg := range rw.name {
+		rw.dir = append(rw.dir, url.PathEscape(seg))
+	}
 	top, err := members(stored, 0)
 	if err != nil {
 		return nil, err
@@ -130,10 +133,9 @@ type replacement struct {
 }
 
 type rewriter struct {
-	base string // without a trailing slash
-	// name is the tileset's segments, also the style's directory, which
-	// relative URLs resolve against.
-	name []string
+	base string   // without a trailing slash
+	name []string // the tileset's key segments
+	dir  []string // the same escaped: the style's directory, which relative URLs resolve against
 }
 
 func (rw rewriter) sources(doc []byte, m member, reps []replacement) ([]replacement, error) {
@@ -240,7 +242,7 @@ func (rw rewriter) rewrite(s string) string {
 	if p, ok := strings.CutPrefix(path, "/"); ok {
 		segs = resolve(nil, p)
 	} else {
-		segs = resolve(rw.name, path)
+		segs = resolve(rw.dir, path)
 	}
 	return rw.base + "/" + strings.Join(segs, "/") + tail
 }

@@ -76,6 +76,7 @@ func TestRewriteURL(t *testing.T) {
 		{"absolute under the tileset", base, "osm", "http://localhost:8080/osm/sprite", base + "/osm/sprite"},
 		{"absolute TileJSON", base, "osm", "https://old.example.org/osm.json?x=1", base + "/osm.json?x=1"},
 		{"absolute nested tileset", base, "maps/osm", "https://old/maps/osm/sprite", base + "/maps/osm/sprite"},
+		{"relative in a tileset with a space", base, "my maps", "sprite", base + "/my%20maps/sprite"},
 		{"absolute escaped name", base, "my maps", "https://old/my%20maps/sprite", base + "/my%20maps/sprite"},
 		{"scheme relative", base, "osm", "//old.example.org/osm/sprite", base + "/osm/sprite"},
 		{"uppercase scheme", base, "osm", "HTTP://old/osm/sprite", base + "/osm/sprite"},
