@@ -1,6 +1,7 @@
 package glyphs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -142,6 +143,6 @@ func Compose(r Request, pbfs [][]byte) ([]byte, error) {
 	if !found {
 		return nil, fmt.Errorf("glyphs: %s: %w", r.Key(), ErrNoFonts)
 	}
-	slices.SortFunc(out.Glyphs, func(a, b Glyph) int { return int(int64(a.ID) - int64(b.ID)) })
+	slices.SortFunc(out.Glyphs, func(a, b Glyph) int { return cmp.Compare(a.ID, b.ID) })
 	return Encode([]Stack{out}), nil
 }
