@@ -5,7 +5,8 @@
 //
 // upload puts a tile directory or a PMTiles archive into S3 the way the
 // tile function serves it: PATH is a directory of z/x/y.ext tiles (plus an
-// optional metadata.json), uploaded under prefix/NAME/, or a .pmtiles file,
+// optional metadata.json and a MapLibre style with its sprites and fonts),
+// uploaded under prefix/NAME/, or a .pmtiles file,
 // uploaded as prefix/NAME.pmtiles.
 //
 // check tells whether the bucket honours conditional writes (If-None-Match:
@@ -52,7 +53,8 @@ var usage = uploadUsage + "\n" + checkUsage
 
 const uploadUsage = `usage: tilesieve upload [-concurrency N] [-quiet] PATH s3://bucket/prefix/NAME
 
-PATH is a directory of z/x/y.ext tiles (and an optional metadata.json),
+PATH is a directory of z/x/y.ext tiles (and an optional metadata.json,
+style.json, sprite[@2x].{json,png} and fonts/STACK/START-END.pbf),
 uploaded under prefix/NAME/, or a .pmtiles archive, uploaded as
 prefix/NAME.pmtiles. Files already in the bucket with the same size and
 SHA-256 are skipped.
