@@ -4,9 +4,9 @@
 // the public base the style is served from and keeps every other byte.
 //
 // A style lives at NAME/style.json, beside the tiles of tileset NAME. Its
-// sources' "url" (TileJSON), their "tiles" templates, "sprite" (a string or
-// MapLibre 4's array of {id, url}) and "glyphs" are rewritten when they are
-// ours:
+// sources' "url" (TileJSON, or an image source's image), their "tiles"
+// templates, "sprite" (a string or MapLibre 4's array of {id, url}) and
+// "glyphs" are rewritten when they are ours:
 //
 //   - a relative URL resolves against the style's own URL, as a browser
 //     resolves it: "sprite" is base/NAME/sprite, "../osm.json" is
@@ -18,8 +18,9 @@
 //     it keeps its path, query and fragment under the base.
 //
 // Everything else is left as written: other hosts' paths, mapbox://,
-// pmtiles:// and other schemes, URLs already under the base. Placeholders
-// ({z}, {fontstack}, {range}, ...) are kept as they are, never escaped.
+// pmtiles:// and other schemes, URLs already under the base, GeoJSON "data"
+// and video "urls". Placeholders ({z}, {fontstack}, {range}, ...) are kept
+// as they are, never escaped.
 package style
 
 import (

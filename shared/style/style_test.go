@@ -115,6 +115,23 @@ func TestRewriteURL(t *testing.T) {
 	}
 }
 
+// TestRewriteSources: an image source's url follows the rule; GeoJSON data
+// and video urls are not rewritten.
+func TestRewriteSources(t *testing.T) {
+	t.Parallel()
+	const in = `{"version":8,"sources":{"radar":{"type":"image","url":"radar.gif","coordinates":[[0,1],[1,1],[1,0],[0,0]]},` +
+		`"pts":{"type":"geojson","data":"points.geojson"},"v":{"type":"video","urls":["v.mp4"]},` +
+		`"dem":{"type":"raster-dem","url":"https://old/osm/dem.json","encoding":"terrarium"}},"layers":[]}`
+	got, err := style.Rewrite([]byte(in), base, "osm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.NewReplacer(`"radar.gif"`, `"`+base+`/osm/radar.gif"`, `"https://old/osm/dem.json"`, `"`+base+`/osm/dem.json"`).Replace(in)
+	if string(got) != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+}
+
 func TestRewriteKeepsBytes(t *testing.T) {
 	t.Parallel()
 	const in = "{ \"version\" : 8.0 ,\n\t\"sources\":{\"a\":{\"url\" :\t\"x.json\", \"extra\":{\"url\":\"keep\"}}},\"layers\":[],\"unknown\":[1e3,\"\\u00e9\"],\"glyphs\":null}"
