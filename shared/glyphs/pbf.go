@@ -27,9 +27,12 @@ import (
 // ErrPBF is input that is not a glyphs protobuf this package can read.
 var ErrPBF = errors.New("glyphs: not a glyph PBF")
 
-// MaxPBFBytes caps a glyph range Decode reads; a range of a CJK font is a
-// few hundred KiB.
-const MaxPBFBytes = 4 << 20
+// MaxPBFBytes caps a glyph range Decode reads. A range is at most 256
+// glyphs of fontnik's 24 px signed distance fields, (width+6)×(height+6)
+// bytes each: about 1 KiB a glyph for the full-height glyphs of CJK fonts,
+// so a quarter of the cap. Decoding holds the bitmaps again, copied, and
+// 56 bytes a glyph.
+const MaxPBFBytes = 1 << 20
 
 // Glyph is one glyph: its signed-distance-field bitmap and metrics.
 type Glyph struct {
