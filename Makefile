@@ -63,6 +63,9 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzReader:./shared/pmtiles/ \
 	    FuzzDecompress:./shared/pmtiles/ \
 	    FuzzRewriteID:./shared/iiif/ \
+	    FuzzRewrite:./shared/style/ \
+	    FuzzDecode:./shared/glyphs/ \
+	    FuzzParseKey:./shared/glyphs/ \
 	    FuzzFromMetadata:./shared/tileset/ \
 	    FuzzOpen:./shared/mbtiles/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \

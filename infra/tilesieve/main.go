@@ -5,10 +5,10 @@
 //
 // upload puts a tile directory, a PMTiles archive or an MBTiles database
 // into S3 the way the tile function serves it: PATH is a directory of
-// z/x/y.ext tiles (plus an optional metadata.json), uploaded under
-// prefix/NAME/, a .pmtiles file, uploaded as prefix/NAME.pmtiles, or a
-// .mbtiles file, checked to open as an MBTiles database and uploaded as
-// prefix/NAME.mbtiles.
+// z/x/y.ext tiles (plus an optional metadata.json and a MapLibre style with
+// its sprites and fonts), uploaded under prefix/NAME/, a .pmtiles file,
+// uploaded as prefix/NAME.pmtiles, or a .mbtiles file, checked to open as an
+// MBTiles database and uploaded as prefix/NAME.mbtiles.
 //
 // check tells whether the bucket honours conditional writes (If-None-Match:
 // * and If-Match on PUT), which the purge journal needs, by the probe the
@@ -54,7 +54,8 @@ var usage = uploadUsage + "\n" + checkUsage
 
 const uploadUsage = `usage: tilesieve upload [-concurrency N] [-quiet] PATH s3://bucket/prefix/NAME
 
-PATH is a directory of z/x/y.ext tiles (and an optional metadata.json),
+PATH is a directory of z/x/y.ext tiles (and an optional metadata.json,
+style.json, sprite[@2x].{json,png} and fonts/STACK/START-END.pbf),
 uploaded under prefix/NAME/, a .pmtiles archive, uploaded as
 prefix/NAME.pmtiles, or a .mbtiles database, uploaded as
 prefix/NAME.mbtiles. Files already in the bucket with the same size and

@@ -1,7 +1,9 @@
 // Package upload puts a user's tiles into S3 the way tilesieve serves them:
-// a directory of z/x/y.ext tiles (plus an optional metadata.json) under
-// NAME/, a PMTiles archive as NAME.pmtiles, or an MBTiles database as
-// NAME.mbtiles. The upload command and the local stack both call Run, so tiles reach the bucket one way.
+// a directory of z/x/y.ext tiles (plus an optional metadata.json, and a
+// MapLibre style with its sprites and glyphs) under NAME/, a PMTiles archive
+// as NAME.pmtiles, or an MBTiles database as NAME.mbtiles. The upload
+// command and the local stack both call Run, so tiles reach the bucket one
+// way.
 //
 // What it promises:
 //
@@ -33,6 +35,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -44,8 +47,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/tilesieve/tilesieve/shared/glyphs"
 	"github.com/tilesieve/tilesieve/shared/mbtiles"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/style"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/transfer"
 )
@@ -98,7 +103,7 @@ const MetaSHA256 = "sha256"
 // Skip reasons, the keys of Report.Skips.
 const (
 	SkipUnchanged = "already in the bucket with the same size, SHA-256 and headers"
-	SkipNotTile   = "not a z/x/y.ext tile of a known format or metadata.json"
+	SkipNotTile   = "not a z/x/y.ext tile of a known format, metadata.json, style.json, a sprite or a glyph range"
 )
 
 // Destination is where Run puts a tileset: Bucket, then Prefix ("" or ending
@@ -304,6 +309,9 @@ func collect(ctx context.Context, src string, dst Destination, rep *Report) ([]i
 		rel = filepath.ToSlash(rel)
 		ext, ok := tilePath(rel)
 		if !ok {
+			ext, ok = stylePath(dst.Name, rel)
+		}
+		if !ok {
 			rep.skip(SkipNotTile, rel)
 			return nil
 		}
@@ -314,10 +322,32 @@ func collect(ctx context.Context, src string, dst Destination, rep *Report) ([]i
 		return nil, "", badSource(err, "")
 	}
 	if len(items) == 0 {
-		return nil, "", badSource(nil, "%s: no z/x/y.ext tiles", src)
+		return nil, "", badSource(nil, "%s: no z/x/y.ext tiles and no style", src)
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
 	return items, base, nil
+}
+
+// stylePath reports whether rel, in the directory of tileset name, is a
+// file of a MapLibre style: style.json; a sprite, sprite[@2x].{json,png} or
+// sprites/ID[@2x].{json,png} (MapLibre 4's several sprites); or a glyph
+// range, fonts/{fontstack}/{start}-{end}.pbf (also under glyphs/, or as the
+// directory of a tileset named fonts), and returns its extension.
+func stylePath(name, rel string) (string, bool) {
+	if rel == style.FileName {
+		return "json", true
+	}
+	if glyphs.IsKey(name + "/" + rel) {
+		return "pbf", true
+	}
+	file, inSprites := strings.CutPrefix(rel, "sprites/")
+	ext := path.Ext(file)
+	id := strings.TrimSuffix(strings.TrimSuffix(file, ext), "@2x")
+	switch {
+	case ext != ".json" && ext != ".png", id == "" || strings.Contains(file, "/"), !inSprites && id != "sprite":
+		return "", false
+	}
+	return ext[1:], true
 }
 
 // tilePath reports whether rel is metadata.json or z/x/y.ext with numbers
@@ -409,7 +439,8 @@ func one(ctx context.Context, client *s3.Client, up *transfer.Uploader, bucket s
 		return 0, false, err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	ctype := ContentType(it.ext)
+	// A glyph range is a protobuf, though a .pbf is a vector tile by extension.
+	ctype := tile.ContentTypeFor(it.key, ContentType(it.ext))
 	var cenc string
 	if IsGzip(head[:n]) {
 		cenc = "gzip"

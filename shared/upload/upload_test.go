@@ -428,3 +428,78 @@ func TestFailuresAreReported(t *testing.T) {
 		t.Errorf("missing bucket: got no error")
 	}
 }
+
+// TestDirectoryStyle: a style uploads with its tiles, sprites and glyph
+// ranges, each with its content type; other files beside them do not.
+func TestDirectoryStyle(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	dir := t.TempDir()
+	png := []byte("\x89PNG\r\n\x1a\n sprite")
+	glyph := []byte("\x0a\x09\x0a\x01A\x12\x050-255") // a stack "A", range "0-255"
+	files := map[string][]byte{
+		"0/0/0.pbf":                 []byte("\x1a\x05water"),
+		"style.json":                []byte(`{"version":8,"sources":{},"layers":[]}`),
+		"sprite.json":               []byte(`{}`),
+		"sprite.png":                png,
+		"sprite@2x.json":            []byte(`{}`),
+		"sprite@2x.png":             png,
+		"sprites/maki.json":         []byte(`{}`),
+		"sprites/maki@2x.png":       png,
+		"fonts/Noto Sans/0-255.pbf": glyph,
+		"glyphs/A/256-511.pbf":      glyph,
+		"fonts/Noto Sans/1-256.pbf": glyph,        // not a range
+		"fonts/A/0-255.txt":         glyph,        // not a pbf
+		"sprite.svg":                png,          // not a sprite format
+		"mysprite.png":              png,          // not named sprite
+		"sprites/a/b.png":           png,          // too deep
+		"package.json":              []byte(`{}`), // not a style file
+	}
+	writeFiles(t, dir, files)
+	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "osm"}
+	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Uploaded != 10 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 6 {
+		t.Errorf("got %+v, want 10 uploaded, 6 not tiles", rep)
+	}
+	for _, c := range []struct{ rel, ctype string }{
+		{"0/0/0.pbf", "application/vnd.mapbox-vector-tile"},
+		{"style.json", "application/json"},
+		{"sprite.json", "application/json"},
+		{"sprite.png", "image/png"},
+		{"sprite@2x.json", "application/json"},
+		{"sprite@2x.png", "image/png"},
+		{"sprites/maki.json", "application/json"},
+		{"sprites/maki@2x.png", "image/png"},
+		{"fonts/Noto Sans/0-255.pbf", "application/x-protobuf"},
+		{"glyphs/A/256-511.pbf", "application/x-protobuf"},
+	} {
+		t.Run(c.rel, func(t *testing.T) {
+			o := get(t, ep.Client, "tiles/osm/"+c.rel)
+			if o.ctype != c.ctype || !bytes.Equal(o.body, files[c.rel]) {
+				t.Errorf("got %q, %q, want %q, %q", o.ctype, o.body, c.ctype, files[c.rel])
+			}
+		})
+	}
+}
+
+// TestDirectoryFonts: a directory of fonts alone uploads as the tileset
+// "fonts", the fonts every style may share.
+func TestDirectoryFonts(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"Noto Sans Regular/0-255.pbf": []byte("\x0a\x00")})
+	rep, err := upload.Run(context.Background(), ep.Client, dir, upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "fonts"}, upload.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Uploaded != 1 {
+		t.Errorf("got %+v, want 1 uploaded", rep)
+	}
+	if o := get(t, ep.Client, "tiles/fonts/Noto Sans Regular/0-255.pbf"); o.ctype != "application/x-protobuf" {
+		t.Errorf("got %q, want %q", o.ctype, "application/x-protobuf")
+	}
+}
