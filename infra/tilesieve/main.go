@@ -122,6 +122,7 @@ func runUpload(ctx context.Context, args []string, env config.Env, stdout, stder
 	fs.Usage = func() { fmt.Fprint(stderr, uploadUsage); fs.PrintDefaults() }
 	concurrency := fs.Int("concurrency", upload.DefaultConcurrency, "files uploaded at once")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	gz := fs.Bool("gzip", true, "store uncompressed vector tiles (.pbf, .mvt) gzip-compressed: CloudFront does not compress them")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -139,7 +140,7 @@ func runUpload(ctx context.Context, args []string, env config.Env, stdout, stder
 	if code != 0 {
 		return code
 	}
-	opts := upload.Options{Concurrency: *concurrency}
+	opts := upload.Options{Concurrency: *concurrency, GzipVectorTiles: *gz}
 	if !*quiet {
 		opts.Progress = stderr
 	}

@@ -26,6 +26,8 @@ package upload
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -180,6 +182,14 @@ type Options struct {
 	ProgressEvery time.Duration    // at most one progress line per interval
 	Now           func() time.Time // the progress clock; default time.Now
 	PartSize      int64            // multipart part size; default the uploader's (5 MiB)
+	// GzipVectorTiles stores vector tiles (.pbf, .mvt; not glyph ranges)
+	// that are not compressed yet gzip-compressed, with Content-Encoding:
+	// gzip. CloudFront does not compress application/vnd.mapbox-vector-tile
+	// at the edge, so this is what keeps them small on the wire; the tile
+	// function decodes them for the rare client without gzip. The output is
+	// deterministic (no name, no time in the header), so a second upload of
+	// the same files is skipped as unchanged.
+	GzipVectorTiles bool
 }
 
 // Report says what Run did.
@@ -240,7 +250,7 @@ func Run(ctx context.Context, client *s3.Client, src string, dst Destination, op
 		go func() {
 			defer wg.Done()
 			for it := range work {
-				n, skipped, err := one(ctx, client, up, dst.Bucket, it, existing)
+				n, skipped, err := one(ctx, client, up, dst.Bucket, it, existing, opts.GzipVectorTiles)
 				p.done(it, n, skipped, err)
 			}
 		}()
@@ -422,7 +432,7 @@ func list(ctx context.Context, client *s3.Client, bucket, prefix string) (map[st
 
 // one uploads a file unless its object is already there; it returns the
 // bytes uploaded.
-func one(ctx context.Context, client *s3.Client, up *transfer.Uploader, bucket string, it item, existing map[string]int64) (int64, bool, error) {
+func one(ctx context.Context, client *s3.Client, up *transfer.Uploader, bucket string, it item, existing map[string]int64, gzipVector bool) (int64, bool, error) {
 	f, err := os.Open(it.path)
 	if err != nil {
 		return 0, false, err
@@ -430,21 +440,32 @@ func one(ctx context.Context, client *s3.Client, up *transfer.Uploader, bucket s
 	defer f.Close()
 	head := make([]byte, 2)
 	n, _ := io.ReadFull(f, head)
-	h := sha256.New()
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return 0, false, err
-	}
-	size, err := io.Copy(h, bufio.NewReader(f))
-	if err != nil {
-		return 0, false, err
-	}
-	sum := hex.EncodeToString(h.Sum(nil))
 	// A glyph range is a protobuf, though a .pbf is a vector tile by extension.
 	ctype := tile.ContentTypeFor(it.key, ContentType(it.ext))
 	var cenc string
 	if IsGzip(head[:n]) {
 		cenc = "gzip"
 	}
+	var body io.ReadSeeker = f
+	if gzipVector && cenc == "" && ctype == tile.ContentTypeMVT {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return 0, false, err
+		}
+		z, err := gzipFile(f)
+		if err != nil {
+			return 0, false, err
+		}
+		body, cenc = bytes.NewReader(z), "gzip"
+	}
+	h := sha256.New()
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
+		return 0, false, err
+	}
+	size, err := io.Copy(h, bufio.NewReader(body))
+	if err != nil {
+		return 0, false, err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
 	if have, ok := existing[it.key]; ok && have == size {
 		out, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(it.key)})
 		var apiErr smithy.APIError
@@ -459,13 +480,13 @@ func one(ctx context.Context, client *s3.Client, up *transfer.Uploader, bucket s
 			return 0, false, fmt.Errorf("head %s: %w", it.key, err)
 		}
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
 		return 0, false, err
 	}
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(bucket),
 		Key:           aws.String(it.key),
-		Body:          f,
+		Body:          body,
 		ContentLength: aws.Int64(size),
 		ContentType:   aws.String(ctype),
 		Metadata:      map[string]string{MetaSHA256: sum},
@@ -477,6 +498,31 @@ func one(ctx context.Context, client *s3.Client, up *transfer.Uploader, bucket s
 		return 0, false, fmt.Errorf("put %s: %w", it.key, err)
 	}
 	return size, false, nil
+}
+
+// maxGzipSource bounds a vector tile compressed in memory before upload:
+// past it, a file is no tile the function would serve (MAX_TILE_BYTES).
+const maxGzipSource = 64 << 20
+
+// gzipFile compresses r (a vector tile) whole, deterministically: the
+// header carries no name and no time.
+func gzipFile(r io.Reader) ([]byte, error) {
+	var b bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	n, err := io.Copy(zw, io.LimitReader(r, maxGzipSource+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > maxGzipSource {
+		return nil, fmt.Errorf("vector tile larger than %d bytes: not compressed in memory", maxGzipSource)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 func (r *Report) skip(reason, p string) {

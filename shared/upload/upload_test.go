@@ -503,3 +503,69 @@ func TestDirectoryFonts(t *testing.T) {
 		t.Errorf("got %q, want %q", o.ctype, "application/x-protobuf")
 	}
 }
+
+// TestGzipVectorTiles: with GzipVectorTiles, an uncompressed vector tile is
+// stored gzip-compressed (CloudFront does not compress the vector-tile
+// type), one already compressed and other types are stored as they are, a
+// glyph range is left alone, and a second run finds nothing to upload.
+func TestGzipVectorTiles(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	dir := t.TempDir()
+	mvt := bytes.Repeat([]byte("\x1a\x05water"), 100)
+	png := []byte("\x89PNG\r\n\x1a\n tile")
+	writeFiles(t, dir, map[string][]byte{
+		"1/1/1.pbf":                 mvt,
+		"1/1/0.mvt":                 mvt,
+		"1/0/1.pbf":                 gz(mvt),
+		"0/0/0.png":                 png,
+		"fonts/Noto Sans/0-255.pbf": []byte("\x0a\x02glyphs"),
+	})
+	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "vec"}
+	opts := upload.Options{GzipVectorTiles: true}
+	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Uploaded != 5 {
+		t.Fatalf("first run: got %+v, want 5 uploaded", rep)
+	}
+	for _, c := range []struct {
+		rel, cenc string
+		want      []byte // the bytes after decoding
+	}{
+		{"1/1/1.pbf", "gzip", mvt},
+		{"1/1/0.mvt", "gzip", mvt},
+		{"1/0/1.pbf", "gzip", mvt},
+		{"0/0/0.png", "", png},
+		{"fonts/Noto Sans/0-255.pbf", "", []byte("\x0a\x02glyphs")},
+	} {
+		o := get(t, ep.Client, "tiles/vec/"+c.rel)
+		if o.cenc != c.cenc {
+			t.Errorf("%s: Content-Encoding %q, want %q", c.rel, o.cenc, c.cenc)
+		}
+		got := o.body
+		if o.cenc == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(o.body))
+			if err != nil {
+				t.Fatalf("%s: %v", c.rel, err)
+			}
+			if got, err = io.ReadAll(zr); err != nil {
+				t.Fatalf("%s: %v", c.rel, err)
+			}
+		}
+		if !bytes.Equal(got, c.want) {
+			t.Errorf("%s: decoded %q, want %q", c.rel, got, c.want)
+		}
+		if c.rel == "1/1/1.pbf" && len(o.body) >= len(mvt) {
+			t.Errorf("%s: stored %d bytes, want fewer than the %d uncompressed", c.rel, len(o.body), len(mvt))
+		}
+	}
+	rep, err = upload.Run(context.Background(), ep.Client, dir, dst, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Uploaded != 0 || rep.Skipped != 5 {
+		t.Errorf("second run: got %+v, want 0 uploaded, 5 skipped as unchanged", rep)
+	}
+}
