@@ -101,9 +101,10 @@ type entry struct {
 	// index and never changes while it is.
 	meta atomic.Uint32
 	// w is the entry's weight, so that replacing or dropping it need not
-	// load its tile (a cache miss); 0 if it does not fit. Guarded by
-	// Cache.mu.
-	w uint32
+	// load its tile (a cache miss), and a lock-free replacement need not
+	// weigh the old tile; 0 if it does not fit. Written under Cache.mu
+	// before the tile it weighs is stored; read by Set without the lock.
+	w atomic.Uint32
 }
 
 const visitedBit = 1
@@ -113,8 +114,8 @@ func (e *entry) hash() uint32 { return e.meta.Load() &^ visitedBit }
 
 // weight returns the entry's weight. key is its key.
 func (e *entry) weight(key string) int64 {
-	if e.w != 0 {
-		return int64(e.w)
+	if w := e.w.Load(); w != 0 {
+		return int64(w)
 	}
 	return weight(key, e.tile.Load())
 }
@@ -226,11 +227,12 @@ type fill struct {
 	live, used int32 // guarded by Cache.mu; used counts live slots plus deleted ones
 }
 
-// stripe holds read counters. Get updates the stripe of its key's shard, so
+// stripe holds request counters. Get and Set update the stripe of its key's shard, so
 // two cores reading different keys rarely write the same cache line.
 type stripe struct {
 	hits, misses atomic.Int64
-	_            [48]byte
+	sets         atomic.Int64 // counted here, not in one word, so Sets on two cores do not share a line
+	_            [40]byte
 }
 
 const nStripes = 64
@@ -253,7 +255,7 @@ type Cache struct {
 	bytes   atomic.Int64 // summed weight of present entries
 	entries atomic.Int64
 
-	sets, evictions, prefixDeletes atomic.Int64
+	evictions, prefixDeletes atomic.Int64
 }
 
 // New returns an empty cache.
@@ -330,7 +332,11 @@ func (c *Cache) Get(key string) (*tile.Tile, bool) {
 // entry would.
 func (c *Cache) Set(key string, t *tile.Tile) bool {
 	h, s := c.hash(key)
-	if t == nil || weight(key, t) > c.maxEntry {
+	w := int64(math.MaxInt64)
+	if t != nil {
+		w = weight(key, t)
+	}
+	if w > c.maxEntry {
 		c.mu.Lock()
 		if n := s.tab.Load().find(key, h); n != nil {
 			c.tree.Remove(key)
@@ -339,9 +345,8 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 		c.mu.Unlock()
 		return false
 	}
-	w := weight(key, t)
-	c.sets.Add(1)
-	if c.swapInPlace(s, key, h, t) {
+	c.reads[h&(nStripes-1)].sets.Add(1)
+	if c.swapInPlace(s, key, h, t, w) {
 		return true
 	}
 	c.mu.Lock()
@@ -368,10 +373,7 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 		e = n.Value()
 		e.meta.Store(h) // unvisited
 	}
-	e.w = 0
-	if w <= math.MaxUint32 {
-		e.w = uint32(w)
-	}
+	e.w.Store(packWeight(w))
 	e.tile.Store(t)
 	c.pushHead(n)
 	c.bytes.Add(w)
@@ -379,18 +381,32 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 	return true
 }
 
-// swapInPlace replaces the tile of key's present entry by t if both weigh the
-// same. The compare-and-swap fails, and the caller takes the locked path,
-// if a writer replaced or removed the entry since it was looked up; while
-// it holds, the entry's accounted weight (which is its tile's) is unchanged.
-func (c *Cache) swapInPlace(s *shard, key string, h uint32, t *tile.Tile) bool {
+// packWeight is w as entry.w keeps it: 0 if it does not fit.
+func packWeight(w int64) uint32 {
+	if w <= 0 || w > math.MaxUint32 {
+		return 0
+	}
+	return uint32(w)
+}
+
+// swapInPlace replaces the tile of key's present entry by t, of weight w, if
+// the entry's accounted weight is w. The old tile is loaded before the
+// weight, and a writer stores the weight before the tile it weighs, so a
+// weight read after old belongs to old or to a newer tile; in the latter
+// case the newer tile's store follows and overwrites t, or has happened and
+// the compare-and-swap fails (as it does if the entry was removed). Either
+// way the accounted weight ends up that of the tile stored.
+func (c *Cache) swapInPlace(s *shard, key string, h uint32, t *tile.Tile, w int64) bool {
 	n := s.tab.Load().find(key, h)
 	if n == nil {
 		return false
 	}
 	e := n.Value()
 	old := e.tile.Load()
-	if old == nil || old.Cost() != t.Cost() || !e.tile.CompareAndSwap(old, t) {
+	if old == nil {
+		return false
+	}
+	if ew := e.w.Load(); ew == 0 || int64(ew) != w || !e.tile.CompareAndSwap(old, t) {
 		return false
 	}
 	if e.meta.Load()&visitedBit == 0 {
@@ -513,7 +529,6 @@ type Stats struct {
 // snapshot.
 func (c *Cache) Stats() Stats {
 	st := Stats{
-		Sets:          c.sets.Load(),
 		Evictions:     c.evictions.Load(),
 		PrefixDeletes: c.prefixDeletes.Load(),
 		Entries:       c.entries.Load(),
@@ -523,6 +538,7 @@ func (c *Cache) Stats() Stats {
 	for i := range c.reads {
 		st.Hits += c.reads[i].hits.Load()
 		st.Misses += c.reads[i].misses.Load()
+		st.Sets += c.reads[i].sets.Load()
 	}
 	return st
 }
