@@ -14,7 +14,11 @@
 //   - Eviction is SIEVE (Zhang et al., "SIEVE is Simpler than LRU", NSDI'24):
 //     a FIFO queue, one visited bit per entry set by hits, and a hand that
 //     walks from the oldest entry toward the newest, clearing bits and
-//     evicting the first unvisited entry. Survivors never move.
+//     evicting the first unvisited entry. Survivors never move. A new entry
+//     heavier than the mean of recent new ones, whose key was not evicted
+//     lately, enters the queue at the hand instead of the head (probation,
+//     see onProbation): it is stored and served like any entry, and is the
+//     next victim unless a Get hits it first.
 //   - DeletePrefix costs the number of keys it removes, not the cache size,
 //     and never stops readers: a key is unreachable once the call returns
 //     (Get of it misses), while other keys stay readable throughout. Keys Set
@@ -251,6 +255,8 @@ type Cache struct {
 	tree             radix.Tree[entry]
 	head, tail, hand *node   // head is the newest entry; the hand moves from tail toward head
 	purgeBuf         []*node // the batch DeletePrefix is dropping, kept to be reused
+	ghost            ghost
+	newSum, newCount int64 // summed weight and number of recent new entries, for their mean
 
 	bytes   atomic.Int64 // summed weight of present entries
 	entries atomic.Int64
@@ -328,8 +334,7 @@ func (c *Cache) Get(key string) (*tile.Tile, bool) {
 // tile with a new StoredAt, a fill that raced another) changes neither the
 // tree, the queue nor the byte count, so it takes no lock: the new tile is
 // swapped in where the old one was and the entry counts as hit. A
-// replacement of another weight re-enters the queue at the head, as a new
-// entry would.
+// replacement of another weight re-enters the queue at the head.
 func (c *Cache) Set(key string, t *tile.Tile) bool {
 	h, s := c.hash(key)
 	w := int64(math.MaxInt64)
@@ -357,8 +362,12 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 		c.unlink(n)
 		c.bytes.Add(-n.Value().weight(key))
 	}
+	// Whether a new key is on probation is asked before evicting, which
+	// may push its key out of the ghost.
+	probation := n == nil && c.onProbation(h, w)
 	// Evict before inserting, as SIEVE does, so the hand never reaches the
-	// newcomer; the loop ends because w <= maxEntry <= maxBytes.
+	// newcomer it is making room for; the loop ends because w <= maxEntry <=
+	// maxBytes.
 	for c.bytes.Load()+w > c.maxBytes {
 		c.evict()
 	}
@@ -375,7 +384,11 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 	}
 	e.w.Store(packWeight(w))
 	e.tile.Store(t)
-	c.pushHead(n)
+	if probation && c.head != nil {
+		c.pushHand(n)
+	} else {
+		c.pushHead(n)
+	}
 	c.bytes.Add(w)
 	c.mu.Unlock()
 	return true
@@ -567,6 +580,7 @@ func (c *Cache) evict() {
 		}
 	}
 	c.hand = o.Value().newer
+	c.ghost.add(o.Value().hash(), int(c.entries.Load())/ghostFrac)
 	c.tree.Remove(o.Key())
 	c.drop(o)
 	c.evictions.Add(1)
@@ -754,4 +768,100 @@ func (c *Cache) rebuild(s *shard, old *table, want int) *table {
 	s.fill.used, s.fill.live = live, live
 	s.tab.Store(t)
 	return t
+}
+
+// Probation. An entry heavier than the mean of recent new entries, whose key
+// has not been evicted lately (it is not in the ghost), enters the queue
+// where the hand looks next instead of at the head: unless a Get hits it
+// before the next eviction, it is the entry evicted, and its key goes to the
+// ghost. A key that misses again while in the ghost has shown it is wanted
+// and enters at the head. Light and returning entries thus keep the room a
+// heavy one-off would take, which is what raises the hit ratio (see
+// docs/BENCHMARKS.md); the policy is SIEVE all the same: one queue, one
+// visited bit, a hand, survivors never move.
+const (
+	// ghostFrac is the ghost's capacity as a fraction of the entries: a
+	// smaller ghost admits fewer heavy keys at the head, which raises the
+	// object hit ratio and lowers the byte hit ratio; a quarter keeps the
+	// byte hit ratio at what plain SIEVE gets.
+	ghostFrac = 4 // capacity = entries / ghostFrac
+	// meanWindow new entries make up the mean; the sums are halved when
+	// it is reached, so the mean follows a change of workload.
+	meanWindow = 1 << 16
+)
+
+// onProbation records w as a new entry's weight and reports whether the
+// entry with hash h goes on probation. c.mu is held.
+func (c *Cache) onProbation(h uint32, w int64) bool {
+	c.newSum += w
+	c.newCount++
+	heavy := w*c.newCount > c.newSum // w above the mean, without dividing
+	if c.newCount >= meanWindow {
+		c.newSum, c.newCount = c.newSum/2, c.newCount/2
+	}
+	if !heavy {
+		return false
+	}
+	return !c.ghost.take(h)
+}
+
+// ghost remembers the index hashes of recently evicted keys, in a ring of
+// at most a quarter as many as the cache holds entries (4 bytes each in the
+// ring and about 6 in the set). It is a hint: two keys may share a hash,
+// and a key evicted twice is forgotten when its older copy leaves the ring.
+// Guarded by Cache.mu.
+type ghost struct {
+	set  map[uint32]struct{}
+	ring []uint32
+	pos  int // the ring's oldest slot once it is full
+}
+
+// take reports whether h is in the ghost and forgets it.
+func (g *ghost) take(h uint32) bool {
+	if _, ok := g.set[h]; ok {
+		delete(g.set, h)
+		return true
+	}
+	return false
+}
+
+// add remembers h, forgetting the oldest hash if the ring holds capacity.
+func (g *ghost) add(h uint32, capacity int) {
+	if g.set == nil {
+		g.set = map[uint32]struct{}{}
+	}
+	switch {
+	case len(g.ring) < capacity:
+		g.ring = append(g.ring, h)
+	case len(g.ring) == 0:
+		return
+	default:
+		if g.pos >= len(g.ring) {
+			g.pos = 0
+		}
+		delete(g.set, g.ring[g.pos])
+		g.ring[g.pos] = h
+		g.pos++
+	}
+	g.set[h] = struct{}{}
+}
+
+// pushHand enqueues n where the hand looks next: just older than the
+// entry under the hand (or as the tail), with the hand on n. c.mu is held
+// and the queue is not empty.
+func (c *Cache) pushHand(n *node) {
+	e := n.Value()
+	at := c.hand
+	if at == nil {
+		at = c.tail
+	}
+	a := at.Value()
+	e.older, e.newer = a.older, at
+	if a.older != nil {
+		a.older.Value().newer = n
+	} else {
+		c.tail = n
+	}
+	a.older = n
+	c.hand = n
 }

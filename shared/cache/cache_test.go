@@ -654,3 +654,54 @@ func TestConcurrentStress(t *testing.T) {
 		t.Fatalf("stats %+v do not reflect the run", st)
 	}
 }
+
+// TestProbation: a new entry heavier than the mean of new entries, whose key
+// is not in the ghost, enters where the hand looks next, so it is the next
+// victim unless a Get hits it first; evicted, its key is in the ghost, and
+// its next Set enters at the head.
+func TestProbation(t *testing.T) {
+	t.Parallel()
+	heavy := &tile.Tile{Body: make([]byte, 200)}
+	light := weight("k", empty)
+	for _, tc := range []struct {
+		name      string
+		hit       bool   // Get H before the next eviction
+		afterG    string // queue after G evicts
+		handG     string
+		evicted   string // what G evicted
+		last      string // the key Set last: H again, or a light I
+		afterLast string
+		handLast  string
+	}{
+		{"not hit: evicted next, then back at the head", false, "ABCDEFG", "A", "H", "H", "BCDEFGH", "B"},
+		{"hit: survives the hand like any entry", true, "HBCDEFG", "B", "A", "I", "HCDEFGI", "C"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(Config{MaxBytes: 6*light + weight("H", heavy), MaxEntryFraction: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			setAll(t, c, "ABCDEF")
+			if !c.Set("H", heavy) {
+				t.Fatal("Set(H) refused")
+			}
+			wantQueue(t, c, "HABCDEF", "H")
+			if tc.hit {
+				getAll(t, c, "H")
+			}
+			setAll(t, c, "G")
+			wantQueue(t, c, tc.afterG, tc.handG)
+			if _, ok := c.Get(tc.evicted); ok {
+				t.Fatalf("got a hit on %q, want it evicted", tc.evicted)
+			}
+			tl := empty
+			if tc.last == "H" {
+				tl = heavy
+			}
+			if !c.Set(tc.last, tl) {
+				t.Fatalf("Set(%q) refused", tc.last)
+			}
+			wantQueue(t, c, tc.afterLast, tc.handLast)
+		})
+	}
+}

