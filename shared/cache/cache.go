@@ -8,7 +8,9 @@
 //     than MaxEntryFraction of it is refused. An entry weighs the heap it
 //     holds: its key's bytes, its tile's Cost (the Tile, its body and its
 //     strings) and EntryOverhead, so the bound is the heap the cache holds,
-//     remembered 404s and small tiles included.
+//     remembered 404s and small tiles included. (EntryOverhead also covers
+//     the ghost of evicted keys' hashes, about 6 bytes per entry; see
+//     TestGhostBytes.)
 //   - Get, Set and Delete take expected O(1) time; a Get takes no lock at all
 //     and a hit allocates nothing.
 //   - Eviction is SIEVE (Zhang et al., "SIEVE is Simpler than LRU", NSDI'24):

@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -702,6 +703,36 @@ func TestProbation(t *testing.T) {
 				t.Fatalf("Set(%q) refused", tc.last)
 			}
 			wantQueue(t, c, tc.afterLast, tc.handLast)
+		})
+	}
+}
+
+// TestGhostBytes measures the heap the ghost holds per remembered hash, full
+// and churning: at a quarter as many hashes as entries, it must fit in what
+// EntryOverhead charges beyond the measured bookkeeping (TestBookkeepingBytes:
+// at most 101.5 of 112 bytes per entry).
+func TestGhostBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("heap measurement")
+	}
+	for _, n := range []int{1 << 14, 1 << 17} { // smaller ones drown in the heap's noise
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(n), 1))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			g := new(ghost)
+			for range 3 * n { // fill, then turn the ring over twice
+				g.add(r.Uint32()&^visitedBit, n)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+			runtime.KeepAlive(g)
+			t.Logf("ghost: %.1f bytes per remembered hash, %.1f per entry at 1/%d", per, per/ghostFrac, ghostFrac)
+			if per/ghostFrac > 112-101.5 {
+				t.Errorf("got %.1f bytes per entry, want ≤ %.1f", per/ghostFrac, 112-101.5)
+			}
 		})
 	}
 }
