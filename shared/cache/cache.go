@@ -233,8 +233,8 @@ type fill struct {
 	live, used int32 // guarded by Cache.mu; used counts live slots plus deleted ones
 }
 
-// stripe holds request counters. Get and Set update the stripe of its key's shard, so
-// two cores reading different keys rarely write the same cache line.
+// stripe holds request counters. Get and Set update the stripe of their
+// key's shard, so two cores on different keys rarely write the same line.
 type stripe struct {
 	hits, misses atomic.Int64
 	sets         atomic.Int64 // counted here, not in one word, so Sets on two cores do not share a line
@@ -252,7 +252,7 @@ type Cache struct {
 	maxBytes int64
 	maxEntry int64 // heaviest admitted entry
 
-	mu               sync.Mutex // guards tree, head, tail, hand, the entry links, fills, purgeBuf, and all writes to bytes and entries
+	mu               sync.Mutex // guards tree, head, tail, hand, the entry links, fills, purgeBuf, ghost, newSum, newCount, and all writes to bytes and entries
 	fills            [nShards]fill
 	tree             radix.Tree[entry]
 	head, tail, hand *node   // head is the newest entry; the hand moves from tail toward head
@@ -808,10 +808,10 @@ func (c *Cache) onProbation(h uint32, w int64) bool {
 }
 
 // ghost remembers the index hashes of recently evicted keys, in a ring of
-// at most a quarter as many as the cache holds entries (4 bytes each in the
-// ring and about 6 in the set). It is a hint: two keys may share a hash,
-// and a key evicted twice is forgotten when its older copy leaves the ring.
-// Guarded by Cache.mu.
+// at most a quarter as many as the cache held entries at its fullest (ring
+// and set take about 22 bytes per hash, see TestGhostBytes). It is a hint:
+// two keys may share a hash, and a key evicted twice is forgotten when its
+// older copy leaves the ring. Guarded by Cache.mu.
 type ghost struct {
 	set  map[uint32]struct{}
 	ring []uint32
