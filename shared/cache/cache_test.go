@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -652,5 +653,86 @@ func TestConcurrentStress(t *testing.T) {
 	st := c.Stats()
 	if st.Hits+st.Misses == 0 || st.Evictions == 0 || st.Entries != int64(c.Len()) {
 		t.Fatalf("stats %+v do not reflect the run", st)
+	}
+}
+
+// TestProbation: a new entry heavier than the mean of new entries, whose key
+// is not in the ghost, enters where the hand looks next, so it is the next
+// victim unless a Get hits it first; evicted, its key is in the ghost, and
+// its next Set enters at the head.
+func TestProbation(t *testing.T) {
+	t.Parallel()
+	heavy := &tile.Tile{Body: make([]byte, 200)}
+	light := weight("k", empty)
+	for _, tc := range []struct {
+		name      string
+		hit       bool   // Get H before the next eviction
+		afterG    string // queue after G evicts
+		handG     string
+		evicted   string // what G evicted
+		last      string // the key Set last: H again, or a light I
+		afterLast string
+		handLast  string
+	}{
+		{"not hit: evicted next, then back at the head", false, "ABCDEFG", "A", "H", "H", "BCDEFGH", "B"},
+		{"hit: survives the hand like any entry", true, "HBCDEFG", "B", "A", "I", "HCDEFGI", "C"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(Config{MaxBytes: 6*light + weight("H", heavy), MaxEntryFraction: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			setAll(t, c, "ABCDEF")
+			if !c.Set("H", heavy) {
+				t.Fatal("Set(H) refused")
+			}
+			wantQueue(t, c, "HABCDEF", "H")
+			if tc.hit {
+				getAll(t, c, "H")
+			}
+			setAll(t, c, "G")
+			wantQueue(t, c, tc.afterG, tc.handG)
+			if _, ok := c.Get(tc.evicted); ok {
+				t.Fatalf("got a hit on %q, want it evicted", tc.evicted)
+			}
+			tl := empty
+			if tc.last == "H" {
+				tl = heavy
+			}
+			if !c.Set(tc.last, tl) {
+				t.Fatalf("Set(%q) refused", tc.last)
+			}
+			wantQueue(t, c, tc.afterLast, tc.handLast)
+		})
+	}
+}
+
+// TestGhostBytes measures the heap the ghost holds per remembered hash, full
+// and churning: at a quarter as many hashes as entries, it must fit in what
+// EntryOverhead charges beyond the measured bookkeeping (TestBookkeepingBytes:
+// at most 101.5 of 112 bytes per entry).
+func TestGhostBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("heap measurement")
+	}
+	for _, n := range []int{1 << 14, 1 << 17} { // smaller ones drown in the heap's noise
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(n), 1))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			g := new(ghost)
+			for range 3 * n { // fill, then turn the ring over twice
+				g.add(r.Uint32()&^visitedBit, n)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+			runtime.KeepAlive(g)
+			t.Logf("ghost: %.1f bytes per remembered hash, %.1f per entry at 1/%d", per, per/ghostFrac, ghostFrac)
+			if per/ghostFrac > 112-101.5 {
+				t.Errorf("got %.1f bytes per entry, want ≤ %.1f", per/ghostFrac, 112-101.5)
+			}
+		})
 	}
 }

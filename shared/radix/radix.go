@@ -102,7 +102,22 @@ func (n *Node[V]) setKids(kids []*Node[V], l int) {
 }
 
 // search returns the index of the child with first byte c, or where it would go.
+// linearKids is the longest child array search scans instead of bisecting:
+// tile keys branch on decimal digits, so most arrays hold at most 11.
+const linearKids = 16
+
 func search[V any](kids []*Node[V], c byte) (int, bool) {
+	if len(kids) <= linearKids {
+		// Each probe loads a child (its c), likely a cache miss. A linear
+		// scan's loads do not depend on one another, so the CPU overlaps
+		// them; a binary search's wait for each other in turn.
+		for i, k := range kids {
+			if k.c >= c {
+				return i, k.c == c
+			}
+		}
+		return len(kids), false
+	}
 	lo, hi := 0, len(kids)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

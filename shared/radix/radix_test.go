@@ -442,3 +442,25 @@ func TestWideNode(t *testing.T) {
 		t.Fatalf("DeletePrefix(x) = %d, Len %d, want 118, 0", n, tr.Len())
 	}
 }
+
+// BenchmarkRemovePutSparse removes and puts back random keys of a tree of
+// 300,000 sparse tile keys (random layer, zoom 8-14, x and y), the write
+// pattern of an evicting cache: descents through scattered nodes.
+func BenchmarkRemovePutSparse(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	keys := make([]string, 300_000)
+	for i := range keys {
+		z := 8 + r.IntN(7)
+		keys[i] = fmt.Sprintf("%s/%d/%d/%d", []string{"osm", "sat", "ter", "tra"}[r.IntN(4)], z, r.IntN(1<<z), r.IntN(1<<z))
+	}
+	var tr Tree[int]
+	for i, k := range keys {
+		tr.Insert(k, i)
+	}
+	perm := r.Perm(len(keys))
+	for i := 0; b.Loop(); i++ {
+		k := keys[perm[i%len(perm)]]
+		tr.Remove(k)
+		tr.Put(k)
+	}
+}

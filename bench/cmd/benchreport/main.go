@@ -239,6 +239,29 @@ func (r results) median(k key, unit string) (float64, bool) {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
 }
 
+// roundRatio is the median over rounds of num's unit ÷ den's, pairing the
+// samples by round (each round appends one sample of every benchmark), and
+// those ratios, formatted. ok is false if either has no samples or they
+// differ in count (a round lost a line, so pairs cannot be trusted).
+func (r results) roundRatio(num, den key, unit string) (med float64, rounds string, ok bool) {
+	a, b := r[num][unit], r[den][unit]
+	if len(a) == 0 || len(a) != len(b) {
+		return 0, "", false
+	}
+	ratios := make([]float64, len(a))
+	parts := make([]string, len(a))
+	for i := range a {
+		ratios[i] = a[i] / b[i]
+		parts[i] = fmt.Sprintf("%.2f", ratios[i])
+	}
+	slices.Sort(ratios)
+	med = ratios[len(ratios)/2]
+	if len(ratios)%2 == 0 {
+		med = (ratios[len(ratios)/2-1] + med) / 2
+	}
+	return med, strings.Join(parts, ", "), true
+}
+
 func (r results) procs() []int {
 	var ps []int
 	for k := range r {
