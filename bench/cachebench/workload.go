@@ -14,8 +14,8 @@ import (
 	"sync"
 
 	"github.com/tilesieve/tilesieve/bench/internal/zipf"
+	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 	"github.com/tilesieve/tilesieve/shared/tile"
-	"github.com/tilesieve/tilesieve/shared/tilegen"
 )
 
 // Shape of the generated tile set.

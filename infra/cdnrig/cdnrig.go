@@ -45,7 +45,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
 // RequireEnv set to 1 makes a missing varnishd a failure instead of a skip.

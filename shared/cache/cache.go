@@ -44,7 +44,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tilesieve/tilesieve/shared/radix"
+	"github.com/tilesieve/tilesieve/shared/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

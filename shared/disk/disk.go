@@ -54,7 +54,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/radix"
+	"github.com/tilesieve/tilesieve/shared/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 // stores are the two kinds of S3 the journal may be deployed against.

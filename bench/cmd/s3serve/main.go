@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
-	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 )
 
 func main() {
