@@ -3,7 +3,7 @@
 // returning a JSON-able result with its target and verdict. The pure parts
 // (percentiles, tool output parsers, the PMTiles writer, the workloads, the
 // tiles) live in the sub-packages and are unit tested; this package wires
-// them to the product's packages (shared/tileserver, shared/s3local, …) and
+// them to the product's packages (shared/tileserver, infra/devstack/s3local, …) and
 // to real processes on loopback ports.
 package e2e
 

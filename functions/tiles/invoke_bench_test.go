@@ -24,7 +24,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 
-	fixtures "github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/events"
 )
 
 // These benchmarks measure what Lambda runs: one whole invocation, from the

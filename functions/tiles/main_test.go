@@ -34,7 +34,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 
-	fixtures "github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/events"
 )
 
 const adminToken = "local-admin-token" // the token the url-admin-* fixtures carry

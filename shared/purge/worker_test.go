@@ -17,7 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	tsevents "github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/s3event"
@@ -138,7 +138,7 @@ func newFakeSleep() *fakeSleep {
 
 func readFixture(t testing.TB, name string) json.RawMessage {
 	t.Helper()
-	b, err := fs.ReadFile(tsevents.FS, name)
+	b, err := fs.ReadFile(fixtures.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package stack composes the whole tilesieve loop in one process, for
 // `make run` and for end-to-end tests:
 //
-//   - an S3-compatible endpoint (shared/s3local) seeded with a demo tileset,
+//   - an S3-compatible endpoint (infra/devstack/s3local) seeded with a demo tileset,
 //     behind an emulation of S3 event notifications (s3notify) that delivers
 //     every change under TILES_PREFIX to the sync worker, as S3 invokes the
 //     worker Lambda asynchronously;
