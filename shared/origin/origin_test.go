@@ -426,7 +426,7 @@ func TestValidate(t *testing.T) {
 		{"minimal", origin.Config{Bucket: "b"}, nil},
 		{"full", origin.Config{Bucket: "b", Prefix: "v1/", Endpoint: "http://localhost:4566", MaxAttempts: 2, Timeout: time.Second}, nil},
 		{"everything wrong", origin.Config{Prefix: "/v1", Endpoint: "localhost", MaxAttempts: -1, Timeout: -1, BodyGrace: -1},
-			[]string{"TILES_BUCKET", "must end in /", "must not start with /", "AWS_ENDPOINT_URL", "MaxAttempts", "Timeout", "BodyGrace"}},
+			[]string{"Bucket", "must end in /", "must not start with /", "Endpoint", "MaxAttempts", "Timeout", "BodyGrace"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
