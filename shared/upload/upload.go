@@ -52,6 +52,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/style"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/transfer"
 )
 
@@ -124,9 +125,7 @@ func ParseDestination(s string) (Destination, error) {
 	}
 	key := strings.TrimPrefix(u.Path, "/")
 	key = strings.TrimSuffix(key, "/")
-	for _, ext := range []string{".pmtiles", ".mbtiles"} {
-		key = strings.TrimSuffix(key, ext)
-	}
+	key = tilename.TrimArchiveExt(key)
 	if key == "" {
 		return Destination{}, badDestination("%q: no tileset NAME after the bucket", s)
 	}
@@ -353,7 +352,7 @@ func stylePath(name, rel string) (string, bool) {
 // tilePath reports whether rel is metadata.json or z/x/y.ext with numbers
 // and a known extension, and returns its extension.
 func tilePath(rel string) (string, bool) {
-	if rel == "metadata.json" {
+	if rel == tilename.MetadataFile {
 		return "json", true
 	}
 	parts := strings.Split(rel, "/")
