@@ -152,39 +152,29 @@ var (
 	varFunctionMemory = Var{Name: "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"}
 )
 
-// The default parsers: a Var's Default is the only spelling of its value, so
-// one that does not parse is a programming error, caught by the tests.
-
-func defaultBool(v Var) bool {
-	b, err := strconv.ParseBool(v.Default)
-	if err != nil {
-		panic(fmt.Sprintf("config: default of %s: %v", v.Name, err))
-	}
-	return b
-}
-
-func defaultInt(v Var) int {
-	n, err := strconv.Atoi(v.Default)
-	if err != nil {
-		panic(fmt.Sprintf("config: default of %s: %v", v.Name, err))
-	}
-	return n
-}
-
-func defaultDuration(v Var) time.Duration {
-	d, err := time.ParseDuration(v.Default)
+// mustDefault parses v's Default, the only spelling of its value: one that
+// does not parse is a programming error, caught by the tests.
+func mustDefault[T any](v Var, parse func(string) (T, error)) T {
+	d, err := parse(v.Default)
 	if err != nil {
 		panic(fmt.Sprintf("config: default of %s: %v", v.Name, err))
 	}
 	return d
 }
 
-func defaultBytes(v Var) int64 {
-	n, err := ParseBytes(v.Default)
-	if err != nil {
-		panic(fmt.Sprintf("config: default of %s: %v", v.Name, err))
+// value reads v with parse, or its Default when unset; a value that does not
+// parse is reported with want and stands in as the Default.
+func value[T any](r *reader, v Var, parse func(string) (T, error), want string) T {
+	s, ok := r.lookup(v.Name)
+	if !ok {
+		return mustDefault(v, parse)
 	}
-	return n
+	x, err := parse(s)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q: %s", v.Name, s, want))
+		return mustDefault(v, parse)
+	}
+	return x
 }
 
 func (r *reader) str(v Var) string {
@@ -200,42 +190,33 @@ func (r *reader) lookup(name string) (string, bool) {
 }
 
 func (r *reader) bool(v Var) bool {
-	s, ok := r.lookup(v.Name)
-	if !ok {
-		return defaultBool(v)
-	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		r.errs = append(r.errs, fmt.Errorf("%s=%q: want true or false", v.Name, s))
-		return defaultBool(v)
-	}
-	return b
+	return value(r, v, strconv.ParseBool, "want true or false")
 }
 
 func (r *reader) int(v Var) int {
-	s, ok := r.lookup(v.Name)
-	if !ok {
-		return defaultInt(v)
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		r.errs = append(r.errs, fmt.Errorf("%s=%q: want a non-negative whole number", v.Name, s))
-		return defaultInt(v)
-	}
-	return n
+	return value(r, v, parseCount, "want a non-negative whole number")
 }
 
 func (r *reader) duration(v Var) time.Duration {
-	s, ok := r.lookup(v.Name)
-	if !ok {
-		return defaultDuration(v)
+	return value(r, v, parseDuration, "want a duration such as 500ms, 5s or 1h")
+}
+
+var errNegative = errors.New("negative")
+
+func parseCount(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err == nil && n < 0 {
+		err = errNegative
 	}
+	return n, err
+}
+
+func parseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		r.errs = append(r.errs, fmt.Errorf("%s=%q: want a duration such as 500ms, 5s or 1h", v.Name, s))
-		return defaultDuration(v)
+	if err == nil && d < 0 {
+		err = errNegative
 	}
-	return d
+	return d, err
 }
 
 // bytes reads a size whose default is computed by the caller; ok is false
@@ -258,7 +239,7 @@ func (r *reader) size(v Var) int64 {
 	if n, ok := r.bytes(v); ok {
 		return n
 	}
-	return defaultBytes(v)
+	return mustDefault(v, ParseBytes)
 }
 
 func (r *reader) list(v Var) []string {

@@ -304,7 +304,7 @@ func (r *reader) metrics(perInstance bool) Metrics {
 	m := Metrics{
 		Enabled:   r.bool(varMetrics),
 		Namespace: r.str(varMetricsNamespace),
-		Interval:  defaultDuration(varMetricsInterval),
+		Interval:  mustDefault(varMetricsInterval, time.ParseDuration),
 	}
 	if len(m.Namespace) > 1024 {
 		r.fail("METRICS_NAMESPACE: at most 1024 characters")

@@ -8,54 +8,42 @@ import (
 func TestDerived(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		key  string
+		fn   string // "key": Derived; "prefix": DerivedOfPrefix
+		in   string
 		want []string
 	}{
-		{"osm.pmtiles", []string{"osm/", "osm.json"}},
-		{"my.map.pmtiles", []string{"my.map/", "my.map.json"}},
-		{"osm/metadata.json", []string{"osm.json"}},
-		{"osm/12/2048/1361.png", nil},
-		{"deep/a.pmtiles", nil},
-		{"deep/osm/metadata.json", nil},
-		{".pmtiles", nil},
-		{"/metadata.json", nil},
-		{"osm.json", nil},
-		{"osm.mbtiles", nil},
+		{"key", "osm.pmtiles", []string{"osm/", "osm.json"}},
+		{"key", "my.map.pmtiles", []string{"my.map/", "my.map.json"}},
+		{"key", "osm/metadata.json", []string{"osm.json"}},
+		{"key", "osm/12/2048/1361.png", nil},
+		{"key", "deep/a.pmtiles", nil},
+		{"key", "deep/osm/metadata.json", nil},
+		{"key", ".pmtiles", nil},
+		{"key", "/metadata.json", nil},
+		{"key", "osm.json", nil},
+		{"key", "osm.mbtiles", nil},
+		{"prefix", "osm.pmtiles", []string{"osm/", "osm.json"}},
+		{"prefix", "osm.pm", []string{"osm/", "osm.json"}},
+		{"prefix", "my.map.pmtiles", []string{"my.map/", "my.map.json"}},
+		{"prefix", "osm/", []string{"osm.json"}},
+		{"prefix", "osm/meta", []string{"osm.json"}},
+		{"prefix", "osm/metadata.json", []string{"osm.json"}},
+		{"prefix", "osm/12/", nil},
+		{"prefix", "osm/12/2048/1361.png", nil},
+		{"prefix", "os", nil}, // covers osm/, osm.json and osm.pmtiles itself
+		{"prefix", "osm.json", nil},
+		{"prefix", "", nil},
+		{"prefix", ".pmtiles", nil},
+		{"prefix", "deep/a.pmtiles", nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.key, func(t *testing.T) {
+		t.Run(tt.fn+"/"+tt.in, func(t *testing.T) {
 			t.Parallel()
-			if got := Derived(tt.key); !slices.Equal(got, tt.want) {
-				t.Errorf("got %q, want %q", got, tt.want)
+			derive := Derived
+			if tt.fn == "prefix" {
+				derive = DerivedOfPrefix
 			}
-		})
-	}
-}
-
-func TestDerivedOfPrefix(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		prefix string
-		want   []string
-	}{
-		{"osm.pmtiles", []string{"osm/", "osm.json"}},
-		{"osm.pm", []string{"osm/", "osm.json"}},
-		{"my.map.pmtiles", []string{"my.map/", "my.map.json"}},
-		{"osm/", []string{"osm.json"}},
-		{"osm/meta", []string{"osm.json"}},
-		{"osm/metadata.json", []string{"osm.json"}},
-		{"osm/12/", nil},
-		{"osm/12/2048/1361.png", nil},
-		{"os", nil}, // covers osm/, osm.json and osm.pmtiles itself
-		{"osm.json", nil},
-		{"", nil},
-		{".pmtiles", nil},
-		{"deep/a.pmtiles", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.prefix, func(t *testing.T) {
-			t.Parallel()
-			if got := DerivedOfPrefix(tt.prefix); !slices.Equal(got, tt.want) {
+			if got := derive(tt.in); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})

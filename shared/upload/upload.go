@@ -143,24 +143,12 @@ func ParseDestination(s string) (Destination, error) {
 // dot, any case), "" for an extension tilesieve does not serve.
 func ContentType(ext string) string {
 	switch strings.ToLower(ext) {
-	case "png":
-		return "image/png"
-	case "jpg", "jpeg":
-		return "image/jpeg"
-	case "webp":
-		return "image/webp"
-	case "avif":
-		return "image/avif"
-	case "pbf", "mvt":
-		return "application/vnd.mapbox-vector-tile"
-	case "json":
-		return "application/json"
 	case "pmtiles":
 		return "application/vnd.pmtiles"
 	case "mbtiles":
 		return "application/vnd.sqlite3"
 	}
-	return ""
+	return tile.ContentTypeOfExt(ext)
 }
 
 // IsGzip reports whether b starts with the gzip magic.
