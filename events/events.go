@@ -1,4 +1,4 @@
-// Package events holds sample events for each trigger of the two functions,
+// Package fixtures (folder events/) holds sample events for each trigger of the two functions,
 // shaped exactly as AWS delivers them. They serve `sam local invoke`, the
 // tests (embedded through FS) and the docs.
 //
@@ -29,7 +29,7 @@
 //	                             space, which EventBridge does not URL-encode
 //
 // The function-URL fixtures (url-*.json) are requests to the tile function.
-package events
+package fixtures
 
 import "embed"
 

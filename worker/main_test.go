@@ -17,14 +17,14 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/tilesieve/tilesieve/events"
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
-	"github.com/tilesieve/tilesieve/shared/lambdatest"
 	"github.com/tilesieve/tilesieve/shared/obs"
-	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/emftest"
+	"github.com/tilesieve/tilesieve/shared/testkit/lambdatest"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/worker/app"
 )
 
@@ -53,7 +53,7 @@ func TestBuildAndHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := fs.ReadFile(events.FS, "s3-delete.json")
+	raw, err := fs.ReadFile(fixtures.FS, "s3-delete.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestBuildAndHandle(t *testing.T) {
 
 	// Through the Lambda runtime's own handler wrapping, as lambda.Start
 	// would call it: an SQS batch answers with its partial failures.
-	raw, err = fs.ReadFile(events.FS, "sqs-s3.json")
+	raw, err = fs.ReadFile(fixtures.FS, "sqs-s3.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestInvocationLogsAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	handle := handler(env, log, obs.InitDurations{Config: 12 * time.Millisecond}, w)
-	raw, err := fs.ReadFile(events.FS, "s3-delete.json")
+	raw, err := fs.ReadFile(fixtures.FS, "s3-delete.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 		"AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey, "AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey,
 		"AWS_EC2_METADATA_DISABLED", "true", "AWS_CONFIG_FILE", "/dev/null", "AWS_SHARED_CREDENTIALS_FILE", "/dev/null",
 	)...)
-	raw, err := fs.ReadFile(events.FS, "s3-put.json")
+	raw, err := fs.ReadFile(fixtures.FS, "s3-put.json")
 	if err != nil {
 		t.Fatal(err)
 	}

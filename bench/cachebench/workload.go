@@ -14,8 +14,8 @@ import (
 	"sync"
 
 	"github.com/tilesieve/tilesieve/bench/internal/zipf"
+	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 	"github.com/tilesieve/tilesieve/shared/tile"
-	"github.com/tilesieve/tilesieve/shared/tilegen"
 )
 
 // Shape of the generated tile set.
@@ -66,7 +66,7 @@ func Default() *Workload {
 	return wl
 }
 
-// Generate builds the workload: the tile keys of shared/tilegen (a complete
+// Generate builds the workload: the tile keys of shared/testkit/tilegen (a complete
 // pyramid per layer for zooms 0..PyramidZoom, then regional blocks up to
 // MaxZoom, so a column prefix `layer/z/x/` at high zoom names a handful of
 // tiles and a zoom prefix `layer/z/` thousands), then bodies and weights.

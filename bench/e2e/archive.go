@@ -20,7 +20,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
-	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 )
 
 // ArchiveParams sizes the archive section.

@@ -3,7 +3,7 @@
 // returning a JSON-able result with its target and verdict. The pure parts
 // (percentiles, tool output parsers, the PMTiles writer, the workloads, the
 // tiles) live in the sub-packages and are unit tested; this package wires
-// them to the product's packages (shared/tileserver, shared/s3local, …) and
+// them to the product's packages (shared/tileserver, infra/devstack/s3local, …) and
 // to real processes on loopback ports.
 package e2e
 
@@ -19,10 +19,10 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 

@@ -11,11 +11,11 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3event"
-	"github.com/tilesieve/tilesieve/shared/s3local"
 )
 
 // CheckCost is what one instance asks S3 for one journal check: with nothing

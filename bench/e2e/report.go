@@ -93,7 +93,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	fmt.Fprintf(&b, "Machine: %s, %s, `nproc` = %d, %s (kernel %s). Tools: %s.\n\n", m.GoVersion, m.CPU, m.NProc, m.OS, m.Kernel, strings.Join(m.Tools, "; "))
 	b.WriteString("Every server, S3 endpoint and load generator runs on this one machine on 127.0.0.1, sharing its cores " +
 		"(and, on the development machine, sharing them with other work): absolute numbers are loopback numbers, " +
-		"and every comparison is a ratio of runs made side by side in the same run. S3 is `shared/s3local` " +
+		"and every comparison is a ratio of runs made side by side in the same run. S3 is `infra/devstack/s3local` " +
 		"(gofakes3 in memory, SigV4 checked); its first-byte latency is injected with `Faults().SetLatency`.\n\n")
 
 	// Summary of targets.

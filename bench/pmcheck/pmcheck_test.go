@@ -19,7 +19,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 

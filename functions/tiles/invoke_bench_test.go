@@ -18,13 +18,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
-	"github.com/tilesieve/tilesieve/shared/tilegen"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 
-	fixtures "github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/events"
 )
 
 // These benchmarks measure what Lambda runs: one whole invocation, from the

@@ -25,16 +25,16 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/config"
-	"github.com/tilesieve/tilesieve/shared/lambdatest"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/lambdatest"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 
-	fixtures "github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/events"
 )
 
 const adminToken = "local-admin-token" // the token the url-admin-* fixtures carry

@@ -45,7 +45,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 )
 
 // RequireEnv set to 1 makes a missing varnishd a failure instead of a skip.
@@ -77,7 +78,7 @@ type Rig struct {
 	VCL string
 
 	cli *cli
-	out *lockedBuffer
+	out *syncbuf.Buffer // varnishd's output
 
 	mu   sync.Mutex // guards bans
 	bans []string
@@ -120,7 +121,7 @@ func Start(t testing.TB, opts Options) *Rig {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r := &Rig{VCL: vcl, out: &lockedBuffer{}}
+	r := &Rig{VCL: vcl, out: &syncbuf.Buffer{}}
 	cmd := exec.Command(bin, "-F",
 		"-j", "none", // the working directory is the test's, not varnish's user's
 		"-n", filepath.Join(dir, "varnishd"),
@@ -365,21 +366,3 @@ func (c *cli) read() (int, string, error) {
 }
 
 func (c *cli) close() { c.conn.Close() }
-
-// lockedBuffer collects varnishd's output.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}

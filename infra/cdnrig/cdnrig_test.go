@@ -19,7 +19,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/cdnrig"
 	"github.com/tilesieve/tilesieve/shared/cdn"
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
 // templatePath is the SAM template at the module root.

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/cdnrig"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/shared/cdn"
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
-	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 

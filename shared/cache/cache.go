@@ -28,7 +28,7 @@
 //   - Scan streams keys under a prefix in ascending order in small chunks,
 //     so it neither copies the index nor holds writers off for long.
 //
-// Design. Every key lives in a radix tree (shared/radix) whose nodes are the
+// Design. Every key lives in a radix tree (shared/internal/radix) whose nodes are the
 // cache entries themselves: the node of a key carries the SIEVE links, the
 // visited bit, the tile and the key's hash, so one 64-byte allocation is all
 // the per-key bookkeeping besides the index slot and a share of the tree's
@@ -50,7 +50,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tilesieve/tilesieve/shared/radix"
+	"github.com/tilesieve/tilesieve/shared/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

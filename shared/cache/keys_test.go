@@ -1,6 +1,6 @@
 package cache
 
-import "github.com/tilesieve/tilesieve/shared/tilegen"
+import "github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 
 // sparseTileKeys returns n keys shaped like a real tile set, the same ones
 // bench/cachebench's workload uses: the honest input for bookkeeping

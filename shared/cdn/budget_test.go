@@ -15,8 +15,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
-	"github.com/tilesieve/tilesieve/shared/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 )
 
 const dist = "E2QWRUHEXAMPLE"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
 func newInvalidator(t *testing.T, cfg cdn.Config) (*cdn.Invalidator, *cdntest.Server) {

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
 // listBarrier holds every ListInvalidations answer until n of them have

@@ -43,47 +43,81 @@ var (
 	varMetricsTileSets  = Var{Name: "METRICS_TILESETS", Default: "20", Doc: "Tilesets whose requests get a TileSet dimension of their own; the rest count as (other). 0 turns the dimension off."}
 )
 
+// The tile function's own variables.
+var (
+	varMemBytes             = Var{Name: "MEM_CACHE_BYTES", Default: "half the function memory (256 MiB off Lambda)", Doc: "Byte bound of the memory tier. Accepts 512MiB, 1GiB, or bytes."}
+	varDiskDir              = Var{Name: "DISK_CACHE_DIR", Default: "/tmp/tilesieve", Doc: "Directory of the disk tier."}
+	varDiskBytes            = Var{Name: "DISK_CACHE_BYTES", Default: "80% of the free space, at most 10 GiB", Doc: "Byte bound of the disk tier; 0 turns the disk tier off."}
+	varDiskFsync            = Var{Name: "DISK_FSYNC", Default: "false", Doc: "fsync each disk-tier file before it is renamed into place."}
+	varStagePrefixes        = Var{Name: "STAGE_PREFIXES", Default: "", Doc: "Comma-separated tile-key prefixes copied to the disk tier at cold start; an entry NAME.pmtiles copies that tileset archive whole beside the disk tier (when it fits the space the disk tier leaves free) and its tiles are then read from the copy."}
+	varStageManifest        = Var{Name: "STAGE_MANIFEST", Default: "", Doc: "S3 key of a manifest (one tile key per line) staged at cold start."}
+	varStageBudget          = Var{Name: "STAGE_BUDGET", Default: "5s", Doc: "Time allowed for staging at cold start (Lambda's init phase is limited to 10 s)."}
+	varCacheControl         = Var{Name: "CACHE_CONTROL", Default: DefaultCacheControl, Doc: "Cache-Control of tile responses; its stale-if-error also bounds serving stale copies when S3 fails."}
+	varNegativeCacheControl = Var{Name: "NEGATIVE_CACHE_CONTROL", Default: DefaultNegativeCacheControl, Doc: "Cache-Control of 404 and sparse-tile answers; its max-age is also how long an instance remembers a 404 in memory (an upload's purge forgets it sooner)."}
+	varStaleCacheControl    = Var{Name: "STALE_CACHE_CONTROL", Default: DefaultStaleCacheControl, Doc: "Cache-Control of a cached copy served stale because S3 failed (within CACHE_CONTROL's stale-if-error); short, so a CDN does not keep the stale copy long."}
+	varCORS                 = Var{Name: "CORS_ALLOW_ORIGINS", Default: "*", Doc: "CORS of tile answers, applied by the server itself on Lambda and off it (preflights answered): *, none, or a comma-separated list of origins that are reflected with Vary: Origin. Never on the admin API."}
+	varPublicURL            = Var{Name: "PUBLIC_URL", Default: "", Doc: "Base URL clients reach the tiles at (the CDN's, e.g. https://tiles.example.com), used in TileJSON tile URLs, the catalog and IIIF info.json ids; empty takes it from X-Forwarded-Host (as https) on requests that carry CDN_SECRET, else from the request's Host."}
+	varCDNSecret            = Var{Name: "CDN_SECRET", Default: "", Doc: "Value the CDN sends in the X-Tilesieve-Cdn header of every origin request (the SAM template sets both); X-Forwarded-Host is believed only on requests that carry it (and then as https: a viewer's X-Forwarded-Proto is never believed), so a direct request cannot choose the host in documents' URLs. Empty believes no forwarded host. Never logged."}
+	varMissingTile          = Var{Name: "MISSING_TILE", Default: DefaultMissingTile, Doc: "Answer for a tile that does not exist: 404, 204, or empty (an empty tile of the requested format)."}
+	varRevalidateAfter      = Var{Name: "REVALIDATE_AFTER", Default: "1h", Doc: "Age after which a cached tile is revalidated against S3 with If-None-Match."}
+	varOriginTimeout        = Var{Name: "ORIGIN_TIMEOUT", Default: "10s", Doc: "Deadline of one S3 fetch (capped by the invocation's own deadline)."}
+	varMaxTileBytes         = Var{Name: "MAX_TILE_BYTES", Default: "16MiB", Doc: "Largest object served as a tile; a larger one under TILES_PREFIX is refused with a 502 from its Content-Length, never read whole (a stray archive or video cannot take the instance's memory)."}
+	varMaxOriginFetches     = Var{Name: "MAX_ORIGIN_FETCHES", Default: "64", Doc: "S3 fetches one instance runs at once; more wait for a slot within their deadline, so an S3 hang holds a bounded number of sockets and bytes."}
+	varOriginFailureWindow  = Var{Name: "ORIGIN_FAILURE_WINDOW", Default: "5s", Doc: "After an S3 failure or timeout, how long expired copies are served stale at once (within stale-if-error) while one revalidation runs, instead of each request waiting for S3 again."}
+	varAdminToken           = Var{Name: "ADMIN_TOKEN", Default: "", Doc: "Token of the admin API (/_tilesieve/purge, keys, stats), sent as Authorization: Bearer or X-Tilesieve-Token (behind CloudFront OAC or AWS_IAM, Authorization carries SigV4); empty disables the API. Never logged."}
+	varPurgeQueueURL        = Var{Name: "PURGE_QUEUE_URL", Default: "", Doc: "The sync worker's queue: an admin purge's CDN invalidation is sent there, and the worker applies it with the settle delay and CDN budget of an S3 change (only the worker talks to the CDN). Empty: admin purges leave the CDN alone."}
+	varInvokeMode           = Var{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."}
+	varPort                 = Var{Name: "PORT", Default: "8080", Doc: "Port of the local HTTP server (off Lambda).", LocalOnly: true}
+	varListenAddr           = Var{Name: "LISTEN_ADDR", Default: "127.0.0.1", Doc: "Address of the local HTTP server (off Lambda).", LocalOnly: true}
+)
+
 // TilesVars lists every variable the tile function reads.
 func TilesVars() []Var {
 	return []Var{
 		varBucket, varPrefix, varEndpoint, varPathStyle,
-		{Name: "MEM_CACHE_BYTES", Default: "half the function memory (256 MiB off Lambda)", Doc: "Byte bound of the memory tier. Accepts 512MiB, 1GiB, or bytes."},
-		{Name: "DISK_CACHE_DIR", Default: "/tmp/tilesieve", Doc: "Directory of the disk tier."},
-		{Name: "DISK_CACHE_BYTES", Default: "80% of the free space, at most 10 GiB", Doc: "Byte bound of the disk tier; 0 turns the disk tier off."},
-		{Name: "DISK_FSYNC", Default: "false", Doc: "fsync each disk-tier file before it is renamed into place."},
-		{Name: "STAGE_PREFIXES", Default: "", Doc: "Comma-separated tile-key prefixes copied to the disk tier at cold start; an entry NAME.pmtiles copies that tileset archive whole beside the disk tier (when it fits the space the disk tier leaves free) and its tiles are then read from the copy."},
-		{Name: "STAGE_MANIFEST", Default: "", Doc: "S3 key of a manifest (one tile key per line) staged at cold start."},
-		{Name: "STAGE_BUDGET", Default: "5s", Doc: "Time allowed for staging at cold start (Lambda's init phase is limited to 10 s)."},
-		{Name: "CACHE_CONTROL", Default: DefaultCacheControl, Doc: "Cache-Control of tile responses; its stale-if-error also bounds serving stale copies when S3 fails."},
-		{Name: "NEGATIVE_CACHE_CONTROL", Default: DefaultNegativeCacheControl, Doc: "Cache-Control of 404 and sparse-tile answers; its max-age is also how long an instance remembers a 404 in memory (an upload's purge forgets it sooner)."},
-		{Name: "STALE_CACHE_CONTROL", Default: DefaultStaleCacheControl, Doc: "Cache-Control of a cached copy served stale because S3 failed (within CACHE_CONTROL's stale-if-error); short, so a CDN does not keep the stale copy long."},
-		{Name: "CORS_ALLOW_ORIGINS", Default: "*", Doc: "CORS of tile answers, applied by the server itself on Lambda and off it (preflights answered): *, none, or a comma-separated list of origins that are reflected with Vary: Origin. Never on the admin API."},
-		{Name: "PUBLIC_URL", Default: "", Doc: "Base URL clients reach the tiles at (the CDN's, e.g. https://tiles.example.com), used in TileJSON tile URLs, the catalog and IIIF info.json ids; empty takes it from X-Forwarded-Host (as https) on requests that carry CDN_SECRET, else from the request's Host."},
-		{Name: "CDN_SECRET", Default: "", Doc: "Value the CDN sends in the X-Tilesieve-Cdn header of every origin request (the SAM template sets both); X-Forwarded-Host is believed only on requests that carry it (and then as https: a viewer's X-Forwarded-Proto is never believed), so a direct request cannot choose the host in documents' URLs. Empty believes no forwarded host. Never logged."},
-		{Name: "MISSING_TILE", Default: "404", Doc: "Answer for a tile that does not exist: 404, 204, or empty (an empty tile of the requested format)."},
-		{Name: "REVALIDATE_AFTER", Default: "1h", Doc: "Age after which a cached tile is revalidated against S3 with If-None-Match."},
-		{Name: "ORIGIN_TIMEOUT", Default: "10s", Doc: "Deadline of one S3 fetch (capped by the invocation's own deadline)."},
-		{Name: "MAX_TILE_BYTES", Default: "16MiB", Doc: "Largest object served as a tile; a larger one under TILES_PREFIX is refused with a 502 from its Content-Length, never read whole (a stray archive or video cannot take the instance's memory)."},
-		{Name: "MAX_ORIGIN_FETCHES", Default: "64", Doc: "S3 fetches one instance runs at once; more wait for a slot within their deadline, so an S3 hang holds a bounded number of sockets and bytes."},
-		{Name: "ORIGIN_FAILURE_WINDOW", Default: "5s", Doc: "After an S3 failure or timeout, how long expired copies are served stale at once (within stale-if-error) while one revalidation runs, instead of each request waiting for S3 again."},
+		varMemBytes,
+		varDiskDir,
+		varDiskBytes,
+		varDiskFsync,
+		varStagePrefixes,
+		varStageManifest,
+		varStageBudget,
+		varCacheControl,
+		varNegativeCacheControl,
+		varStaleCacheControl,
+		varCORS,
+		varPublicURL,
+		varCDNSecret,
+		varMissingTile,
+		varRevalidateAfter,
+		varOriginTimeout,
+		varMaxTileBytes,
+		varMaxOriginFetches,
+		varOriginFailureWindow,
 		varSyncInterval, varSyncTimeout,
 		varJournal,
-		{Name: "ADMIN_TOKEN", Default: "", Doc: "Token of the admin API (/_tilesieve/purge, keys, stats), sent as Authorization: Bearer or X-Tilesieve-Token (behind CloudFront OAC or AWS_IAM, Authorization carries SigV4); empty disables the API. Never logged."},
-		{Name: "PURGE_QUEUE_URL", Default: "", Doc: "The sync worker's queue: an admin purge's CDN invalidation is sent there, and the worker applies it with the settle delay and CDN budget of an S3 change (only the worker talks to the CDN). Empty: admin purges leave the CDN alone."},
-		{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."},
-		{Name: "PORT", Default: "8080", Doc: "Port of the local HTTP server (off Lambda).", LocalOnly: true},
-		{Name: "LISTEN_ADDR", Default: "127.0.0.1", Doc: "Address of the local HTTP server (off Lambda).", LocalOnly: true},
+		varAdminToken,
+		varPurgeQueueURL,
+		varInvokeMode,
+		varPort,
+		varListenAddr,
 		varLogLevel,
 		varMetrics, varMetricsNamespace, varMetricsInterval, varMetricsTileSets,
 	}
 }
 
+// The sync worker's own variables.
+var (
+	varCoalesceThreshold = Var{Name: "COALESCE_THRESHOLD", Default: "8", Doc: "Changed keys under one directory beyond which the whole directory is purged."}
+	varCoalesceCap       = Var{Name: "COALESCE_CAP", Default: "15", Doc: "Most prefixes per batch (CloudFront allows 15 wildcard invalidations in progress)."}
+)
+
 // WorkerVars lists every variable the sync worker reads.
 func WorkerVars() []Var {
 	return []Var{
 		varBucket, varPrefix, varEndpoint, varPathStyle, varJournal, varDist, varCDNPrefix,
-		{Name: "COALESCE_THRESHOLD", Default: "8", Doc: "Changed keys under one directory beyond which the whole directory is purged."},
-		{Name: "COALESCE_CAP", Default: "15", Doc: "Most prefixes per batch (CloudFront allows 15 wildcard invalidations in progress)."},
+		varCoalesceThreshold,
+		varCoalesceCap,
 		varSyncInterval, varSyncTimeout,
 		varLogLevel,
 		varMetrics, varMetricsNamespace,
@@ -95,6 +129,7 @@ const (
 	DefaultCacheControl         = "public, max-age=86400, stale-while-revalidate=60, stale-if-error=86400"
 	DefaultNegativeCacheControl = "public, max-age=60"
 	DefaultStaleCacheControl    = "public, max-age=60"
+	DefaultMissingTile          = "404"
 )
 
 // Env reads variables; os.Getenv in production, a map in tests.
@@ -109,11 +144,44 @@ type reader struct {
 	errs []error
 }
 
-func (r *reader) str(name, def string) string {
-	if v, ok := r.lookup(name); ok {
-		return v
+// The variables both functions read that AWS sets; not listed in TilesVars
+// or WorkerVars, since neither the README nor the template sets them.
+var (
+	varRegion         = Var{Name: "AWS_REGION"}
+	varRuntimeAPI     = Var{Name: "AWS_LAMBDA_RUNTIME_API"}
+	varFunctionMemory = Var{Name: "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"}
+)
+
+// mustDefault parses v's Default, the only spelling of its value: one that
+// does not parse is a programming error, caught by the tests.
+func mustDefault[T any](v Var, parse func(string) (T, error)) T {
+	d, err := parse(v.Default)
+	if err != nil {
+		panic(fmt.Sprintf("config: default of %s: %v", v.Name, err))
 	}
-	return def
+	return d
+}
+
+// value reads v with parse, or its Default when unset; a value that does not
+// parse is reported with want and stands in as the Default.
+func value[T any](r *reader, v Var, parse func(string) (T, error), want string) T {
+	s, ok := r.lookup(v.Name)
+	if !ok {
+		return mustDefault(v, parse)
+	}
+	x, err := parse(s)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q: %s", v.Name, s, want))
+		return mustDefault(v, parse)
+	}
+	return x
+}
+
+func (r *reader) str(v Var) string {
+	if s, ok := r.lookup(v.Name); ok {
+		return s
+	}
+	return v.Default
 }
 
 func (r *reader) lookup(name string) (string, bool) {
@@ -121,68 +189,68 @@ func (r *reader) lookup(name string) (string, bool) {
 	return v, v != ""
 }
 
-func (r *reader) bool(name string, def bool) bool {
-	v, ok := r.lookup(name)
-	if !ok {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		r.errs = append(r.errs, fmt.Errorf("%s=%q: want true or false", name, v))
-		return def
-	}
-	return b
+func (r *reader) bool(v Var) bool {
+	return value(r, v, strconv.ParseBool, "want true or false")
 }
 
-func (r *reader) int(name string, def int) int {
-	v, ok := r.lookup(name)
-	if !ok {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		r.errs = append(r.errs, fmt.Errorf("%s=%q: want a non-negative whole number", name, v))
-		return def
-	}
-	return n
+func (r *reader) int(v Var) int {
+	return value(r, v, parseCount, "want a non-negative whole number")
 }
 
-func (r *reader) duration(name string, def time.Duration) time.Duration {
-	v, ok := r.lookup(name)
-	if !ok {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		r.errs = append(r.errs, fmt.Errorf("%s=%q: want a duration such as 500ms, 5s or 1h", name, v))
-		return def
-	}
-	return d
+func (r *reader) duration(v Var) time.Duration {
+	return value(r, v, parseDuration, "want a duration such as 500ms, 5s or 1h")
 }
 
-// bytes reads a size; ok is false when the variable is unset.
-func (r *reader) bytes(name string) (n int64, ok bool) {
-	v, ok := r.lookup(name)
+var errNegative = errors.New("negative")
+
+func parseCount(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err == nil && n < 0 {
+		err = errNegative
+	}
+	return n, err
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = errNegative
+	}
+	return d, err
+}
+
+// bytes reads a size whose default is computed by the caller; ok is false
+// when the variable is unset or bad.
+func (r *reader) bytes(v Var) (n int64, ok bool) {
+	s, ok := r.lookup(v.Name)
 	if !ok {
 		return 0, false
 	}
-	n, err := ParseBytes(v)
+	n, err := ParseBytes(s)
 	if err != nil {
-		r.errs = append(r.errs, fmt.Errorf("%s=%q: %w", name, v, err))
+		r.errs = append(r.errs, fmt.Errorf("%s=%q: %w", v.Name, s, err))
 		return 0, false
 	}
 	return n, true
 }
 
-func (r *reader) list(name string) []string {
-	v, ok := r.lookup(name)
+// size reads a size with a Default of its own.
+func (r *reader) size(v Var) int64 {
+	if n, ok := r.bytes(v); ok {
+		return n
+	}
+	return mustDefault(v, ParseBytes)
+}
+
+func (r *reader) list(v Var) []string {
+	s, ok := r.lookup(v.Name)
 	if !ok {
 		return nil
 	}
 	var out []string
-	for s := range strings.SplitSeq(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
 		}
 	}
 	return out

@@ -71,15 +71,16 @@ type Worker struct {
 const DefaultMemBytesOffLambda = 256 << 20
 
 func (r *reader) common() Common {
+	bucket, _ := r.lookup(varBucket.Name) // required: its Default is a word for the README
 	c := Common{
-		Bucket:        r.str("TILES_BUCKET", ""),
-		TilesPrefix:   r.str("TILES_PREFIX", ""),
-		Endpoint:      r.str("AWS_ENDPOINT_URL", ""),
-		PathStyle:     r.bool("S3_FORCE_PATH_STYLE", false),
-		JournalPrefix: r.str("JOURNAL_PREFIX", "_tilesieve/journal/"),
-		LogLevel:      strings.ToLower(r.str("LOG_LEVEL", "info")),
-		SyncInterval:  r.duration("SYNC_INTERVAL", time.Second),
-		SyncTimeout:   r.duration("SYNC_TIMEOUT", time.Second),
+		Bucket:        bucket,
+		TilesPrefix:   r.str(varPrefix),
+		Endpoint:      r.str(varEndpoint),
+		PathStyle:     r.bool(varPathStyle),
+		JournalPrefix: r.str(varJournal),
+		LogLevel:      strings.ToLower(r.str(varLogLevel)),
+		SyncInterval:  r.duration(varSyncInterval),
+		SyncTimeout:   r.duration(varSyncTimeout),
 	}
 	if c.SyncInterval <= 0 {
 		r.fail("SYNC_INTERVAL must be positive")
@@ -136,9 +137,9 @@ type S3 struct {
 func LoadS3(env Env) (S3, error) {
 	r := &reader{env: env}
 	c := S3{
-		Region:    r.str("AWS_REGION", ""),
-		Endpoint:  r.str("AWS_ENDPOINT_URL", ""),
-		PathStyle: r.bool("S3_FORCE_PATH_STYLE", false),
+		Region:    r.str(varRegion),
+		Endpoint:  r.str(varEndpoint),
+		PathStyle: r.bool(varPathStyle),
 	}
 	r.checkEndpoint(c.Endpoint)
 	return c, r.err("S3")
@@ -149,34 +150,30 @@ func LoadTiles(env Env) (Tiles, error) {
 	r := &reader{env: env}
 	t := Tiles{
 		Common:               r.common(),
-		DiskDir:              r.str("DISK_CACHE_DIR", "/tmp/tilesieve"),
-		DiskFsync:            r.bool("DISK_FSYNC", false),
-		StagePrefixes:        r.list("STAGE_PREFIXES"),
-		StageManifest:        r.str("STAGE_MANIFEST", ""),
-		StageBudget:          r.duration("STAGE_BUDGET", 5*time.Second),
-		CacheControl:         r.str("CACHE_CONTROL", DefaultCacheControl),
-		NegativeCacheControl: r.str("NEGATIVE_CACHE_CONTROL", DefaultNegativeCacheControl),
-		StaleCacheControl:    r.str("STALE_CACHE_CONTROL", DefaultStaleCacheControl),
-		CORSAllowOrigins:     r.str("CORS_ALLOW_ORIGINS", "*"),
-		PublicURL:            r.str("PUBLIC_URL", ""),
-		CDNSecret:            r.str("CDN_SECRET", ""),
-		MissingTile:          strings.ToLower(r.str("MISSING_TILE", "404")),
-		RevalidateAfter:      r.duration("REVALIDATE_AFTER", time.Hour),
-		OriginTimeout:        r.duration("ORIGIN_TIMEOUT", 10*time.Second),
-		MaxOriginFetches:     r.int("MAX_ORIGIN_FETCHES", 64),
-		OriginFailureWindow:  r.duration("ORIGIN_FAILURE_WINDOW", 5*time.Second),
-		MaxTileBytes:         16 << 20,
-		AdminToken:           r.str("ADMIN_TOKEN", ""),
-		PurgeQueueURL:        r.str("PURGE_QUEUE_URL", ""),
-		InvokeMode:           strings.ToUpper(r.str("INVOKE_MODE", "BUFFERED")),
-		OnLambda:             r.str("AWS_LAMBDA_RUNTIME_API", "") != "",
+		DiskDir:              r.str(varDiskDir),
+		DiskFsync:            r.bool(varDiskFsync),
+		StagePrefixes:        r.list(varStagePrefixes),
+		StageManifest:        r.str(varStageManifest),
+		StageBudget:          r.duration(varStageBudget),
+		CacheControl:         r.str(varCacheControl),
+		NegativeCacheControl: r.str(varNegativeCacheControl),
+		StaleCacheControl:    r.str(varStaleCacheControl),
+		CORSAllowOrigins:     r.str(varCORS),
+		PublicURL:            r.str(varPublicURL),
+		CDNSecret:            r.str(varCDNSecret),
+		MissingTile:          strings.ToLower(r.str(varMissingTile)),
+		RevalidateAfter:      r.duration(varRevalidateAfter),
+		OriginTimeout:        r.duration(varOriginTimeout),
+		MaxOriginFetches:     r.int(varMaxOriginFetches),
+		OriginFailureWindow:  r.duration(varOriginFailureWindow),
+		AdminToken:           r.str(varAdminToken),
+		PurgeQueueURL:        r.str(varPurgeQueueURL),
+		InvokeMode:           strings.ToUpper(r.str(varInvokeMode)),
+		OnLambda:             r.str(varRuntimeAPI) != "",
 		Metrics:              r.metrics(true),
 	}
-	if n, ok := r.bytes("MAX_TILE_BYTES"); ok {
-		if n < 1<<10 {
-			r.fail("MAX_TILE_BYTES=%d: want at least 1KiB", n)
-		}
-		t.MaxTileBytes = n
+	if t.MaxTileBytes = r.size(varMaxTileBytes); t.MaxTileBytes < 1<<10 {
+		r.fail("MAX_TILE_BYTES=%d: want at least 1KiB", t.MaxTileBytes)
 	}
 	if t.PurgeQueueURL != "" {
 		if u, err := url.Parse(t.PurgeQueueURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(u.Path) < 2 {
@@ -189,7 +186,7 @@ func LoadTiles(env Env) (Tiles, error) {
 	if t.OriginFailureWindow < 0 {
 		r.fail("ORIGIN_FAILURE_WINDOW must not be negative")
 	}
-	if mb, ok := r.lookup("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"); ok {
+	if mb, ok := r.lookup(varFunctionMemory.Name); ok {
 		n, err := strconv.ParseInt(mb, 10, 64)
 		if err != nil || n <= 0 {
 			r.fail("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%q: want megabytes", mb)
@@ -197,7 +194,7 @@ func LoadTiles(env Env) (Tiles, error) {
 			t.FunctionMemoryBytes = n << 20
 		}
 	}
-	if n, ok := r.bytes("MEM_CACHE_BYTES"); ok {
+	if n, ok := r.bytes(varMemBytes); ok {
 		t.MemBytes = n
 	} else if t.FunctionMemoryBytes > 0 {
 		t.MemBytes = t.FunctionMemoryBytes / 2
@@ -210,7 +207,7 @@ func LoadTiles(env Env) (Tiles, error) {
 	if t.FunctionMemoryBytes > 0 && t.MemBytes > t.FunctionMemoryBytes*3/4 {
 		r.fail("MEM_CACHE_BYTES=%d leaves too little of the function's %d bytes for the runtime", t.MemBytes, t.FunctionMemoryBytes)
 	}
-	if n, ok := r.bytes("DISK_CACHE_BYTES"); ok {
+	if n, ok := r.bytes(varDiskBytes); ok {
 		t.DiskBytes = n
 	} else {
 		t.DiskAuto = true
@@ -238,11 +235,11 @@ func LoadTiles(env Env) (Tiles, error) {
 			r.fail("STAGE_PREFIXES: %v", err)
 		}
 	}
-	port := r.int("PORT", 8080)
+	port := r.int(varPort)
 	if port == 0 || port > 65535 {
 		r.fail("PORT=%d: want 1-65535", port)
 	}
-	host := r.str("LISTEN_ADDR", "127.0.0.1")
+	host := r.str(varListenAddr)
 	t.ListenAddr = joinHostPort(host, port)
 	return t, r.err("tile function")
 }
@@ -252,10 +249,10 @@ func LoadWorker(env Env) (Worker, error) {
 	r := &reader{env: env}
 	w := Worker{
 		Common:            r.common(),
-		DistributionID:    r.str("DISTRIBUTION_ID", ""),
-		CDNPathPrefix:     r.str("CDN_PATH_PREFIX", ""),
-		CoalesceThreshold: r.int("COALESCE_THRESHOLD", 8),
-		CoalesceCap:       r.int("COALESCE_CAP", 15),
+		DistributionID:    r.str(varDist),
+		CDNPathPrefix:     r.str(varCDNPrefix),
+		CoalesceThreshold: r.int(varCoalesceThreshold),
+		CoalesceCap:       r.int(varCoalesceCap),
 		Metrics:           r.metrics(false),
 	}
 	if w.CDNPathPrefix != "" && tile.ValidatePrefix(strings.TrimPrefix(w.CDNPathPrefix, "/")) != nil {
@@ -305,9 +302,9 @@ func LoadMetrics(env Env) (Metrics, error) {
 // tile function's METRICS_INTERVAL and METRICS_TILESETS.
 func (r *reader) metrics(perInstance bool) Metrics {
 	m := Metrics{
-		Enabled:   r.bool("METRICS", true),
-		Namespace: r.str("METRICS_NAMESPACE", "tilesieve"),
-		Interval:  time.Minute,
+		Enabled:   r.bool(varMetrics),
+		Namespace: r.str(varMetricsNamespace),
+		Interval:  mustDefault(varMetricsInterval, time.ParseDuration),
 	}
 	if len(m.Namespace) > 1024 {
 		r.fail("METRICS_NAMESPACE: at most 1024 characters")
@@ -315,8 +312,8 @@ func (r *reader) metrics(perInstance bool) Metrics {
 	if !perInstance {
 		return m
 	}
-	m.Interval = r.duration("METRICS_INTERVAL", time.Minute)
-	m.MaxTileSets = r.int("METRICS_TILESETS", 20)
+	m.Interval = r.duration(varMetricsInterval)
+	m.MaxTileSets = r.int(varMetricsTileSets)
 	if m.Interval < time.Second {
 		r.fail("METRICS_INTERVAL=%v: want at least 1s", m.Interval)
 	}

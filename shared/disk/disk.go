@@ -54,7 +54,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/radix"
+	"github.com/tilesieve/tilesieve/shared/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -113,10 +113,10 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.MaxBytes < 0 {
-		errs = append(errs, fmt.Errorf("disk: DISK_CACHE_BYTES %d is negative", c.MaxBytes))
+		errs = append(errs, fmt.Errorf("disk: MaxBytes %d is negative", c.MaxBytes))
 	}
 	if strings.ContainsRune(c.Dir, 0) {
-		errs = append(errs, fmt.Errorf("disk: DISK_CACHE_DIR %q contains a NUL byte", c.Dir))
+		errs = append(errs, fmt.Errorf("disk: Dir %q contains a NUL byte", c.Dir))
 	}
 	return errors.Join(errs...)
 }

@@ -1,7 +1,6 @@
 package disk
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -209,19 +208,6 @@ func readErr(part string, err error) error {
 		return formatErr("short %s", part)
 	}
 	return fmt.Errorf("disk: read %s: %w", part, err)
-}
-
-// decodeFile verifies a whole file and returns its tile; the body aliases b.
-func decodeFile(b []byte) (meta, *tile.Tile, error) {
-	p, m, off, err := readHeader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		return meta{}, nil, err
-	}
-	body := b[off:]
-	if crc32.Checksum(body, castagnoli) != p.bodyCRC {
-		return meta{}, nil, formatErr("body checksum mismatch")
-	}
-	return m, m.tile(body), nil
 }
 
 // tile returns the tile m describes, with body.

@@ -2,8 +2,11 @@ package disk
 
 import (
 	"bytes"
+	"hash/crc32"
 	"testing"
 	"time"
+
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 // FuzzDecodeFile feeds arbitrary bytes to the file decoder: it must refuse
@@ -32,4 +35,18 @@ func FuzzDecodeFile(f *testing.F) {
 			t.Fatalf("re-encoded %x, decoded from %x", got, b)
 		}
 	})
+}
+
+// decodeFile verifies a whole file as Get does and returns its tile; the
+// body aliases b.
+func decodeFile(b []byte) (meta, *tile.Tile, error) {
+	p, m, off, err := readHeader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return meta{}, nil, err
+	}
+	body := b[off:]
+	if crc32.Checksum(body, castagnoli) != p.bodyCRC {
+		return meta{}, nil, formatErr("body checksum mismatch")
+	}
+	return m, m.tile(body), nil
 }

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 	"github.com/tilesieve/tilesieve/shared/tile"
-	"github.com/tilesieve/tilesieve/shared/tilegen"
 )
 
 // heapDelta is the live heap fn leaves behind.

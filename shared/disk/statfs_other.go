@@ -5,5 +5,5 @@ package disk
 import "errors"
 
 func statfs(string) (free, block int64, err error) {
-	return 0, 0, errors.New("free space unknown on this platform; set DISK_CACHE_BYTES")
+	return 0, 0, errors.New("disk: free space unknown on this platform; set MaxBytes")
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 )
 
 // invocation is the context aws-lambda-go hands a handler.
@@ -26,18 +28,6 @@ func invocation(id, trace string) context.Context {
 
 func testEnv(env map[string]string, maxConcurrency int) *Environment {
 	return &Environment{getenv: func(k string) string { return env[k] }, maxConcurrency: maxConcurrency}
-}
-
-// syncBuffer is a buffer safe for the concurrent writes of several invocations.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
 }
 
 func decode(t *testing.T, out []byte) []map[string]any {
@@ -144,7 +134,7 @@ func TestColdStartLineAtInit(t *testing.T) {
 
 func TestConcurrentInvocationsKeepTheirIDs(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	env := testEnv(map[string]string{"_X_AMZN_TRACE_ID": "Root=1-env-wrong"}, 8)
 	log := slog.New(env.Handler(NewJSONHandler(&out, "info"))).With("fn", "tiles")
 	var wg sync.WaitGroup
@@ -161,7 +151,7 @@ func TestConcurrentInvocationsKeepTheirIDs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	lines := decode(t, out.b.Bytes())
+	lines := decode(t, out.Bytes())
 	if len(lines) != 400 {
 		t.Fatalf("got %d lines, want 400", len(lines))
 	}

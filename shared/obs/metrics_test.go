@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/obs"
-	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
+	"github.com/tilesieve/tilesieve/shared/testkit/emftest"
+	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -123,20 +123,20 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Bucket == "" {
-		errs = append(errs, errors.New("origin: TILES_BUCKET is required"))
+		errs = append(errs, errors.New("origin: Bucket is required"))
 	}
 	if c.Prefix != "" {
 		if !strings.HasSuffix(c.Prefix, "/") {
-			errs = append(errs, fmt.Errorf("origin: TILES_PREFIX %q must end in /", c.Prefix))
+			errs = append(errs, fmt.Errorf("origin: Prefix %q must end in /", c.Prefix))
 		}
 		if strings.HasPrefix(c.Prefix, "/") {
-			errs = append(errs, fmt.Errorf("origin: TILES_PREFIX %q must not start with /", c.Prefix))
+			errs = append(errs, fmt.Errorf("origin: Prefix %q must not start with /", c.Prefix))
 		}
 	}
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("origin: AWS_ENDPOINT_URL %q is not an http(s) URL", c.Endpoint))
+			errs = append(errs, fmt.Errorf("origin: Endpoint %q is not an http(s) URL", c.Endpoint))
 		}
 	}
 	if c.MaxAttempts < 0 {
@@ -290,7 +290,7 @@ func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*t
 		length = *out.ContentLength
 	}
 	if max := c.cfg.MaxObjectBytes; max > 0 && length > max {
-		return nil, fmt.Errorf("%w: %s is %d bytes, MAX_TILE_BYTES is %d", ErrTooLarge, objectKey, length, max)
+		return nil, fmt.Errorf("%w: %s is %d bytes, MaxObjectBytes is %d", ErrTooLarge, objectKey, length, max)
 	}
 	body, err := c.readBody(ctx, cancel, out.Body, length)
 	if err != nil {
@@ -367,7 +367,7 @@ func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int6
 	}
 	if max := c.cfg.MaxObjectBytes; max > 0 && length > max {
 		// Refused from the header, before a byte is read or allocated.
-		return nil, fmt.Errorf("%w: %s range of %d bytes, MAX_TILE_BYTES is %d", ErrTooLarge, objectKey, length, max)
+		return nil, fmt.Errorf("%w: %s range of %d bytes, MaxObjectBytes is %d", ErrTooLarge, objectKey, length, max)
 	}
 	body, err := c.readBody(ctx, cancel, out.Body, length)
 	if err != nil {
@@ -466,7 +466,7 @@ func (c *Client) readBody(ctx context.Context, cancel context.CancelCauseFunc, r
 		return nil, &bodyError{err}
 	}
 	if max := c.cfg.MaxObjectBytes; max > 0 && int64(len(buf)) > max {
-		return nil, fmt.Errorf("%w: more than MAX_TILE_BYTES (%d) bytes", ErrTooLarge, max)
+		return nil, fmt.Errorf("%w: more than MaxObjectBytes (%d) bytes", ErrTooLarge, max)
 	}
 	if length >= 0 && int64(len(buf)) != length {
 		return nil, &bodyError{fmt.Errorf("got %d bytes, Content-Length is %d: %w", len(buf), length, io.ErrUnexpectedEOF)}

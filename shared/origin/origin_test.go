@@ -15,8 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -426,7 +426,7 @@ func TestValidate(t *testing.T) {
 		{"minimal", origin.Config{Bucket: "b"}, nil},
 		{"full", origin.Config{Bucket: "b", Prefix: "v1/", Endpoint: "http://localhost:4566", MaxAttempts: 2, Timeout: time.Second}, nil},
 		{"everything wrong", origin.Config{Prefix: "/v1", Endpoint: "localhost", MaxAttempts: -1, Timeout: -1, BodyGrace: -1},
-			[]string{"TILES_BUCKET", "must end in /", "must not start with /", "AWS_ENDPOINT_URL", "MaxAttempts", "Timeout", "BodyGrace"}},
+			[]string{"Bucket", "must end in /", "must not start with /", "Endpoint", "MaxAttempts", "Timeout", "BodyGrace"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 )
 
 var compressions = []pmtiles.Compression{pmtiles.CompressionNone, pmtiles.CompressionGzip, pmtiles.CompressionBrotli, pmtiles.CompressionZstd}

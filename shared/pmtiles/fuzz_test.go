@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 )
 
 var writeSeeds = flag.Bool("write-seeds", false, "rewrite the seed corpora under testdata/fuzz")

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 )
 
 func TestZXYToIDSpecTable(t *testing.T) {

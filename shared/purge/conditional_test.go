@@ -1,7 +1,6 @@
 package purge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,8 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 )
 
 // stores are the two kinds of S3 the journal may be deployed against.
@@ -97,7 +97,7 @@ func TestWorkerConcurrentNoSilentLoss(t *testing.T) {
 			var mu sync.Mutex // guards failed and errs
 			failed := map[string]bool{}
 			var errs []error
-			var logs lockedBuffer
+			var logs syncbuf.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			for w := range workers {
 				j := NewJournal(ep.Client, workerBucket, workerJournal, JournalOptions{Logger: log})
@@ -272,24 +272,6 @@ func TestJournalVerifyOnce(t *testing.T) {
 	if en, err := j.Append(context.Background(), []string{"a/"}, "test"); err != nil || en.Seq != 1 {
 		t.Errorf("append after the store was fixed: got %+v %v, want seq 1", en, err)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // BenchmarkJournalProbe is the once-per-process cost of Verify against the

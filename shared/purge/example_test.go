@@ -7,8 +7,8 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/s3local"
 )
 
 // The journal against an S3 endpoint (here the in-process one, reached over

@@ -85,12 +85,12 @@ type Follower struct {
 
 	checks, unchanged, failures, purgeAlls atomic.Uint64
 
-	mu     sync.Mutex // guards the fields below and serialises checks
-	pos    Position   // the last entry applied to the tiers
-	known  bool       // the tiers hold nothing older than pos (false: a kept disk tier of unknown position)
-	etag   string     // the head's version when last read
-	frozen bool       // a purge did not fully reach the disk: pos is not saved until a purge of everything does
-	fresh  bool       // during Start without a disk tier: the tiers are empty, nothing to apply
+	mu         sync.Mutex // guards the fields below and serialises checks
+	pos        Position   // the last entry applied to the tiers
+	known      bool       // the tiers hold nothing older than pos (false: a kept disk tier of unknown position)
+	etag       string     // the head's version when last read
+	diskBehind bool       // a purge did not fully reach the disk: pos is not saved until a purge of everything does
+	fresh      bool       // during Start without a disk tier: the tiers are empty, nothing to apply
 }
 
 // NewFollower returns a follower of j that purges t.
@@ -145,7 +145,7 @@ func (f *Follower) Start(ctx context.Context) error {
 // last good check is too old. It returns within Timeout.
 func (f *Follower) MaybeSync(ctx context.Context) {
 	if now := f.cfg.Now(); !f.Due(now) {
-		if !f.vouching(now) {
+		if !f.checkedRecently(now) {
 			// A check is under way (it moved the due time when it began)
 			// and nothing is vouched for until it ends: wait for it, at
 			// most Timeout, rather than send cached copies to S3.
@@ -159,7 +159,7 @@ func (f *Follower) MaybeSync(ctx context.Context) {
 		// Another caller is checking. If the last good check is too old to
 		// vouch for anything, wait for that check (at most Timeout) rather
 		// than send every cached tile to S3 for revalidation.
-		if !f.vouching(f.cfg.Now()) {
+		if !f.checkedRecently(f.cfg.Now()) {
 			f.mu.Lock()
 			//lint:ignore SA2001 the lock is taken only to wait for the check under way to end
 			f.mu.Unlock()
@@ -204,16 +204,16 @@ func (f *Follower) Sync(ctx context.Context) error {
 // when the last good check started after that time, or when the copy was
 // fetched after it. It costs an atomic load.
 func (f *Follower) Trusted(storedAt, now time.Time) bool {
-	return f.vouching(now) || storedAt.UnixNano() > f.horizon(now)
+	return f.checkedRecently(now) || storedAt.UnixNano() > f.horizon(now)
 }
 
 func (f *Follower) horizon(now time.Time) int64 {
 	return now.UnixNano() - int64(f.cfg.Interval+f.cfg.Timeout)
 }
 
-// vouching reports whether the last good check is recent enough to vouch
+// checkedRecently reports whether the last good check is recent enough to vouch
 // for every cached copy.
-func (f *Follower) vouching(now time.Time) bool {
+func (f *Follower) checkedRecently(now time.Time) bool {
 	ok := f.lastOK.Load()
 	return ok != 0 && ok > f.horizon(now)
 }
@@ -261,15 +261,15 @@ func (f *Follower) check(ctx context.Context, start time.Time) (err error) {
 		f.failures.Add(1)
 		return err
 	default:
-		f.adopt(snap)
+		f.applySnapshot(snap)
 		f.etag = snap.ETag
 	}
 	f.lastOK.Store(start.UnixNano())
 	return nil
 }
 
-// adopt brings the tiers from f.pos to snap. f.mu is held.
-func (f *Follower) adopt(snap Snapshot) {
+// applySnapshot brings the tiers from f.pos to snap. f.mu is held.
+func (f *Follower) applySnapshot(snap Snapshot) {
 	next := Position{Journal: snap.Journal, Seq: snap.Seq}
 	if e, ok := snap.at(snap.Seq); ok {
 		next.Entry = EntryDigest(e)
@@ -335,7 +335,7 @@ func (f *Follower) adopt(snap Snapshot) {
 				}
 				if err := f.purgePrefix(p, &applied); err != nil {
 					f.log.Warn("purge not fully applied on disk; it is applied again after a restart", "seq", e.Seq, "prefix", p, "err", err)
-					f.frozen, ok = true, false
+					f.diskBehind, ok = true, false
 				}
 			}
 			applied.entry(e)
@@ -352,7 +352,7 @@ func (f *Follower) adopt(snap Snapshot) {
 	}
 	f.pos, f.known = next, true
 	f.applied.Store(next.Seq)
-	if ok && !f.frozen {
+	if ok && !f.diskBehind {
 		f.save()
 	}
 }
@@ -383,10 +383,10 @@ func (f *Follower) purgeAll(a *appliedCount) bool {
 	f.purgeAlls.Add(1)
 	if err := f.purgePrefix("", a); err != nil {
 		f.log.Warn("dropping the tiers left files on disk; they are dropped again after a restart", "err", err)
-		f.frozen = true
+		f.diskBehind = true
 		return false
 	}
-	f.frozen = false // nothing older than this survives on disk
+	f.diskBehind = false // nothing older than this survives on disk
 	return true
 }
 

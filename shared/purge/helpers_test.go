@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tilesieve/tilesieve/shared/fakeclock"
-	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 )
 
 const testBucket = "tiles"

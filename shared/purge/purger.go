@@ -11,6 +11,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/wait"
 )
 
@@ -112,11 +113,11 @@ type Request struct {
 }
 
 // PrefixRequest is the purge of every key under prefix, as the admin API
-// asks for it: the prefix and the names it derives (see derivedOfPrefix),
+// asks for it: the prefix and the names it derives (see tilename.DerivedOfPrefix),
 // coalesced, as open prefixes.
 func PrefixRequest(prefix, source, id string) Request {
 	return Request{
-		Prefixes: Coalesce(append([]string{prefix}, derivedOfPrefix(prefix)...), CoalesceConfig{}),
+		Prefixes: Coalesce(append([]string{prefix}, tilename.DerivedOfPrefix(prefix)...), CoalesceConfig{}),
 		Source:   source,
 		BatchID:  id,
 	}
@@ -226,37 +227,6 @@ func (r Request) targets() []string {
 		t = append(t, p)
 	}
 	return t
-}
-
-// derived lists what else a change of key changes, beyond key itself: an
-// archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, and
-// a tile directory's NAME/metadata.json is that TileJSON too.
-func derived(key string) []string {
-	if name, ok := strings.CutSuffix(key, ".pmtiles"); ok && name != "" && !strings.Contains(name, "/") {
-		return []string{name + "/", name + ".json"}
-	}
-	if name, ok := strings.CutSuffix(key, "/metadata.json"); ok && name != "" && !strings.Contains(name, "/") {
-		return []string{name + ".json"}
-	}
-	return nil
-}
-
-// derivedOfPrefix is derived for every key under prefix that prefix alone
-// does not cover: a prefix that ends inside an archive's name ("osm.pm")
-// derives its tileset and TileJSON, one that ends inside a tileset
-// directory's metadata.json ("osm/", "osm/meta") its TileJSON. A shorter
-// prefix ("os") covers those names itself.
-func derivedOfPrefix(prefix string) []string {
-	if name, rest, ok := strings.Cut(prefix, "/"); ok {
-		if name != "" && strings.HasPrefix("metadata.json", rest) {
-			return []string{name + ".json"}
-		}
-		return nil
-	}
-	if i := strings.LastIndexByte(prefix, '.'); i > 0 && strings.HasPrefix("pmtiles", prefix[i+1:]) {
-		return []string{prefix[:i] + "/", prefix[:i] + ".json"}
-	}
-	return nil
 }
 
 // messageKind marks a handed-off invalidation among the S3 notifications on

@@ -10,39 +10,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
 	"github.com/tilesieve/tilesieve/shared/s3event"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
-
-func TestDerivedOfPrefix(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		prefix string
-		want   []string
-	}{
-		{"osm.pmtiles", []string{"osm/", "osm.json"}},
-		{"osm.pm", []string{"osm/", "osm.json"}},
-		{"my.map.pmtiles", []string{"my.map/", "my.map.json"}},
-		{"osm/", []string{"osm.json"}},
-		{"osm/meta", []string{"osm.json"}},
-		{"osm/metadata.json", []string{"osm.json"}},
-		{"osm/12/", nil},
-		{"osm/12/2048/1361.png", nil},
-		{"os", nil}, // covers osm/, osm.json and osm.pmtiles itself
-		{"osm.json", nil},
-		{"", nil},
-		{".pmtiles", nil},
-		{"deep/a.pmtiles", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.prefix, func(t *testing.T) {
-			t.Parallel()
-			if got := derivedOfPrefix(tt.prefix); !slices.Equal(got, tt.want) {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
 
 func TestPrefixRequestTargets(t *testing.T) {
 	t.Parallel()

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 )
 
 // replaceHead rewrites the head as a writer that lost a compare-and-swap

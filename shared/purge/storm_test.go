@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
 // TestWorkerStormAsDeployed delivers a 10,000-tile upload the way the deployed

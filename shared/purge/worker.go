@@ -15,6 +15,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tilename"
 )
 
 // WorkerMetrics is what a Worker and its Purger report about each
@@ -138,7 +139,7 @@ func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 	keys := make([]string, 0, len(latest))
 	for _, c := range latest {
 		keys = append(keys, c.Key)
-		keys = append(keys, derived(c.Key)...)
+		keys = append(keys, tilename.Derived(c.Key)...)
 	}
 	res.Prefixes = Coalesce(keys, w.cfg.Coalesce)
 	w.cfg.Metrics.Notifications(res.Changes)

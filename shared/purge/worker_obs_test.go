@@ -11,9 +11,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
 	"github.com/tilesieve/tilesieve/shared/obs"
-	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/emftest"
 )
 
 // TestWorkerMetricsKnownBatches runs known invocations through Handle with

@@ -17,13 +17,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	tsevents "github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cdn"
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
-	"github.com/tilesieve/tilesieve/shared/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/s3event"
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 // The bucket and journal of the worker tests (those of the fixtures).
@@ -138,7 +138,7 @@ func newFakeSleep() *fakeSleep {
 
 func readFixture(t testing.TB, name string) json.RawMessage {
 	t.Helper()
-	b, err := fs.ReadFile(tsevents.FS, name)
+	b, err := fs.ReadFile(fixtures.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}

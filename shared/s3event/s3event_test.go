@@ -12,13 +12,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	tsevents "github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 )
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := fs.ReadFile(tsevents.FS, name)
+	b, err := fs.ReadFile(fixtures.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestLatestDropsStaleDuplicate(t *testing.T) {
 // FuzzDecode checks Decode's promises on arbitrary input: no panic, and every
 // change carries a plausible S3 key that is exactly what its record said.
 func FuzzDecode(f *testing.F) {
-	entries, err := fs.ReadDir(tsevents.FS, ".")
+	entries, err := fs.ReadDir(fixtures.FS, ".")
 	if err != nil {
 		f.Fatal(err)
 	}

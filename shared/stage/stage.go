@@ -79,11 +79,11 @@ func (c Config) Validate() error {
 	var errs []error
 	for _, p := range c.Prefixes {
 		if err := tile.ValidatePrefix(p); err != nil {
-			errs = append(errs, fmt.Errorf("stage: STAGE_PREFIXES: %w", err))
+			errs = append(errs, fmt.Errorf("stage: Prefixes: %w", err))
 		}
 	}
 	if c.Budget < 0 {
-		errs = append(errs, fmt.Errorf("stage: STAGE_BUDGET %v is negative", c.Budget))
+		errs = append(errs, fmt.Errorf("stage: Budget %v is negative", c.Budget))
 	}
 	if c.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("stage: Concurrency %d is negative", c.Concurrency))

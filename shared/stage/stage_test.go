@@ -18,10 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/stage"
+	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -101,26 +102,8 @@ func openDisk(t testing.TB, maxBytes int64) *disk.Store {
 	return d
 }
 
-// logBuf is a slog destination safe for concurrent use.
-type logBuf struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func newLog() (*slog.Logger, *logBuf) {
-	b := &logBuf{}
+func newLog() (*slog.Logger, *syncbuf.Buffer) {
+	b := &syncbuf.Buffer{}
 	return slog.New(slog.NewTextHandler(b, nil)), b
 }
 

@@ -7,9 +7,9 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 )
 

@@ -27,19 +27,8 @@ func ContentTypeFor(key, stored string) string {
 	if stored != "" && !generic(stored) {
 		return stored
 	}
-	switch ext {
-	case ".pbf", ".mvt":
-		return ContentTypeMVT
-	case ".png": // sprite.png and sprite@2x.png too
-		return "image/png"
-	case ".jpg", ".jpeg":
-		return "image/jpeg"
-	case ".webp":
-		return "image/webp"
-	case ".avif":
-		return "image/avif"
-	case ".json": // style.json, sprite.json, TileJSON
-		return "application/json"
+	if t := ContentTypeOfExt(strings.TrimPrefix(ext, ".")); t != "" {
+		return t
 	}
 	if t := mime.TypeByExtension(ext); t != "" {
 		return t
@@ -48,6 +37,26 @@ func ContentTypeFor(key, stored string) string {
 		return stored
 	}
 	return "application/octet-stream"
+}
+
+// ContentTypeOfExt is the content type of the tile and document formats
+// tilesieve serves, by extension (without the dot, any case); "" for another.
+func ContentTypeOfExt(ext string) string {
+	switch strings.ToLower(ext) {
+	case "pbf", "mvt":
+		return ContentTypeMVT
+	case "png": // sprite.png and sprite@2x.png too
+		return "image/png"
+	case "jpg", "jpeg":
+		return "image/jpeg"
+	case "webp":
+		return "image/webp"
+	case "avif":
+		return "image/avif"
+	case "json": // style.json, sprite.json, TileJSON
+		return "application/json"
+	}
+	return ""
 }
 
 func generic(t string) bool { return t == "binary/octet-stream" || t == "application/octet-stream" }

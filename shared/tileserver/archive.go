@@ -14,6 +14,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
@@ -32,7 +33,7 @@ type ArchiveStore interface {
 
 // ArchiveExt names an archive: TILES_PREFIX + NAME + ArchiveExt serves the
 // tileset NAME/.
-const ArchiveExt = ".pmtiles"
+const ArchiveExt = tilename.ArchiveExt
 
 // Defaults of the archive origin.
 const (
@@ -362,7 +363,7 @@ func (a *archives) rangeReader(name, objectKey, etag string) pmtiles.RangeReader
 func (a *archives) changed(ar *archive) {
 	a.s.log.Info("archive changed under a read; dropping its tileset on this instance", "name", ar.name, "etag", ar.etag)
 	_, _ = a.s.eng.Purge(ar.name + "/")
-	_, _ = a.s.eng.Purge(ar.name + ".json")
+	_, _ = a.s.eng.Purge(tilename.TileJSONKey(ar.name))
 }
 
 // forget drops what is known of the archives a purge of prefix covers: a
@@ -499,7 +500,7 @@ func (a *archives) metadataJSON(ctx context.Context, name, key, ifNoneMatch stri
 	if inner, ok := strings.CutSuffix(ifNoneMatch, tileJSONTag+`"`); ok {
 		inm = inner + `"`
 	}
-	md, err := a.next.Get(ctx, name+"/metadata.json", inm)
+	md, err := a.next.Get(ctx, tilename.MetadataKey(name), inm)
 	switch {
 	case errors.Is(err, origin.ErrNotFound):
 		if strings.HasSuffix(ifNoneMatch, tileJSONTag+`"`) {

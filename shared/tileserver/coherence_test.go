@@ -16,12 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3event"
-	"github.com/tilesieve/tilesieve/shared/s3local"
 	"github.com/tilesieve/tilesieve/shared/stage"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"

@@ -17,6 +17,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/iiif"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
@@ -291,7 +292,7 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 	byName := map[string]CatalogEntry{}
 	for _, o := range objects {
 		if name, ok := strings.CutSuffix(o.Key, ArchiveExt); ok && name != "" {
-			byName[name] = CatalogEntry{Name: name, Kind: "pmtiles", TileJSON: name + ".json"}
+			byName[name] = CatalogEntry{Name: name, Kind: "pmtiles", TileJSON: tilename.TileJSONKey(name)}
 		}
 	}
 	var mu sync.Mutex // guards byName below
@@ -306,9 +307,9 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if _, err := s.archives.store.Head(ctx, name+"/metadata.json"); err == nil {
+			if _, err := s.archives.store.Head(ctx, tilename.MetadataKey(name)); err == nil {
 				mu.Lock()
-				byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: name + ".json"}
+				byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: tilename.TileJSONKey(name)}
 				mu.Unlock()
 			}
 		}()

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -152,18 +153,11 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if d.Memory == nil || d.Origin == nil {
 		return nil, errors.New("tileserver: Memory and Origin are required")
 	}
-	if cfg.MissingTile == "" {
-		cfg.MissingTile = "404"
-	}
-	if cfg.CacheControl == "" {
-		cfg.CacheControl = "public, max-age=86400, stale-while-revalidate=60, stale-if-error=86400"
-	}
-	if cfg.NegativeCacheControl == "" {
-		cfg.NegativeCacheControl = "public, max-age=60"
-	}
-	if cfg.StaleCacheControl == "" {
-		cfg.StaleCacheControl = "public, max-age=60"
-	}
+	// Zero fields take config's defaults, the ones the variables have.
+	cfg.MissingTile = cmp.Or(cfg.MissingTile, config.DefaultMissingTile)
+	cfg.CacheControl = cmp.Or(cfg.CacheControl, config.DefaultCacheControl)
+	cfg.NegativeCacheControl = cmp.Or(cfg.NegativeCacheControl, config.DefaultNegativeCacheControl)
+	cfg.StaleCacheControl = cmp.Or(cfg.StaleCacheControl, config.DefaultStaleCacheControl)
 	// The archive probes read these beside the engine.
 	cfg.RevalidateAfter = cmp.Or(cfg.RevalidateAfter, tiers.DefaultRevalidateAfter)
 	cfg.OriginTimeout = cmp.Or(cfg.OriginTimeout, tiers.DefaultOriginTimeout)

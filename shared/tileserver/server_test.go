@@ -20,12 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
-	"github.com/tilesieve/tilesieve/shared/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )

@@ -54,6 +54,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/style"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/transfer"
 )
 
@@ -126,9 +127,7 @@ func ParseDestination(s string) (Destination, error) {
 	}
 	key := strings.TrimPrefix(u.Path, "/")
 	key = strings.TrimSuffix(key, "/")
-	for _, ext := range []string{".pmtiles", ".mbtiles"} {
-		key = strings.TrimSuffix(key, ext)
-	}
+	key = tilename.TrimArchiveExt(key)
 	if key == "" {
 		return Destination{}, badDestination("%q: no tileset NAME after the bucket", s)
 	}
@@ -146,24 +145,12 @@ func ParseDestination(s string) (Destination, error) {
 // dot, any case), "" for an extension tilesieve does not serve.
 func ContentType(ext string) string {
 	switch strings.ToLower(ext) {
-	case "png":
-		return "image/png"
-	case "jpg", "jpeg":
-		return "image/jpeg"
-	case "webp":
-		return "image/webp"
-	case "avif":
-		return "image/avif"
-	case "pbf", "mvt":
-		return "application/vnd.mapbox-vector-tile"
-	case "json":
-		return "application/json"
 	case "pmtiles":
 		return "application/vnd.pmtiles"
 	case "mbtiles":
 		return "application/vnd.sqlite3"
 	}
-	return ""
+	return tile.ContentTypeOfExt(ext)
 }
 
 // IsGzip reports whether b starts with the gzip magic.
@@ -363,7 +350,7 @@ func stylePath(name, rel string) (string, bool) {
 // tilePath reports whether rel is metadata.json or z/x/y.ext with numbers
 // and a known extension, and returns its extension.
 func tilePath(rel string) (string, bool) {
-	if rel == "metadata.json" {
+	if rel == tilename.MetadataFile {
 		return "json", true
 	}
 	parts := strings.Split(rel, "/")

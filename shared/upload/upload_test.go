@@ -22,11 +22,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tilesieve/tilesieve/shared/fakeclock"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/upload"
 )
 

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e"
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/tilegen"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 )
 
 // EmuSizes are the tiles measured under the emulator.

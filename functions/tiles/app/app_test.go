@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 func setup(t *testing.T, env map[string]string, tiles int) (*s3local.Server, config.Tiles, *origin.Client) {

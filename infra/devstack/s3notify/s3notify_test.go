@@ -23,9 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/shared/s3event"
-	"github.com/tilesieve/tilesieve/shared/s3local"
 )
 
 func TestEncodeKey(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package stack composes the whole tilesieve loop in one process, for
 // `make run` and for end-to-end tests:
 //
-//   - an S3-compatible endpoint (shared/s3local) seeded with a demo tileset,
+//   - an S3-compatible endpoint (infra/devstack/s3local) seeded with a demo tileset,
 //     behind an emulation of S3 event notifications (s3notify) that delivers
 //     every change under TILES_PREFIX to the sync worker, as S3 invokes the
 //     worker Lambda asynchronously;
@@ -38,13 +38,14 @@ import (
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
 	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/s3local"
+	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/upload"
 	workerapp "github.com/tilesieve/tilesieve/worker/app"
 )
@@ -348,14 +349,14 @@ func (st *Stack) seed(ctx context.Context, c *s3.Client, maxZoom int) error {
 
 // load uploads one of the user's tilesets under TILES_PREFIX.
 func (st *Stack) load(ctx context.Context, c *s3.Client, path string) error {
-	name := strings.TrimSuffix(filepath.Base(filepath.Clean(path)), ".pmtiles")
+	name := strings.TrimSuffix(filepath.Base(filepath.Clean(path)), tilename.ArchiveExt)
 	dst := upload.Destination{Bucket: st.Tiles.Bucket, Prefix: st.Tiles.TilesPrefix, Name: name}
 	rep, err := upload.Run(ctx, c, path, dst, upload.Options{})
 	if err != nil {
 		return fmt.Errorf("-tiles %s: %w", path, err)
 	}
 	st.Loaded = append(st.Loaded, name)
-	st.log.Info("tileset loaded", "path", path, "name", name, "uploaded", rep.Uploaded, "skipped", rep.Skipped, "tilejson", "/"+name+".json")
+	st.log.Info("tileset loaded", "path", path, "name", name, "uploaded", rep.Uploaded, "skipped", rep.Skipped, "tilejson", "/"+tilename.TileJSONKey(name))
 	return nil
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 )
 
 // TestLoadTiles: -tiles loads a tile directory and a .pmtiles archive into

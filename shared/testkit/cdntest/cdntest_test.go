@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront/types"
 
-	"github.com/tilesieve/tilesieve/shared/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
 // TestApplyBeforeCompleted checks that with Options.Apply an invalidation is

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 )
 
 // RIEBinary is the emulator's command name.
@@ -67,7 +69,7 @@ func Build(t testing.TB, pkg string) string {
 type Emulator struct {
 	url string
 	mu  sync.Mutex // serialises invocations: the emulator takes one at a time
-	out *lockedWriter
+	out *syncbuf.Buffer
 }
 
 // Start runs bootstrap under the emulator with env added to this process's
@@ -81,7 +83,7 @@ func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
 		"--runtime-api-address", runtimeAddr,
 		bootstrap)
 	cmd.Env = append(os.Environ(), env...)
-	out := &lockedWriter{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", RIEBinary, err)
@@ -133,20 +135,7 @@ func (e *Emulator) Invoke(t testing.TB, event []byte) []byte {
 
 // Output is what the emulator and the function printed so far.
 func (e *Emulator) Output() string {
-	e.out.mu.Lock()
-	defer e.out.mu.Unlock()
-	return e.out.w.String()
-}
-
-type lockedWriter struct {
-	mu sync.Mutex // guards w
-	w  bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return e.out.String()
 }
 
 func freeAddr(t testing.TB) string {

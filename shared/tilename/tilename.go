@@ -1,0 +1,86 @@
+// Package tilename is the naming rule of tilesets, spelled once: a tileset
+// NAME is served under the tile directory NAME/, described by the TileJSON
+// NAME.json, and stored either as tiles under NAME/ (with tippecanoe's
+// NAME/metadata.json beside them) or as one archive, NAME.pmtiles (or
+// NAME.mbtiles). Names are tile keys without a slash; the functions here are
+// pure and check nothing else.
+package tilename
+
+import "strings"
+
+// Extensions and file names of the rule.
+const (
+	ArchiveExt   = ".pmtiles"      // NAME.pmtiles serves the tileset NAME/
+	MBTilesExt   = ".mbtiles"      // NAME.mbtiles, an SQLite archive of the tileset NAME/
+	TileJSONExt  = ".json"         // NAME.json is the tileset's TileJSON
+	MetadataFile = "metadata.json" // NAME/metadata.json describes a tile directory
+)
+
+// Dir is the tile directory of the tileset name: "osm/".
+func Dir(name string) string { return name + "/" }
+
+// TileJSONKey is the key of the TileJSON of the tileset name: "osm.json".
+func TileJSONKey(name string) string { return name + TileJSONExt }
+
+// ArchiveKey is the key of the PMTiles archive of the tileset name:
+// "osm.pmtiles".
+func ArchiveKey(name string) string { return name + ArchiveExt }
+
+// MetadataKey is the key of a tile directory's metadata:
+// "osm/metadata.json".
+func MetadataKey(name string) string { return Dir(name) + MetadataFile }
+
+// ArchiveName reports the tileset a top-level key "NAME.pmtiles" is the
+// archive of.
+func ArchiveName(key string) (name string, ok bool) {
+	name, ok = strings.CutSuffix(key, ArchiveExt)
+	return name, ok && isName(name)
+}
+
+// TileJSONName reports the tileset a top-level key "NAME.json" is the
+// TileJSON of.
+func TileJSONName(key string) (name string, ok bool) {
+	name, ok = strings.CutSuffix(key, TileJSONExt)
+	return name, ok && isName(name)
+}
+
+// TrimArchiveExt drops a trailing .pmtiles or .mbtiles from a file or key.
+func TrimArchiveExt(s string) string {
+	for _, ext := range []string{ArchiveExt, MBTilesExt} {
+		s = strings.TrimSuffix(s, ext)
+	}
+	return s
+}
+
+// Derived lists what else a change of key changes, beyond key itself: an
+// archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, and
+// a tile directory's NAME/metadata.json is that TileJSON too.
+func Derived(key string) []string {
+	if name, ok := ArchiveName(key); ok {
+		return []string{Dir(name), TileJSONKey(name)}
+	}
+	if name, ok := strings.CutSuffix(key, "/"+MetadataFile); ok && isName(name) {
+		return []string{TileJSONKey(name)}
+	}
+	return nil
+}
+
+// DerivedOfPrefix is Derived for every key under prefix that prefix alone
+// does not cover: a prefix that ends inside an archive's name ("osm.pm")
+// derives its tileset and TileJSON, one that ends inside a tileset
+// directory's metadata.json ("osm/", "osm/meta") its TileJSON. A shorter
+// prefix ("os") covers those names itself.
+func DerivedOfPrefix(prefix string) []string {
+	if name, rest, ok := strings.Cut(prefix, "/"); ok {
+		if name != "" && strings.HasPrefix(MetadataFile, rest) {
+			return []string{TileJSONKey(name)}
+		}
+		return nil
+	}
+	if i := strings.LastIndexByte(prefix, '.'); i > 0 && strings.HasPrefix(ArchiveExt, prefix[i:]) {
+		return []string{Dir(prefix[:i]), TileJSONKey(prefix[:i])}
+	}
+	return nil
+}
+
+func isName(name string) bool { return name != "" && !strings.Contains(name, "/") }
