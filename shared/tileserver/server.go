@@ -67,7 +67,10 @@ type Config struct {
 	// archive, and how long an archive's ETag counts as checked when its
 	// tiles are revalidated; default DefaultArchiveTTL.
 	ArchiveTTL time.Duration
-	Now        func() time.Time
+	// MaxTileBytes (MAX_TILE_BYTES) also bounds a tile decoded for a client
+	// without its coding; zero or negative: the decoder's own bounds only.
+	MaxTileBytes int64
+	Now          func() time.Time
 }
 
 // Validate reports every problem at once.
@@ -134,14 +137,16 @@ type Server struct {
 	cacheControl, negativeCacheControl, staleCacheControl, allow []string
 
 	stats    counters
-	archives *archives    // nil: objects only
-	docs     *cache.Cache // TileJSON and info.json answers rendered for a base URL
+	decoding decodeFlights // decodes of stored tiles for clients without their coding
+	archives *archives     // nil: objects only
+	docs     *cache.Cache  // TileJSON and info.json answers rendered for a base URL
 	catalog  catalogCache
 }
 
 // counters are the handler's own statistics; the engine keeps the tiers'.
 type counters struct {
 	requests, notFound, badRequests atomic.Int64
+	decodes                         atomic.Int64 // whole decodes of a stored tile for a client without its coding
 }
 
 // New builds the handler.
