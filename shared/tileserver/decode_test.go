@@ -187,3 +187,42 @@ func TestDecodedVariantNewVersion(t *testing.T) {
 		t.Fatalf("got %d decodes, want 1", got)
 	}
 }
+
+// TestStreamedVariantAnswers: a decoded variant too large for the memory
+// tier answers HEAD with its size, conditionals on its own ETag, and GET
+// with the whole decoded body, all from its one measuring decode.
+func TestStreamedVariantAnswers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withMemBytes(8<<20)) // an entry may take 1 MiB
+	const decoded = 2 << 20
+	etag := e.put("s/1/0/0.pbf", amplifier(t, decoded), "application/x-protobuf", "gzip")
+	identity := etag[:len(etag)-1] + `-identity"`
+	for _, tc := range []struct {
+		name, method string
+		hdr          []string
+		status       int
+		length       string
+		bodyLen      int
+	}{
+		{name: "HEAD", method: "HEAD", status: 200, length: strconv.Itoa(decoded)},
+		{name: "GET", method: "GET", status: 200, length: strconv.Itoa(decoded), bodyLen: decoded},
+		{name: "If-None-Match", method: "GET", hdr: []string{"If-None-Match", identity}, status: 304},
+		{name: "If-Match other", method: "GET", hdr: []string{"If-Match", etag}, status: 412, length: "20", bodyLen: 20},
+		{name: "Range", method: "GET", hdr: []string{"Range", "bytes=0-9"}, status: 200, length: strconv.Itoa(decoded), bodyLen: decoded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(tc.method, "/s/1/0/0.pbf", tc.hdr...)
+			b := body(t, r)
+			if r.StatusCode != tc.status || r.Header.Get("Content-Length") != tc.length || len(b) != tc.bodyLen {
+				t.Fatalf("got %d, Content-Length %q, %d bytes; want %d, %q, %d bytes",
+					r.StatusCode, r.Header.Get("Content-Length"), len(b), tc.status, tc.length, tc.bodyLen)
+			}
+			if tc.status != 412 && (r.Header.Get("Etag") != identity || r.Header.Get("Content-Encoding") != "") {
+				t.Fatalf("got ETag %q, Content-Encoding %q; want %q, none", r.Header.Get("Etag"), r.Header.Get("Content-Encoding"), identity)
+			}
+		})
+	}
+	if got := e.srv.Decodes(); got != 1 {
+		t.Errorf("got %d whole decodes, want 1", got)
+	}
+}

@@ -8,8 +8,11 @@
 // The engine decides where a tile comes from (memory, disk, S3) and what a
 // purge removes; this package decides how it is answered, and prepares each
 // tile's answer as the tile enters the memory tier (the engine's Prepare
-// hook), so a memory hit formats nothing. The handler is safe for
-// concurrent use.
+// hook), so a memory hit formats nothing. A tile stored with a content
+// coding is decoded for clients without it at most once per tile version,
+// within MAX_TILE_BYTES: kept beside the tile in the memory tier (where a
+// purge of the tile removes it), or decoded as it is sent when it is too
+// large for it. The handler is safe for concurrent use.
 package tileserver
 
 import (
