@@ -49,7 +49,7 @@ func runGzipAmplifier(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL st
 	if int64(decoded) < mem/8 {
 		how = "kept decoded in the memory tier"
 	}
-	row := RSSRow{Scenario: fmt.Sprintf("gzip amplifier: %d clients × %d rounds without gzip, a %.0f KB tile decoding to %s (%s)",
+	row := RSSRow{Scenario: fmt.Sprintf("gzip amplifier: %d clients × %d round(s) without gzip, a %.0f KB tile decoding to %s (%s)",
 		p.GzipClients, p.GzipRounds, float64(len(body))/1e3, mib(int64(decoded)), how), MemBytes: mem}
 	seeder, err := s3local.New(s3local.Config{})
 	if err != nil {

@@ -92,20 +92,18 @@ func isVariantKey(key string) bool { return strings.IndexByte(key, 0) >= 0 }
 
 // variantInfo is the Prepared of a kept variant without its body: the
 // decoded size of one that is streamed, or the refusal of one that is not
-// served.
+// served (errTooLarge or errNotValid: shared values, so it holds nothing
+// more).
 type variantInfo struct {
 	size    int64
 	refused error
 }
 
 // Cost implements tile.Prepared.
-func (v *variantInfo) Cost() int64 {
-	n := tile.AllocBytes(int(unsafe.Sizeof(variantInfo{})))
-	if v.refused != nil {
-		n += 64 + tile.AllocBytes(len(v.refused.Error()))
-	}
-	return n
-}
+func (v *variantInfo) Cost() int64 { return tile.AllocBytes(int(unsafe.Sizeof(variantInfo{}))) }
+
+// errNotValid is the refusal of a stored tile that does not decode.
+var errNotValid = errors.New("tileserver: stored tile does not decode")
 
 // variant is the outcome of decoding a tile: body when it is kept whole,
 // else size (streamed), or err (refused).
@@ -199,6 +197,12 @@ func (s *Server) decodeOnce(key string, t *tile.Tile) (v variant) {
 	case v.err != nil:
 		v.body, v.size = nil, 0
 		s.log.Warn("stored "+codingName(t.ContentEncoding)+" tile does not decode", "key", key, "etag", t.ETag, "err", v.err)
+		// Kept as the class of refusal alone: the details are in the log.
+		if errors.Is(v.err, errTooLarge) {
+			v.err = errTooLarge
+		} else {
+			v.err = errNotValid
+		}
 		vt.Prepared = &variantInfo{refused: v.err}
 	case v.body != nil:
 		vt.Body = v.body
