@@ -253,20 +253,18 @@ func measureDecode(enc string, b []byte, keep, limit int64) ([]byte, int64, erro
 	var n int64
 	if isize < 0 || isize <= keep {
 		// Kept whole if it fits: a gzip tile's trailer names its size, so
-		// the buffer is allocated once.
-		var out bytes.Buffer
-		if isize >= 0 {
-			out.Grow(int(isize) + bytes.MinRead) // ReadFrom wants MinRead spare bytes at the end
-		}
-		n, err = io.Copy(&out, io.LimitReader(r, max(keep, 0)+1))
+		// the buffer is allocated once (one byte more, so that the read
+		// that finds the end does not grow it).
+		out, err := readUpTo(r, max(keep, 0)+1, isize+1)
 		if err != nil {
 			return nil, 0, decodeErr(err, limit)
 		}
+		n = int64(len(out))
 		if n > limit {
 			return nil, 0, fmt.Errorf("%w: decodes past %d bytes", errTooLarge, limit)
 		}
 		if n <= keep {
-			return out.Bytes(), n, nil
+			return out, n, nil
 		}
 	}
 	// Too large to keep: count the rest.
@@ -287,4 +285,24 @@ func decodeErr(err error, limit int64) error {
 		return fmt.Errorf("%w: decodes past %d bytes: %v", errTooLarge, limit, err)
 	}
 	return fmt.Errorf("tileserver: %w", err)
+}
+
+// readUpTo reads r to its end or to most bytes, into a buffer of size hint
+// first (grown as append grows it when the hint is short).
+func readUpTo(r io.Reader, most, hint int64) ([]byte, error) {
+	buf := make([]byte, 0, min(max(hint, 512), most))
+	for int64(len(buf)) < most {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):min(int64(cap(buf)), most)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
