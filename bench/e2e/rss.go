@@ -43,6 +43,15 @@ type RSSParams struct {
 	HangRounds     int           // rounds of them
 	HangPatience   time.Duration // each client's timeout
 	MaxOriginFetch int           // MAX_ORIGIN_FETCHES (the product's default)
+	// The gzip amplifier: clients without gzip of a gzip tile that decodes
+	// large, once too large for the memory tier (GzipDecodedBytes) and once
+	// small enough to be kept decoded in it (GzipKeptBytes).
+	GzipDecodedBytes int
+	GzipKeptBytes    int
+	GzipMemBytes     int64
+	GzipMaxTile      string // MAX_TILE_BYTES of the run (≥ GzipDecodedBytes)
+	GzipClients      int
+	GzipRounds       int
 }
 
 // DefaultRSSParams is the run of `make bench` (quick: a short one).
@@ -50,9 +59,11 @@ func DefaultRSSParams(repoRoot, benchDir string, quick bool) RSSParams {
 	p := RSSParams{RepoRoot: repoRoot, BenchDir: benchDir,
 		FloodMemBytes: 32 << 20, FloodRequests: 250_000, FloodDuration: 150 * time.Second, FloodClients: 16,
 		BigTileBytes: 20_000_000, BigMemBytes: 64 << 20, BigMaxTile: "32MiB", BigReaders: 50, BigRounds: 5,
-		HangMemBytes: 32 << 20, HangClients: 100, HangRounds: 3, HangPatience: time.Second, MaxOriginFetch: 64}
+		HangMemBytes: 32 << 20, HangClients: 100, HangRounds: 3, HangPatience: time.Second, MaxOriginFetch: 64,
+		GzipDecodedBytes: 64 << 20, GzipKeptBytes: 4 << 20, GzipMemBytes: 64 << 20, GzipMaxTile: "64MiB", GzipClients: 80, GzipRounds: 3}
 	if quick {
 		p.FloodRequests, p.FloodDuration, p.BigRounds, p.HangRounds = 5_000, 10*time.Second, 2, 2
+		p.GzipDecodedBytes, p.GzipClients, p.GzipRounds = 16<<20, 20, 1
 	}
 	return p
 }
@@ -165,6 +176,16 @@ func RunRSS(ctx context.Context, p RSSParams) (RSSResult, error) {
 	}
 	res.Rows = append(res.Rows, row)
 	res.Hang = &hang
+	for _, n := range []int{p.GzipDecodedBytes, p.GzipKeptBytes} {
+		if n <= 0 {
+			continue
+		}
+		row, err := runGzipAmplifier(ctx, p, tmp, bin, logs, s3p.URL, n, p.GzipMemBytes)
+		if err != nil {
+			return res, fmt.Errorf("gzip amplifier: %w", err)
+		}
+		res.Rows = append(res.Rows, row)
+	}
 	res.targets()
 	return res, nil
 }
@@ -553,8 +574,13 @@ func renderRSS(b *strings.Builder, r *RSSResult) {
 		p.FloodClients, p.FloodRequests, p.FloodDuration)
 	fmt.Fprintf(b, "- **big tile**: one %d-byte object (random bytes) with `MAX_TILE_BYTES=%s`; the memory tier's entry limit is 1/8 of MEM_CACHE_BYTES (%s), so the tile lives only on the disk tier (1 GiB). One read fills the disk tier, then %d rounds of %d concurrent readers each read it whole (one per round checks its SHA-256).\n",
 		p.BigTileBytes, p.BigMaxTile, mib(p.BigMemBytes/8), p.BigRounds, p.BigReaders)
-	fmt.Fprintf(b, "- **S3 hang**: s3serve holds every GET under `hang/` (a `Faults` Delay of 1 h that ends when the caller goes away); %d rounds of %d clients, each with a %v timeout and a distinct uncached tile; sockets counted during the rounds and 2 s after; then the fault is removed and %d further misses (the first alone, then the rest at once) must be 200. `MAX_ORIGIN_FETCHES` %d and `ORIGIN_TIMEOUT` 10 s (the defaults); disk tier off.\n\n",
+	fmt.Fprintf(b, "- **S3 hang**: s3serve holds every GET under `hang/` (a `Faults` Delay of 1 h that ends when the caller goes away); %d rounds of %d clients, each with a %v timeout and a distinct uncached tile; sockets counted during the rounds and 2 s after; then the fault is removed and %d further misses (the first alone, then the rest at once) must be 200. `MAX_ORIGIN_FETCHES` %d and `ORIGIN_TIMEOUT` 10 s (the defaults); disk tier off.\n",
 		p.HangRounds, p.HangClients, p.HangPatience, p.HangClients, p.MaxOriginFetch)
+	if p.GzipClients > 0 {
+		fmt.Fprintf(b, "- **gzip amplifier**: a gzip tile (stored with `Content-Encoding: gzip`, about 35:1, within the decoder's ratio bound) that decodes to %s, then one that decodes to %s, each in a fresh process with MEM_CACHE_BYTES %s (entry limit %s) and `MAX_TILE_BYTES=%s`; %d round(s) of %d clients without `Accept-Encoding` ask for it at once and must each get the whole decoded body. The decoded variant is produced once per tile version: kept in the memory tier when it fits its entry limit, else only its size is kept and each answer decodes as it is written; disk tier off.\n",
+			mib(int64(p.GzipDecodedBytes)), mib(int64(p.GzipKeptBytes)), mib(p.GzipMemBytes), mib(p.GzipMemBytes/8), p.GzipMaxTile, p.GzipRounds, p.GzipClients)
+	}
+	b.WriteString("\n")
 	b.WriteString("| scenario | MEM_CACHE_BYTES | base | bound | peak (VmHWM) | VmRSS at end | requests | answers | memory tier at end | time |\n|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n")
 	for _, row := range r.Rows {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d | %s | %d entries, %s, %d evictions | %s |\n", row.Scenario, mib(row.MemBytes), mib(row.Base), mib(row.MemBytes+row.Base),

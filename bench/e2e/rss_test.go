@@ -22,7 +22,7 @@ func TestRSSTargetsAndRender(t *testing.T) {
 	}
 	var b strings.Builder
 	renderRSS(&b, &r)
-	for _, s := range []string{rssHeading, "| 404 flood | 32.0 MiB | 20.0 MiB | 52.0 MiB | 60.0 MiB |", "| 65 / 0 (most at one sample) | 3 / 0 (idle", "**missed**"} {
+	for _, s := range []string{rssHeading, "| 404 flood | 32.0 MiB | 20.0 MiB | 52.0 MiB | 60.0 MiB |", "| 65 / 0 (most at one sample) | 3 / 0 (idle", "**missed**", "- **gzip amplifier**: a gzip tile", "disk tier off.\n\n| scenario"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("render lacks %q:\n%s", s, b.String())
 		}

@@ -161,9 +161,32 @@ func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
 			encoding = v
 		}
 	}
+	// The payload's size is known before it is built: the JSON of the
+	// status and headers (small), plus the body as it will be encoded. An
+	// answer past the limit is refused without building it.
+	stub, err := json.Marshal(out)
+	if err != nil {
+		return textPayload(http.StatusInternalServerError, "encoding failed")
+	}
+	bodyLen, text := int64(len(resp.Body)), isText(contentType, encoding)
 	if resp.Stream != nil {
-		// A tile too big for the memory tier, read from disk: at most what
-		// fits a buffered payload.
+		// A tile too big for the memory tier, read from disk or decoded as
+		// it is read: its Content-Length, when it has one, is checked before
+		// a byte is read.
+		if n, err := strconv.ParseInt(resp.Get("Content-Length"), 10, 64); err == nil && n >= 0 {
+			bodyLen = n
+		}
+	}
+	if size := payloadSize(len(stub), bodyLen, text, resp.Body); size > maxBufferedPayload {
+		if resp.Stream != nil {
+			resp.Stream.Close()
+			resp.Stream = nil
+		}
+		return b.tooLarge(ev, size)
+	}
+	if resp.Stream != nil {
+		// At most what fits a buffered payload (a stream without a
+		// Content-Length is read this far to know).
 		body, err := io.ReadAll(io.LimitReader(resp.Stream, maxBufferedPayload/4*3+1))
 		resp.Stream.Close()
 		resp.Stream = nil
@@ -176,8 +199,11 @@ func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
 				"tile exceeds the 6 MB limit of buffered function URLs; use INVOKE_MODE=RESPONSE_STREAM")
 		}
 		resp.Body = body
+		if size := payloadSize(len(stub), int64(len(body)), text, body); size > maxBufferedPayload {
+			return b.tooLarge(ev, size)
+		}
 	}
-	if isText(contentType, encoding) && utf8.Valid(resp.Body) {
+	if text && utf8.Valid(resp.Body) {
 		out.Body = string(resp.Body)
 	} else if len(resp.Body) > 0 {
 		out.Body = base64.StdEncoding.EncodeToString(resp.Body)
@@ -188,11 +214,65 @@ func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
 		return textPayload(http.StatusInternalServerError, "encoding failed")
 	}
 	if len(p) > maxBufferedPayload {
-		b.log.Warn("response over the buffered 6 MB limit", "path", ev.RawPath, "bytes", len(p))
-		return textPayload(http.StatusBadGateway,
-			fmt.Sprintf("response of %d bytes exceeds the 6 MB limit of buffered function URLs; use INVOKE_MODE=RESPONSE_STREAM", len(p)))
+		return b.tooLarge(ev, int64(len(p)))
 	}
 	return bytes.NewReader(p)
+}
+
+// tooLarge is the answer to a payload of size bytes, past the buffered limit.
+func (b *buffered) tooLarge(ev *urlEvent, size int64) io.Reader {
+	b.log.Warn("response over the buffered 6 MB limit", "path", ev.RawPath, "bytes", size)
+	return textPayload(http.StatusBadGateway,
+		fmt.Sprintf("response of %d bytes exceeds the 6 MB limit of buffered function URLs; use INVOKE_MODE=RESPONSE_STREAM", size))
+}
+
+// payloadSize is the size of the payload whose JSON without a body (body
+// "", isBase64Encoded false) is stubLen bytes, once a body of n bytes is in
+// it: as a JSON string when it travels as text (body, when it is in memory,
+// is scanned for what JSON escapes; a stream not read yet counts as n, the
+// least it can take), else base64 (4/3) with isBase64Encoded true.
+func payloadSize(stubLen int, n int64, text bool, body []byte) int64 {
+	size := int64(stubLen)
+	switch {
+	case n == 0:
+	case text && body == nil:
+		size += n
+	case text && utf8.Valid(body):
+		size += jsonEscapedLen(body)
+	default:
+		size += int64(base64.StdEncoding.EncodedLen(int(n))) + int64(len("true")-len("false"))
+	}
+	return size
+}
+
+// jsonEscapedLen is the length of b inside a JSON string as encoding/json
+// writes it (valid UTF-8, HTML characters escaped): what json.Marshal adds
+// for b, without building it.
+func jsonEscapedLen(b []byte) int64 {
+	var n int64
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6 // \u00XX
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += int64(size)
+		}
+		i += size
+	}
+	return n
 }
 
 // admin serves the admin API through net/http, which it is written for.

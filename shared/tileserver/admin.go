@@ -232,6 +232,9 @@ func (s *Server) adminKeys(w http.ResponseWriter, r *http.Request) {
 		return sent < limit
 	}
 	s.mem.Scan(prefix, limit, func(it cache.Item) bool {
+		if isVariantKey(it.Key) {
+			return true // a decoded variant is part of its tile, not a key of its own
+		}
 		return emit(keyLine{Key: it.Key, Tier: "memory", Size: it.Size, ETag: it.ETag, Missing: s.remembered404(it)})
 	})
 	if s.disk != nil && sent < limit {

@@ -9,3 +9,7 @@ func (s *Server) ArchiveNames() int {
 	defer s.archives.mu.Unlock()
 	return len(s.archives.names)
 }
+
+// Decodes is how many times a stored tile was decoded whole (or measured)
+// for clients without its coding.
+func (s *Server) Decodes() int64 { return s.stats.decodes.Load() }

@@ -195,19 +195,21 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 	if !decode && s.answerHit(req, resp, t, p, src, start) {
 		return
 	}
+	streamed := int64(-1) // the decoded size, when the variant is decoded as it is written
 	if decode {
-		decoded, err := decodeTile(t.ContentEncoding, t.Body)
-		if err != nil {
-			coding := codingName(t.ContentEncoding)
-			s.log.Warn("stored "+coding+" tile does not decode", "key", key, "etag", t.ETag, "err", err)
-			msg := "stored tile is not valid " + coding
-			if errors.Is(err, errTooLarge) {
-				msg = "stored tile decodes past the limit; ask for it with Accept-Encoding: " + coding
+		v := s.variantOf(key, t)
+		if v.err != nil {
+			msg := "stored tile is not valid " + codingName(t.ContentEncoding)
+			if errors.Is(v.err, errTooLarge) {
+				msg = "stored tile decodes past the limit; ask for it with Accept-Encoding: " + codingName(t.ContentEncoding)
 			}
 			s.answerPlain(req, resp, http.StatusBadGateway, msg)
 			return
 		}
-		body, encoding, stored = decoded, nil, false
+		body, encoding, stored = v.body, nil, false
+		if v.body == nil {
+			streamed = v.size
+		}
 		if t.ETag != "" {
 			// The decoded representation is another one: its own strong
 			// ETag, so no conditional request confuses the two.
@@ -216,6 +218,10 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 	}
 	s.validatorFields(req, resp, p, etag, src, start)
 	if s.conditionalAnswered(req, resp, p, etag, encoding, t.LastModified) {
+		return
+	}
+	if streamed >= 0 {
+		s.answerDecodedStream(req, resp, key, t, streamed)
 		return
 	}
 	resp.set("Accept-Ranges", acceptRangesBytes)
@@ -246,6 +252,41 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 	if stored && src == srcMemory && p.payload != nil {
 		resp.prepared = p
 	}
+}
+
+// variantOf is t's decoded variant: from the memory tier or one shared
+// decode (decodedVariant), except for a document rendered for this request
+// (its body is not the stored tile's), which is small and decoded here.
+func (s *Server) variantOf(key string, t *tile.Tile) variant {
+	if tileJSON, info := documentKind(key, t); !tileJSON && !info {
+		return s.decodedVariant(key, t)
+	}
+	s.stats.decodes.Add(1)
+	b, err := decodeTile(t.ContentEncoding, t.Body)
+	if err != nil {
+		s.log.Warn("stored "+codingName(t.ContentEncoding)+" tile does not decode", "key", key, "etag", t.ETag, "err", err)
+	}
+	return variant{body: b, size: int64(len(b)), err: err}
+}
+
+// answerDecodedStream completes the 200 of a decoded variant too large for
+// the memory tier: its known size, and the body decoded as it is written
+// (no range: the whole variant).
+func (s *Server) answerDecodedStream(req *Request, resp *Response, key string, t *tile.Tile, size int64) {
+	resp.setString("Content-Length", strconv.FormatInt(size, 10))
+	resp.Status = http.StatusOK
+	if req.Method == http.MethodHead {
+		return
+	}
+	zr, err := decodeStream(t.ContentEncoding, io.NopCloser(bytes.NewReader(t.Body)))
+	if err != nil {
+		// It decoded a moment ago; only a broken decoder gets here.
+		s.log.Warn("stored "+codingName(t.ContentEncoding)+" tile does not decode", "key", key, "etag", t.ETag, "err", err)
+		resp.reset()
+		s.answerPlain(req, resp, http.StatusBadGateway, "stored tile is not valid "+codingName(t.ContentEncoding))
+		return
+	}
+	resp.Stream = zr
 }
 
 // answerHit answers the common request, a plain GET or HEAD of t's stored

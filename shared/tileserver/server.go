@@ -8,8 +8,11 @@
 // The engine decides where a tile comes from (memory, disk, S3) and what a
 // purge removes; this package decides how it is answered, and prepares each
 // tile's answer as the tile enters the memory tier (the engine's Prepare
-// hook), so a memory hit formats nothing. The handler is safe for
-// concurrent use.
+// hook), so a memory hit formats nothing. A tile stored with a content
+// coding is decoded for clients without it at most once per tile version,
+// within MAX_TILE_BYTES: kept beside the tile in the memory tier (where a
+// purge of the tile removes it), or decoded as it is sent when it is too
+// large for it. The handler is safe for concurrent use.
 package tileserver
 
 import (
@@ -68,7 +71,10 @@ type Config struct {
 	// archive, and how long an archive's ETag counts as checked when its
 	// tiles are revalidated; default DefaultArchiveTTL.
 	ArchiveTTL time.Duration
-	Now        func() time.Time
+	// MaxTileBytes (MAX_TILE_BYTES) also bounds a tile decoded for a client
+	// without its coding; zero or negative: the decoder's own bounds only.
+	MaxTileBytes int64
+	Now          func() time.Time
 }
 
 // Validate reports every problem at once.
@@ -135,14 +141,16 @@ type Server struct {
 	cacheControl, negativeCacheControl, staleCacheControl, allow []string
 
 	stats    counters
-	archives *archives    // nil: objects only
-	docs     *cache.Cache // TileJSON and info.json answers rendered for a base URL
+	decoding decodeFlights // decodes of stored tiles for clients without their coding
+	archives *archives     // nil: objects only
+	docs     *cache.Cache  // TileJSON and info.json answers rendered for a base URL
 	catalog  catalogCache
 }
 
 // counters are the handler's own statistics; the engine keeps the tiers'.
 type counters struct {
 	requests, notFound, badRequests atomic.Int64
+	decodes                         atomic.Int64 // whole decodes of a stored tile for a client without its coding
 }
 
 // New builds the handler.

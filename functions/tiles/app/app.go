@@ -153,6 +153,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		// encoded once, when the tile entered the memory tier.
 		Payloads:            cfg.OnLambda && cfg.InvokeMode != "RESPONSE_STREAM",
 		MissingTile:         cfg.MissingTile,
+		MaxTileBytes:        cfg.MaxTileBytes,
 		RevalidateAfter:     cfg.RevalidateAfter,
 		OriginTimeout:       cfg.OriginTimeout,
 		MaxOriginFetches:    cfg.MaxOriginFetches,
