@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tilesieve/tilesieve/shared/s3local"
-	"github.com/tilesieve/tilesieve/shared/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 // TestJSONEscapedLen: the length computed for a body inside a JSON string
