@@ -11,7 +11,7 @@ STATICCHECK_VERSION := v0.8.2
 
 # Lambda runs provided.al2023 on arm64; SAM's makefile builds set ARTIFACTS_DIR.
 LAMBDA_GOARCH ?= arm64
-LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -trimpath -tags lambda.norpc -ldflags='-s -w'
+LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -trimpath -tags lambda.norpc,envcreds -ldflags='-s -w'
 ARTIFACTS_DIR ?= build
 
 .DEFAULT_GOAL := help

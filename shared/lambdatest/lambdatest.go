@@ -1,7 +1,7 @@
 // Package lambdatest runs a function's real `bootstrap` under the Lambda
 // Runtime Interface Emulator (aws-lambda-rie) for smoke tests: the binary is
 // built the way Lambda runs it (CGO_ENABLED=0, GOOS=linux, -tags
-// lambda.norpc) and invoked through the emulator's HTTP API on 127.0.0.1.
+// lambda.norpc,envcreds) and invoked through the emulator's HTTP API on 127.0.0.1.
 //
 // The emulator takes one invocation at a time and does not stream, so Invoke
 // is sequential. Tests skip when aws-lambda-rie is not on PATH, unless
@@ -55,7 +55,7 @@ func Build(t testing.TB, pkg string) string {
 	if err != nil {
 		t.Fatalf("go not on PATH: %v", err)
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-tags", "lambda.norpc", "-o", out, pkg)
+	cmd := exec.Command(goBin, "build", "-trimpath", "-tags", "lambda.norpc,envcreds", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", pkg, err, b)
