@@ -86,6 +86,26 @@ build: ## Build both Lambda bootstraps for linux/arm64 (LAMBDA_GOARCH) into buil
 	$(LAMBDA_BUILD) -o build/tiles/bootstrap ./functions/tiles
 	$(LAMBDA_BUILD) -o build/worker/bootstrap ./worker
 
+SIZE_BUDGET ?= .ci/size-budget
+
+.PHONY: size-check
+size-check: build ## Fail when a stripped arm64 bootstrap is more than 5% over its budget in .ci/size-budget
+	@set -e; fail=0; while read -r name budget; do \
+	  case "$$name" in ''|'#'*) continue;; esac; \
+	  size=$$(stat -c %s build/$$name/bootstrap); \
+	  limit=$$(( budget + budget / 20 )); \
+	  pct=$$(awk -v s=$$size -v b=$$budget 'BEGIN {printf "%+.1f", (s - b) * 100 / b}'); \
+	  if [ "$$size" -gt "$$limit" ]; then \
+	    echo "size-check: build/$$name/bootstrap is $$size bytes, $$pct% over its budget of $$budget (limit $$limit)"; fail=1; \
+	  else \
+	    echo "size-check: build/$$name/bootstrap $$size bytes ($$pct% against its budget of $$budget)"; \
+	  fi; \
+	done < $(SIZE_BUDGET); exit $$fail
+
+.PHONY: size-budget
+size-budget: build ## Rewrite .ci/size-budget with the sizes of the bootstraps just built
+	@{ grep '^#' $(SIZE_BUDGET); for n in tiles worker; do echo "$$n $$(stat -c %s build/$$n/bootstrap)"; done; } > $(SIZE_BUDGET).new && mv $(SIZE_BUDGET).new $(SIZE_BUDGET) && cat $(SIZE_BUDGET)
+
 .PHONY: build-TilesFunction
 build-TilesFunction: ## SAM makefile build of the tile function (writes bootstrap into ARTIFACTS_DIR)
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/tiles
