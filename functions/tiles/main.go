@@ -65,9 +65,15 @@ func run() error {
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	if cfg.OnLambda {
 		// Lambda sends SIGTERM at shutdown only to functions with an
-		// extension; without one, the last interval's metrics are lost,
-		// which the flush on the request path bounds to one interval.
-		sigterm := lambda.WithEnableSIGTERM(flush)
+		// extension (WithEnableSIGTERM registers an internal one); without
+		// one, the last interval's metrics are lost, which the flush on the
+		// request path bounds to one interval. The runtime's loop does not
+		// return on SIGTERM, so exit here: otherwise Lambda waits out its
+		// shutdown deadline and kills the process.
+		sigterm := lambda.WithEnableSIGTERM(func() {
+			flush()
+			os.Exit(0)
+		})
 		inv := invocation{env: env, log: log, init: a.Init}
 		if cfg.InvokeMode == "RESPONSE_STREAM" {
 			lambda.StartWithOptions(streamHandler(inv.http(h), log), sigterm)

@@ -65,9 +65,11 @@ func Build(t testing.TB, pkg string) string {
 
 // Emulator is a running aws-lambda-rie with one function.
 type Emulator struct {
-	url string
-	mu  sync.Mutex // serialises invocations: the emulator takes one at a time
-	out *lockedWriter
+	url    string
+	mu     sync.Mutex // serialises invocations: the emulator takes one at a time
+	out    *lockedWriter
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the emulator's process has exited
 }
 
 // Start runs bootstrap under the emulator with env added to this process's
@@ -86,16 +88,16 @@ func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", RIEBinary, err)
 	}
-	e := &Emulator{url: "http://" + apiAddr + "/2015-03-31/functions/function/invocations", out: out}
+	e := &Emulator{url: "http://" + apiAddr + "/2015-03-31/functions/function/invocations", out: out,
+		cmd: cmd, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(e.exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-e.exited:
 		case <-time.After(5 * time.Second):
 			cmd.Process.Kill()
-			<-done
+			<-e.exited
 		}
 		if t.Failed() {
 			t.Logf("emulator and function output:\n%s", e.Output())
