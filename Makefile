@@ -32,7 +32,13 @@ run: ## Run the whole loop locally: embedded S3, tile function on :8080, worker,
 .PHONY: test
 test: fmt-check vet tools ## gofmt check, go vet, go test -race (incl. fuzz seeds, RIE smoke tests)
 	TILESIEVE_REQUIRE_RIE=1 $(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -tags envcreds ./shared/awsclient/
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+.PHONY: test-short
+test-short: ## The inner loop: go test -short, no -race; no emulator, browser or Varnish runs, long property runs cut down
+	$(GO) test -short -count=1 ./...
+	$(GO) test -short -count=1 -tags envcreds ./shared/awsclient/
 
 .PHONY: fmt-check
 fmt-check: ## Fail if gofmt would change a file
