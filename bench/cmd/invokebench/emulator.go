@@ -287,8 +287,12 @@ func runFunction(ctx context.Context, rie, bootstrap string, env []string, logPa
 			if err != nil {
 				return run, withLog(err)
 			}
+			// A payload of another length is checked whole: the
+			// Server-Timing durations can change width from hit to hit.
 			if len(q) != len(p) {
-				return run, withLog(fmt.Errorf("%s: payload of %d bytes, first hit had %d", t.Size, len(q), len(p)))
+				if err := checkHit(q, n); err != nil {
+					return run, withLog(fmt.Errorf("%s: payload of %d bytes, first hit had %d: %w", t.Size, len(q), len(p), err))
+				}
 			}
 			t.Invokes++
 		}
