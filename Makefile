@@ -11,7 +11,7 @@ STATICCHECK_VERSION := v0.8.2
 
 # Lambda runs provided.al2023 on arm64; SAM's makefile builds set ARTIFACTS_DIR.
 LAMBDA_GOARCH ?= arm64
-LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -trimpath -tags lambda.norpc -ldflags='-s -w'
+LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) $(GO) build -trimpath -tags lambda.norpc,envcreds -ldflags='-s -w'
 ARTIFACTS_DIR ?= build
 
 .DEFAULT_GOAL := help
@@ -32,7 +32,13 @@ run: ## Run the whole loop locally: embedded S3, tile function on :8080, worker,
 .PHONY: test
 test: fmt-check vet tools ## gofmt check, go vet, go test -race (incl. fuzz seeds, RIE smoke tests)
 	TILESIEVE_REQUIRE_RIE=1 $(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -tags envcreds ./shared/awsclient/
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+.PHONY: test-short
+test-short: ## The inner loop: go test -short, no -race; no emulator, browser or Varnish runs, long property runs cut down
+	$(GO) test -short -count=1 ./...
+	$(GO) test -short -count=1 -tags envcreds ./shared/awsclient/
 
 .PHONY: fmt-check
 fmt-check: ## Fail if gofmt would change a file
@@ -85,6 +91,26 @@ $(GOBIN)/staticcheck:
 build: ## Build both Lambda bootstraps for linux/arm64 (LAMBDA_GOARCH) into build/
 	$(LAMBDA_BUILD) -o build/tiles/bootstrap ./functions/tiles
 	$(LAMBDA_BUILD) -o build/worker/bootstrap ./worker
+
+SIZE_BUDGET ?= .ci/size-budget
+
+.PHONY: size-check
+size-check: build ## Fail when a stripped arm64 bootstrap is more than 5% over its budget in .ci/size-budget
+	@set -e; fail=0; while read -r name budget; do \
+	  case "$$name" in ''|'#'*) continue;; esac; \
+	  size=$$(stat -c %s build/$$name/bootstrap); \
+	  limit=$$(( budget + budget / 20 )); \
+	  pct=$$(awk -v s=$$size -v b=$$budget 'BEGIN {printf "%+.1f", (s - b) * 100 / b}'); \
+	  if [ "$$size" -gt "$$limit" ]; then \
+	    echo "size-check: build/$$name/bootstrap is $$size bytes, $$pct% over its budget of $$budget (limit $$limit)"; fail=1; \
+	  else \
+	    echo "size-check: build/$$name/bootstrap $$size bytes ($$pct% against its budget of $$budget)"; \
+	  fi; \
+	done < $(SIZE_BUDGET); exit $$fail
+
+.PHONY: size-budget
+size-budget: build ## Rewrite .ci/size-budget with the sizes of the bootstraps just built
+	@{ grep '^#' $(SIZE_BUDGET); for n in tiles worker; do echo "$$n $$(stat -c %s build/$$n/bootstrap)"; done; } > $(SIZE_BUDGET).new && mv $(SIZE_BUDGET).new $(SIZE_BUDGET) && cat $(SIZE_BUDGET)
 
 .PHONY: build-TilesFunction
 build-TilesFunction: ## SAM makefile build of the tile function (writes bootstrap into ARTIFACTS_DIR)

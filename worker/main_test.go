@@ -14,10 +14,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -44,11 +44,9 @@ func TestBuildAndHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.DiscardHandler), MetricsOut: io.Discard, AWS: []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithRegion(s3local.DefaultRegion),
-		awsconfig.WithCredentialsProvider(s3e.Credentials()),
-		awsconfig.WithBaseEndpoint(cf.URL), // CloudFront; S3 has its own endpoint
-		awsconfig.WithSharedConfigFiles(nil), awsconfig.WithSharedCredentialsFiles(nil),
+	w, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.DiscardHandler), MetricsOut: io.Discard, AWS: awsclient.Settings{
+		Region: s3local.DefaultRegion, Credentials: s3e.Credentials(),
+		BaseEndpoint: cf.URL, // CloudFront; S3 has its own endpoint
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +101,7 @@ func TestInvocationLogsAndMetrics(t *testing.T) {
 	out := &obs.LineWriter{W: &buf}
 	env := obs.NewEnvironment()
 	log := slog.New(env.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
-	w, err := app.New(context.Background(), cfg, app.Options{Logger: log, MetricsOut: out, AWS: []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithRegion(s3local.DefaultRegion),
-		awsconfig.WithCredentialsProvider(s3e.Credentials()),
-		awsconfig.WithSharedConfigFiles(nil), awsconfig.WithSharedCredentialsFiles(nil),
-	}})
+	w, err := app.New(context.Background(), cfg, app.Options{Logger: log, MetricsOut: out, AWS: awsclient.Settings{Region: s3local.DefaultRegion, Credentials: s3e.Credentials()}})
 	if err != nil {
 		t.Fatal(err)
 	}

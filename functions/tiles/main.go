@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/metrics"
 	"syscall"
 	"time"
 
@@ -53,6 +54,7 @@ func run() error {
 		return err
 	}
 	a.Init.Config = configured
+	setMemoryLimitOffLambda(cfg, log)
 	log.Info("tile function ready", "memory_bytes", cfg.MemBytes, "disk", a.Disk != nil,
 		"staged_objects", a.Staged.Staged, "staged_bytes", a.Staged.Bytes, "invoke_mode", cfg.InvokeMode, "on_lambda", cfg.OnLambda,
 		"metrics", a.Metrics != nil)
@@ -65,9 +67,15 @@ func run() error {
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	if cfg.OnLambda {
 		// Lambda sends SIGTERM at shutdown only to functions with an
-		// extension; without one, the last interval's metrics are lost,
-		// which the flush on the request path bounds to one interval.
-		sigterm := lambda.WithEnableSIGTERM(flush)
+		// extension (WithEnableSIGTERM registers an internal one); without
+		// one, the last interval's metrics are lost, which the flush on the
+		// request path bounds to one interval. The runtime's loop does not
+		// return on SIGTERM, so exit here: otherwise Lambda waits out its
+		// shutdown deadline and kills the process.
+		sigterm := lambda.WithEnableSIGTERM(func() {
+			flush()
+			os.Exit(0)
+		})
 		inv := invocation{env: env, log: log, init: a.Init}
 		if cfg.InvokeMode == "RESPONSE_STREAM" {
 			lambda.StartWithOptions(streamHandler(inv.http(h), log), sigterm)
@@ -112,7 +120,8 @@ func (i invocation) buffered(h func(context.Context, *urlEvent) (io.Reader, erro
 
 // setMemoryLimit keeps the Go heap inside the function's memory: the garbage
 // collector works harder as the heap nears the limit instead of letting
-// Lambda kill the process. GOMEMLIMIT, when set, wins.
+// Lambda kill the process. GOMEMLIMIT, when set, wins. Off Lambda see
+// setMemoryLimitOffLambda.
 func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
 	if cfg.FunctionMemoryBytes == 0 || os.Getenv("GOMEMLIMIT") != "" {
 		return
@@ -120,6 +129,33 @@ func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
 	limit := cfg.FunctionMemoryBytes * 9 / 10
 	debug.SetMemoryLimit(limit)
 	log.Info("Go memory limit set from the function's memory", "limit_bytes", limit)
+}
+
+// setMemoryLimitOffLambda bounds the process by what it was configured to
+// hold, once init is done: MEM_CACHE_BYTES with a tenth more (the tier's
+// per-entry overhead and the answers in flight), plus the Go memory the
+// idle process already uses (measured now, after init: the runtime, the
+// disk tier's index, the handler's pools). Without it the collector lets
+// the heap grow to twice the live bytes (GOGC=100), so a flood of requests
+// for missing tiles, each a few short-lived allocations, takes the process
+// to several times the configured cache. GOMEMLIMIT, when set, wins; on
+// Lambda setMemoryLimit has set the limit from the function's memory.
+func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
+	if cfg.FunctionMemoryBytes != 0 || os.Getenv("GOMEMLIMIT") != "" || cfg.MemBytes <= 0 {
+		return
+	}
+	base := goMemoryInUse()
+	limit := cfg.MemBytes + cfg.MemBytes/10 + base
+	debug.SetMemoryLimit(limit)
+	log.Info("Go memory limit set from MEM_CACHE_BYTES", "limit_bytes", limit, "base_bytes", base)
+}
+
+// goMemoryInUse is the memory the Go runtime has mapped and not returned to
+// the system: what the memory limit counts.
+func goMemoryInUse() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
 // deadlineMargin is kept back from the invocation's deadline so the handler

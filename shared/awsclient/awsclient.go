@@ -1,7 +1,9 @@
 // Package awsclient builds the S3 client every part of the product uses (the
 // tile function's origin, the sync worker's journal), so that the endpoint
 // and addressing settings (AWS_ENDPOINT_URL, S3_FORCE_PATH_STYLE) are applied
-// in one place, the same on Lambda, in the local stack and in tests.
+// in one place, the same on Lambda, in the local stack and in tests; and the
+// SDK configuration they start from (Load), which the Lambda bootstraps,
+// built with the envcreds tag, read from the environment alone.
 package awsclient
 
 import (

@@ -48,7 +48,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -189,9 +188,9 @@ type Client struct {
 	listPageSize int32 // test hook: MaxKeys per ListObjectsV2 page; 0 is S3's default (1000)
 }
 
-// New builds a client from the SDK's default configuration (environment,
-// shared config, the Lambda role), with cfg's region, endpoint and
-// path-style addressing applied on top.
+// New builds a client from the SDK's configuration (awsclient.Load: the
+// environment on Lambda; shared config and profiles elsewhere), with cfg's
+// region, endpoint and path-style addressing applied on top.
 func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -200,16 +199,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	})
-	opts := []func(*config.LoadOptions) error{
-		config.WithHTTPClient(httpClient),
-		config.WithRetryMaxAttempts(cfg.MaxAttempts),
-	}
-	if cfg.Region != "" {
-		opts = append(opts, config.WithRegion(cfg.Region))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := awsclient.Load(ctx, awsclient.Settings{Region: cfg.Region, HTTPClient: httpClient, RetryMaxAttempts: cfg.MaxAttempts})
 	if err != nil {
-		return nil, fmt.Errorf("origin: load AWS config: %w", err)
+		return nil, fmt.Errorf("origin: %w", err)
 	}
 	return &Client{api: awsclient.S3(awsCfg, cfg.Endpoint, cfg.PathStyle), cfg: cfg}, nil
 }

@@ -474,8 +474,11 @@ func TestRandomCoherence(t *testing.T) {
 	const (
 		instances = 3
 		keys      = 12
-		rounds    = 2000
 	)
+	rounds := 2000
+	if testing.Short() {
+		rounds = 200 // the inner loop's share; the full run is `go test` without -short
+	}
 	// A small memory tier, so eviction and the disk tier take part too.
 	f := newFleet(t, instances, 2<<10+12*cache.EntryOverhead)
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -20,7 +20,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -38,9 +37,9 @@ const DefaultFunctionName = "tilesieve-sync-worker"
 
 // Options adjust the assembly.
 type Options struct {
-	// AWS add to the SDK's default configuration (tests pass the local
-	// endpoints' credentials and region).
-	AWS []func(*awsconfig.LoadOptions) error
+	// AWS adjust the SDK's configuration (tests pass the local endpoints'
+	// credentials and region).
+	AWS awsclient.Settings
 	// S3, when set, is the client of the journal instead of one built from
 	// the configuration (the local stack passes its embedded endpoint's).
 	S3 *s3.Client
@@ -84,9 +83,9 @@ func New(ctx context.Context, cfg config.Worker, o Options) (*App, error) {
 	}
 	s3c := o.S3
 	if s3c == nil || cfg.DistributionID != "" {
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx, o.AWS...)
+		awsCfg, err := awsclient.Load(ctx, o.AWS)
 		if err != nil {
-			return nil, fmt.Errorf("app: aws config: %w", err)
+			return nil, fmt.Errorf("app: %w", err)
 		}
 		if s3c == nil {
 			s3c = awsclient.S3(awsCfg, cfg.Endpoint, cfg.PathStyle)

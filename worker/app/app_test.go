@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront/types"
 
 	tilesapp "github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
@@ -125,11 +125,9 @@ func TestAdminPurgeThroughTheWorker(t *testing.T) {
 			delay := settle
 			worker, err := app.New(context.Background(), wcfg, app.Options{
 				SettleDelay: &delay, Sleep: sw.Sleep, Logger: slog.New(slog.DiscardHandler),
-				AWS: []func(*awsconfig.LoadOptions) error{
-					awsconfig.WithRegion(s3local.DefaultRegion),
-					awsconfig.WithCredentialsProvider(s3e.Credentials()),
-					awsconfig.WithBaseEndpoint(cf.URL), // CloudFront; S3 has its own endpoint
-					awsconfig.WithSharedConfigFiles(nil), awsconfig.WithSharedCredentialsFiles(nil),
+				AWS: awsclient.Settings{
+					Region: s3local.DefaultRegion, Credentials: s3e.Credentials(),
+					BaseEndpoint: cf.URL, // CloudFront; S3 has its own endpoint
 				},
 			})
 			if err != nil {

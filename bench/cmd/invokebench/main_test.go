@@ -55,7 +55,7 @@ func TestMicroFromOutput(t *testing.T) {
 		t.Fatalf("targets: %+v", r.Targets)
 	}
 	doc := Render(Results{Micro: &r, Emulator: sampleEmulator()})
-	for _, want := range []string{"| 30KB | buffered, memory hit | 2.8 µs | 38 | 2.0 KiB | 1.40x | +8 |", "| 30KB | 500 | 400 | 1.25x | 1.25x |", "tilesieve 50.0 ms, floor 20.0 ms", "**missed**"} {
+	for _, want := range []string{"| 30KB | buffered, memory hit | 2.8 µs | 38 | 2.0 KiB | 1.40x | +8 |", "| 30KB | 500 | 400 | 1.25x | 1.25x |", "tilesieve 50.0 ms, floor 20.0 ms", "in each round (the two started one after the other) 2.50x, median 2.50x", "**missed**"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("section lacks %q:\n%s", want, doc)
 		}
@@ -77,6 +77,38 @@ func sampleEmulator() *EmulatorResult {
 	}
 	r.summarize()
 	return r
+}
+
+// TestColdStartRatio: the cold start target is the median of the paired
+// rounds' ratios, missed above 1.1x.
+func TestColdStartRatio(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		ts, fl  []time.Duration // per round
+		want    float64
+		wantMet bool
+	}{
+		{"met", []time.Duration{30, 33, 40}, []time.Duration{30, 30, 30}, 1.1, true},
+		{"missed", []time.Duration{40, 33, 60}, []time.Duration{30, 30, 30}, 40.0 / 30, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &EmulatorResult{Rounds: len(tt.ts), ColdStart: map[string]time.Duration{}}
+			for i := range tt.ts {
+				r.Runs = append(r.Runs, EmuRun{Function: "tilesieve", Round: i + 1, ColdStart: tt.ts[i] * time.Millisecond},
+					EmuRun{Function: "floor", Round: i + 1, ColdStart: tt.fl[i] * time.Millisecond})
+			}
+			r.summarize()
+			if r.ColdRatio < tt.want-1e-9 || r.ColdRatio > tt.want+1e-9 {
+				t.Errorf("got ratio %v, want %v", r.ColdRatio, tt.want)
+			}
+			for _, tg := range r.Targets {
+				if strings.Contains(tg.What, "cold start") && tg.Met != tt.wantMet {
+					t.Errorf("got met %v, want %v (%+v)", tg.Met, tt.wantMet, tg)
+				}
+			}
+		})
+	}
 }
 
 func TestCheckHit(t *testing.T) {

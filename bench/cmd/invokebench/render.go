@@ -132,7 +132,12 @@ func renderEmulator(p func(string, ...any), r EmulatorResult) {
 	}
 	p("\nCold start, from starting the emulator's process to the first answer (the emulator's own start, the bootstrap's start and init, and the first invocation; "+
 		"for the tile function that first answer is a miss fetched from S3, after the journal is read at init), median of the rounds: "+
-		"tilesieve %s, floor %s.\n\n", durStr(r.ColdStart["tilesieve"]), durStr(r.ColdStart["floor"]))
+		"tilesieve %s, floor %s; tilesieve over the floor in each round (the two started one after the other) %s, median %.2fx.\n\n",
+		durStr(r.ColdStart["tilesieve"]), durStr(r.ColdStart["floor"]), ratioList(r.ColdRatios), r.ColdRatio)
+	if len(r.Bootstrap) > 0 {
+		p("Bootstrap sizes as built for this run: tilesieve %d bytes, floor %d bytes (the arm64 budgets of both product bootstraps are in .ci/size-budget, checked by `make size-check`).\n\n",
+			r.Bootstrap["tilesieve"], r.Bootstrap["floor"])
+	}
 	p("| function | round | cold start |")
 	for _, s := range r.Summary {
 		p(" %s invocations/s |", s.Size)
@@ -150,6 +155,14 @@ func renderEmulator(p func(string, ...any), r EmulatorResult) {
 		p("\n")
 	}
 	p("\n")
+}
+
+func ratioList(rs []float64) string {
+	var out []string
+	for _, x := range rs {
+		out = append(out, fmt.Sprintf("%.2fx", x))
+	}
+	return strings.Join(out, ", ")
 }
 
 func nsStr(ns float64) string {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/disk"
@@ -127,7 +128,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	a.Journal = purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{Logger: log})
 	handoff := op.handoff
 	if handoff == nil && cfg.PurgeQueueURL != "" {
-		if handoff, err = NewQueueHandoff(ctx, cfg.PurgeQueueURL); err != nil {
+		if handoff, err = NewQueueHandoff(ctx, cfg.PurgeQueueURL, awsclient.Settings{}); err != nil {
 			return nil, err
 		}
 	}

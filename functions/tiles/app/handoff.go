@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/purge"
 )
 
@@ -27,10 +27,11 @@ type QueueHandoff struct {
 	url string
 }
 
-// NewQueueHandoff sends to the queue at url with the SDK's default
-// configuration (the function's role; AWS_ENDPOINT_URL off AWS).
-func NewQueueHandoff(ctx context.Context, url string, opts ...func(*awsconfig.LoadOptions) error) (*QueueHandoff, error) {
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+// NewQueueHandoff sends to the queue at url with the SDK's configuration
+// (awsclient.Load: the function's role; AWS_ENDPOINT_URL off AWS) adjusted
+// by s.
+func NewQueueHandoff(ctx context.Context, url string, s awsclient.Settings) (*QueueHandoff, error) {
+	awsCfg, err := awsclient.Load(ctx, s)
 	if err != nil {
 		return nil, fmt.Errorf("app: SQS client: %w", err)
 	}

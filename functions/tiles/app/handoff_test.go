@@ -12,10 +12,10 @@ import (
 	"sync"
 	"testing"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 )
@@ -66,11 +66,10 @@ func TestQueueHandoff(t *testing.T) {
 			stand := &sqsStandIn{status: tt.status}
 			hs := httptest.NewServer(stand)
 			t.Cleanup(hs.Close)
-			h, err := app.NewQueueHandoff(context.Background(), queue,
-				awsconfig.WithRegion("eu-west-1"), awsconfig.WithBaseEndpoint(hs.URL),
-				awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")),
-				awsconfig.WithSharedConfigFiles(nil), awsconfig.WithSharedCredentialsFiles(nil),
-				awsconfig.WithRetryMaxAttempts(1))
+			h, err := app.NewQueueHandoff(context.Background(), queue, awsclient.Settings{
+				Region: "eu-west-1", BaseEndpoint: hs.URL, RetryMaxAttempts: 1,
+				Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

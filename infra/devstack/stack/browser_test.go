@@ -27,6 +27,9 @@ const chromiumPath = "/usr/bin/chromium"
 // TILESIEVE_REQUIRE_CHROMIUM=1 says it must be there.
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("TILESIEVE_REQUIRE_CHROMIUM") == "1" {
 			t.Fatalf("TILESIEVE_REQUIRE_CHROMIUM=1 but %s is missing: %v (apt-get install -y chromium)", chromiumPath, err)

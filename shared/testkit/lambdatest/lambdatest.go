@@ -1,7 +1,7 @@
 // Package lambdatest runs a function's real `bootstrap` under the Lambda
 // Runtime Interface Emulator (aws-lambda-rie) for smoke tests: the binary is
 // built the way Lambda runs it (CGO_ENABLED=0, GOOS=linux, -tags
-// lambda.norpc) and invoked through the emulator's HTTP API on 127.0.0.1.
+// lambda.norpc,envcreds) and invoked through the emulator's HTTP API on 127.0.0.1.
 //
 // The emulator takes one invocation at a time and does not stream, so Invoke
 // is sequential. Tests skip when aws-lambda-rie is not on PATH, unless
@@ -57,7 +57,7 @@ func Build(t testing.TB, pkg string) string {
 	if err != nil {
 		t.Fatalf("go not on PATH: %v", err)
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-tags", "lambda.norpc", "-o", out, pkg)
+	cmd := exec.Command(goBin, "build", "-trimpath", "-tags", "lambda.norpc,envcreds", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", pkg, err, b)
@@ -67,9 +67,11 @@ func Build(t testing.TB, pkg string) string {
 
 // Emulator is a running aws-lambda-rie with one function.
 type Emulator struct {
-	url string
-	mu  sync.Mutex // serialises invocations: the emulator takes one at a time
-	out *syncbuf.Buffer
+	url    string
+	mu     sync.Mutex // serialises invocations: the emulator takes one at a time
+	out    *syncbuf.Buffer
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the emulator's process has exited
 }
 
 // Start runs bootstrap under the emulator with env added to this process's
@@ -88,16 +90,16 @@ func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", RIEBinary, err)
 	}
-	e := &Emulator{url: "http://" + apiAddr + "/2015-03-31/functions/function/invocations", out: out}
+	e := &Emulator{url: "http://" + apiAddr + "/2015-03-31/functions/function/invocations", out: out,
+		cmd: cmd, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(e.exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-e.exited:
 		case <-time.After(5 * time.Second):
 			cmd.Process.Kill()
-			<-done
+			<-e.exited
 		}
 		if t.Failed() {
 			t.Logf("emulator and function output:\n%s", e.Output())

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"log/slog"
+	"math"
+	"runtime/debug"
+	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/config"
+)
+
+// TestMemoryLimit: on Lambda the Go memory limit is 90% of the function's
+// memory; off Lambda it is MEM_CACHE_BYTES × 1.1 plus the Go memory in use
+// after init; GOMEMLIMIT, when set, wins everywhere.
+func TestMemoryLimit(t *testing.T) {
+	const mib = 1 << 20
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	for _, tt := range []struct {
+		name       string
+		env        map[string]string
+		gomemlimit string
+		min, max   int64 // the limit set, inclusive; math.MaxInt64 for none
+	}{
+		{name: "off Lambda", env: map[string]string{"MEM_CACHE_BYTES": "32MiB"},
+			min: 32 * mib * 11 / 10, max: 32*mib*11/10 + 2*goMemoryInUse() + 8*mib},
+		{name: "off Lambda, GOMEMLIMIT set", env: map[string]string{"MEM_CACHE_BYTES": "32MiB"}, gomemlimit: "1GiB",
+			min: math.MaxInt64, max: math.MaxInt64},
+		{name: "on Lambda", env: map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"},
+			min: 1024 * mib * 9 / 10, max: 1024 * mib * 9 / 10},
+		{name: "on Lambda, GOMEMLIMIT set", env: map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"},
+			gomemlimit: "1GiB", min: math.MaxInt64, max: math.MaxInt64},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", tt.gomemlimit)
+			env := map[string]string{"TILES_BUCKET": "tiles"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			cfg, err := config.LoadTiles(func(k string) string { return env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			debug.SetMemoryLimit(math.MaxInt64)
+			log := slog.New(slog.DiscardHandler)
+			setMemoryLimit(cfg, log) // before init
+			setMemoryLimitOffLambda(cfg, log)
+			if got := debug.SetMemoryLimit(-1); got < tt.min || got > tt.max {
+				t.Errorf("got limit %d, want within [%d, %d]", got, tt.min, tt.max)
+			}
+		})
+	}
+}
