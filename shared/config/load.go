@@ -44,6 +44,7 @@ type Tiles struct {
 	MaxTileBytes         int64
 	MaxOriginFetches     int
 	OriginFailureWindow  time.Duration
+	OutageStale          bool // serve held copies stale when neither the journal nor S3 answers
 	AdminToken           string
 	PurgeQueueURL        string // the worker's queue, for admin purges' CDN invalidations; "" hands none over
 	InvokeMode           string // "BUFFERED" or "RESPONSE_STREAM"
@@ -165,6 +166,7 @@ func LoadTiles(env Env) (Tiles, error) {
 		OriginTimeout:        r.duration("ORIGIN_TIMEOUT", 10*time.Second),
 		MaxOriginFetches:     r.int("MAX_ORIGIN_FETCHES", 64),
 		OriginFailureWindow:  r.duration("ORIGIN_FAILURE_WINDOW", 5*time.Second),
+		OutageStale:          r.bool("OUTAGE_STALE", true),
 		MaxTileBytes:         16 << 20,
 		AdminToken:           r.str("ADMIN_TOKEN", ""),
 		PurgeQueueURL:        r.str("PURGE_QUEUE_URL", ""),

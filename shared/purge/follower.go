@@ -82,6 +82,7 @@ type Follower struct {
 	next    atomic.Int64  // unix ns before which MaybeSync does not check
 	lastOK  atomic.Int64  // unix ns at which the last successful check started; 0: none yet
 	applied atomic.Uint64 // mirrors pos.Seq for Stats
+	failing atomic.Bool   // the last check failed
 
 	checks, unchanged, failures, purgeAlls atomic.Uint64
 
@@ -218,6 +219,12 @@ func (f *Follower) vouching(now time.Time) bool {
 	return ok != 0 && ok > f.horizon(now)
 }
 
+// Unreachable reports whether the last check failed (an S3 error, a
+// timeout, or a head that could not be read): with S3 failing too, the
+// tiers answer what they hold stale (tiers.Config.StrictOutage). It costs
+// an atomic load.
+func (f *Follower) Unreachable() bool { return f.failing.Load() }
+
 // Applied is the sequence number of the last entry applied.
 func (f *Follower) Applied() uint64 { return f.applied.Load() }
 
@@ -259,12 +266,14 @@ func (f *Follower) check(ctx context.Context, start time.Time) (err error) {
 		f.unchanged.Add(1)
 	case err != nil:
 		f.failures.Add(1)
+		f.failing.Store(true)
 		return err
 	default:
 		f.adopt(snap)
 		f.etag = snap.ETag
 	}
 	f.lastOK.Store(start.UnixNano())
+	f.failing.Store(false)
 	return nil
 }
 
