@@ -62,10 +62,15 @@ type Origin interface {
 // requests) and must return quickly whatever happens. The journal follower
 // (purge.Follower) is one.
 type Syncer interface {
-	// Due reports, cheaply, whether MaybeSync would check at now.
+	// Due reports, cheaply, whether a check is due at now: the bound after
+	// an upload asks for one before the answer.
 	Due(now time.Time) bool
-	// MaybeSync checks the journal if a check is due and applies what it
-	// finds, through the engine's Purge.
+	// Soon reports, cheaply, whether MaybeSync would check at now: when a
+	// check is due, and ahead of that by about the time a check takes, so
+	// that one started beside an answer is done before it is due.
+	Soon(now time.Time) bool
+	// MaybeSync checks the journal if a check is soon due (Soon) and
+	// applies what it finds, through the engine's Purge.
 	MaybeSync(ctx context.Context)
 	// Trusted reports, cheaply, whether a copy fetched from S3 at storedAt
 	// may be answered with at now: false when the journal could not be read
@@ -275,36 +280,55 @@ type Result struct {
 // whether a remembered 404 answered); other errors are the origin's, a
 // timeout, or one wrapping ErrPanic.
 //
-// With a follower, a due check does not hold up the lookup: the check (an
-// S3 round trip) and the lookup run side by side, and Get returns once both
-// are done. A tile fetched from S3 meanwhile is as fresh as the check could
-// make it, so a miss costs one round trip, not two. A tile found in memory
-// or on disk is looked up again if the check applied a purge meanwhile, so
-// no result reflects less than the check found. When the follower vouches
-// for no copy at all, Get waits for the check first: a lookup beside it
-// would only send every cached copy to S3 for revalidation.
+// With a follower, the journal check is kept off the answer: a request that
+// finds one soon due (Syncer.Soon, ahead of the due time by a few of the
+// journal's round trips) starts it beside the answer and does not wait for
+// it, so under steady traffic the check is done before it is due and no
+// request pays its round trip. A request that finds a check due (no request
+// came in the lead) runs it beside the lookup and returns once both are
+// done, as the bound after an upload (Interval) asks; a tile fetched from S3
+// meanwhile is as fresh as the check could make it, so a miss costs one
+// round trip, not two, and a tile found in memory or on disk is looked up
+// again if the check applied a purge meanwhile. When the follower vouches
+// for no copy at all, Get waits for the check first (fail closed), unless
+// neither the journal nor S3 answered moments ago (Config.StrictOutage).
+//
+// On Lambda the process may be frozen as soon as the invocation returns,
+// with a check started ahead still in flight. Correctness never depends on
+// it ending: a check vouches only from the moment it began and only once it
+// succeeded, so a frozen one vouches for nothing new; after the thaw its
+// deadline has passed and it ends at once, and the next request finds a
+// check due (and waits, as it would have without the early start) or in
+// flight. Waiting for the check after the answer instead is not possible in
+// BUFFERED mode (the answer is the handler's return value), and in
+// RESPONSE_STREAM mode it would only move the round trip to the next
+// invocation, which Lambda does not hand over before the handler returns.
+// Drain waits for checks still running.
 func (e *Engine) Get(ctx context.Context, key string, now time.Time) (Result, error) {
 	var synced chan struct{}
 	if sy := e.sy; sy != nil {
-		if !sy.Trusted(time.Time{}, now) {
-			if e.outage() {
-				// Neither the journal nor S3 answered moments ago: what the
-				// tiers hold goes out stale at once, and the check runs
-				// beside it for the requests that follow.
+		switch {
+		case sy.Trusted(time.Time{}, now):
+			if sy.Due(now) {
+				// Never return before the check ends: the bound after an
+				// upload is counted from here.
+				synced = make(chan struct{})
+				go func() {
+					defer close(synced)
+					sy.MaybeSync(ctx)
+				}()
+				defer func() { <-synced }()
+			} else if sy.Soon(now) {
 				e.syncDetached(ctx)
-			} else {
-				sy.MaybeSync(ctx)
-				now = e.now() // the check took time: judge copies after it
 			}
-		} else if sy.Due(now) {
-			// Never return before the check ends, or Lambda would freeze it
-			// half done.
-			synced = make(chan struct{})
-			go func() {
-				defer close(synced)
-				sy.MaybeSync(ctx)
-			}()
-			defer func() { <-synced }()
+		case e.outage():
+			// Neither the journal nor S3 answered moments ago: what the
+			// tiers hold goes out stale at once, and the check runs beside
+			// it for the requests that follow.
+			e.syncDetached(ctx)
+		default:
+			sy.MaybeSync(ctx)
+			now = e.now() // the check took time: judge copies after it
 		}
 	}
 	var r Result

@@ -25,7 +25,7 @@ import (
 // outageRig is an S3 endpoint with its fault injector, counted at the HTTP
 // level, and a clock; instances built on it keep their disk tier in dir.
 type outageRig struct {
-	t         *testing.T
+	t         testing.TB
 	srv       *s3local.Server
 	api       *s3.Client
 	clock     *fakeclock.Clock
@@ -34,7 +34,7 @@ type outageRig struct {
 	journalIO atomic.Int64 // requests for the journal head that reached it
 }
 
-func newOutageRig(t *testing.T) *outageRig {
+func newOutageRig(t testing.TB) *outageRig {
 	t.Helper()
 	srv, err := s3local.New(s3local.Config{Buckets: []string{bucket}})
 	if err != nil {
