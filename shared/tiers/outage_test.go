@@ -204,6 +204,7 @@ func TestOutageSecondRequestAtOnce(t *testing.T) {
 			began := time.Now()
 			res, err = eng.Get(ctx, keys[1], r.clock.Now())
 			took := time.Since(began)
+			t.Logf("second request answered in %v", took)
 			if strict {
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("strict, second request: got %v %v, want a timeout", res.Source, err)
@@ -219,8 +220,8 @@ func TestOutageSecondRequestAtOnce(t *testing.T) {
 			// What it started runs beside it (a check, a revalidation); it
 			// returned before either could end, as each is held by S3 for
 			// its whole timeout.
-			if took >= 200*time.Millisecond {
-				t.Errorf("second request took %v, want well under the 200ms check and 300ms fetch timeouts", took)
+			if took >= 100*time.Millisecond {
+				t.Errorf("second request took %v, want under 100ms (the held check and fetch time out after 200ms and 300ms)", took)
 			}
 			eng.Drain()
 			if got := r.tileGets.Load() - tiles; got > 1 {
