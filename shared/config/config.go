@@ -64,6 +64,7 @@ var (
 	varMaxTileBytes         = Var{Name: "MAX_TILE_BYTES", Default: "16MiB", Doc: "Largest object served as a tile; a larger one under TILES_PREFIX is refused with a 502 from its Content-Length, never read whole (a stray archive or video cannot take the instance's memory)."}
 	varMaxOriginFetches     = Var{Name: "MAX_ORIGIN_FETCHES", Default: "64", Doc: "S3 fetches one instance runs at once; more wait for a slot within their deadline, so an S3 hang holds a bounded number of sockets and bytes."}
 	varOriginFailureWindow  = Var{Name: "ORIGIN_FAILURE_WINDOW", Default: "5s", Doc: "After an S3 failure or timeout, how long expired copies are served stale at once (within stale-if-error) while one revalidation runs, instead of each request waiting for S3 again."}
+	varOutageStale          = Var{Name: "OUTAGE_STALE", Default: "true", Doc: "When neither the purge journal nor S3 answers (a journal check and a tile fetch both failed or timed out), serve the copies the tiers hold (a restarted instance: its kept disk tier) stale within CACHE_CONTROL's stale-if-error, with STALE_CACHE_CONTROL, without waiting for S3 while ORIGIN_FAILURE_WINDOW is open. Purges recorded during the outage reach the instance only when the journal answers again. false: copies the journal no longer vouches for are not served while S3 is down (502/504)."}
 	varAdminToken           = Var{Name: "ADMIN_TOKEN", Default: "", Doc: "Token of the admin API (/_tilesieve/purge, keys, stats), sent as Authorization: Bearer or X-Tilesieve-Token (behind CloudFront OAC or AWS_IAM, Authorization carries SigV4); empty disables the API. Never logged."}
 	varPurgeQueueURL        = Var{Name: "PURGE_QUEUE_URL", Default: "", Doc: "The sync worker's queue: an admin purge's CDN invalidation is sent there, and the worker applies it with the settle delay and CDN budget of an S3 change (only the worker talks to the CDN). Empty: admin purges leave the CDN alone."}
 	varInvokeMode           = Var{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."}
@@ -94,6 +95,7 @@ func TilesVars() []Var {
 		varMaxTileBytes,
 		varMaxOriginFetches,
 		varOriginFailureWindow,
+		varOutageStale,
 		varSyncInterval, varSyncTimeout,
 		varJournal,
 		varAdminToken,

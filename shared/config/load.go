@@ -44,6 +44,7 @@ type Tiles struct {
 	MaxTileBytes         int64
 	MaxOriginFetches     int
 	OriginFailureWindow  time.Duration
+	OutageStale          bool // serve held copies stale when neither the journal nor S3 answers
 	AdminToken           string
 	PurgeQueueURL        string // the worker's queue, for admin purges' CDN invalidations; "" hands none over
 	InvokeMode           string // "BUFFERED" or "RESPONSE_STREAM"
@@ -166,6 +167,7 @@ func LoadTiles(env Env) (Tiles, error) {
 		OriginTimeout:        r.duration(varOriginTimeout),
 		MaxOriginFetches:     r.int(varMaxOriginFetches),
 		OriginFailureWindow:  r.duration(varOriginFailureWindow),
+		OutageStale:          r.bool(varOutageStale),
 		AdminToken:           r.str(varAdminToken),
 		PurgeQueueURL:        r.str(varPurgeQueueURL),
 		InvokeMode:           strings.ToUpper(r.str(varInvokeMode)),

@@ -20,6 +20,13 @@
 //     revalidation age is answered stale; for OriginFailureWindow after a
 //     failure, such copies go out at once and one revalidation runs in the
 //     background (Drain waits for those).
+//   - In an outage, when neither the journal nor S3 answers (the follower's
+//     last check failed and an origin fetch failed), copies the journal no
+//     longer vouches for are answered stale too, within the same
+//     StaleIfError, and without waiting for either while OriginFailureWindow
+//     is open; Config.StrictOutage turns that off. A copy a purge removed is
+//     in no tier, and one S3 answered "not found" for is removed, so neither
+//     is ever answered stale.
 //   - A 404 from the origin is remembered for Config.NegativeTTL.
 //
 // An Engine is safe for concurrent use.
@@ -55,16 +62,24 @@ type Origin interface {
 // requests) and must return quickly whatever happens. The journal follower
 // (purge.Follower) is one.
 type Syncer interface {
-	// Due reports, cheaply, whether MaybeSync would check at now.
+	// Due reports, cheaply, whether a check is due at now: the bound after
+	// an upload asks for one before the answer.
 	Due(now time.Time) bool
-	// MaybeSync checks the journal if a check is due and applies what it
-	// finds, through the engine's Purge.
+	// Soon reports, cheaply, whether MaybeSync would check at now: when a
+	// check is due, and ahead of that by about the time a check takes, so
+	// that one started beside an answer is done before it is due.
+	Soon(now time.Time) bool
+	// MaybeSync checks the journal if a check is soon due (Soon) and
+	// applies what it finds, through the engine's Purge.
 	MaybeSync(ctx context.Context)
 	// Trusted reports, cheaply, whether a copy fetched from S3 at storedAt
 	// may be answered with at now: false when the journal could not be read
 	// for long enough that a purge of it may have been missed. Such a copy
 	// is revalidated with S3 instead (fail closed).
 	Trusted(storedAt, now time.Time) bool
+	// Unreachable reports, cheaply, whether the last check of the journal
+	// failed or timed out (the journal does not answer).
+	Unreachable() bool
 }
 
 // Metrics records the engine's origin fetches; *obs.TileMetrics is one.
@@ -92,7 +107,11 @@ type Config struct {
 	// NegativeTTL is how long a 404 is remembered in the memory tier; 0:
 	// not remembered.
 	NegativeTTL time.Duration
-	Now         func() time.Time // default time.Now
+	// StrictOutage keeps copies the journal no longer vouches for from
+	// being answered stale even when S3 fails too: an S3 outage is then an
+	// outage of every tile the journal cannot vouch for.
+	StrictOutage bool
+	Now          func() time.Time // default time.Now
 }
 
 // Validate reports every problem at once.
@@ -178,7 +197,9 @@ type Engine struct {
 	guard      guard.Guard
 	slots      chan struct{}  // one per origin fetch in flight
 	downUntil  atomic.Int64   // unix ns until which the origin counts as down
-	background sync.WaitGroup // revalidations run for lookups answered stale
+	inOutage   atomic.Bool    // an outage episode is under way (logged once when it begins)
+	checking   atomic.Bool    // a journal check started by Get runs
+	background sync.WaitGroup // revalidations run for lookups answered stale, and journal checks run beside answers
 	stats      counters
 	pending    pendingDisk // purges whose disk detach is still to run
 
@@ -196,6 +217,7 @@ type Engine struct {
 // counters are the engine's statistics.
 type counters struct {
 	memoryHits, diskHits, misses, revalidated, stale atomic.Int64
+	outageStale                                      atomic.Int64 // stale answers the journal no longer vouched for
 	negativeHits                                     atomic.Int64 // 404s answered from a remembered miss
 	originFetches, originErrors, merged              atomic.Int64
 	dropped                                          atomic.Int64 // fills not inserted because a purge overtook them
@@ -258,35 +280,74 @@ type Result struct {
 // whether a remembered 404 answered); other errors are the origin's, a
 // timeout, or one wrapping ErrPanic.
 //
-// With a follower, a due check does not hold up the lookup: the check (an
-// S3 round trip) and the lookup run side by side, and Get returns once both
-// are done. A tile fetched from S3 meanwhile is as fresh as the check could
-// make it, so a miss costs one round trip, not two. A tile found in memory
-// or on disk is looked up again if the check applied a purge meanwhile, so
-// no result reflects less than the check found. When the follower vouches
-// for no copy at all, Get waits for the check first: a lookup beside it
-// would only send every cached copy to S3 for revalidation.
+// With a follower, the journal check is kept off the answer: a request that
+// finds one soon due (Syncer.Soon, ahead of the due time by a few of the
+// journal's round trips) starts it beside the answer and does not wait for
+// it, so under steady traffic the check is done before it is due and no
+// request pays its round trip. A request that finds a check due (no request
+// came in the lead) runs it beside the lookup and returns once both are
+// done, as the bound after an upload (Interval) asks; a tile fetched from S3
+// meanwhile is as fresh as the check could make it, so a miss costs one
+// round trip, not two, and a tile found in memory or on disk is looked up
+// again if the check applied a purge meanwhile. When the follower vouches
+// for no copy at all, Get waits for the check first (fail closed), unless
+// neither the journal nor S3 answered moments ago (Config.StrictOutage).
+//
+// On Lambda the process may be frozen as soon as the invocation returns,
+// with a check started ahead still in flight. Correctness never depends on
+// it ending: a check vouches only from the moment it began and only once it
+// succeeded, so a frozen one vouches for nothing new; after the thaw its
+// deadline has passed and it ends at once, and the next request finds a
+// check due (and waits, as it would have without the early start) or in
+// flight. Waiting for the check after the answer instead is not possible in
+// BUFFERED mode (the answer is the handler's return value), and in
+// RESPONSE_STREAM mode it would only move the round trip to the next
+// invocation, which Lambda does not hand over before the handler returns.
+// Drain waits for checks still running.
 func (e *Engine) Get(ctx context.Context, key string, now time.Time) (Result, error) {
 	var synced chan struct{}
 	if sy := e.sy; sy != nil {
-		if !sy.Trusted(time.Time{}, now) {
+		switch {
+		case sy.Trusted(time.Time{}, now):
+			if sy.Due(now) {
+				// Never return before the check ends: the bound after an
+				// upload is counted from here.
+				synced = make(chan struct{})
+				go func() {
+					defer close(synced)
+					sy.MaybeSync(ctx)
+				}()
+				defer func() { <-synced }()
+			} else if sy.Soon(now) {
+				e.syncDetached(ctx)
+			}
+		case e.outage():
+			// Neither the journal nor S3 answered moments ago: what the
+			// tiers hold goes out stale at once, and the check runs beside
+			// it for the requests that follow.
+			e.syncDetached(ctx)
+		default:
 			sy.MaybeSync(ctx)
 			now = e.now() // the check took time: judge copies after it
-		} else if sy.Due(now) {
-			// Never return before the check ends, or Lambda would freeze it
-			// half done.
-			synced = make(chan struct{})
-			go func() {
-				defer close(synced)
-				sy.MaybeSync(ctx)
-			}()
-			defer func() { <-synced }()
 		}
 	}
 	var r Result
 	var err error
 	r.Tile, r.Source, err = e.lookupBeside(ctx, key, now, synced, &r.Stream)
 	return r, err
+}
+
+// syncDetached runs the follower's check without making the caller wait,
+// at most one at a time; Drain waits for it.
+func (e *Engine) syncDetached(ctx context.Context) {
+	if !e.checking.CompareAndSwap(false, true) {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	e.background.Go(func() {
+		defer e.checking.Store(false)
+		e.sy.MaybeSync(ctx)
+	})
 }
 
 // Check runs the follower's check for a request that reads no tile: when
@@ -386,14 +447,19 @@ func (p *pendingDisk) covers(key string) bool {
 }
 
 // Drain waits for the revalidations started in the background for lookups
-// answered stale (each bounded by OriginTimeout); call it at shutdown.
+// answered stale (each bounded by OriginTimeout) and for journal checks
+// running beside answers (each bounded by the follower's timeout); call it
+// at shutdown.
 func (e *Engine) Drain() { e.background.Wait() }
 
 // Stats are the engine's counters and its tiers' statistics.
 type Stats struct {
 	MemoryHits, DiskHits, Misses, Revalidated, Stale, NegativeHits int64
-	OriginFetches, OriginErrors, MergedMisses                      int64
-	DroppedFills, DiskWriteErrors                                  int64
+	// OutageStale counts the Stale answers given in an outage: copies the
+	// journal no longer vouched for, answered because S3 failed too.
+	OutageStale                               int64
+	OriginFetches, OriginErrors, MergedMisses int64
+	DroppedFills, DiskWriteErrors             int64
 	// Relookups counts tiles looked up again because the journal check
 	// running beside their lookup applied a purge (see Get).
 	Relookups int64
@@ -410,7 +476,7 @@ func (e *Engine) Stats() Stats {
 	c := &e.stats
 	st := Stats{
 		MemoryHits: c.memoryHits.Load(), DiskHits: c.diskHits.Load(), Misses: c.misses.Load(),
-		Revalidated: c.revalidated.Load(), Stale: c.stale.Load(), NegativeHits: c.negativeHits.Load(),
+		Revalidated: c.revalidated.Load(), Stale: c.stale.Load(), NegativeHits: c.negativeHits.Load(), OutageStale: c.outageStale.Load(),
 		OriginFetches: c.originFetches.Load(), OriginErrors: c.originErrors.Load(), MergedMisses: c.merged.Load(),
 		DroppedFills: c.dropped.Load(), DiskWriteErrors: c.diskWriteErrors.Load(), Relookups: c.relooked.Load(),
 		OriginInFlight: c.inFlight.Load(), OriginInFlightPeak: c.inFlightPeak.Load(),

@@ -25,10 +25,9 @@ type fill struct {
 // except that a request never joins a fetch that a purge of its key has
 // overtaken: those bytes may be what the purge removed.
 func (e *Engine) fetch(ctx context.Context, key string, cached *tile.Tile) (*tile.Tile, Source, error) {
-	if cached != nil && e.originDown() && e.servableStale(cached) {
+	if cached != nil && e.originDown() && e.servableStale(key, cached, false) {
 		// S3 failed moments ago: answer with the stale copy at once rather
 		// than wait for S3 again, and let one revalidation run for it.
-		e.stats.stale.Add(1)
 		e.background.Go(func() { e.revalidateDetached(ctx, key, cached) })
 		return cached, Stale, nil
 	}
@@ -43,20 +42,51 @@ func (e *Engine) fetch(ctx context.Context, key string, cached *tile.Tile) (*til
 	if err == nil {
 		return f.t, f.src, nil
 	}
-	if cached != nil && !errors.Is(err, origin.ErrNotFound) && e.servableStale(cached) {
-		e.stats.stale.Add(1)
-		e.log.Warn("serving stale copy", "key", key, "err", err)
+	if cached != nil && !errors.Is(err, origin.ErrNotFound) && e.servableStale(key, cached, errors.Is(err, origin.ErrTooLarge)) {
+		if !e.inOutage.Load() {
+			e.log.Warn("serving stale copy", "key", key, "err", err)
+		}
 		return cached, Stale, nil
 	}
 	return nil, 0, err
 }
 
-// servableStale reports whether cached may be served stale when S3 fails:
-// within stale-if-error, and stale only by age. A copy the journal no
-// longer vouches for is never served stale: a purge may have removed it.
-func (e *Engine) servableStale(cached *tile.Tile) bool {
+// servableStale reports whether cached may be served stale now that S3
+// failed, and counts it when it may: within stale-if-error, and either
+// stale only by age or, in an outage (the journal does not answer either),
+// no longer vouched for. Outside an outage a copy the journal no longer
+// vouches for is never served stale: the journal answers, so a purge of it
+// may be recorded there, and S3's answer is what tells. answered is an S3
+// that answered with a refusal: no outage.
+func (e *Engine) servableStale(key string, cached *tile.Tile, answered bool) bool {
 	now := e.now()
-	return now.Sub(cached.StoredAt) < e.cfg.RevalidateAfter+e.cfg.StaleIfError && e.trusted(cached, now)
+	if now.Sub(cached.StoredAt) >= e.cfg.RevalidateAfter+e.cfg.StaleIfError {
+		return false
+	}
+	if !e.trusted(cached, now) {
+		if answered || !e.journalDown() {
+			return false
+		}
+		e.stats.outageStale.Add(1)
+		if e.inOutage.CompareAndSwap(false, true) {
+			e.log.Warn("S3 and the purge journal both fail: serving cached copies stale within stale-if-error until they answer",
+				"key", key, "stale_if_error", e.cfg.StaleIfError)
+		}
+	}
+	e.stats.stale.Add(1)
+	return true
+}
+
+// journalDown reports whether outage answers are allowed and the journal's
+// last check failed.
+func (e *Engine) journalDown() bool {
+	return !e.cfg.StrictOutage && e.sy != nil && e.sy.Unreachable()
+}
+
+// outage reports whether neither the journal nor S3 answers now: the last
+// check failed and S3 failed within OriginFailureWindow.
+func (e *Engine) outage() bool {
+	return e.journalDown() && e.originDown()
 }
 
 // originDown reports whether S3 failed within the last OriginFailureWindow.
@@ -120,6 +150,9 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 	}
 	if err == nil || errors.Is(err, origin.ErrNotModified) || errors.Is(err, origin.ErrNotFound) {
 		e.downUntil.Store(0) // S3 answers again
+		if e.inOutage.CompareAndSwap(true, false) {
+			e.log.Info("S3 answers again: the outage's stale answers end")
+		}
 	}
 	switch {
 	case err == nil:

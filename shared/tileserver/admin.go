@@ -291,12 +291,15 @@ type Stats struct {
 
 // HandlerStats counts what the handler did.
 type HandlerStats struct {
-	Requests        int64 `json:"requests"`
-	MemoryHits      int64 `json:"memory_hits"`
-	DiskHits        int64 `json:"disk_hits"`
-	Misses          int64 `json:"misses"`
-	Revalidated     int64 `json:"revalidated"`
-	Stale           int64 `json:"stale"`
+	Requests    int64 `json:"requests"`
+	MemoryHits  int64 `json:"memory_hits"`
+	DiskHits    int64 `json:"disk_hits"`
+	Misses      int64 `json:"misses"`
+	Revalidated int64 `json:"revalidated"`
+	Stale       int64 `json:"stale"`
+	// OutageStale counts the stale answers given while neither the journal
+	// nor S3 answered (OUTAGE_STALE).
+	OutageStale     int64 `json:"outage_stale"`
 	NegativeHits    int64 `json:"negative_hits"`
 	NotFound        int64 `json:"not_found"`
 	BadRequests     int64 `json:"bad_requests"`
@@ -321,7 +324,7 @@ func (s *Server) Stats() Stats {
 	return Stats{
 		Handler: HandlerStats{
 			Requests: c.requests.Load(), MemoryHits: es.MemoryHits, DiskHits: es.DiskHits,
-			Misses: es.Misses, Revalidated: es.Revalidated, Stale: es.Stale, NegativeHits: es.NegativeHits,
+			Misses: es.Misses, Revalidated: es.Revalidated, Stale: es.Stale, OutageStale: es.OutageStale, NegativeHits: es.NegativeHits,
 			NotFound: c.notFound.Load(), BadRequests: c.badRequests.Load(),
 			OriginFetches: es.OriginFetches, OriginErrors: es.OriginErrors,
 			MergedMisses: es.MergedMisses, DroppedFills: es.DroppedFills, DiskWriteErrors: es.DiskWriteErrors,

@@ -221,8 +221,8 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		s.logRequest(ctx, req, "", http.StatusBadRequest, 0, start)
 		return
 	}
-	// The engine runs a due journal check beside the lookup and returns
-	// once both are done (tiers.Engine.Get).
+	// The engine runs a due journal check beside the lookup, and starts one
+	// soon due without waiting for it (tiers.Engine.Get).
 	res, err := s.eng.Get(ctx, key, now)
 	t, src, stream := res.Tile, res.Source, res.Stream
 	switch {

@@ -53,8 +53,11 @@ type Config struct {
 	MaxOriginFetches     int           // origin fetches at once; default 64
 	OriginFailureWindow  time.Duration // after an origin failure, how long stale copies go out without waiting; default 5s, negative off
 	StaleCacheControl    string        // a copy served stale because the origin failed; short, so a CDN does not keep it long
-	AdminToken           string        // empty disables the admin API
-	CORSAllowOrigins     string        // "*" (default), "none", or origins to reflect; never on the admin API
+	// StrictOutage: when neither the journal nor S3 answers, copies the
+	// journal no longer vouches for fail rather than go out stale.
+	StrictOutage     bool
+	AdminToken       string // empty disables the admin API
+	CORSAllowOrigins string // "*" (default), "none", or origins to reflect; never on the admin API
 	// Payloads keeps, beside each tile in the memory tier, its buffered
 	// function-URL answer encoded once (Lambda in BUFFERED mode), charged
 	// to the memory tier's bound.
@@ -202,6 +205,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		OriginTimeout:       cfg.OriginTimeout,
 		MaxOriginFetches:    max(cfg.MaxOriginFetches, 0),
 		OriginFailureWindow: cfg.OriginFailureWindow,
+		StrictOutage:        cfg.StrictOutage,
 		StaleIfError:        directiveSeconds(cfg.CacheControl, "stale-if-error"),
 		// A 404 is remembered as long as the CDN may cache it, and never past
 		// the revalidation age; the journal purges it on upload either way.

@@ -159,6 +159,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		OriginTimeout:       cfg.OriginTimeout,
 		MaxOriginFetches:    cfg.MaxOriginFetches,
 		OriginFailureWindow: cfg.OriginFailureWindow,
+		StrictOutage:        !cfg.OutageStale,
 		AdminToken:          cfg.AdminToken,
 		PublicURL:           cfg.PublicURL,
 		CDNSecret:           cfg.CDNSecret,
