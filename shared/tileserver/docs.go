@@ -16,12 +16,14 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/iiif"
+	"github.com/tilesieve/tilesieve/shared/style"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
-// Answers that name the URL they are served from: TileJSON (its tile URLs)
-// and IIIF info.json (its image id). The tiers hold them as the origin gave
+// Answers that name the URL they are served from: TileJSON (its tile URLs),
+// MapLibre styles NAME/style.json (the URLs style.Rewrite sets) and IIIF
+// info.json (its image id). The tiers hold them as the origin gave
 // them, independent of any base URL, so purges, revalidation and staleness
 // work as for tiles; each answer is rendered for its base URL, and the
 // rendering is kept in a small SIEVE of its own (docs) under the key, the
@@ -62,20 +64,22 @@ func (s *Server) purged(prefix string) {
 }
 
 // documentKind reports whether t at key is a TileJSON this server wrote
-// for an archive (NAME.json) or a IIIF info.json: documents that name the
-// URL they are served from.
-func documentKind(key string, t *tile.Tile) (tileJSON, info bool) {
+// for an archive (NAME.json), or another document that names the URL it is
+// served from: a style (NAME/style.json) or a IIIF info.json.
+func documentKind(key string, t *tile.Tile) (tileJSON, named bool) {
 	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, tileJSONTag+`"`)
-	info = strings.HasSuffix(key, "/"+iiif.InfoName)
-	return tileJSON, info
+	_, isStyle := style.NameFromKey(key)
+	named = isStyle || strings.HasSuffix(key, "/"+iiif.InfoName)
+	return tileJSON, named
 }
 
 // document returns t as answered for req: a TileJSON built from an archive
-// or a metadata.json with tile URLs under the request's base URL, an
-// info.json with its image id under it; any other tile as it is.
+// or a metadata.json with tile URLs under the request's base URL, a style
+// with the URLs that are ours under it, an info.json with its image id
+// under it; any other tile as it is.
 func (s *Server) document(req *Request, key string, t *tile.Tile) *tile.Tile {
-	isTileJSON, isInfo := documentKind(key, t)
-	if !isTileJSON && !isInfo {
+	isTileJSON, named := documentKind(key, t)
+	if !isTileJSON && !named {
 		return t
 	}
 	base := s.baseURL(req)
@@ -92,7 +96,9 @@ func (s *Server) document(req *Request, key string, t *tile.Tile) *tile.Tile {
 	}
 	var out []byte
 	var err error
-	if isTileJSON {
+	if name, isStyle := style.NameFromKey(key); isStyle {
+		out, err = style.Rewrite(body, base, name)
+	} else if isTileJSON {
 		out, err = renderTileJSON(body, base, strings.TrimSuffix(key, ".json"))
 	} else {
 		var id string

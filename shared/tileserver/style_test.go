@@ -1,8 +1,13 @@
 package tileserver_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
 // TestContentTypesByKey: objects stored without a type, or with a generic
@@ -31,4 +36,81 @@ func TestContentTypesByKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStyleRewritten: NAME/style.json is served with its URLs that are ours
+// under the base it is served from (the Host, the CDN's forwarded host),
+// one rendering and ETag per base, 304 on a match, gzip-stored styles
+// rendered too; a re-upload and its purge serve the new style.
+func TestStyleRewritten(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.CDNSecret = "stack-secret" }))
+	stored := `{"version":8,"sources":{"osm":{"type":"vector","url":"http://127.0.0.1:8080/osm.json"},` +
+		`"other":{"type":"vector","url":"https://elsewhere.example/x.json"}},` +
+		`"sprite":"http://127.0.0.1:8080/osm/sprite","glyphs":"/fonts/{fontstack}/{range}.pbf","layers":[]}`
+	e.put("osm/style.json", []byte(stored), "application/json", "")
+	e.put("gz/style.json", gz(t, `{"version":8,"sources":{},"sprite":"sprite","layers":[]}`), "application/json", "gzip")
+	want := func(base string) string {
+		return `{"version":8,"sources":{"osm":{"type":"vector","url":"` + base + `/osm.json"},` +
+			`"other":{"type":"vector","url":"https://elsewhere.example/x.json"}},` +
+			`"sprite":"` + base + `/osm/sprite","glyphs":"` + base + `/fonts/{fontstack}/{range}.pbf","layers":[]}`
+	}
+	etags := map[string]string{}
+	for _, c := range []struct {
+		name, path string
+		hdr        []string
+		host, want string
+	}{
+		{"host", "/osm/style.json", nil, "tiles.example", want("http://tiles.example")},
+		{"other host", "/osm/style.json", nil, "b.example", want("http://b.example")},
+		{"cdn", "/osm/style.json", []string{"X-Forwarded-Host", "d1.cloudfront.net", tileserver.CDNSecretHeader, "stack-secret"}, "origin.example", want("https://d1.cloudfront.net")},
+		{"forwarded without the secret", "/osm/style.json", []string{"X-Forwarded-Host", "evil.example"}, "tiles.example", want("http://tiles.example")},
+		{"gzip stored", "/gz/style.json", nil, "tiles.example", `{"version":8,"sources":{},"sprite":"http://tiles.example/gz/sprite","layers":[]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := doHostHeaders(e, c.path, c.host, c.hdr...)
+			if got := body(t, r); r.StatusCode != 200 || got != c.want {
+				t.Fatalf("got %d %v, want 200 %v", r.StatusCode, got, c.want)
+			}
+			if got := r.Header.Get("Content-Type"); got != "application/json" {
+				t.Errorf("Content-Type: got %v, want application/json", got)
+			}
+			etag := r.Header.Get("Etag")
+			if prev, ok := etags[c.want]; ok && prev != etag {
+				t.Errorf("ETag: got %v, want %v as for the same rendering", etag, prev)
+			}
+			for w, tag := range etags {
+				if w != c.want && tag == etag {
+					t.Errorf("ETag %v is also another rendering's", etag)
+				}
+			}
+			etags[c.want] = etag
+			if r := doHostHeaders(e, c.path, c.host, append(c.hdr, "If-None-Match", etag)...); r.StatusCode != 304 {
+				t.Errorf("If-None-Match: got %d, want 304", r.StatusCode)
+			}
+		})
+	}
+	// A re-upload is purged by its key; the next answer is the new style.
+	e.put("osm/style.json", []byte(strings.Replace(stored, `"layers":[]`, `"layers":[{"id":"bg","type":"background"}]`, 1)), "application/json", "")
+	if _, err := e.srv.Engine().Purge("osm/style.json"); err != nil {
+		t.Fatal(err)
+	}
+	r := doHostHeaders(e, "/osm/style.json", "tiles.example")
+	expect(t, r, 200, "MISS")
+	if got := body(t, r); !strings.Contains(got, `"id":"bg"`) || !strings.Contains(got, `"url":"http://tiles.example/osm.json"`) {
+		t.Fatalf("after the purge: got %v", got)
+	}
+}
+
+// doHostHeaders is a GET that arrives at host with the header pairs hdr.
+func doHostHeaders(e *env, path, host string, hdr ...string) *http.Response {
+	e.t.Helper()
+	req := httptest.NewRequest("GET", path, nil)
+	req.Host = host
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	e.srv.ServeHTTP(rec, req)
+	return rec.Result()
 }
