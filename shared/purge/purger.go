@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/glyphs"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/wait"
 )
@@ -229,9 +230,14 @@ func (r Request) targets() []string {
 }
 
 // derived lists what else a change of key changes, beyond key itself: an
-// archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, and
-// a tile directory's NAME/metadata.json is that TileJSON too.
+// archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, a
+// tile directory's NAME/metadata.json is that TileJSON too, and a font's
+// glyph range DIR/FONT/… is every font stack composed with it, DIR/
+// (glyphs.FontDir).
 func derived(key string) []string {
+	if dir, ok := glyphs.FontDir(key); ok { // the font stacks composed from its font
+		return []string{dir}
+	}
 	if name, ok := strings.CutSuffix(key, ".pmtiles"); ok && name != "" && !strings.Contains(name, "/") {
 		return []string{name + "/", name + ".json"}
 	}
@@ -247,6 +253,9 @@ func derived(key string) []string {
 // directory's metadata.json ("osm/", "osm/meta") its TileJSON. A shorter
 // prefix ("os") covers those names itself.
 func derivedOfPrefix(prefix string) []string {
+	if dir, ok := glyphs.FontDir(prefix); ok {
+		return []string{dir}
+	}
 	if name, rest, ok := strings.Cut(prefix, "/"); ok {
 		if name != "" && strings.HasPrefix("metadata.json", rest) {
 			return []string{name + ".json"}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tilesieve/tilesieve/shared/glyphs"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -113,4 +114,91 @@ func doHostHeaders(e *env, path, host string, hdr ...string) *http.Response {
 	rec := httptest.NewRecorder()
 	e.srv.ServeHTTP(rec, req)
 	return rec.Result()
+}
+
+// fontRange is one font's glyph range 0-255 with a glyph per id of ids,
+// each glyph's advance set to mark the font.
+func fontRange(name string, advance uint32, ids ...uint32) []byte {
+	s := glyphs.Stack{Name: name, Range: "0-255"}
+	for _, id := range ids {
+		s.Glyphs = append(s.Glyphs, glyphs.Glyph{ID: id, Advance: advance})
+	}
+	return glyphs.Encode([]glyphs.Stack{s})
+}
+
+// TestGlyphStacksComposed: a font stack not stored as one is composed from
+// its fonts' ranges read through the tiers (gzip-stored ones decoded), a
+// memory hit once composed, 304 on its ETag; a stack stored as one is
+// served as stored; none of the fonts is 404, a bad range 400; a purge of
+// the font directory (what a font's re-upload derives) serves the new font.
+func TestGlyphStacksComposed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := fontRange("A", 1, 32, 65)
+	b := fontRange("B", 2, 65, 66)
+	e.put("fonts/A/0-255.pbf", a, "", "")
+	e.put("fonts/B/0-255.pbf", gz(t, string(b)), "application/x-protobuf", "gzip")
+	e.put("fonts/A,C/0-255.pbf", []byte("stored stack"), "application/x-protobuf", "")
+	compose := func(key string, pbfs ...[]byte) string {
+		r, err := glyphs.ParseKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := glyphs.Compose(r, pbfs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	for _, c := range []struct {
+		name, key string
+		status    int
+		want      string
+	}{
+		{"two fonts", "fonts/A,B/0-255.pbf", 200, compose("fonts/A,B/0-255.pbf", a, b)},
+		{"other order", "fonts/B,A/0-255.pbf", 200, compose("fonts/B,A/0-255.pbf", b, a)},
+		{"spaces and one missing", "fonts/Missing, B/0-255.pbf", 200, compose("fonts/Missing,B/0-255.pbf", nil, b)},
+		{"stored as one", "fonts/A,C/0-255.pbf", 200, "stored stack"},
+		{"none stored", "fonts/X,Y/0-255.pbf", 404, ""},
+		{"one font missing", "fonts/X/0-255.pbf", 404, ""},
+		{"unaligned range", "fonts/A,B/0-100.pbf", 400, ""},
+		{"too many fonts", "fonts/A,B,C,D,E,F,G,H,I/0-255.pbf", 400, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := (&url.URL{Path: "/" + c.key}).EscapedPath()
+			r := e.do("GET", p)
+			got := body(t, r)
+			if r.StatusCode != c.status || (c.status == 200 && got != c.want) {
+				t.Fatalf("got %d %q, want %d %q", r.StatusCode, got, c.status, c.want)
+			}
+			if c.status != 200 {
+				return
+			}
+			if ct := r.Header.Get("Content-Type"); ct != "application/x-protobuf" {
+				t.Errorf("Content-Type: got %v, want application/x-protobuf", ct)
+			}
+			again := e.do("GET", p)
+			expect(t, again, 200, "HIT-MEMORY")
+			if got := body(t, again); got != c.want {
+				t.Errorf("again: got %q, want %q", got, c.want)
+			}
+			if r := e.do("GET", p, "If-None-Match", r.Header.Get("Etag")); r.StatusCode != 304 {
+				t.Errorf("If-None-Match: got %d, want 304", r.StatusCode)
+			}
+		})
+	}
+	// A's new version, purged as the worker derives it: the stack changes.
+	a2 := fontRange("A", 9, 32, 65, 67)
+	e.put("fonts/A/0-255.pbf", a2, "", "")
+	r := e.do("GET", "/fonts/A,B/0-255.pbf")
+	if got := body(t, r); got != compose("fonts/A,B/0-255.pbf", a, b) {
+		t.Fatalf("before the purge: got %q, want the old stack", got)
+	}
+	if _, err := e.srv.Engine().Purge("fonts/"); err != nil {
+		t.Fatal(err)
+	}
+	r = e.do("GET", "/fonts/A,B/0-255.pbf")
+	if got, want := body(t, r), compose("fonts/A,B/0-255.pbf", a2, b); got != want {
+		t.Fatalf("after the purge: got %q, want %q", got, want)
+	}
 }
