@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"net/http"
 	"net/url"
@@ -12,10 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/iiif"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/style"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileset"
@@ -57,6 +61,7 @@ func (s *Server) withArchives(d Deps) error {
 // purged runs inside every purge of prefix on this instance: archives it
 // covers are opened afresh, and renderings of what it covers are dropped.
 func (s *Server) purged(prefix string) {
+	s.catalog.gen.Add(1)
 	s.docs.DeletePrefix(prefix)
 	if s.archives != nil {
 		s.archives.forget(prefix)
@@ -223,22 +228,28 @@ type Catalog struct {
 }
 
 // catalogMax bounds the names one listing reads, and so the HEADs of
-// metadata.json objects a catalog costs.
+// metadata.json objects (and the listings of directories without one) a
+// catalog costs.
 const catalogMax = 1000
 
-// catalogHeads is how many metadata.json HEADs run at once.
+// catalogHeads is how many tileset directories are looked at at once.
 const catalogHeads = 8
 
 // catalogCache keeps the names of the last listing for the archive TTL, so
-// a public endpoint costs S3 at most one listing per TTL.
+// a public endpoint costs S3 at most one listing per TTL; every purge this
+// instance applies (the journal's, an admin's) drops it, so an upload is in
+// the catalog as soon as the instance has seen its purge.
 type catalogCache struct {
-	mu    sync.Mutex // guards at and names; held while a listing runs
+	gen   atomic.Uint64 // purges seen; a listing from before the last one is not kept
+	mu    sync.Mutex    // guards at, atGen and names; held while a listing runs
 	at    time.Time
+	atGen uint64
 	names []CatalogEntry // TileJSON left as the bare key, resolved per request
 }
 
-// serveCatalog lists the tilesets under TILES_PREFIX: archives (NAME.pmtiles)
-// and object tilesets with a NAME/metadata.json.
+// serveCatalog lists the tilesets under TILES_PREFIX: archives (NAME.pmtiles),
+// object tilesets with a NAME/metadata.json, and directories whose keys
+// show a tile pyramid (NAME/{z}/{x}/{y}.{ext}).
 func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		s.notAllowed(w, "GET, HEAD")
@@ -282,7 +293,8 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 	c := &s.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.names != nil && s.now().Sub(c.at) < s.archives.ttl {
+	gen := c.gen.Load()
+	if c.names != nil && c.atGen == gen && s.now().Sub(c.at) < s.archives.ttl {
 		return c.names, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
@@ -309,11 +321,20 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if _, err := s.archives.store.Head(ctx, name+"/metadata.json"); err == nil {
-				mu.Lock()
-				byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: name + ".json"}
-				mu.Unlock()
+			_, err := s.archives.store.Head(ctx, name+"/metadata.json")
+			if err != nil {
+				// No metadata.json: a tileset when its keys show one.
+				_, found, lerr := s.archives.listPyramid(ctx, name)
+				if lerr != nil {
+					s.log.Warn("catalog: directory not listed", "name", name, "err", lerr)
+				}
+				if !found {
+					return
+				}
 			}
+			mu.Lock()
+			byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: name + ".json"}
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -322,6 +343,95 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 		names = append(names, e)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
-	c.names, c.at = names, s.now()
+	c.names, c.at, c.atGen = names, s.now(), gen
 	return names, nil
+}
+
+// pyramid is what the keys of a directory tileset without a metadata.json
+// show: the format of its tiles and its zoom levels.
+type pyramid struct {
+	format           string
+	minZoom, maxZoom int
+}
+
+// listPyramid reads the shape of the tileset name/ from its keys, in at
+// most three bounded listings: its zoom directories, the first column of
+// its lowest zoom, and that column's tiles. found is false when the keys
+// show no NAME/{z}/{x}/{y}.{ext} of a tile format.
+func (a *archives) listPyramid(ctx context.Context, name string) (p pyramid, found bool, err error) {
+	dirs, _, err := a.store.Prefixes(ctx, name+"/", catalogMax)
+	if err != nil {
+		return p, false, fmt.Errorf("tileserver: list %s/: %w", name, err)
+	}
+	p.minZoom = -1
+	for _, d := range dirs {
+		z, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(d, name+"/"), "/"))
+		if err != nil || z < 0 || z > pmtiles.MaxZoom {
+			continue
+		}
+		if p.minZoom < 0 || z < p.minZoom {
+			p.minZoom = z
+		}
+		p.maxZoom = max(p.maxZoom, z)
+	}
+	if p.minZoom < 0 {
+		return p, false, nil
+	}
+	zdir := name + "/" + strconv.Itoa(p.minZoom) + "/"
+	cols, _, err := a.store.Prefixes(ctx, zdir, catalogMax)
+	if err != nil {
+		return p, false, fmt.Errorf("tileserver: list %s: %w", zdir, err)
+	}
+	for _, col := range cols {
+		if _, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(col, zdir), "/"), 10, 32); err != nil {
+			continue
+		}
+		_, objects, err := a.store.Prefixes(ctx, col, catalogMax)
+		if err != nil {
+			return p, false, fmt.Errorf("tileserver: list %s: %w", col, err)
+		}
+		for _, o := range objects {
+			y, ext, ok := strings.Cut(strings.TrimPrefix(o.Key, col), ".")
+			if _, err := strconv.ParseUint(y, 10, 32); err != nil || !ok {
+				continue
+			}
+			switch ext = strings.ToLower(ext); ext {
+			case "jpeg":
+				ext = "jpg"
+			case "pbf", "mvt", "mlt", "png", "jpg", "webp", "avif":
+			default:
+				continue
+			}
+			p.format = ext
+			return p, true, nil
+		}
+		break // the first column stands for the tileset
+	}
+	return p, false, nil
+}
+
+// listedTileJSON is the TileJSON of a directory tileset without a
+// metadata.json or a NAME.json object, from what its keys show
+// (listPyramid). Its ETag names that shape, so a revalidation lists again
+// and answers 304 while the shape holds; a new zoom level shows within
+// the revalidation bound, a new metadata.json at once (its purge derives
+// NAME.json).
+func (a *archives) listedTileJSON(ctx context.Context, name, ifNoneMatch string) (*tile.Tile, error) {
+	p, found, err := a.listPyramid(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("tileserver: %s.json: no metadata.json and no tiles: %w", name, origin.ErrNotFound)
+	}
+	etag := derivedTag(`"keys-`+p.format+"-"+strconv.Itoa(p.minZoom)+"-"+strconv.Itoa(p.maxZoom)+`"`, tileJSONTag)
+	if ifNoneMatch == etag {
+		return nil, origin.ErrNotModified
+	}
+	md, _ := json.Marshal(map[string]any{"format": p.format, "minzoom": p.minZoom, "maxzoom": p.maxZoom})
+	tj, err := tileset.FromMetadata(placeholderBase, name, md)
+	if err != nil {
+		return nil, err
+	}
+	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: etag}, nil
 }

@@ -4,11 +4,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/glyphs"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
 // TestContentTypesByKey: objects stored without a type, or with a generic
@@ -200,5 +202,91 @@ func TestGlyphStacksComposed(t *testing.T) {
 	r = e.do("GET", "/fonts/A,B/0-255.pbf")
 	if got, want := body(t, r), compose("fonts/A,B/0-255.pbf", a2, b); got != want {
 		t.Fatalf("after the purge: got %q, want %q", got, want)
+	}
+}
+
+// TestCatalogPurged: the catalog is cached, but every purge the instance
+// applies drops it: an upload is listed as soon as its purge is seen, not
+// a TTL later.
+func TestCatalogPurged(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	e.put("a/0/0/0.png", []byte("t"), "image/png", "")
+	names := func() []string {
+		t.Helper()
+		r := e.do("GET", "/_tilesieve/catalog")
+		expect(t, r, 200, "")
+		var c tileserver.Catalog
+		decodeJSON(t, body(t, r), &c)
+		var n []string
+		for _, ts := range c.Tilesets {
+			n = append(n, ts.Name)
+		}
+		return n
+	}
+	if got, want := names(), []string{"a"}; !slices.Equal(got, want) {
+		t.Fatalf("catalog: got %v, want %v", got, want)
+	}
+	e.put("b/3/1/1.webp", []byte("t"), "image/webp", "")
+	if got, want := names(), []string{"a"}; !slices.Equal(got, want) {
+		t.Fatalf("catalog before the purge: got %v, want %v (cached)", got, want)
+	}
+	if _, err := e.srv.Engine().Purge("b/3/1/1.webp"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(), []string{"a", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("catalog after the purge: got %v, want %v", got, want)
+	}
+}
+
+// TestTileJSONFromKeys: a directory without metadata.json (or a NAME.json
+// object) has a TileJSON built from its keys: format and zoom levels; 304
+// while they hold; a directory whose keys are no tile pyramid has none.
+func TestTileJSONFromKeys(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	for _, k := range []string{"r/2/1/1.png", "r/2/1/2.png", "r/5/3/4.png", "r/12/0/0.png", "r/notes/x.txt"} {
+		e.put(k, []byte("t"), "", "")
+	}
+	e.put("v/0/0/0.pbf", []byte("t"), "", "")
+	e.put("j/3/0/0.jpeg", []byte("t"), "", "")
+	e.put("fonts/Noto Sans Regular/0-255.pbf", []byte("g"), "", "")
+	e.put("own/0/0/0.png", []byte("t"), "", "")
+	e.put("own.json", []byte(`{"tilejson":"3.0.0","tiles":["https://x.example/{z}/{x}/{y}.png"]}`), "application/json", "")
+	for _, c := range []struct {
+		name       string
+		status     int
+		tiles      string
+		minZ, maxZ int
+		layers     bool
+	}{
+		{"r", 200, "http://example.com/r/{z}/{x}/{y}.png", 2, 12, false},
+		{"v", 200, "http://example.com/v/{z}/{x}/{y}.pbf", 0, 0, true},
+		{"j", 200, "http://example.com/j/{z}/{x}/{y}.jpg", 3, 3, false},
+		{"fonts", 404, "", 0, 0, false},
+		{"none", 404, "", 0, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.do("GET", "/"+c.name+".json")
+			b := body(t, r)
+			if r.StatusCode != c.status {
+				t.Fatalf("status: got %d %s, want %d", r.StatusCode, b, c.status)
+			}
+			if c.status != 200 {
+				return
+			}
+			var tj tileset.TileJSON
+			decodeJSON(t, b, &tj)
+			if !slices.Equal(tj.Tiles, []string{c.tiles}) || tj.MinZoom != c.minZ || tj.MaxZoom != c.maxZ || (tj.VectorLayers != nil) != c.layers {
+				t.Fatalf("TileJSON: got %+v, want tiles %v, zooms %d-%d", tj, c.tiles, c.minZ, c.maxZ)
+			}
+			if r := e.do("GET", "/"+c.name+".json", "If-None-Match", r.Header.Get("Etag")); r.StatusCode != 304 {
+				t.Errorf("If-None-Match: got %d, want 304", r.StatusCode)
+			}
+		})
+	}
+	// A stored NAME.json is served as it is.
+	if got := body(t, e.do("GET", "/own.json")); !strings.Contains(got, "https://x.example/") {
+		t.Errorf("own.json: got %v, want the stored object", got)
 	}
 }
