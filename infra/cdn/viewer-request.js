@@ -3,9 +3,9 @@
 // catalog) was asked through from X-Forwarded-Host; CloudFront forwards a
 // viewer-sent one untouched and keeps it out of the cache key, so it is set
 // here from the Host the viewer reached, whatever the viewer sent.
-// X-Forwarded-Proto is not set: edge functions may not add it, and the tile
-// function takes https for a host the CDN forwarded (viewers are redirected
-// to https).
+// X-Forwarded-Proto is not set: the tile function ignores it and takes
+// https for a host the CDN forwarded (viewers are redirected to https), so
+// a viewer-sent one changes nothing.
 function handler(event) {
   var request = event.request;
   var host = request.headers.host ? request.headers.host.value : event.context.distributionDomainName;

@@ -168,13 +168,16 @@ func (s *Server) baseURL(req *Request) string {
 	}
 	proto, host := "", ""
 	if s.fromCDN(req) {
-		proto = firstListValue(req.get(HdrXForwardedProto))
+		// Viewers reach the CDN over https only (the distribution redirects
+		// http), and CloudFront forwards a viewer-sent X-Forwarded-Proto as
+		// it came, outside the cache key: believing it would let one viewer
+		// cache http:// URLs (blocked as mixed content) for everyone.
 		host = firstListValue(req.get(HdrXForwardedHost))
 	}
-	if !validHost(host) {
+	if validHost(host) {
+		proto = "https"
+	} else {
 		host = req.get(HdrHost)
-	} else if proto == "" {
-		proto = "https" // forwarded by a CDN
 	}
 	if !validHost(host) {
 		host = "localhost"

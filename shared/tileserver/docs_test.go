@@ -99,6 +99,11 @@ func TestForwardedHostNeedsTheCDN(t *testing.T) {
 		{"through the CDN", secret, "",
 			[]string{"X-Forwarded-Host", "d1.cloudfront.net", tileserver.CDNSecretHeader, secret},
 			"https://d1.cloudfront.net/v/{z}/{x}/{y}.png", "https://d1.cloudfront.net/books/b1"},
+		// Viewers reach the CDN over https; a viewer-sent proto would be
+		// cached for everyone.
+		{"through the CDN, a viewer's X-Forwarded-Proto is not believed", secret, "",
+			[]string{"X-Forwarded-Host", "d1.cloudfront.net", "X-Forwarded-Proto", "http", tileserver.CDNSecretHeader, secret},
+			"https://d1.cloudfront.net/v/{z}/{x}/{y}.png", "https://d1.cloudfront.net/books/b1"},
 		{"through the CDN, invalid host falls back", secret, "",
 			[]string{"X-Forwarded-Host", "evil.example/x?", tileserver.CDNSecretHeader, secret},
 			"http://a.example/v/{z}/{x}/{y}.png", "http://a.example/books/b1"},
