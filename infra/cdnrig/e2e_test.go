@@ -295,13 +295,16 @@ type document struct {
 	url  func(body string) (string, error)
 }
 
-// newDocuments writes a TileJSON source (NAME/metadata.json) and a IIIF
+// newDocuments writes a TileJSON source (NAME/metadata.json), a MapLibre
+// style authored against another host (NAME/style.json) and a IIIF
 // info.json that no request has read yet.
 func (l *loop) newDocuments(t *testing.T, name string) []document {
 	t.Helper()
 	l.put(t, name+"/metadata.json", []byte(`{"format":"png","maxzoom":"3"}`), "application/json")
+	l.put(t, name+"/style.json", []byte(`{"version":8,"sources":{"s":{"type":"raster","url":"http://127.0.0.1:8080/`+name+`.json"}},`+
+		`"sprite":"http://127.0.0.1:8080/`+name+`/sprite","glyphs":"/fonts/{fontstack}/{range}.pbf","layers":[]}`), "application/json")
 	l.put(t, "books/"+name+"/info.json", []byte(`{"@context":"http://iiif.io/api/image/3/context.json","id":"https://old.example/x","type":"ImageService3","width":100}`), "application/json")
-	return []document{{"/" + name + ".json", tileJSONURL}, {"/books/" + name + "/info.json", infoID}}
+	return []document{{"/" + name + ".json", tileJSONURL}, {"/" + name + "/style.json", styleURL}, {"/books/" + name + "/info.json", infoID}}
 }
 
 // poisoned sends the attacker's request first (it fills the cache), then a
@@ -484,6 +487,29 @@ func tileJSONURL(body string) (string, error) {
 		return "", fmt.Errorf("TileJSON %q: %v", body, err)
 	}
 	return tj.Tiles[0], nil
+}
+
+// styleURL is the sprite URL of a style whose source, sprite and glyphs
+// URLs all name one host: an error when they do not.
+func styleURL(body string) (string, error) {
+	var st struct {
+		Sources map[string]struct {
+			URL string `json:"url"`
+		} `json:"sources"`
+		Sprite string `json:"sprite"`
+		Glyphs string `json:"glyphs"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Sprite == "" || st.Glyphs == "" || st.Sources["s"].URL == "" {
+		return "", fmt.Errorf("style %q: %v", body, err)
+	}
+	host := func(u string) string {
+		h, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://"), "/")
+		return h
+	}
+	if h := host(st.Sprite); host(st.Glyphs) != h || host(st.Sources["s"].URL) != h {
+		return "", fmt.Errorf("style %q: its URLs name more than one host", body)
+	}
+	return st.Sprite, nil
 }
 
 // infoID is the id of a IIIF Image API 3 info.json.

@@ -146,3 +146,20 @@ func Compose(r Request, pbfs [][]byte) ([]byte, error) {
 	slices.SortFunc(out.Glyphs, func(a, b Glyph) int { return cmp.Compare(a.ID, b.ID) })
 	return Encode([]Stack{out}), nil
 }
+
+// FontDir returns the font directory DIR/ that a key or key prefix reaching
+// into one font of it (DIR/{font}/{range}.pbf, DIR/{font}/, DIR/{font
+// prefix}) lies in. A change there changes the font stacks composed from
+// that font, which lie beside it under any name that includes it
+// (DIR/A,{font}/…), so a purge of the font must reach DIR/ whole. ok is
+// false for anything else, and for DIR/ itself, which covers its stacks.
+func FontDir(prefix string) (dir string, ok bool) {
+	segs := strings.Split(prefix, "/")
+	for _, i := range []int{len(segs) - 2, len(segs) - 3} {
+		if i < 0 || (segs[i] != "fonts" && segs[i] != "glyphs") || segs[i+1] == "" {
+			continue
+		}
+		return strings.Join(segs[:i+1], "/") + "/", true
+	}
+	return "", false
+}

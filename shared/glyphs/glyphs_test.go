@@ -430,3 +430,31 @@ func BenchmarkCompose(b *testing.B) {
 		}
 	}
 }
+
+func TestFontDir(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		prefix, want string
+		ok           bool
+	}{
+		{"fonts/Noto Sans Regular/0-255.pbf", "fonts/", true},
+		{"osm/glyphs/Open Sans/256-511.pbf", "osm/glyphs/", true},
+		{"fonts/Noto Sans Regular/", "fonts/", true},
+		{"fonts/Noto Sans Regular/0-", "fonts/", true},
+		{"fonts/Noto", "fonts/", true},
+		{"fonts/A,B/0-255.pbf", "fonts/", true},
+		{"fonts/", "", false},
+		{"fonts", "", false},
+		{"osm/1/0/0.pbf", "", false},
+		{"fonts/3/4/5.pbf", "", false}, // a tileset named fonts
+		{"osm/style.json", "", false},
+		{"", "", false},
+	} {
+		t.Run(c.prefix, func(t *testing.T) {
+			got, ok := glyphs.FontDir(c.prefix)
+			if got != c.want || ok != c.ok {
+				t.Errorf("got %v %v, want %v %v", got, ok, c.want, c.ok)
+			}
+		})
+	}
+}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mime"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/disk"
@@ -156,7 +153,7 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 	}
 	switch {
 	case err == nil:
-		t.ContentType = contentTypeFor(key, t.ContentType)
+		t.ContentType = tile.ContentTypeFor(key, t.ContentType)
 		t.StoredAt = sent
 		e.store(key, t, epoch)
 		e.stats.misses.Add(1)
@@ -236,30 +233,4 @@ func (e *Engine) store(key string, t *tile.Tile, epoch uint64) {
 		e.stats.diskWriteErrors.Add(1)
 		e.log.Warn("disk tier write failed; serving from memory and origin", "key", key, "err", err)
 	}
-}
-
-const contentTypeMVT = "application/vnd.mapbox-vector-tile"
-
-// contentTypeFor fills in a missing or generic stored content type from the
-// key's extension.
-func contentTypeFor(key, stored string) string {
-	if stored != "" && stored != "binary/octet-stream" && stored != "application/octet-stream" {
-		return stored
-	}
-	ext := strings.ToLower(path.Ext(key))
-	switch ext {
-	case ".pbf", ".mvt":
-		return contentTypeMVT
-	case ".webp":
-		return "image/webp"
-	case ".avif":
-		return "image/avif"
-	}
-	if t := mime.TypeByExtension(ext); t != "" {
-		return t
-	}
-	if stored != "" {
-		return stored
-	}
-	return "application/octet-stream"
 }

@@ -6,7 +6,11 @@
 // pure and check nothing else.
 package tilename
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/tilesieve/tilesieve/shared/glyphs"
+)
 
 // Extensions and file names of the rule.
 const (
@@ -54,8 +58,13 @@ func TrimArchiveExt(s string) string {
 
 // Derived lists what else a change of key changes, beyond key itself: an
 // archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, and
-// a tile directory's NAME/metadata.json is that TileJSON too.
+// a tile directory's NAME/metadata.json is that TileJSON too, and a font's
+// glyph range DIR/FONT/… is every font stack composed with it, DIR/
+// (glyphs.FontDir).
 func Derived(key string) []string {
+	if dir, ok := glyphs.FontDir(key); ok { // the font stacks composed from its font
+		return []string{dir}
+	}
 	if name, ok := ArchiveName(key); ok {
 		return []string{Dir(name), TileJSONKey(name)}
 	}
@@ -71,6 +80,9 @@ func Derived(key string) []string {
 // directory's metadata.json ("osm/", "osm/meta") its TileJSON. A shorter
 // prefix ("os") covers those names itself.
 func DerivedOfPrefix(prefix string) []string {
+	if dir, ok := glyphs.FontDir(prefix); ok {
+		return []string{dir}
+	}
 	if name, rest, ok := strings.Cut(prefix, "/"); ok {
 		if name != "" && strings.HasPrefix(MetadataFile, rest) {
 			return []string{TileJSONKey(name)}

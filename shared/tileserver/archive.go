@@ -503,10 +503,15 @@ func (a *archives) metadataJSON(ctx context.Context, name, key, ifNoneMatch stri
 	md, err := a.next.Get(ctx, tilename.MetadataKey(name), inm)
 	switch {
 	case errors.Is(err, origin.ErrNotFound):
+		objINM := ifNoneMatch
 		if strings.HasSuffix(ifNoneMatch, tileJSONTag+`"`) {
-			ifNoneMatch = "" // the cached copy was a TileJSON: read the object afresh
+			objINM = "" // the cached copy was a TileJSON: read the object afresh
 		}
-		return a.next.Get(ctx, key, ifNoneMatch)
+		t, err := a.next.Get(ctx, key, objINM)
+		if errors.Is(err, origin.ErrNotFound) {
+			return a.listedTileJSON(ctx, name, ifNoneMatch) // what the keys show
+		}
+		return t, err
 	case err != nil:
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"net/http"
 	"net/url"
@@ -12,17 +13,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/iiif"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/style"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
-// Answers that name the URL they are served from: TileJSON (its tile URLs)
-// and IIIF info.json (its image id). The tiers hold them as the origin gave
+// Answers that name the URL they are served from: TileJSON (its tile URLs),
+// MapLibre styles NAME/style.json (the URLs style.Rewrite sets) and IIIF
+// info.json (its image id). The tiers hold them as the origin gave
 // them, independent of any base URL, so purges, revalidation and staleness
 // work as for tiles; each answer is rendered for its base URL, and the
 // rendering is kept in a small SIEVE of its own (docs) under the key, the
@@ -56,6 +62,7 @@ func (s *Server) withArchives(d Deps) error {
 // purged runs inside every purge of prefix on this instance: archives it
 // covers are opened afresh, and renderings of what it covers are dropped.
 func (s *Server) purged(prefix string) {
+	s.catalog.gen.Add(1)
 	s.docs.DeletePrefix(prefix)
 	if s.archives != nil {
 		s.archives.forget(prefix)
@@ -63,20 +70,22 @@ func (s *Server) purged(prefix string) {
 }
 
 // documentKind reports whether t at key is a TileJSON this server wrote
-// for an archive (NAME.json) or a IIIF info.json: documents that name the
-// URL they are served from.
-func documentKind(key string, t *tile.Tile) (tileJSON, info bool) {
+// for an archive (NAME.json), or another document that names the URL it is
+// served from: a style (NAME/style.json) or a IIIF info.json.
+func documentKind(key string, t *tile.Tile) (tileJSON, named bool) {
 	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, tileJSONTag+`"`)
-	info = strings.HasSuffix(key, "/"+iiif.InfoName)
-	return tileJSON, info
+	_, isStyle := style.NameFromKey(key)
+	named = isStyle || strings.HasSuffix(key, "/"+iiif.InfoName)
+	return tileJSON, named
 }
 
 // document returns t as answered for req: a TileJSON built from an archive
-// or a metadata.json with tile URLs under the request's base URL, an
-// info.json with its image id under it; any other tile as it is.
+// or a metadata.json with tile URLs under the request's base URL, a style
+// with the URLs that are ours under it, an info.json with its image id
+// under it; any other tile as it is.
 func (s *Server) document(req *Request, key string, t *tile.Tile) *tile.Tile {
-	isTileJSON, isInfo := documentKind(key, t)
-	if !isTileJSON && !isInfo {
+	isTileJSON, named := documentKind(key, t)
+	if !isTileJSON && !named {
 		return t
 	}
 	base := s.baseURL(req)
@@ -93,7 +102,9 @@ func (s *Server) document(req *Request, key string, t *tile.Tile) *tile.Tile {
 	}
 	var out []byte
 	var err error
-	if isTileJSON {
+	if name, isStyle := style.NameFromKey(key); isStyle {
+		out, err = style.Rewrite(body, base, name)
+	} else if isTileJSON {
 		out, err = renderTileJSON(body, base, strings.TrimSuffix(key, ".json"))
 	} else {
 		var id string
@@ -221,22 +232,28 @@ type Catalog struct {
 }
 
 // catalogMax bounds the names one listing reads, and so the HEADs of
-// metadata.json objects a catalog costs.
+// metadata.json objects (and the listings of directories without one) a
+// catalog costs.
 const catalogMax = 1000
 
-// catalogHeads is how many metadata.json HEADs run at once.
+// catalogHeads is how many tileset directories are looked at at once.
 const catalogHeads = 8
 
 // catalogCache keeps the names of the last listing for the archive TTL, so
-// a public endpoint costs S3 at most one listing per TTL.
+// a public endpoint costs S3 at most one listing per TTL; every purge this
+// instance applies (the journal's, an admin's) drops it, so an upload is in
+// the catalog as soon as the instance has seen its purge.
 type catalogCache struct {
-	mu    sync.Mutex // guards at and names; held while a listing runs
+	gen   atomic.Uint64 // purges seen; a listing from before the last one is not kept
+	mu    sync.Mutex    // guards at, atGen and names; held while a listing runs
 	at    time.Time
+	atGen uint64
 	names []CatalogEntry // TileJSON left as the bare key, resolved per request
 }
 
-// serveCatalog lists the tilesets under TILES_PREFIX: archives (NAME.pmtiles)
-// and object tilesets with a NAME/metadata.json.
+// serveCatalog lists the tilesets under TILES_PREFIX: archives (NAME.pmtiles),
+// object tilesets with a NAME/metadata.json, and directories whose keys
+// show a tile pyramid (NAME/{z}/{x}/{y}.{ext}).
 func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		s.notAllowed(w, "GET, HEAD")
@@ -280,7 +297,8 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 	c := &s.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.names != nil && s.now().Sub(c.at) < s.archives.ttl {
+	gen := c.gen.Load()
+	if c.names != nil && c.atGen == gen && s.now().Sub(c.at) < s.archives.ttl {
 		return c.names, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
@@ -307,11 +325,20 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if _, err := s.archives.store.Head(ctx, tilename.MetadataKey(name)); err == nil {
-				mu.Lock()
-				byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: tilename.TileJSONKey(name)}
-				mu.Unlock()
+			_, err := s.archives.store.Head(ctx, tilename.MetadataKey(name))
+			if err != nil {
+				// No metadata.json: a tileset when its keys show one.
+				_, found, lerr := s.archives.listPyramid(ctx, name)
+				if lerr != nil {
+					s.log.Warn("catalog: directory not listed", "name", name, "err", lerr)
+				}
+				if !found {
+					return
+				}
 			}
+			mu.Lock()
+			byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: tilename.TileJSONKey(name)}
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -320,6 +347,95 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 		names = append(names, e)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
-	c.names, c.at = names, s.now()
+	c.names, c.at, c.atGen = names, s.now(), gen
 	return names, nil
+}
+
+// pyramid is what the keys of a directory tileset without a metadata.json
+// show: the format of its tiles and its zoom levels.
+type pyramid struct {
+	format           string
+	minZoom, maxZoom int
+}
+
+// listPyramid reads the shape of the tileset name/ from its keys, in at
+// most three bounded listings: its zoom directories, the first column of
+// its lowest zoom, and that column's tiles. found is false when the keys
+// show no NAME/{z}/{x}/{y}.{ext} of a tile format.
+func (a *archives) listPyramid(ctx context.Context, name string) (p pyramid, found bool, err error) {
+	dirs, _, err := a.store.Prefixes(ctx, name+"/", catalogMax)
+	if err != nil {
+		return p, false, fmt.Errorf("tileserver: list %s/: %w", name, err)
+	}
+	p.minZoom = -1
+	for _, d := range dirs {
+		z, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(d, name+"/"), "/"))
+		if err != nil || z < 0 || z > pmtiles.MaxZoom {
+			continue
+		}
+		if p.minZoom < 0 || z < p.minZoom {
+			p.minZoom = z
+		}
+		p.maxZoom = max(p.maxZoom, z)
+	}
+	if p.minZoom < 0 {
+		return p, false, nil
+	}
+	zdir := name + "/" + strconv.Itoa(p.minZoom) + "/"
+	cols, _, err := a.store.Prefixes(ctx, zdir, catalogMax)
+	if err != nil {
+		return p, false, fmt.Errorf("tileserver: list %s: %w", zdir, err)
+	}
+	for _, col := range cols {
+		if _, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(col, zdir), "/"), 10, 32); err != nil {
+			continue
+		}
+		_, objects, err := a.store.Prefixes(ctx, col, catalogMax)
+		if err != nil {
+			return p, false, fmt.Errorf("tileserver: list %s: %w", col, err)
+		}
+		for _, o := range objects {
+			y, ext, ok := strings.Cut(strings.TrimPrefix(o.Key, col), ".")
+			if _, err := strconv.ParseUint(y, 10, 32); err != nil || !ok {
+				continue
+			}
+			switch ext = strings.ToLower(ext); ext {
+			case "jpeg":
+				ext = "jpg"
+			case "pbf", "mvt", "mlt", "png", "jpg", "webp", "avif":
+			default:
+				continue
+			}
+			p.format = ext
+			return p, true, nil
+		}
+		break // the first column stands for the tileset
+	}
+	return p, false, nil
+}
+
+// listedTileJSON is the TileJSON of a directory tileset without a
+// metadata.json or a NAME.json object, from what its keys show
+// (listPyramid). Its ETag names that shape, so a revalidation lists again
+// and answers 304 while the shape holds; a new zoom level shows within
+// the revalidation bound, a new metadata.json at once (its purge derives
+// NAME.json).
+func (a *archives) listedTileJSON(ctx context.Context, name, ifNoneMatch string) (*tile.Tile, error) {
+	p, found, err := a.listPyramid(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("tileserver: %s.json: no metadata.json and no tiles: %w", name, origin.ErrNotFound)
+	}
+	etag := derivedTag(`"keys-`+p.format+"-"+strconv.Itoa(p.minZoom)+"-"+strconv.Itoa(p.maxZoom)+`"`, tileJSONTag)
+	if ifNoneMatch == etag {
+		return nil, origin.ErrNotModified
+	}
+	md, _ := json.Marshal(map[string]any{"format": p.format, "minzoom": p.minZoom, "maxzoom": p.maxZoom})
+	tj, err := tileset.FromMetadata(placeholderBase, name, md)
+	if err != nil {
+		return nil, err
+	}
+	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: etag}, nil
 }

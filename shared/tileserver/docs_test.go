@@ -223,8 +223,9 @@ func doHost(e *env, path, host string) *http.Response {
 	return rec.Result()
 }
 
-// TestCatalog lists archives and object tilesets with a metadata.json,
-// with their TileJSON URLs, without a token.
+// TestCatalog lists archives, object tilesets with a metadata.json and
+// directories whose keys show a tile pyramid, with their TileJSON URLs,
+// without a token.
 func TestCatalog(t *testing.T) {
 	t.Parallel()
 	e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.CDNSecret = "stack-secret" }))
@@ -232,6 +233,9 @@ func TestCatalog(t *testing.T) {
 	e.put("osm/metadata.json", []byte(`{"format":"png"}`), "application/json", "")
 	e.put("osm/0/0/0.png", []byte("t"), "image/png", "")
 	e.put("plain/0/0/0.png", []byte("t"), "image/png", "")
+	e.put("fonts/Noto Sans Regular/0-255.pbf", []byte("g"), "", "")
+	e.put("osm-style/style.json", []byte("{}"), "", "")
+	e.put("odd/1/x/0.png", []byte("t"), "image/png", "")
 	r := e.do("GET", "/_tilesieve/catalog", "X-Forwarded-Host", "cdn.example", tileserver.CDNSecretHeader, "stack-secret")
 	expect(t, r, 200, "")
 	var c tileserver.Catalog
@@ -239,6 +243,7 @@ func TestCatalog(t *testing.T) {
 	want := []tileserver.CatalogEntry{
 		{Name: "a", Kind: "pmtiles", TileJSON: "https://cdn.example/a.json"},
 		{Name: "osm", Kind: "objects", TileJSON: "https://cdn.example/osm.json"},
+		{Name: "plain", Kind: "objects", TileJSON: "https://cdn.example/plain.json"},
 	}
 	if !slices.Equal(c.Tilesets, want) {
 		t.Fatalf("catalog: got %+v, want %+v", c.Tilesets, want)

@@ -225,6 +225,11 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	// soon due without waiting for it (tiers.Engine.Get).
 	res, err := s.eng.Get(ctx, key, now)
 	t, src, stream := res.Tile, res.Source, res.Stream
+	if errors.Is(err, origin.ErrNotFound) {
+		if ct, csrc, ok, cerr := s.composeGlyphs(ctx, key, now); ok {
+			t, src, err = ct, csrc, cerr // a font stack not stored as one
+		}
+	}
 	switch {
 	case err == nil && stream != nil:
 		s.answerStream(req, resp, key, t, stream, start)
@@ -233,6 +238,9 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 			t = s.document(req, key, t) // TileJSON and IIIF info.json name the URL they are served from
 		}
 		s.answerTile(req, resp, key, t, src, start)
+	case errors.Is(err, errBadGlyphKey):
+		s.stats.badRequests.Add(1)
+		s.answerPlain(req, resp, http.StatusBadRequest, "bad glyph range")
 	case errors.Is(err, origin.ErrNotFound):
 		s.stats.notFound.Add(1)
 		if src == 0 {

@@ -13,9 +13,11 @@ package viewer
 
 import (
 	"bytes"
+	"compress/gzip"
 	_ "embed"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -105,14 +107,105 @@ func Handler(cfg Config) (http.Handler, error) {
 	}), nil
 }
 
-// Mount serves page at exactly "/" and everything else with tiles, so the
-// page shadows no tile (no tile key is empty).
+// Mount serves page at exactly "/", the style viewer under AssetsPrefix
+// (Assets), and everything else with tiles, so the page shadows no tile (no
+// tile key is empty) and the style viewer only keys under _viewer/.
 func Mount(page, tiles http.Handler) http.Handler {
+	assets := Assets()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" {
+		switch {
+		case r.URL.Path == "/":
 			page.ServeHTTP(w, r)
+		case strings.HasPrefix(r.URL.Path, AssetsPrefix):
+			assets.ServeHTTP(w, r)
+		default:
+			tiles.ServeHTTP(w, r)
+		}
+	})
+}
+
+// AssetsPrefix is where Mount serves the style viewer: StylePage, and the
+// MapLibre GL JS build it loads.
+const AssetsPrefix = "/_viewer/"
+
+// StylePage is the path of the style viewer: StylePage+"?style=/NAME/style.json"
+// renders that style with MapLibre GL JS, and records on <body> its state
+// (data-state: loading, idle or error), its errors (data-errors) and the
+// URLs MapLibre asked for by resource type (data-requests: Style, Source,
+// Tile, SpriteJSON, SpriteImage, Glyphs).
+const StylePage = AssetsPrefix + "style.html"
+
+//go:embed style.html
+var stylePage []byte
+
+// The MapLibre GL JS release the style viewer runs (maplibre/VERSION),
+// vendored gzip-compressed so the page needs nothing from the internet.
+var (
+	//go:embed maplibre/maplibre-gl.js.gz
+	maplibreJS []byte
+	//go:embed maplibre/maplibre-gl.css.gz
+	maplibreCSS []byte
+)
+
+// Assets serves the style viewer under AssetsPrefix.
+func Assets() http.Handler {
+	files := map[string]struct {
+		body        []byte
+		contentType string
+		gzipped     bool
+	}{
+		StylePage:                        {stylePage, "text/html; charset=utf-8", false},
+		AssetsPrefix + "maplibre-gl.js":  {maplibreJS, "text/javascript; charset=utf-8", true},
+		AssetsPrefix + "maplibre-gl.css": {maplibreCSS, "text/css; charset=utf-8", true},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
 			return
 		}
-		tiles.ServeHTTP(w, r)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", f.contentType)
+		h.Set("Cache-Control", "no-cache")
+		if r.URL.Path == StylePage {
+			// MapLibre runs its workers from blob: URLs; everything else is
+			// same-origin (the style's URLs name this host once rewritten).
+			h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; worker-src blob:; child-src blob:; connect-src 'self'")
+		}
+		body := f.body
+		if f.gzipped {
+			h.Add("Vary", "Accept-Encoding")
+			if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+				h.Set("Content-Encoding", "gzip")
+			} else {
+				zr, err := gzip.NewReader(bytes.NewReader(body))
+				if err == nil {
+					body, err = io.ReadAll(zr)
+				}
+				if err != nil {
+					http.Error(w, "viewer: "+err.Error(), http.StatusInternalServerError)
+					return
+				}
+			}
+		}
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 	})
+}
+
+// acceptsGzip reports whether an Accept-Encoding value names gzip (without
+// q=0).
+func acceptsGzip(ae string) bool {
+	for _, part := range strings.Split(ae, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			q := strings.ReplaceAll(params, " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
 }

@@ -74,3 +74,52 @@ func TestMountServesThePageAtRootOnly(t *testing.T) {
 		t.Errorf("POST /: got %d, want 405", resp.StatusCode)
 	}
 }
+
+// TestAssets: Mount serves the style viewer and MapLibre under
+// AssetsPrefix, gzip to clients that take it and decoded to others, and
+// leaves every other path to the tiles.
+func TestAssets(t *testing.T) {
+	t.Parallel()
+	tiles := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "tile "+r.URL.Path) })
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "page") })
+	h := viewer.Mount(page, tiles)
+	for _, c := range []struct {
+		name, method, path, ae string
+		status                 int
+		encoding, contentType  string
+		bodyHas                string
+	}{
+		{"style page", "GET", viewer.StylePage, "", 200, "", "text/html; charset=utf-8", "maplibregl.Map"},
+		{"maplibre gzip", "GET", "/_viewer/maplibre-gl.js", "gzip, br", 200, "gzip", "text/javascript; charset=utf-8", "\x1f\x8b"},
+		{"maplibre decoded", "GET", "/_viewer/maplibre-gl.js", "", 200, "", "text/javascript; charset=utf-8", "maplibregl"},
+		{"maplibre gzip refused", "GET", "/_viewer/maplibre-gl.js", "gzip;q=0", 200, "", "text/javascript; charset=utf-8", "maplibregl"},
+		{"css", "GET", "/_viewer/maplibre-gl.css", "", 200, "", "text/css; charset=utf-8", ".maplibregl-map"},
+		{"unknown asset", "GET", "/_viewer/nope.js", "", 404, "", "", ""},
+		{"post", "POST", viewer.StylePage, "", 405, "", "", ""},
+		{"root", "GET", "/", "", 200, "", "", "page"},
+		{"tile", "GET", "/demo/0/0/0.png", "", 200, "", "", "tile /demo/0/0/0.png"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(c.method, c.path, nil)
+			if c.ae != "" {
+				req.Header.Set("Accept-Encoding", c.ae)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			r := rec.Result()
+			b, _ := io.ReadAll(r.Body)
+			if r.StatusCode != c.status {
+				t.Fatalf("status: got %d, want %d", r.StatusCode, c.status)
+			}
+			if got := r.Header.Get("Content-Encoding"); got != c.encoding {
+				t.Errorf("Content-Encoding: got %v, want %v", got, c.encoding)
+			}
+			if c.contentType != "" && r.Header.Get("Content-Type") != c.contentType {
+				t.Errorf("Content-Type: got %v, want %v", r.Header.Get("Content-Type"), c.contentType)
+			}
+			if !strings.Contains(string(b), c.bodyHas) {
+				t.Errorf("body: got %.80q, want it to contain %q", b, c.bodyHas)
+			}
+		})
+	}
+}

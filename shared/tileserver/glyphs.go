@@ -1,0 +1,130 @@
+package tileserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/glyphs"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// Font stacks: a glyph range of several fonts (DIR/A,B/0-255.pbf) that is
+// not stored as one is composed from the ranges of its fonts, each read
+// through the tiers as any object is, so each font is fetched, cached and
+// purged on its own. The composition is kept in the document cache under
+// the stack's key and its fonts' ETags: a changed font is another entry,
+// and a purge of the stack's directory (which the change of one font's
+// range derives, shared/purge) drops it.
+
+// maxGlyphBytes bounds one font's range read from a disk stream: ranges
+// are tens of KiB.
+const maxGlyphBytes = 8 << 20
+
+// errBadGlyphKey is a key in a font directory that is no glyph range.
+var errBadGlyphKey = errors.New("tileserver: bad glyph range key")
+
+// composeGlyphs answers key, which the tiers do not hold, when it is a
+// glyph range of several fonts: ok is false for any other key. An error
+// wrapping origin.ErrNotFound is a stack none of whose fonts is stored,
+// errBadGlyphKey a key under a font directory that is no glyph range.
+func (s *Server) composeGlyphs(ctx context.Context, key string, now time.Time) (t *tile.Tile, src source, ok bool, err error) {
+	if !glyphShaped(key) {
+		return nil, 0, false, nil
+	}
+	r, err := glyphs.ParseKey(key)
+	if err != nil {
+		return nil, 0, true, fmt.Errorf("%w: %w", errBadGlyphKey, err)
+	}
+	if len(r.Fonts) < 2 {
+		return nil, 0, false, nil // one font: the object itself, and it is missing
+	}
+	pbfs := make([][]byte, len(r.Fonts))
+	var memo strings.Builder
+	memo.WriteString(key)
+	src = srcMemory
+	var lastModified time.Time
+	for i := range r.Fonts {
+		b, ft, fsrc, err := s.readFont(ctx, r.FontKey(i), now)
+		if errors.Is(err, origin.ErrNotFound) {
+			memo.WriteString("\x00-")
+			continue
+		}
+		if err != nil {
+			return nil, 0, true, err
+		}
+		pbfs[i] = b
+		memo.WriteString("\x00" + ft.ETag)
+		if ft.LastModified.After(lastModified) {
+			lastModified = ft.LastModified
+		}
+		if fsrc != srcMemory {
+			src = srcOrigin // the answer was not a memory hit throughout
+		}
+	}
+	if c, hit := s.docs.Get(memo.String()); hit {
+		return c, src, true, nil
+	}
+	body, err := glyphs.Compose(r, pbfs)
+	if errors.Is(err, glyphs.ErrNoFonts) {
+		return nil, src, true, fmt.Errorf("tileserver: %s: %w: %w", key, err, origin.ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, true, fmt.Errorf("tileserver: compose %s: %w", key, err)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(memo.String()))
+	t = &tile.Tile{
+		Body:         body,
+		ContentType:  tile.ContentTypeGlyph,
+		ETag:         `"stack-` + strconv.FormatUint(h.Sum64(), 36) + `"`,
+		LastModified: lastModified,
+		StoredAt:     now,
+	}
+	s.prepare(key, t)
+	s.docs.Set(memo.String(), t)
+	return t, src, true, nil
+}
+
+// readFont reads the glyph range at key through the tiers, decoded.
+func (s *Server) readFont(ctx context.Context, key string, now time.Time) ([]byte, *tile.Tile, source, error) {
+	res, err := s.eng.Get(ctx, key, now)
+	if err != nil {
+		return nil, nil, res.Source, err
+	}
+	t, b := res.Tile, res.Tile.Body
+	if res.Stream != nil {
+		b, err = io.ReadAll(io.LimitReader(res.Stream, maxGlyphBytes+1))
+		res.Stream.Close()
+		if err == nil && len(b) > maxGlyphBytes {
+			err = fmt.Errorf("more than %d bytes", maxGlyphBytes)
+		}
+		if err != nil {
+			return nil, nil, res.Source, fmt.Errorf("tileserver: glyph range %s: %w", key, err)
+		}
+	}
+	if decodable(t.ContentEncoding) {
+		if b, err = decodeTile(t.ContentEncoding, b); err != nil {
+			return nil, nil, res.Source, fmt.Errorf("tileserver: glyph range %s: %w", key, err)
+		}
+	}
+	return b, t, res.Source, nil
+}
+
+// glyphShaped reports whether key is a .pbf right under a font stack of a
+// font directory (DIR/{fontstack}/{file}.pbf, DIR's last segment "fonts" or
+// "glyphs"): a key that is either a glyph range or a bad one.
+func glyphShaped(key string) bool {
+	segs := strings.Split(key, "/")
+	if len(segs) < 3 || !strings.HasSuffix(segs[len(segs)-1], ".pbf") {
+		return false
+	}
+	d := segs[len(segs)-3]
+	return d == "fonts" || d == "glyphs"
+}
