@@ -228,12 +228,19 @@ func (r Request) targets() []string {
 	return t
 }
 
+// ArchiveExts are the extensions of the single-file tilesets: an archive
+// NAME.pmtiles or a database NAME.mbtiles at the top of the tile key space
+// is the tileset NAME/ and its TileJSON NAME.json.
+var ArchiveExts = []string{".pmtiles", ".mbtiles"}
+
 // derived lists what else a change of key changes, beyond key itself: an
-// archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, and
-// a tile directory's NAME/metadata.json is that TileJSON too.
+// archive (ArchiveExts) NAME.pmtiles is the tileset NAME/ and its TileJSON
+// NAME.json, and a tile directory's NAME/metadata.json is that TileJSON too.
 func derived(key string) []string {
-	if name, ok := strings.CutSuffix(key, ".pmtiles"); ok && name != "" && !strings.Contains(name, "/") {
-		return []string{name + "/", name + ".json"}
+	for _, ext := range ArchiveExts {
+		if name, ok := strings.CutSuffix(key, ext); ok && name != "" && !strings.Contains(name, "/") {
+			return []string{name + "/", name + ".json"}
+		}
 	}
 	if name, ok := strings.CutSuffix(key, "/metadata.json"); ok && name != "" && !strings.Contains(name, "/") {
 		return []string{name + ".json"}
@@ -253,8 +260,12 @@ func derivedOfPrefix(prefix string) []string {
 		}
 		return nil
 	}
-	if i := strings.LastIndexByte(prefix, '.'); i > 0 && strings.HasPrefix("pmtiles", prefix[i+1:]) {
-		return []string{prefix[:i] + "/", prefix[:i] + ".json"}
+	if i := strings.LastIndexByte(prefix, '.'); i > 0 {
+		for _, ext := range ArchiveExts {
+			if strings.HasPrefix(ext, prefix[i:]) {
+				return []string{prefix[:i] + "/", prefix[:i] + ".json"}
+			}
+		}
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ func TestDerivedOfPrefix(t *testing.T) {
 	}{
 		{"osm.pmtiles", []string{"osm/", "osm.json"}},
 		{"osm.pm", []string{"osm/", "osm.json"}},
+		{"osm.mbtiles", []string{"osm/", "osm.json"}},
+		{"osm.mb", []string{"osm/", "osm.json"}},
+		{"osm.x", nil},
 		{"my.map.pmtiles", []string{"my.map/", "my.map.json"}},
 		{"osm/", []string{"osm.json"}},
 		{"osm/meta", []string{"osm.json"}},
@@ -33,6 +36,7 @@ func TestDerivedOfPrefix(t *testing.T) {
 		{"", nil},
 		{".pmtiles", nil},
 		{"deep/a.pmtiles", nil},
+		{"deep/a.mbtiles", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.prefix, func(t *testing.T) {
