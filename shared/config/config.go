@@ -51,7 +51,7 @@ func TilesVars() []Var {
 		{Name: "DISK_CACHE_DIR", Default: "/tmp/tilesieve", Doc: "Directory of the disk tier."},
 		{Name: "DISK_CACHE_BYTES", Default: "80% of the free space, at most 10 GiB", Doc: "Byte bound of the disk tier; 0 turns the disk tier off."},
 		{Name: "DISK_FSYNC", Default: "false", Doc: "fsync each disk-tier file before it is renamed into place."},
-		{Name: "STAGE_PREFIXES", Default: "", Doc: "Comma-separated tile-key prefixes copied to the disk tier at cold start; an entry NAME.pmtiles copies that tileset archive whole beside the disk tier (when it fits the space the disk tier leaves free) and its tiles are then read from the copy."},
+		{Name: "STAGE_PREFIXES", Default: "", Doc: "Comma-separated tile-key prefixes copied to the disk tier at cold start; an entry NAME.pmtiles copies that tileset archive whole beside the disk tier (when it fits the space the disk tier leaves free) and its tiles are then read from the copy; an entry NAME.mbtiles does the same for that MBTiles database, which is otherwise staged on its first request."},
 		{Name: "STAGE_MANIFEST", Default: "", Doc: "S3 key of a manifest (one tile key per line) staged at cold start."},
 		{Name: "STAGE_BUDGET", Default: "5s", Doc: "Time allowed for staging at cold start (Lambda's init phase is limited to 10 s)."},
 		{Name: "CACHE_CONTROL", Default: DefaultCacheControl, Doc: "Cache-Control of tile responses; its stale-if-error also bounds serving stale copies when S3 fails."},

@@ -35,8 +35,8 @@ const mbStageTimeout = 5 * time.Minute
 // mbSource is one version of NAME.mbtiles, staged and open.
 type mbSource struct {
 	key string // tile key of the database, NAME.mbtiles
-	mu  sync.RWMutex
-	db  *mbtiles.DB // guarded by mu: nil once closed (the version was forgotten)
+	mu  sync.RWMutex // guards db: reads hold it shared, close alone
+	db  *mbtiles.DB  // nil once closed (the version was forgotten)
 }
 
 // tile reads z/x/y (XYZ) from the open database; a closed one is the
