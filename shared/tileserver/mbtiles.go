@@ -34,7 +34,7 @@ const mbStageTimeout = 5 * time.Minute
 
 // mbSource is one version of NAME.mbtiles, staged and open.
 type mbSource struct {
-	key string // tile key of the database, NAME.mbtiles
+	key string       // tile key of the database, NAME.mbtiles
 	mu  sync.RWMutex // guards db: reads hold it shared, close alone
 	db  *mbtiles.DB  // nil once closed (the version was forgotten)
 }
