@@ -243,6 +243,10 @@ func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []st
 			// Staged as its first request would stage it; past the budget
 			// the copy goes on, and requests wait for it.
 			if err := a.Server.StageMBTiles(ctx, name); err != nil {
+				if ctx.Err() != nil {
+					log.Warn("mbtiles still staging past the staging budget; its first requests wait for it", "key", key)
+					continue
+				}
 				log.Warn("mbtiles not staged at start", "key", key, "err", err)
 				continue
 			}
