@@ -438,3 +438,49 @@ func TestStageMBTilesAtStart(t *testing.T) {
 		t.Errorf("downloads after the first requests: got %d, want 1", got)
 	}
 }
+
+// TestMBTilesFromGDAL: a database written by GDAL's MBTiles driver (a
+// real tool's layout and metadata) is served byte for byte against
+// sqlite3's reading, and its TileJSON says PNG tiles.
+func TestMBTilesFromGDAL(t *testing.T) {
+	t.Parallel()
+	var bins []string
+	for _, name := range []string{"gdal_create", "gdal_translate"} {
+		bin, err := exec.LookPath(name)
+		if err != nil {
+			t.Skipf("%s not installed (Debian: gdal-bin)", name)
+		}
+		bins = append(bins, bin)
+	}
+	dir := t.TempDir()
+	tif, db := filepath.Join(dir, "in.tif"), filepath.Join(dir, "gdal.mbtiles")
+	for _, args := range [][]string{
+		{bins[0], "-of", "GTiff", "-outsize", "512", "512", "-bands", "3", "-burn", "200", "-burn", "100", "-burn", "50",
+			"-a_srs", "EPSG:3857", "-a_ullr", "-20037508.34", "20037508.34", "20037508.34", "-20037508.34", tif},
+		{bins[1], "-q", "-of", "MBTILES", tif, db},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", filepath.Base(args[0]), err, out)
+		}
+	}
+	want := sqliteRead(t, db)
+	if len(want) == 0 {
+		t.Fatal("got no tiles from sqlite3")
+	}
+	me := newMBEnv(t)
+	me.upload("gdal", db)
+	me.checkTiles(t, "gdal", "png", "", want, "")
+	me.checkTiles(t, "gdal", "png", "", want, "HIT-MEMORY")
+	r := me.do("GET", "/gdal.json")
+	expect(t, r, 200, "")
+	var tj struct {
+		Format string   `json:"format"`
+		Tiles  []string `json:"tiles"`
+	}
+	if err := json.Unmarshal([]byte(body(t, r)), &tj); err != nil {
+		t.Fatal(err)
+	}
+	if len(tj.Tiles) != 1 || !strings.HasSuffix(tj.Tiles[0], "/gdal/{z}/{x}/{y}.png") {
+		t.Errorf("TileJSON tiles: got %v, want one URL of .png tiles under /gdal/", tj.Tiles)
+	}
+}
