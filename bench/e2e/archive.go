@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -21,6 +23,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/mbtiles" // also registers the "sqlite" driver writeMBTiles uses
 )
 
 // ArchiveParams sizes the archive section.
@@ -71,11 +74,20 @@ type ArchiveResult struct {
 	Viewer   ArchiveViewer `json:"viewer"`
 	Targets  []Target      `json:"targets"`
 	Commands []string      `json:"commands"`
+	// MBFirstUse is the first tile of mb.mbtiles on a fresh process: probe,
+	// download, open and read. MBFirstStaged is the first tile on a process
+	// that staged it at start (STAGE_PREFIXES), and MBStageStart that
+	// process's start (to health) with the staging.
+	MBFirstUse    time.Duration `json:"mb_first_use"`
+	MBFirstStaged time.Duration `json:"mb_first_staged"`
+	MBStageStart  time.Duration `json:"mb_stage_start"`
+	MBBytes       int64         `json:"mb_bytes"`
 }
 
 const (
 	objSrv  = "tilesieve objects, memory hits"
 	arcSrv  = "tilesieve archive, memory hits"
+	mbSrv   = "tilesieve MBTiles, memory hits"
 	pmSrv   = "go-pmtiles serve (same archive)"
 	iiifArc = "mirador"
 )
@@ -108,6 +120,10 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 	if err := writeArchive(filepath.Join(pm, "arc.pmtiles"), "osm", set); err != nil {
 		return res, err
 	}
+	// The database "mb" holds them too, rows in TMS order.
+	if res.MBBytes, err = writeMBTiles(ctx, filepath.Join(www, "mb.mbtiles"), "osm", set); err != nil {
+		return res, err
+	}
 	if err := BuildAll(ctx, bin,
 		Build{p.RepoRoot, "tiles", "./functions/tiles"},
 		Build{p.BenchDir, "s3serve", "./cmd/s3serve"},
@@ -134,10 +150,11 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 		return c
 	}
 
-	var objPaths, arcPaths []string
+	var objPaths, arcPaths, mbPaths []string
 	for _, k := range set.Keys() {
 		objPaths = append(objPaths, "/"+k)
 		arcPaths = append(arcPaths, "/arc/"+strings.TrimPrefix(k, "osm/"))
+		mbPaths = append(mbPaths, "/mb/"+strings.TrimPrefix(k, "osm/"))
 	}
 	tsPort, err := FreePort()
 	if err != nil {
@@ -160,12 +177,33 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 		return res, err
 	}
 	defer pmp.Stop()
+	// MBTiles are staged beside the disk tier: their process has one (1
+	// GiB); memory hits do not touch it.
+	mbURL, mbp, err := startMB(ctx, tilesCmd, s3p.URL, strconv.FormatInt(p.MemBudget, 10), logs, nil)
+	if err != nil {
+		return res, err
+	}
+	defer mbp.Stop()
+	if res.MBFirstUse, err = timeGet(mbURL + "/mb/" + p.ABPath); err != nil {
+		return res, err
+	}
+	began := time.Now()
+	stURL, stp, err := startMB(ctx, tilesCmd, s3p.URL, strconv.FormatInt(p.MemBudget, 10), logs, []string{"STAGE_PREFIXES=mb.mbtiles"})
+	if err != nil {
+		return res, err
+	}
+	res.MBStageStart = time.Since(began)
+	res.MBFirstStaged, err = timeGet(stURL + "/mb/" + p.ABPath)
+	stp.Stop()
+	if err != nil {
+		return res, err
+	}
 
 	type target struct {
 		name, url string
 		paths     []string
 	}
-	targets := []target{{objSrv, tsURL, objPaths}, {arcSrv, tsURL, arcPaths}, {pmSrv, pmURL, arcPaths}}
+	targets := []target{{objSrv, tsURL, objPaths}, {arcSrv, tsURL, arcPaths}, {pmSrv, pmURL, arcPaths}, {mbSrv, mbURL, mbPaths}}
 	client := HTTPClient()
 	for _, t := range targets {
 		keys := make([]string, len(t.paths))
@@ -222,6 +260,7 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 	}
 	ts.Stop()
 	pmp.Stop()
+	mbp.Stop()
 	s3p.Stop()
 
 	v, err := archiveViewer(ctx, pool, p, bin, vw, logs, tilesCmd)
@@ -231,6 +270,88 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 	}
 	res.targets(samples)
 	return res, nil
+}
+
+// startMB starts a tile function process with a 1 GiB disk tier (and env
+// added) and waits for its health check.
+func startMB(ctx context.Context, tilesCmd func(int, string, string, string) *exec.Cmd, s3url, mem, logs string, env []string) (string, *Proc, error) {
+	port, err := FreePort()
+	if err != nil {
+		return "", nil, err
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	cmd := tilesCmd(port, s3url, mem, strconv.Itoa(1<<30))
+	cmd.Env = append(cmd.Env, env...)
+	p, err := StartProc(ctx, "tiles-mb-"+strconv.Itoa(port), cmd, url, "/_tilesieve/health", logs)
+	return url, p, err
+}
+
+// timeGet is how long one GET of url takes to its last byte; anything but
+// a 200 is an error.
+func timeGet(url string) (time.Duration, error) {
+	began := time.Now()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	elapsed := time.Since(began)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return elapsed, err
+}
+
+// writeMBTiles writes the prefix/z/x/y.jpg tiles of set into a new MBTiles
+// database at path (TMS rows, format jpg), checks it opens, and returns its
+// size.
+func writeMBTiles(ctx context.Context, path, prefix string, set tileset.Set) (int64, error) {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return 0, fmt.Errorf("mbtiles: %w", err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE TABLE metadata (name text, value text)`,
+		`CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob)`,
+		`CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row)`,
+		`INSERT INTO metadata VALUES ('name', '` + prefix + `'), ('format', 'jpg')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return 0, fmt.Errorf("mbtiles: %w", err)
+		}
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("mbtiles: %w", err)
+	}
+	defer tx.Rollback()
+	for _, t := range set {
+		var z, x, y int
+		if _, err := fmt.Sscanf(t.Key, prefix+"/%d/%d/%d.jpg", &z, &x, &y); err != nil {
+			return 0, fmt.Errorf("mbtiles: key %q: %w", t.Key, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tiles VALUES (?, ?, ?, ?)`, z, x, (1<<z)-1-y, t.Body); err != nil {
+			return 0, fmt.Errorf("mbtiles: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("mbtiles: %w", err)
+	}
+	if err := db.Close(); err != nil {
+		return 0, fmt.Errorf("mbtiles: %w", err)
+	}
+	check, err := mbtiles.Open(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	check.Close()
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
 }
 
 // goLoad is the fallback load client when neither ab nor wrk is installed:
@@ -453,7 +574,12 @@ func (res *ArchiveResult) targets(samples map[[2]string][]ServerRow) {
 		if len(arc) == 0 {
 			continue
 		}
-		obj, pm := samples[[2]string{objSrv, tool}], samples[[2]string{pmSrv, tool}]
+		obj, pm, mb := samples[[2]string{objSrv, tool}], samples[[2]string{pmSrv, tool}], samples[[2]string{mbSrv, tool}]
+		if len(mb) > 0 {
+			res.Targets = append(res.Targets,
+				Target{What: "MBTiles memory hits ≥ 0.95x object memory hits (req/s, " + tool + ")", Want: 0.95, Got: stats.MedianFloat(pairedRatios(mb, obj)), Unit: "x", Higher: true,
+					Reason: pairedNote(mb, obj)}.Check())
+		}
 		res.Targets = append(res.Targets,
 			Target{What: "archive memory hits ≥ 0.95x object memory hits (req/s, " + tool + ")", Want: 0.95, Got: stats.MedianFloat(pairedRatios(arc, obj)), Unit: "x", Higher: true,
 				Reason: pairedNote(arc, obj)}.Check(),
@@ -477,6 +603,10 @@ func renderArchive(b *strings.Builder, s *ArchiveResult) {
 	b.WriteString("| server | tool | req/s | mean | p50 | p99 | errors | note |\n|---|---|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range s.Rows {
 		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s | %d | %s |\n", r.Server, r.Tool, r.RPS, d(r.Mean), d(r.P50), d(r.P99), r.Errors, r.Note)
+	}
+	if s.MBBytes > 0 {
+		fmt.Fprintf(b, "\n**MBTiles.** The same tiles as one MBTiles database `mb.mbtiles` (%s, written with database/sql and modernc.org/sqlite), served by a second tile function process of the same memory budget with a 1 GiB disk tier beside which the database is staged whole; its row above is memory hits like the others. First tile (`/mb/%s`) on a fresh process, which probes, downloads, opens and reads the database: %s. With `STAGE_PREFIXES=mb.mbtiles` the process stages it at start (start to health %s), and its first tile then takes %s.\n",
+			mib(s.MBBytes), s.Params.ABPath, d(s.MBFirstUse), d(s.MBStageStart), d(s.MBFirstStaged))
 	}
 	v := s.Viewer
 	fmt.Fprintf(b, "\n**Cold archive tiles.** The Mirador workload of section 1 (info.json, thumbnail, 28 + 50 + 24 tiles), mapped onto one archive of the viewer image's pyramid (scale factor s → zoom %d − log₂ s; info.json → the TileJSON, the thumbnail → `0/0/0`), against s3serve with %d ms injected first-byte latency (`-latency`), in %d run(s), each on a fresh tile function process (256 MiB memory, 1 GiB disk tier). First one tile outside the workload is requested, which reads the header and root directory (%d S3 requests in the first run); then the workload cold, counting s3serve's requests (`-control` stats), then the workload again on the same process (warm).\n\n",

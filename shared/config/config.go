@@ -49,7 +49,7 @@ var (
 	varDiskDir              = Var{Name: "DISK_CACHE_DIR", Default: "/tmp/tilesieve", Doc: "Directory of the disk tier."}
 	varDiskBytes            = Var{Name: "DISK_CACHE_BYTES", Default: "80% of the free space, at most 10 GiB", Doc: "Byte bound of the disk tier; 0 turns the disk tier off."}
 	varDiskFsync            = Var{Name: "DISK_FSYNC", Default: "false", Doc: "fsync each disk-tier file before it is renamed into place."}
-	varStagePrefixes        = Var{Name: "STAGE_PREFIXES", Default: "", Doc: "Comma-separated tile-key prefixes copied to the disk tier at cold start; an entry NAME.pmtiles copies that tileset archive whole beside the disk tier (when it fits the space the disk tier leaves free) and its tiles are then read from the copy."}
+	varStagePrefixes        = Var{Name: "STAGE_PREFIXES", Default: "", Doc: "Comma-separated tile-key prefixes copied to the disk tier at cold start; an entry NAME.pmtiles copies that tileset archive whole beside the disk tier (when it fits the space the disk tier leaves free) and its tiles are then read from the copy; an entry NAME.mbtiles does the same for that MBTiles database, which is otherwise staged on its first request."}
 	varStageManifest        = Var{Name: "STAGE_MANIFEST", Default: "", Doc: "S3 key of a manifest (one tile key per line) staged at cold start."}
 	varStageBudget          = Var{Name: "STAGE_BUDGET", Default: "5s", Doc: "Time allowed for staging at cold start (Lambda's init phase is limited to 10 s)."}
 	varCacheControl         = Var{Name: "CACHE_CONTROL", Default: DefaultCacheControl, Doc: "Cache-Control of tile responses; its stale-if-error also bounds serving stale copies when S3 fails."}

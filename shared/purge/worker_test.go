@@ -623,6 +623,7 @@ func TestWorkerConfigValidate(t *testing.T) {
 }
 
 // TestWorkerArchivePurgesTileset: an upload or a deletion of NAME.pmtiles
+// or NAME.mbtiles
 // purges the tileset NAME/ and its TileJSON NAME.json, in the journal and
 // on the CDN; a change of NAME/metadata.json purges NAME.json.
 func TestWorkerArchivePurgesTileset(t *testing.T) {
@@ -634,6 +635,8 @@ func TestWorkerArchivePurgesTileset(t *testing.T) {
 	}{
 		{"ObjectCreated:Put", "osm.pmtiles", []string{"osm.json", "osm.pmtiles", "osm/"}, []string{"/osm.json", "/osm.pmtiles", "/osm/*"}},
 		{"ObjectRemoved:Delete", "osm.pmtiles", []string{"osm.json", "osm.pmtiles", "osm/"}, []string{"/osm.json", "/osm.pmtiles", "/osm/*"}},
+		{"ObjectCreated:Put", "topo.mbtiles", []string{"topo.json", "topo.mbtiles", "topo/"}, []string{"/topo.json", "/topo.mbtiles", "/topo/*"}},
+		{"ObjectRemoved:Delete", "topo.mbtiles", []string{"topo.json", "topo.mbtiles", "topo/"}, []string{"/topo.json", "/topo.mbtiles", "/topo/*"}},
 		{"ObjectCreated:Put", "sat/metadata.json", []string{"sat.json", "sat/metadata.json"}, []string{"/sat.json", "/sat/metadata.json"}},
 		{"ObjectCreated:Put", "deep/a.pmtiles", []string{"deep/a.pmtiles"}, []string{"/deep/a.pmtiles"}},
 	} {

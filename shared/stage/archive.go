@@ -33,6 +33,18 @@ func Archive(ctx context.Context, o *origin.Client, key, dir string, room int64)
 		return nil, "", fmt.Errorf("stage: archive %s: %w", key, err)
 	}
 	etag, size := aws.ToString(head.ETag), aws.ToInt64(head.ContentLength)
+	f, _, err := Pinned(ctx, o, key, etag, size, dir, room)
+	if err != nil {
+		return nil, "", err
+	}
+	return f, etag, nil
+}
+
+// Pinned is Archive for a version already known (etag, of size bytes): the
+// download is pinned with If-Match, so what lands in dir is that version or
+// nothing. A copy of it kept in dir is reused without a download. It
+// returns the file, open, and its path.
+func Pinned(ctx context.Context, o *origin.Client, key, etag string, size int64, dir string, room int64) (*os.File, string, error) {
 	if size > room {
 		return nil, "", fmt.Errorf("%w: %s is %d bytes, %d free", ErrNoRoom, key, size, room)
 	}
@@ -45,12 +57,14 @@ func Archive(ctx context.Context, o *origin.Client, key, dir string, room int64)
 	old, _ := filepath.Glob(filepath.Join(dir, base+".*"))
 	for _, p := range old {
 		if p != path {
+			// A reader of an older copy keeps its open file: unlinking it
+			// frees the space once that reader closes it.
 			os.Remove(p)
 		}
 	}
 	if f, err := os.Open(path); err == nil {
 		if st, err := f.Stat(); err == nil && st.Size() == size {
-			return f, etag, nil // kept from an earlier process: this version, whole
+			return f, path, nil // kept from an earlier process: this version, whole
 		}
 		f.Close()
 	}
@@ -77,5 +91,32 @@ func Archive(ctx context.Context, o *origin.Client, key, dir string, room int64)
 		return nil, "", fmt.Errorf("stage: archive %s: %w", key, err)
 	}
 	keep = true
-	return tmp, etag, nil
+	return tmp, path, nil
+}
+
+// Files stages whole objects (MBTiles databases) into Dir for readers that
+// need a local file, each only if it fits what Room reports free when its
+// copy starts.
+type Files struct {
+	Origin *origin.Client
+	Dir    string
+	Room   func() (int64, error)
+}
+
+// Stage copies key at version etag (size bytes) into f.Dir, or finds it
+// there, and returns its path. An object larger than the room is refused
+// with an error matching ErrNoRoom before a byte is read.
+func (f Files) Stage(ctx context.Context, key, etag string, size int64) (string, error) {
+	room, err := f.Room()
+	if err != nil {
+		return "", fmt.Errorf("stage: %s: %w", key, err)
+	}
+	file, path, err := Pinned(ctx, f.Origin, key, etag, size, f.Dir, room)
+	if err != nil {
+		return "", err
+	}
+	if err := file.Close(); err != nil {
+		return "", fmt.Errorf("stage: %s: %w", key, err)
+	}
+	return path, nil
 }

@@ -34,6 +34,21 @@ func ArchiveKey(name string) string { return name + ArchiveExt }
 // "osm/metadata.json".
 func MetadataKey(name string) string { return Dir(name) + MetadataFile }
 
+// SingleFileExts are the extensions of the tilesets stored as one file:
+// NAME.pmtiles and NAME.mbtiles are each the tileset NAME/.
+var SingleFileExts = []string{ArchiveExt, MBTilesExt}
+
+// singleFileName reports the tileset a top-level key NAME.pmtiles or
+// NAME.mbtiles holds.
+func singleFileName(key string) (name string, ok bool) {
+	for _, ext := range SingleFileExts {
+		if name, ok := strings.CutSuffix(key, ext); ok && isName(name) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
 // ArchiveName reports the tileset a top-level key "NAME.pmtiles" is the
 // archive of.
 func ArchiveName(key string) (name string, ok bool) {
@@ -57,7 +72,7 @@ func TrimArchiveExt(s string) string {
 }
 
 // Derived lists what else a change of key changes, beyond key itself: an
-// archive NAME.pmtiles is the tileset NAME/ and its TileJSON NAME.json, and
+// archive NAME.pmtiles (or NAME.mbtiles) is the tileset NAME/ and its TileJSON NAME.json, and
 // a tile directory's NAME/metadata.json is that TileJSON too, and a font's
 // glyph range DIR/FONT/… is every font stack composed with it, DIR/
 // (glyphs.FontDir).
@@ -65,7 +80,7 @@ func Derived(key string) []string {
 	if dir, ok := glyphs.FontDir(key); ok { // the font stacks composed from its font
 		return []string{dir}
 	}
-	if name, ok := ArchiveName(key); ok {
+	if name, ok := singleFileName(key); ok {
 		return []string{Dir(name), TileJSONKey(name)}
 	}
 	if name, ok := strings.CutSuffix(key, "/"+MetadataFile); ok && isName(name) {
@@ -89,8 +104,12 @@ func DerivedOfPrefix(prefix string) []string {
 		}
 		return nil
 	}
-	if i := strings.LastIndexByte(prefix, '.'); i > 0 && strings.HasPrefix(ArchiveExt, prefix[i:]) {
-		return []string{Dir(prefix[:i]), TileJSONKey(prefix[:i])}
+	if i := strings.LastIndexByte(prefix, '.'); i > 0 {
+		for _, ext := range SingleFileExts {
+			if strings.HasPrefix(ext, prefix[i:]) {
+				return []string{Dir(prefix[:i]), TileJSONKey(prefix[:i])}
+			}
+		}
 	}
 	return nil
 }

@@ -102,3 +102,37 @@ func TestArchiveAndTileJSONName(t *testing.T) {
 		})
 	}
 }
+
+func TestDerivedOfPrefixSingleFiles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		prefix string
+		want   []string
+	}{
+		{"osm.pmtiles", []string{"osm/", "osm.json"}},
+		{"osm.pm", []string{"osm/", "osm.json"}},
+		{"osm.mbtiles", []string{"osm/", "osm.json"}},
+		{"osm.mb", []string{"osm/", "osm.json"}},
+		{"osm.x", nil},
+		{"my.map.pmtiles", []string{"my.map/", "my.map.json"}},
+		{"osm/", []string{"osm.json"}},
+		{"osm/meta", []string{"osm.json"}},
+		{"osm/metadata.json", []string{"osm.json"}},
+		{"osm/12/", nil},
+		{"osm/12/2048/1361.png", nil},
+		{"os", nil}, // covers osm/, osm.json and osm.pmtiles itself
+		{"osm.json", nil},
+		{"", nil},
+		{".pmtiles", nil},
+		{"deep/a.pmtiles", nil},
+		{"deep/a.mbtiles", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.prefix, func(t *testing.T) {
+			t.Parallel()
+			if got := DerivedOfPrefix(tt.prefix); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -69,6 +69,7 @@ type archives struct {
 	// nextPrune is the size of names at which lookup prunes it next.
 	nextPrune int
 	local     map[string]localCopy // staged archives, by name
+	stager    Stager               // stages NAME.mbtiles; nil: MBTiles are off
 }
 
 // maxNames bounds the tileset names remembered. Past it, names settled as
@@ -97,6 +98,7 @@ type archive struct {
 	r            *pmtiles.Reader
 	etag         string
 	lastModified time.Time
+	mb           *mbSource // set when the name is an MBTiles database (r is nil)
 }
 
 func newArchives(s *Server, next Origin, store ArchiveStore, dirs *cache.Cache, ttl time.Duration) *archives {
@@ -285,7 +287,7 @@ func (a *archives) probe(ar *archive) {
 	first, err := a.store.GetRange(ctx, objectKey, 0, pmtiles.RootWindow, "")
 	switch {
 	case errors.Is(err, origin.ErrNotFound):
-		ar.missing = true
+		a.probeMBTiles(ctx, ar)
 		return
 	case err != nil:
 		ar.err = fmt.Errorf("tileserver: archive %s: %w", ar.name, err)
@@ -373,7 +375,8 @@ func (a *archives) forget(prefix string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for name := range a.names {
-		if strings.HasPrefix(name+"/", prefix) || strings.HasPrefix(name+ArchiveExt, prefix) {
+		if strings.HasPrefix(name+"/", prefix) || strings.HasPrefix(name+ArchiveExt, prefix) || strings.HasPrefix(name+MBTilesExt, prefix) {
+			go closeMB(a.names[name])
 			delete(a.names, name)
 			a.dirs.DeletePrefix(name + "\x00")
 		}
@@ -388,7 +391,7 @@ func (a *archives) current(ctx context.Context, ar *archive) (*archive, error) {
 	if a.now().Sub(a.checkedAt(ar)) < a.ttl {
 		return ar, nil
 	}
-	_, err := a.store.GetRange(ctx, a.store.ObjectKey(ar.name+ArchiveExt), 0, 1, ar.etag)
+	_, err := a.store.GetRange(ctx, a.store.ObjectKey(ar.objectKey()), 0, 1, ar.etag)
 	switch {
 	case err == nil:
 		ar.checked.Store(a.now().UnixNano())
@@ -402,6 +405,9 @@ func (a *archives) current(ctx context.Context, ar *archive) (*archive, error) {
 // readTile reads tile z/x/y of ar; a revalidation whose tile ETag names the
 // archive's current version is ErrNotModified, answered without reading.
 func (a *archives) readTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
+	if ar.mb != nil {
+		return a.readMBTile(ctx, ar, z, x, y, ext, ifNoneMatch)
+	}
 	h := ar.r.Header()
 	if !extMatches(h.TileType, ext) {
 		return nil, origin.ErrNotFound
@@ -481,6 +487,9 @@ func (a *archives) archiveTileJSON(ctx context.Context, ar *archive, ifNoneMatch
 		if ifNoneMatch == derivedTag(cur.etag, tileJSONTag) {
 			return nil, origin.ErrNotModified
 		}
+	}
+	if ar.mb != nil {
+		return a.mbTileJSON(ctx, ar)
 	}
 	md, err := ar.r.Metadata(ctx)
 	if err != nil {

@@ -55,6 +55,7 @@ func (s *Server) withArchives(d Deps) error {
 		}
 	}
 	s.archives = newArchives(s, s.origin, d.Archives, dirs, s.cfg.ArchiveTTL)
+	s.archives.stager = d.Stager
 	s.origin = s.archives
 	return nil
 }
@@ -222,7 +223,7 @@ func validHost(h string) bool {
 // CatalogEntry is one tileset of the catalog.
 type CatalogEntry struct {
 	Name     string `json:"name"`
-	Kind     string `json:"kind"` // "pmtiles" or "objects"
+	Kind     string `json:"kind"` // "pmtiles", "mbtiles" or "objects"
 	TileJSON string `json:"tilejson"`
 }
 
@@ -311,6 +312,12 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 	for _, o := range objects {
 		if name, ok := strings.CutSuffix(o.Key, ArchiveExt); ok && name != "" {
 			byName[name] = CatalogEntry{Name: name, Kind: "pmtiles", TileJSON: tilename.TileJSONKey(name)}
+		}
+	}
+	for _, o := range objects {
+		// A database is a tileset unless an archive of its name is served.
+		if name, ok := strings.CutSuffix(o.Key, MBTilesExt); ok && name != "" && s.archives.stager != nil && byName[name].Name == "" {
+			byName[name] = CatalogEntry{Name: name, Kind: "mbtiles", TileJSON: name + ".json"}
 		}
 	}
 	var mu sync.Mutex // guards byName below

@@ -116,6 +116,9 @@ type Deps struct {
 	// Archives, when set, serves PMTiles archives (NAME.pmtiles) as the
 	// tilesets NAME/, and the catalog; nil serves objects only.
 	Archives ArchiveStore
+	// Stager, with Archives, serves MBTiles databases (NAME.mbtiles) as the
+	// tilesets NAME/, each staged whole to local disk through it; nil: off.
+	Stager Stager
 	// Directories keeps archives' decoded leaf directories; nil: a cache
 	// of DefaultDirectoryBytes.
 	Directories *cache.Cache

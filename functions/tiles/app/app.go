@@ -145,6 +145,12 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 			return obs.TierSize{Bytes: st.Bytes, Entries: st.Entries}
 		}, a.diskSize())
 	}
+	// NAME.mbtiles is staged whole beside the disk tier (SQLite reads a
+	// local file), within the space the disk tier will never claim.
+	var stager tileserver.Stager
+	if a.Disk != nil {
+		stager = stage.Files{Origin: o, Dir: filepath.Join(a.Disk.Dir(), "archives"), Room: a.Disk.Spare}
+	}
 	srv, err := tileserver.New(tileserver.Config{
 		CacheControl:         cfg.CacheControl,
 		NegativeCacheControl: cfg.NegativeCacheControl,
@@ -168,6 +174,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		Disk:     a.Disk,
 		Origin:   o,
 		Archives: o, // NAME.pmtiles serves NAME/ through the same tiers
+		Stager:   stager,
 		Purger:   a.Purger,
 		Metrics:  a.tileMetrics(),
 		Logger:   log,
@@ -193,11 +200,12 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		// are revalidated with S3.
 		log.Warn("purge journal not read at start; cached copies are revalidated until it is", "err", err)
 	}
-	// A STAGE_PREFIXES entry NAME.pmtiles names a tileset archive: copied
-	// whole beside the disk tier, and its tiles then read from the copy.
+	// A STAGE_PREFIXES entry NAME.pmtiles or NAME.mbtiles names a tileset
+	// archive: copied whole beside the disk tier, and its tiles then read
+	// from the copy.
 	var tilePrefixes, archiveKeys []string
 	for _, p := range cfg.StagePrefixes {
-		if strings.HasSuffix(p, ".pmtiles") && !strings.Contains(p, "/") {
+		if (strings.HasSuffix(p, tileserver.ArchiveExt) || strings.HasSuffix(p, tileserver.MBTilesExt)) && !strings.Contains(p, "/") {
 			archiveKeys = append(archiveKeys, p)
 		} else {
 			tilePrefixes = append(tilePrefixes, p)
@@ -234,6 +242,20 @@ func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []st
 	defer cancel()
 	dir := filepath.Join(a.Disk.Dir(), "archives")
 	for _, key := range keys {
+		if name, ok := strings.CutSuffix(key, tileserver.MBTilesExt); ok {
+			// Staged as its first request would stage it; past the budget
+			// the copy goes on, and requests wait for it.
+			if err := a.Server.StageMBTiles(ctx, name); err != nil {
+				if ctx.Err() != nil {
+					log.Warn("mbtiles still staging past the staging budget; its first requests wait for it", "key", key)
+					continue
+				}
+				log.Warn("mbtiles not staged at start", "key", key, "err", err)
+				continue
+			}
+			a.StagedArchives = append(a.StagedArchives, key)
+			continue
+		}
 		room, err := a.Disk.Spare()
 		if err != nil {
 			log.Warn("archive not staged", "key", key, "err", err)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -176,5 +177,93 @@ func TestOriginSettingsReachTheServer(t *testing.T) {
 	}
 	if p := a.Server.Stats().Handler.OriginInFlightPeak; p != 2 {
 		t.Errorf("%d origin fetches at once with MAX_ORIGIN_FETCHES=2", p)
+	}
+}
+
+// writeMBTiles writes an MBTiles database of zoom 1 with the sqlite3 tool
+// and returns its bytes and its tiles by XYZ path.
+func writeMBTiles(t *testing.T) ([]byte, map[string][]byte) {
+	t.Helper()
+	bin, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Skip("sqlite3 not installed (Debian: sqlite3)")
+	}
+	script := "CREATE TABLE metadata (name text, value text);\nCREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);\nINSERT INTO metadata VALUES ('format', 'png');\n"
+	tiles := map[string][]byte{}
+	for x := range 2 {
+		for row := range 2 {
+			b := []byte(fmt.Sprintf("\x89PNG\r\n\x1a\ntile 1/%d/row %d", x, row))
+			script += fmt.Sprintf("INSERT INTO tiles VALUES (1, %d, %d, X'%x');\n", x, row, b)
+			tiles[fmt.Sprintf("/topo/1/%d/%d.png", x, 1-row)] = b
+		}
+	}
+	db := filepath.Join(t.TempDir(), "topo.mbtiles")
+	cmd := exec.Command(bin, "-batch", db)
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sqlite3: %v: %s", err, out)
+	}
+	body, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body, tiles
+}
+
+// TestStagesAnMBTiles: STAGE_PREFIXES naming NAME.mbtiles stages the
+// database at start and its tiles are read from the copy (no other GET of
+// it reaches S3); a process restarted over the same directory reuses the
+// copy; a disk tier that leaves no room for it refuses it, 502 for its
+// tiles and nothing left in the directory.
+func TestStagesAnMBTiles(t *testing.T) {
+	t.Parallel()
+	body, tiles := writeMBTiles(t)
+	for _, tt := range []struct {
+		name, diskBytes string
+		staged          bool
+	}{
+		{"fits", "16MiB", true},
+		{"no room", "100000GiB", false}, // past any free space: Spare is negative
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "topo.mbtiles", "DISK_CACHE_BYTES": tt.diskBytes}, 0)
+			if _, err := s3local.Put(context.Background(), o.S3(), "tiles", "tiles/topo.mbtiles", body, "application/vnd.sqlite3", ""); err != nil {
+				t.Fatal(err)
+			}
+			for round := range 2 {
+				var logs bytes.Buffer
+				a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.NewJSONHandler(&logs, nil)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := len(a.StagedArchives) == 1; got != tt.staged {
+					t.Fatalf("round %d: staged archives %v, want staged %v", round, a.StagedArchives, tt.staged)
+				}
+				// From here on, only a probe of the database's first byte may
+				// reach S3: no download.
+				srv.Faults().Add(s3local.Fault{Match: func(r *http.Request) bool {
+					return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".mbtiles") && r.Header.Get("Range") != "bytes=0-0"
+				}, Status: http.StatusInternalServerError})
+				for p, want := range tiles {
+					rec := httptest.NewRecorder()
+					a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+					switch {
+					case tt.staged && (rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), want)):
+						t.Fatalf("round %d: %s: got %d %q, want 200 %q", round, p, rec.Code, rec.Body.String(), want)
+					case !tt.staged && rec.Code != http.StatusBadGateway:
+						t.Fatalf("round %d: %s: got %d, want 502", round, p, rec.Code)
+					}
+				}
+				srv.Faults().Reset()
+				files, _ := filepath.Glob(filepath.Join(cfg.DiskDir, "archives", "*"))
+				if want := map[bool]int{true: 1, false: 0}[tt.staged]; len(files) != want {
+					t.Fatalf("round %d: staged files %v, want %d", round, files, want)
+				}
+				if !tt.staged && !strings.Contains(logs.String(), "does not fit") {
+					t.Errorf("round %d: log: got %s, want the refusal saying it does not fit", round, logs.String())
+				}
+			}
+		})
 	}
 }
