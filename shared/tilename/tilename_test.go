@@ -21,7 +21,7 @@ func TestDerived(t *testing.T) {
 		{"key", ".pmtiles", nil},
 		{"key", "/metadata.json", nil},
 		{"key", "osm.json", nil},
-		{"key", "osm.mbtiles", nil},
+		{"key", "osm.mbtiles", []string{"osm/", "osm.json"}}, // an MBTiles database is its tileset too
 		{"prefix", "osm.pmtiles", []string{"osm/", "osm.json"}},
 		{"prefix", "osm.pm", []string{"osm/", "osm.json"}},
 		{"prefix", "my.map.pmtiles", []string{"my.map/", "my.map.json"}},
