@@ -39,6 +39,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
@@ -309,19 +310,11 @@ func (d *DB) Metadata(ctx context.Context, baseURL, name string) (tileset.TileJS
 // ContentType is the MIME type of tiles of format (an extension without
 // the dot), "application/octet-stream" when unknown.
 func ContentType(format string) string {
-	switch strings.ToLower(format) {
-	case "pbf", "mvt":
-		return "application/vnd.mapbox-vector-tile"
-	case "mlt":
+	if strings.EqualFold(format, "mlt") {
 		return "application/vnd.maplibre-tile"
-	case "png":
-		return "image/png"
-	case "jpg", "jpeg":
-		return "image/jpeg"
-	case "webp":
-		return "image/webp"
-	case "avif":
-		return "image/avif"
+	}
+	if t := tile.ContentTypeOfExt(format); t != "" && !strings.EqualFold(format, "json") {
+		return t
 	}
 	return "application/octet-stream"
 }

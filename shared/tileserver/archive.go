@@ -402,6 +402,23 @@ func (a *archives) current(ctx context.Context, ar *archive) (*archive, error) {
 	return nil, err
 }
 
+// notModified is origin.ErrNotModified when ifNoneMatch is a tile ETag that
+// names ar's current version (a revalidation answered without reading), nil
+// when the tile must be read, or the error of finding the current version.
+func (a *archives) notModified(ctx context.Context, ar *archive, ifNoneMatch string) error {
+	if ifNoneMatch == "" {
+		return nil
+	}
+	cur, err := a.current(ctx, ar)
+	if err != nil {
+		return err
+	}
+	if archiveOfTag(ifNoneMatch) == cur.etag {
+		return origin.ErrNotModified
+	}
+	return nil
+}
+
 // readTile reads tile z/x/y of ar; a revalidation whose tile ETag names the
 // archive's current version is ErrNotModified, answered without reading.
 func (a *archives) readTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
@@ -412,14 +429,8 @@ func (a *archives) readTile(ctx context.Context, ar *archive, z uint8, x, y uint
 	if !extMatches(h.TileType, ext) {
 		return nil, origin.ErrNotFound
 	}
-	if ifNoneMatch != "" {
-		cur, err := a.current(ctx, ar)
-		if err != nil {
-			return nil, err
-		}
-		if archiveOfTag(ifNoneMatch) == cur.etag {
-			return nil, origin.ErrNotModified
-		}
+	if err := a.notModified(ctx, ar, ifNoneMatch); err != nil {
+		return nil, err
 	}
 	rg, ok, err := ar.r.Find(ctx, z, x, y)
 	if err != nil {

@@ -147,14 +147,8 @@ func (a *archives) readMBTile(ctx context.Context, ar *archive, z uint8, x, y ui
 	if !mbExtMatches(format, ext) {
 		return nil, origin.ErrNotFound
 	}
-	if ifNoneMatch != "" {
-		cur, err := a.current(ctx, ar)
-		if err != nil {
-			return nil, err
-		}
-		if archiveOfTag(ifNoneMatch) == cur.etag {
-			return nil, origin.ErrNotModified
-		}
+	if err := a.notModified(ctx, ar, ifNoneMatch); err != nil {
+		return nil, err
 	}
 	body, err := ar.mb.tile(ctx, z, x, y)
 	switch {
