@@ -107,23 +107,7 @@ func TestViewerInChromium(t *testing.T) {
 	}
 
 	// 1. A screenshot: the demo tiles are on screen in their zoom colour.
-	shot := filepath.Join(t.TempDir(), "viewer.png")
-	runChromium(t, bin, st.URL+"/", "--screenshot="+shot)
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(f)
-	f.Close()
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	if dst := os.Getenv("TILESIEVE_VIEWER_SCREENSHOT"); dst != "" {
-		b, _ := os.ReadFile(shot)
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	img := screenshot(t, bin, st.URL+"/", "TILESIEVE_VIEWER_SCREENSHOT")
 	counts := colourCounts(img, map[string]color.RGBA{
 		"zoom 2 tile": demotiles.ZoomColor(2),
 		"MISS label":  {0xC2, 0x41, 0x0C, 0xFF},
@@ -181,3 +165,26 @@ func colourCounts(img image.Image, want map[string]color.RGBA) map[string]int {
 }
 
 func near(a, b uint8) bool { return int(a)-int(b) <= 4 && int(b)-int(a) <= 4 }
+
+// screenshot has Chromium render page and decodes what it drew; with the
+// environment variable keep set, the PNG is also copied there (to refresh a
+// picture in docs/).
+func screenshot(t *testing.T, bin, page, keep string, flags ...string) image.Image {
+	t.Helper()
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	runChromium(t, bin, page, append(flags, "--screenshot="+shot)...)
+	b, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if dst := os.Getenv(keep); dst != "" {
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return img
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"image/color"
-	"image/png"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -137,23 +136,7 @@ func TestStyleInChromium(t *testing.T) {
 
 	// 2. A screenshot: the demo tiles, the marker icons and the labels,
 	// whose glyphs come from both fonts of the composed stack.
-	shot := filepath.Join(t.TempDir(), "style.png")
-	runChromium(t, bin, page, append(gl, "--screenshot="+shot)...)
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(f)
-	f.Close()
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	if dst := os.Getenv("TILESIEVE_STYLE_SCREENSHOT"); dst != "" {
-		b, _ := os.ReadFile(shot)
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	img := screenshot(t, bin, page, "TILESIEVE_STYLE_SCREENSHOT", gl...)
 	counts := colourCounts(img, map[string]color.RGBA{
 		"zoom 2 tile": demotiles.ZoomColor(2),
 		"marker":      demotiles.MarkerColor,
