@@ -47,7 +47,9 @@ func badInput(format string, args ...any) error {
 	return fmt.Errorf("pmwrite: "+format+": %w", append(args, ErrInput)...)
 }
 
-// Options describe the archive. Zero values take the defaults.
+// Options describe the archive, given to Finish: what the header and
+// metadata say is often known only once every tile is. Zero values take the
+// defaults.
 type Options struct {
 	TileType pmtiles.TileType // required
 	// TileCompression is the compression of the tile bytes as they are
@@ -59,11 +61,10 @@ type Options struct {
 	// Bounds is [west, south, east, north] in degrees; nil takes the extent
 	// of the tiles added.
 	Bounds *[4]float64
-	// Center is [longitude, latitude, zoom]; nil takes the middle of the
-	// bounds at the lowest zoom.
+	// Center is [longitude, latitude, zoom], a negative zoom standing for
+	// the lowest zoom of the tiles; nil takes the middle of the bounds at
+	// the lowest zoom.
 	Center *[3]float64
-	// TempDir holds the temporary tile file; "" is os.TempDir().
-	TempDir string
 }
 
 // Stats count what an archive holds.
@@ -92,7 +93,6 @@ type blob struct {
 // Writer collects tiles and writes the archive. It is not safe for
 // concurrent use.
 type Writer struct {
-	opts      Options
 	tmp       *os.File
 	buf       *bufio.Writer
 	size      uint64 // bytes written to tmp
@@ -111,10 +111,25 @@ type extent struct {
 	minY, maxY uint32
 }
 
-// New starts an archive.
-func New(opts Options) (*Writer, error) {
+// New starts an archive whose tile data is kept, until Finish, in a
+// temporary file in dir ("" is os.TempDir()).
+func New(dir string) (*Writer, error) {
+	tmp, err := os.CreateTemp(dir, "pmwrite-*.tiles")
+	if err != nil {
+		return nil, fmt.Errorf("pmwrite: %w", err)
+	}
+	return &Writer{
+		tmp:       tmp,
+		buf:       bufio.NewWriterSize(tmp, 1<<20),
+		blobs:     map[[sha256.Size]byte]blob{},
+		rootLimit: pmtiles.RootWindow - pmtiles.HeaderLen,
+	}, nil
+}
+
+// check validates opts and fills the defaults.
+func (opts Options) check() (Options, error) {
 	if opts.TileType == pmtiles.TileTypeUnknown || opts.TileType.Ext() == "" {
-		return nil, badInput("tile type %v: want mvt, png, jpeg, webp, avif or mlt", opts.TileType)
+		return opts, badInput("tile type %v: want mvt, png, jpeg, webp, avif or mlt", opts.TileType)
 	}
 	if opts.TileCompression == pmtiles.CompressionUnknown {
 		opts.TileCompression = pmtiles.CompressionNone
@@ -122,32 +137,22 @@ func New(opts Options) (*Writer, error) {
 	switch opts.TileCompression {
 	case pmtiles.CompressionNone, pmtiles.CompressionGzip, pmtiles.CompressionBrotli, pmtiles.CompressionZstd:
 	default:
-		return nil, badInput("tile compression %v", opts.TileCompression)
+		return opts, badInput("tile compression %v", opts.TileCompression)
 	}
 	if len(bytes.TrimSpace(opts.Metadata)) == 0 {
 		opts.Metadata = []byte("{}")
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(opts.Metadata, &obj); err != nil || obj == nil {
-		return nil, badInput("metadata: not a JSON object")
+		return opts, badInput("metadata: not a JSON object")
 	}
 	if b := opts.Bounds; b != nil && !(b[0] >= -180 && b[0] <= b[2] && b[2] <= 180 && b[1] >= -90 && b[1] <= b[3] && b[3] <= 90) {
-		return nil, badInput("bounds %v: want west ≤ east in [-180, 180], south ≤ north in [-90, 90]", *b)
+		return opts, badInput("bounds %v: want west ≤ east in [-180, 180], south ≤ north in [-90, 90]", *b)
 	}
-	if c := opts.Center; c != nil && !(c[0] >= -180 && c[0] <= 180 && c[1] >= -90 && c[1] <= 90 && c[2] >= 0 && c[2] <= pmtiles.MaxZoom) {
-		return nil, badInput("center %v: want a longitude, a latitude and a zoom 0-%d", *c, pmtiles.MaxZoom)
+	if c := opts.Center; c != nil && !(c[0] >= -180 && c[0] <= 180 && c[1] >= -90 && c[1] <= 90 && c[2] <= pmtiles.MaxZoom) {
+		return opts, badInput("center %v: want a longitude, a latitude and a zoom up to %d", *c, pmtiles.MaxZoom)
 	}
-	tmp, err := os.CreateTemp(opts.TempDir, "pmwrite-*.tiles")
-	if err != nil {
-		return nil, fmt.Errorf("pmwrite: %w", err)
-	}
-	return &Writer{
-		opts:      opts,
-		tmp:       tmp,
-		buf:       bufio.NewWriterSize(tmp, 1<<20),
-		blobs:     map[[sha256.Size]byte]blob{},
-		rootLimit: pmtiles.RootWindow - pmtiles.HeaderLen,
-	}, nil
+	return opts, nil
 }
 
 // Add adds tile z/x/y (XYZ rows, y grows southwards) with its stored bytes.
@@ -188,14 +193,19 @@ func (w *Writer) Add(z uint8, x, y uint32, data []byte) error {
 	return nil
 }
 
-// Finish writes the archive to out and removes the temporary file. The
-// Writer cannot be used afterwards.
-func (w *Writer) Finish(out io.Writer) (Stats, error) {
+// Finish writes the archive described by opts to out and removes the
+// temporary file; on bad input it writes nothing. The Writer cannot be used
+// afterwards.
+func (w *Writer) Finish(out io.Writer, opts Options) (Stats, error) {
 	if w.done {
 		return Stats{}, errors.New("pmwrite: Finish after Finish or Close")
 	}
 	defer w.Close()
 	st := Stats{Empty: w.empty}
+	opts, err := opts.check()
+	if err != nil {
+		return st, err
+	}
 	if len(w.recs) == 0 {
 		return st, badInput("no tiles (%d empty ones left out)", w.empty)
 	}
@@ -238,11 +248,11 @@ func (w *Writer) Finish(out io.Writer) (Stats, error) {
 		return st, err
 	}
 	st.Leaves = n
-	meta, err := gzipBytes(w.opts.Metadata)
+	meta, err := gzipBytes(opts.Metadata)
 	if err != nil {
 		return st, err
 	}
-	h := w.header(st)
+	h := w.header(st, opts)
 	h.RootOffset, h.RootLength = pmtiles.HeaderLen, uint64(len(root))
 	h.MetadataOffset, h.MetadataLength = h.RootOffset+h.RootLength, uint64(len(meta))
 	h.LeafDirectoryOffset, h.LeafDirectoryLength = h.MetadataOffset+h.MetadataLength, uint64(len(leaves))
@@ -278,7 +288,7 @@ func (w *Writer) Close() error {
 }
 
 // header fills what the tiles and options tell.
-func (w *Writer) header(st Stats) pmtiles.Header {
+func (w *Writer) header(st Stats, opts Options) pmtiles.Header {
 	h := pmtiles.Header{
 		SpecVersion:         3,
 		AddressedTilesCount: st.Tiles,
@@ -286,8 +296,8 @@ func (w *Writer) header(st Stats) pmtiles.Header {
 		TileContentsCount:   st.Contents,
 		Clustered:           true,
 		InternalCompression: pmtiles.CompressionGzip,
-		TileCompression:     w.opts.TileCompression,
-		TileType:            w.opts.TileType,
+		TileCompression:     opts.TileCompression,
+		TileType:            opts.TileType,
 	}
 	first := true
 	var west, south, east, north float64
@@ -310,12 +320,15 @@ func (w *Writer) header(st Stats) pmtiles.Header {
 		first = false
 	}
 	b := [4]float64{west, south, east, north}
-	if w.opts.Bounds != nil {
-		b = *w.opts.Bounds
+	if opts.Bounds != nil {
+		b = *opts.Bounds
 	}
 	c := [3]float64{(b[0] + b[2]) / 2, (b[1] + b[3]) / 2, float64(h.MinZoom)}
-	if w.opts.Center != nil {
-		c = *w.opts.Center
+	if opts.Center != nil {
+		c = *opts.Center
+		if c[2] < 0 {
+			c[2] = float64(h.MinZoom)
+		}
 	}
 	h.MinLonE7, h.MinLatE7, h.MaxLonE7, h.MaxLatE7 = e7(b[0]), e7(b[1]), e7(b[2]), e7(b[3])
 	h.CenterLonE7, h.CenterLatE7, h.CenterZoom = e7(c[0]), e7(c[1]), uint8(math.Round(c[2]))

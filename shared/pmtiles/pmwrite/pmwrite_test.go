@@ -25,10 +25,7 @@ func write(t testing.TB, tiles map[tileAt][]byte, keys []tileAt, opts Options, l
 	if opts.TileType == pmtiles.TileTypeUnknown {
 		opts.TileType = pmtiles.TileTypePNG
 	}
-	if opts.TempDir == "" {
-		opts.TempDir = t.TempDir()
-	}
-	w, err := New(opts)
+	w, err := New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +38,7 @@ func write(t testing.TB, tiles map[tileAt][]byte, keys []tileAt, opts Options, l
 		}
 	}
 	var out bytes.Buffer
-	st, err := w.Finish(&out)
+	st, err := w.Finish(&out, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +280,7 @@ func TestHeaderBoundsAndCenter(t *testing.T) {
 		{"from the tiles", Options{}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{-90, 42.5255644, 1}},
 		{"given", Options{Bounds: &[4]float64{5.5, 45, 10.5, 48}, Center: &[3]float64{8.5, 47.3, 7}}, [4]float64{5.5, 45, 10.5, 48}, [3]float64{8.5, 47.3, 7}},
 		{"bounds given, center from them", Options{Bounds: &[4]float64{0, 0, 10, 20}}, [4]float64{0, 0, 10, 20}, [3]float64{5, 10, 1}},
+		{"center given without its zoom", Options{Center: &[3]float64{8.5, 47.3, -1}}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{8.5, 47.3, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -321,6 +319,7 @@ func TestBadInput(t *testing.T) {
 		{name: "metadata not JSON", opts: Options{TileType: pmtiles.TileTypePNG, Metadata: []byte(`{"a":`)}},
 		{name: "bounds reversed", opts: Options{TileType: pmtiles.TileTypePNG, Bounds: &[4]float64{10, 0, 5, 1}}},
 		{name: "center zoom too deep", opts: Options{TileType: pmtiles.TileTypePNG, Center: &[3]float64{0, 0, 40}}},
+		{name: "center outside the world", opts: Options{TileType: pmtiles.TileTypePNG, Center: &[3]float64{200, 0, 1}}},
 		{name: "tile outside its grid", opts: Options{TileType: pmtiles.TileTypePNG}, add: func(w *Writer) error { return w.Add(1, 2, 0, []byte("x")) }},
 		{name: "zoom too deep", opts: Options{TileType: pmtiles.TileTypePNG}, add: func(w *Writer) error { return w.Add(32, 0, 0, []byte("x")) }},
 		{name: "tile added twice", opts: Options{TileType: pmtiles.TileTypePNG}, add: func(w *Writer) error {
@@ -333,18 +332,21 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			tc.opts.TempDir = dir
-			w, err := New(tc.opts)
-			if err == nil {
-				if err = tc.add(w); err == nil {
-					var out bytes.Buffer
-					_, err = w.Finish(&out)
-					if err != nil && out.Len() != 0 {
-						t.Errorf("wrote %d bytes before failing, want none", out.Len())
-					}
-				}
-				w.Close()
+			w, err := New(dir)
+			if err != nil {
+				t.Fatal(err)
 			}
+			if tc.add == nil {
+				tc.add = func(w *Writer) error { return w.Add(0, 0, 0, []byte("x")) }
+			}
+			if err = tc.add(w); err == nil {
+				var out bytes.Buffer
+				_, err = w.Finish(&out, tc.opts)
+				if err != nil && out.Len() != 0 {
+					t.Errorf("wrote %d bytes before failing, want none", out.Len())
+				}
+			}
+			w.Close()
 			if !errors.Is(err, ErrInput) {
 				t.Fatalf("got %v, want an error matching ErrInput", err)
 			}
@@ -358,7 +360,7 @@ func TestBadInput(t *testing.T) {
 func TestTemporaryFileRemoved(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	w, err := New(Options{TileType: pmtiles.TileTypePNG, TempDir: dir})
+	w, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +370,7 @@ func TestTemporaryFileRemoved(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) != 1 {
 		t.Fatalf("while writing: got %d temporary files, want 1", len(left))
 	}
-	if _, err := w.Finish(&bytes.Buffer{}); err != nil {
+	if _, err := w.Finish(&bytes.Buffer{}, Options{TileType: pmtiles.TileTypePNG}); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
