@@ -62,8 +62,9 @@ type Options struct {
 	// of the tiles added.
 	Bounds *[4]float64
 	// Center is [longitude, latitude, zoom], a negative zoom standing for
-	// the lowest zoom of the tiles; nil takes the middle of the bounds at
-	// the lowest zoom.
+	// the lowest zoom of the tiles and one outside their zooms taken to
+	// the nearest of them; nil takes the middle of the bounds at the
+	// lowest zoom.
 	Center *[3]float64
 }
 
@@ -155,8 +156,9 @@ func (opts Options) check() (Options, error) {
 	return opts, nil
 }
 
-// Add adds tile z/x/y (XYZ rows, y grows southwards) with its stored bytes.
-// An empty tile is counted and left out: the format cannot hold one.
+// Add adds tile z/x/y (XYZ rows, y grows southwards) with its stored bytes,
+// which it copies. An empty tile is counted and left out: the format cannot
+// hold one.
 func (w *Writer) Add(z uint8, x, y uint32, data []byte) error {
 	if w.done {
 		return errors.New("pmwrite: add after Finish or Close")
@@ -331,7 +333,10 @@ func (w *Writer) header(st Stats, opts Options) pmtiles.Header {
 		}
 	}
 	h.MinLonE7, h.MinLatE7, h.MaxLonE7, h.MaxLatE7 = e7(b[0]), e7(b[1]), e7(b[2]), e7(b[3])
-	h.CenterLonE7, h.CenterLatE7, h.CenterZoom = e7(c[0]), e7(c[1]), uint8(math.Round(c[2]))
+	// A center zoom outside the tiles' zooms is one no client could show
+	// (go-pmtiles' verify refuses it): the nearest zoom of the tiles.
+	cz := uint8(min(max(math.Round(c[2]), float64(h.MinZoom)), float64(h.MaxZoom)))
+	h.CenterLonE7, h.CenterLatE7, h.CenterZoom = e7(c[0]), e7(c[1]), cz
 	return h
 }
 

@@ -278,9 +278,10 @@ func TestHeaderBoundsAndCenter(t *testing.T) {
 		wantCenter [3]float64
 	}{
 		{"from the tiles", Options{}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{-90, 42.5255644, 1}},
-		{"given", Options{Bounds: &[4]float64{5.5, 45, 10.5, 48}, Center: &[3]float64{8.5, 47.3, 7}}, [4]float64{5.5, 45, 10.5, 48}, [3]float64{8.5, 47.3, 7}},
+		{"given", Options{Bounds: &[4]float64{5.5, 45, 10.5, 48}, Center: &[3]float64{8.5, 47.3, 2}}, [4]float64{5.5, 45, 10.5, 48}, [3]float64{8.5, 47.3, 2}},
 		{"bounds given, center from them", Options{Bounds: &[4]float64{0, 0, 10, 20}}, [4]float64{0, 0, 10, 20}, [3]float64{5, 10, 1}},
 		{"center given without its zoom", Options{Center: &[3]float64{8.5, 47.3, -1}}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{8.5, 47.3, 1}},
+		{"center zoom past the tiles", Options{Center: &[3]float64{8.5, 47.3, 14}}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{8.5, 47.3, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
