@@ -11,6 +11,12 @@
 //     function validates it when it opens it (header, sections inside the
 //     file, root directory and its entries) and every leaf directory as
 //     well, so an archive the server would refuse is never uploaded.
+//   - With Options.ToPMTiles an MBTiles database, or a directory's tiles
+//     and metadata.json, is converted (package pmwrite) into one archive
+//     in a temporary file, validated as above and uploaded as
+//     NAME.pmtiles; input it cannot convert (two tile formats, two tile
+//     compressions, bad metadata) is an ErrSource before anything is sent,
+//     and the temporary file is removed either way.
 //   - A bad PATH or s3:// URL is an error matching ErrSource or
 //     ErrDestination whose text names the problem once.
 //   - Content-Type comes from the extension; Content-Encoding is gzip exactly
