@@ -1,6 +1,6 @@
 // Command tilesieve is the operator's tool.
 //
-//	tilesieve upload [-concurrency N] [-quiet] PATH s3://bucket/prefix/NAME
+//	tilesieve upload [-concurrency N] [-quiet] [-to-pmtiles] PATH s3://bucket/prefix/NAME
 //	tilesieve check s3://bucket[/JOURNAL_PREFIX]
 //
 // upload puts a tile directory, a PMTiles archive or an MBTiles database
@@ -8,7 +8,9 @@
 // z/x/y.ext tiles (plus an optional metadata.json and a MapLibre style with
 // its sprites and fonts), uploaded under prefix/NAME/, a .pmtiles file,
 // uploaded as prefix/NAME.pmtiles, or a .mbtiles file, checked to open as an
-// MBTiles database and uploaded as prefix/NAME.mbtiles.
+// MBTiles database and uploaded as prefix/NAME.mbtiles. With -to-pmtiles a
+// database, or a directory's tiles and metadata.json, is converted to a
+// PMTiles archive first and uploaded as prefix/NAME.pmtiles.
 //
 // check tells whether the bucket honours conditional writes (If-None-Match:
 // * and If-Match on PUT), which the purge journal needs, by the probe the
@@ -52,14 +54,17 @@ func main() {
 
 var usage = uploadUsage + "\n" + checkUsage
 
-const uploadUsage = `usage: tilesieve upload [-concurrency N] [-quiet] PATH s3://bucket/prefix/NAME
+const uploadUsage = `usage: tilesieve upload [-concurrency N] [-quiet] [-to-pmtiles] PATH s3://bucket/prefix/NAME
 
 PATH is a directory of z/x/y.ext tiles (and an optional metadata.json,
 style.json, sprite[@2x].{json,png} and fonts/STACK/START-END.pbf),
 uploaded under prefix/NAME/, a .pmtiles archive, uploaded as
 prefix/NAME.pmtiles, or a .mbtiles database, uploaded as
-prefix/NAME.mbtiles. Files already in the bucket with the same size and
-SHA-256 are skipped.
+prefix/NAME.mbtiles. With -to-pmtiles a .mbtiles database, or the tiles
+and metadata.json of a directory, is converted to one PMTiles archive
+(in the system's temporary directory) and uploaded as prefix/NAME.pmtiles
+instead. Files already in the bucket with the same size and SHA-256 are
+skipped.
 `
 
 var checkUsage = `usage: tilesieve check s3://bucket[/JOURNAL_PREFIX]
@@ -123,6 +128,7 @@ func runUpload(ctx context.Context, args []string, env config.Env, stdout, stder
 	concurrency := fs.Int("concurrency", upload.DefaultConcurrency, "files uploaded at once")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	gz := fs.Bool("gzip", true, "store uncompressed vector tiles (.pbf, .mvt) gzip-compressed: CloudFront does not compress them")
+	toPMTiles := fs.Bool("to-pmtiles", false, "convert a .mbtiles database, or a directory's tiles and metadata.json, to NAME.pmtiles and upload that")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -140,7 +146,7 @@ func runUpload(ctx context.Context, args []string, env config.Env, stdout, stder
 	if code != 0 {
 		return code
 	}
-	opts := upload.Options{Concurrency: *concurrency, GzipVectorTiles: *gz}
+	opts := upload.Options{Concurrency: *concurrency, GzipVectorTiles: *gz, ToPMTiles: *toPMTiles}
 	if !*quiet {
 		opts.Progress = stderr
 	}
@@ -157,6 +163,9 @@ func runUpload(ctx context.Context, args []string, env config.Env, stdout, stder
 }
 
 func printReport(w io.Writer, dst upload.Destination, rep upload.Report) {
+	if c := rep.Converted; c != nil {
+		fmt.Fprintf(w, "%s: converted to PMTiles: %d tiles, %d distinct, %d bytes\n", c.Source, c.Stats.Tiles, c.Stats.Contents, c.Stats.Bytes)
+	}
 	fmt.Fprintf(w, "%s: %d uploaded (%d bytes), %d skipped, %d failed\n", dst, rep.Uploaded, rep.UploadedBytes, rep.Skipped, rep.Failed)
 	reasons := make([]string, 0, len(rep.Skips))
 	for r := range rep.Skips {

@@ -183,7 +183,7 @@ func (d *DB) load(ctx context.Context) error {
 	}
 	if d.format == "" {
 		var b []byte
-		err := d.db.QueryRowContext(ctx, `SELECT tile_data FROM tiles LIMIT 1`).Scan(&b)
+		err := d.db.QueryRowContext(ctx, `SELECT tile_data FROM tiles WHERE length(tile_data) > 0 LIMIT 1`).Scan(&b)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -248,6 +248,35 @@ func (d *DB) Tile(ctx context.Context, z uint8, x, y uint32) ([]byte, error) {
 		b = []byte{} // a NULL or empty blob is an empty tile, not a missing one
 	}
 	return b, nil
+}
+
+// Each calls fn with every tile of the database, in the database's order,
+// y counted from the top (the stored TMS rows flipped), and stops at fn's
+// first error, which it returns. A row outside its zoom's grid is an error
+// matching ErrInvalid.
+func (d *DB) Each(ctx context.Context, fn func(z uint8, x, y uint32, data []byte) error) error {
+	rows, err := d.db.QueryContext(ctx, `SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles`)
+	if err != nil {
+		return fmt.Errorf("mbtiles: %s: tiles: %w", d.path, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var z, x, row int64
+		var b []byte
+		if err := rows.Scan(&z, &x, &row, &b); err != nil {
+			return d.invalid("tiles: %v", err)
+		}
+		if z < 0 || z > MaxZoom || x < 0 || x >= 1<<z || row < 0 || row >= 1<<z {
+			return d.invalid("tile at zoom %d, column %d, row %d lies outside the zoom's grid", z, x, row)
+		}
+		if err := fn(uint8(z), uint32(x), uint32(1<<z-1-row), b); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("mbtiles: %s: tiles: %w", d.path, err)
+	}
+	return nil
 }
 
 // Format is the tiles' extension: "pbf", "png", "jpg", "webp", ... or ""

@@ -530,3 +530,58 @@ func TestGDALDatabase(t *testing.T) {
 		t.Errorf("got %s, want png tiles, bounds and zooms", tj.Marshal())
 	}
 }
+
+// TestEachMatchesSQLite walks every tile and compares it with sqlite3's
+// reading, rows flipped to XYZ.
+func TestEachMatchesSQLite(t *testing.T) {
+	need(t, "sqlite3", "sqlite3")
+	for _, layout := range []string{"table", "view"} {
+		t.Run(layout, func(t *testing.T) {
+			t.Parallel()
+			db := writeDB(t, layout, fixtureTiles(t, true), map[string]string{"format": "pbf"})
+			want := sqliteTiles(t, db)
+			d, err := mbtiles.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			got := map[zxy][]byte{}
+			err = d.Each(context.Background(), func(z uint8, x, y uint32, b []byte) error {
+				got[zxy{int(z), int(x), (1<<z - 1) - int(y)}] = b
+				return nil
+			})
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %d tiles (%v), want sqlite3's %d, equal", len(got), err, len(want))
+			}
+			stop := errors.New("stop")
+			n := 0
+			if err := d.Each(context.Background(), func(uint8, uint32, uint32, []byte) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+				t.Errorf("stopping: got %v after %d tiles, want stop after 1", err, n)
+			}
+		})
+	}
+}
+
+// TestFormatSniffedPastEmptyTiles: without a format row the format comes
+// from a stored tile, and an empty tile (or NULL) stored first tells nothing.
+func TestFormatSniffedPastEmptyTiles(t *testing.T) {
+	need(t, "sqlite3", "sqlite3")
+	for _, empty := range []string{"X''", "NULL"} {
+		t.Run(empty, func(t *testing.T) {
+			t.Parallel()
+			db := filepath.Join(t.TempDir(), "e.mbtiles")
+			sqlite3(t, db, "CREATE TABLE metadata (name text, value text);\n"+
+				"CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);\n"+
+				"INSERT INTO tiles VALUES (1, 0, 0, "+empty+");\n"+
+				"INSERT INTO tiles VALUES (0, 0, 0, X'89504e470d0a1a0a');\n")
+			d, err := mbtiles.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if got := d.Format(); got != "png" {
+				t.Errorf("got %q, want png", got)
+			}
+		})
+	}
+}

@@ -323,6 +323,26 @@ func (e *refusedError) Error() string {
 }
 func (e *refusedError) Unwrap() error { return e.err }
 
+// refusal opens name's archive as a request would, sharing its probe, and
+// returns why the probe refused it: nil when it serves, is not an archive,
+// or could not be asked in time.
+func (a *archives) refusal(ctx context.Context, name string) error {
+	ar, _ := a.lookup(name)
+	if ar == nil {
+		return nil
+	}
+	select {
+	case <-ar.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	var r *refusedError
+	if errors.As(ar.err, &r) {
+		return r.err
+	}
+	return nil
+}
+
 func isRefused(err error) bool {
 	var r *refusedError
 	return errors.As(err, &r)

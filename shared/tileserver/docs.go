@@ -225,6 +225,9 @@ type CatalogEntry struct {
 	Name     string `json:"name"`
 	Kind     string `json:"kind"` // "pmtiles", "mbtiles" or "objects"
 	TileJSON string `json:"tilejson"`
+	// Error says why an archive is refused (its tiles answer 502), as
+	// the log said once when it was opened; "" when it serves.
+	Error string `json:"error,omitempty"`
 }
 
 // Catalog is the body of GET /_tilesieve/catalog.
@@ -323,9 +326,34 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 	var mu sync.Mutex // guards byName below
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, catalogHeads)
+	var archives []string
+	for name, e := range byName {
+		if e.Kind == "pmtiles" {
+			archives = append(archives, name)
+		}
+	}
+	for _, name := range archives {
+		// Opened as a request would open it (the same probe, kept for
+		// requests), so a malformed archive shows here with its reason.
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := s.archives.refusal(ctx, name); err != nil {
+				mu.Lock()
+				e := byName[name]
+				e.Error = err.Error()
+				byName[name] = e
+				mu.Unlock()
+			}
+		}()
+	}
 	for _, d := range dirs {
 		name := strings.TrimSuffix(d, "/")
-		if _, ok := byName[name]; ok {
+		mu.Lock()
+		_, ok := byName[name]
+		mu.Unlock()
+		if ok {
 			continue
 		}
 		wg.Add(1)

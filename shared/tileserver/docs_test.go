@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -315,4 +316,32 @@ func startWithArchives(f *fleet, in *instance) {
 	}
 	in.startErr = in.follower.Start(context.Background())
 	in.handler = in.srv
+}
+
+// TestCatalogShowsRefusedArchive: listing the catalog opens the archives it
+// names as a request would, so a truncated one is reported there with its
+// reason, and in the log once, before any tile of it is asked for.
+func TestCatalogShowsRefusedArchive(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	whole := pmtilestest.Build(pyramid(2, 3), pmtilestest.Options{Clustered: true})
+	e.put("a.pmtiles", whole, "", "")
+	e.put("bad.pmtiles", whole[:len(whole)-50], "", "")
+	r := e.do("GET", "/_tilesieve/catalog")
+	expect(t, r, 200, "")
+	var c tileserver.Catalog
+	decodeJSON(t, body(t, r), &c)
+	if len(c.Tilesets) != 2 || c.Tilesets[0].Name != "a" || c.Tilesets[0].Error != "" ||
+		c.Tilesets[1].Name != "bad" || !strings.Contains(c.Tilesets[1].Error, "tile data at") || !strings.Contains(c.Tilesets[1].Error, "lies outside the archive") {
+		t.Fatalf("catalog: got %+v, want a serving and bad refused because its tile data lies outside the archive", c.Tilesets)
+	}
+	before := e.s3Reqs.Load()
+	expect(t, e.do("GET", "/bad/1/1/1.png"), 502, "")
+	expect(t, e.do("GET", "/a/1/1/1.png"), 200, "")
+	if n := e.s3Reqs.Load() - before; n != 1 {
+		t.Errorf("tiles after the listing: got %d S3 requests, want 1 (the good tile's bytes; both archives were opened by the listing)", n)
+	}
+	if lines := e.logs.lines("bad"); len(lines) != 1 || !strings.Contains(lines[0], `msg="archive refused"`) {
+		t.Errorf("log: got %q, want one line: archive refused", lines)
+	}
 }

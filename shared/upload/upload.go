@@ -11,6 +11,12 @@
 //     function validates it when it opens it (header, sections inside the
 //     file, root directory and its entries) and every leaf directory as
 //     well, so an archive the server would refuse is never uploaded.
+//   - With Options.ToPMTiles an MBTiles database, or a directory's tiles
+//     and metadata.json, is converted (package pmwrite) into one archive
+//     in a temporary file, validated as above and uploaded as
+//     NAME.pmtiles; input it cannot convert (two tile formats, two tile
+//     compressions, bad metadata) is an ErrSource before anything is sent,
+//     and the temporary file is removed either way.
 //   - A bad PATH or s3:// URL is an error matching ErrSource or
 //     ErrDestination whose text names the problem once.
 //   - Content-Type comes from the extension; Content-Encoding is gzip exactly
@@ -52,6 +58,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/glyphs"
 	"github.com/tilesieve/tilesieve/shared/mbtiles"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/pmtiles/pmwrite"
 	"github.com/tilesieve/tilesieve/shared/style"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
@@ -177,6 +184,15 @@ type Options struct {
 	// deterministic (no name, no time in the header), so a second upload of
 	// the same files is skipped as unchanged.
 	GzipVectorTiles bool
+	// ToPMTiles converts an MBTiles database, or the tiles and
+	// metadata.json of a directory, into a PMTiles archive and uploads
+	// that as NAME.pmtiles (a directory's style, sprites and glyphs are
+	// uploaded under NAME/ as without it). The archive is validated as an
+	// uploaded .pmtiles is.
+	ToPMTiles bool
+	// TempDir holds the archive while it is converted and uploaded; "" is
+	// os.TempDir().
+	TempDir string
 }
 
 // Report says what Run did.
@@ -188,6 +204,9 @@ type Report struct {
 	SkipExamples  map[string][]string // reason → the first few paths
 	Failed        int
 	Failures      []Failure // the first few
+	// Converted says what the conversion to PMTiles wrote, with
+	// Options.ToPMTiles; nil without it.
+	Converted *Conversion
 }
 
 // Failure is one file that did not upload.
@@ -198,9 +217,9 @@ type Failure struct {
 
 const maxExamples = 5
 
-// item is one file to upload.
+// item is one file to upload; rel is its path in a source directory.
 type item struct {
-	path, key, ext string
+	path, key, ext, rel string
 }
 
 // Run uploads src (a tile directory, a .pmtiles or a .mbtiles file) to dst through
@@ -220,7 +239,8 @@ func Run(ctx context.Context, client *s3.Client, src string, dst Destination, op
 		return Report{}, badDestination("%v: want a bucket, a prefix ending in / and a NAME", dst)
 	}
 	rep := Report{Skips: map[string]int{}, SkipExamples: map[string][]string{}}
-	items, listPrefix, err := collect(ctx, src, dst, &rep)
+	items, listPrefix, cleanup, err := collect(ctx, src, dst, opts, &rep)
+	defer cleanup()
 	if err != nil {
 		return rep, err
 	}
@@ -266,11 +286,14 @@ feed:
 	return rep, errors.Join(errs...)
 }
 
-// collect lists the files of src and the key prefix their objects share.
-func collect(ctx context.Context, src string, dst Destination, rep *Report) ([]item, string, error) {
+// collect lists the files of src and the key prefix their objects share,
+// converting src to PMTiles first with opts.ToPMTiles; cleanup removes what
+// the conversion wrote.
+func collect(ctx context.Context, src string, dst Destination, opts Options, rep *Report) (items []item, prefix string, cleanup func(), err error) {
+	cleanup = func() {}
 	st, err := os.Stat(src)
 	if err != nil {
-		return nil, "", badSource(err, "")
+		return nil, "", cleanup, badSource(err, "")
 	}
 	if !st.IsDir() {
 		ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(src), "."))
@@ -282,17 +305,81 @@ func collect(ctx context.Context, src string, dst Destination, rep *Report) ([]i
 			check = func() error { return checkDatabase(ctx, src) }
 		}
 		if !st.Mode().IsRegular() || check == nil {
-			return nil, "", badSource(nil, "%s: want a directory of z/x/y.ext tiles, a .pmtiles or a .mbtiles file", src)
+			return nil, "", cleanup, badSource(nil, "%s: want a directory of z/x/y.ext tiles, a .pmtiles or a .mbtiles file", src)
 		}
 		if err := check(); err != nil {
-			return nil, "", err
+			return nil, "", cleanup, err
+		}
+		if ext == "mbtiles" && opts.ToPMTiles {
+			it, done, err := toArchive(ctx, src, dst, opts, rep, func(out io.Writer) (pmwrite.Stats, error) {
+				return convertDatabase(ctx, src, out, opts.TempDir, opts.GzipVectorTiles)
+			})
+			return []item{it}, it.key, done, err
 		}
 		key := dst.Prefix + dst.Name + "." + ext
-		return []item{{path: src, key: key, ext: ext}}, key, nil
+		return []item{{path: src, key: key, ext: ext}}, key, cleanup, nil
 	}
+	items, prefix, err = collectDir(src, dst, rep)
+	if err != nil || !opts.ToPMTiles {
+		return items, prefix, cleanup, err
+	}
+	var tiles, rest []item
+	var metadata []byte
+	for _, it := range items {
+		_, isTile := tilePath(it.rel)
+		switch {
+		case it.rel == tilename.MetadataFile:
+			if metadata, err = os.ReadFile(it.path); err != nil {
+				return nil, "", cleanup, badSource(err, "")
+			}
+		case isTile:
+			tiles = append(tiles, it)
+		default:
+			rest = append(rest, it)
+		}
+	}
+	if len(tiles) == 0 {
+		return nil, "", cleanup, badSource(nil, "%s: no z/x/y.ext tiles to convert to PMTiles", src)
+	}
+	it, done, err := toArchive(ctx, src, dst, opts, rep, func(out io.Writer) (pmwrite.Stats, error) {
+		return convertTiles(src, tiles, metadata, out, opts.TempDir, opts.GzipVectorTiles)
+	})
+	// NAME.pmtiles and NAME/...: one listing of NAME covers both.
+	return append([]item{it}, rest...), dst.Prefix + dst.Name, done, err
+}
+
+// toArchive writes the archive conv converts src to into a temporary file,
+// validates it as an uploaded .pmtiles is, and returns its item and what
+// removes the file.
+func toArchive(ctx context.Context, src string, dst Destination, opts Options, rep *Report, conv func(io.Writer) (pmwrite.Stats, error)) (item, func(), error) {
+	f, err := os.CreateTemp(opts.TempDir, dst.Name+"-*.pmtiles")
+	if err != nil {
+		return item{}, func() {}, fmt.Errorf("upload: %w", err)
+	}
+	done := func() { os.Remove(f.Name()) }
+	st, err := conv(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("upload: %s: %w", f.Name(), cerr)
+	}
+	if err != nil {
+		return item{}, done, err
+	}
+	if err := checkArchive(ctx, f.Name(), st.Bytes); err != nil {
+		return item{}, done, fmt.Errorf("upload: %s: the converted archive does not validate (a bug): %w", src, err)
+	}
+	rep.Converted = &Conversion{Source: src, Stats: st}
+	if opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "upload: converted %s to PMTiles: %d tiles, %d distinct, %d entries, %d leaf directories, %s (%d empty tiles left out)\n",
+			src, st.Tiles, st.Contents, st.Entries, st.Leaves, bytesString(st.Bytes), st.Empty)
+	}
+	return item{path: f.Name(), key: dst.Prefix + dst.Name + ".pmtiles", ext: "pmtiles"}, done, nil
+}
+
+// collectDir lists the files of directory src that tilesieve serves.
+func collectDir(src string, dst Destination, rep *Report) ([]item, string, error) {
 	base := dst.Prefix + dst.Name + "/"
 	var items []item
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -312,7 +399,7 @@ func collect(ctx context.Context, src string, dst Destination, rep *Report) ([]i
 			rep.skip(SkipNotTile, rel)
 			return nil
 		}
-		items = append(items, item{path: p, key: base + rel, ext: ext})
+		items = append(items, item{path: p, key: base + rel, ext: ext, rel: rel})
 		return nil
 	})
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -187,54 +186,12 @@ func directories(entries []pmtiles.Entry, o Options) (root, leaves []byte) {
 	}
 }
 
-// EncodeHeader is the 127-byte encoding of h.
-func EncodeHeader(h pmtiles.Header) []byte {
-	b := make([]byte, pmtiles.HeaderLen)
-	copy(b, pmtiles.Magic)
-	b[7] = h.SpecVersion
-	for i, v := range []uint64{h.RootOffset, h.RootLength, h.MetadataOffset, h.MetadataLength,
-		h.LeafDirectoryOffset, h.LeafDirectoryLength, h.TileDataOffset, h.TileDataLength,
-		h.AddressedTilesCount, h.TileEntriesCount, h.TileContentsCount} {
-		binary.LittleEndian.PutUint64(b[8+8*i:], v)
-	}
-	if h.Clustered {
-		b[96] = 1
-	}
-	b[97], b[98], b[99] = byte(h.InternalCompression), byte(h.TileCompression), byte(h.TileType)
-	b[100], b[101] = h.MinZoom, h.MaxZoom
-	for i, v := range []int32{h.MinLonE7, h.MinLatE7, h.MaxLonE7, h.MaxLatE7} {
-		binary.LittleEndian.PutUint32(b[102+4*i:], uint32(v))
-	}
-	b[118] = h.CenterZoom
-	binary.LittleEndian.PutUint32(b[119:], uint32(h.CenterLonE7))
-	binary.LittleEndian.PutUint32(b[123:], uint32(h.CenterLatE7))
-	return b
-}
+// EncodeHeader is the 127-byte encoding of h (pmtiles.AppendHeader).
+func EncodeHeader(h pmtiles.Header) []byte { return pmtiles.AppendHeader(nil, h) }
 
 // EncodeDirectory is the uncompressed encoding of entries (sorted by
-// TileID), with contiguous offsets written as 0.
-func EncodeDirectory(entries []pmtiles.Entry) []byte {
-	b := binary.AppendUvarint(nil, uint64(len(entries)))
-	var last uint64
-	for _, e := range entries {
-		b = binary.AppendUvarint(b, e.TileID-last)
-		last = e.TileID
-	}
-	for _, e := range entries {
-		b = binary.AppendUvarint(b, uint64(e.RunLength))
-	}
-	for _, e := range entries {
-		b = binary.AppendUvarint(b, uint64(e.Length))
-	}
-	for i, e := range entries {
-		if i > 0 && e.Offset == entries[i-1].Offset+uint64(entries[i-1].Length) {
-			b = binary.AppendUvarint(b, 0)
-		} else {
-			b = binary.AppendUvarint(b, e.Offset+1)
-		}
-	}
-	return b
-}
+// TileID), with contiguous offsets written as 0 (pmtiles.AppendDirectory).
+func EncodeDirectory(entries []pmtiles.Entry) []byte { return pmtiles.AppendDirectory(nil, entries) }
 
 func compress(b []byte, c pmtiles.Compression) []byte { return Compress(b, c) }
 
