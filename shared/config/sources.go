@@ -109,7 +109,7 @@ func checkSourceName(name string) error {
 		}
 	}
 	if strings.HasSuffix(name, ".") {
-		return fmt.Errorf("tileset name %q must not end in .", name)
+		return fmt.Errorf("tileset name %q must not end in a dot", name)
 	}
 	for _, ext := range append([]string{tilename.TileJSONExt}, tilename.SingleFileExts...) {
 		if strings.HasSuffix(name, ext) {
