@@ -21,6 +21,11 @@ import (
 // without x-amz-request-payer: requester, as S3 refuses them.
 func routerEnv(t *testing.T) (*origin.Router, *counter, func(bucket, key, body string)) {
 	t.Helper()
+	return routerEnvTB(t)
+}
+
+func routerEnvTB(t testing.TB) (*origin.Router, *counter, func(bucket, key, body string)) {
+	t.Helper()
 	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles", "other", "paid"}})
 	if err != nil {
 		t.Fatal(err)

@@ -85,13 +85,17 @@ func (t *Table) Default() Default { return t.def }
 // List returns the sources in the order SOURCES names them.
 func (t *Table) List() []Source { return append([]Source(nil), t.list...) }
 
+// topLevelExts end the top-level keys of a tileset NAME: its TileJSON and
+// its single-file forms.
+var topLevelExts = append([]string{tilename.TileJSONExt}, tilename.SingleFileExts...)
+
 // Name returns the tileset a tile key belongs to: the first segment of
 // NAME/…, or NAME of a top-level NAME.pmtiles, NAME.mbtiles or NAME.json.
 func Name(key string) string {
 	if name, _, ok := strings.Cut(key, "/"); ok {
 		return name
 	}
-	for _, ext := range append([]string{tilename.TileJSONExt}, tilename.SingleFileExts...) {
+	for _, ext := range topLevelExts {
 		if name, ok := strings.CutSuffix(key, ext); ok && name != "" {
 			return name
 		}
@@ -109,9 +113,13 @@ func (t *Table) Lookup(key string) (src Source, objectKey string, routed, exists
 	if !routed {
 		return Source{}, "", false, false
 	}
-	rest, inDir := strings.CutPrefix(key, src.Name+"/")
+	// key begins with src.Name: NAME/… or NAME.ext.
+	rest, inDir := "", len(key) > len(src.Name) && key[len(src.Name)] == '/'
+	if inDir {
+		rest = key[len(src.Name)+1:]
+	}
 	if ext := src.ArchiveExt(); ext != "" {
-		if key == src.Name+ext {
+		if key[len(src.Name):] == ext {
 			return src, src.Prefix, true, true
 		}
 		return src, "", true, false
