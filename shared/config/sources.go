@@ -19,8 +19,16 @@ const maxSources = 100
 // ParseSources reads a SOURCES value: NAME=s3://BUCKET/PREFIX entries
 // separated by commas or white space, each optionally followed by
 // ?requester-pays. It reports every bad entry in one error, and accepts no
-// name twice.
+// name twice. LoadTiles and LoadWorker read SOURCES with it.
 func ParseSources(s string) ([]sources.Source, error) {
+	list, err := parseSources(s)
+	if err != nil {
+		return nil, fmt.Errorf("config: SOURCES: %w", err)
+	}
+	return list, nil
+}
+
+func parseSources(s string) ([]sources.Source, error) {
 	var out []sources.Source
 	var errs []error
 	seen := map[string]bool{}
@@ -144,7 +152,7 @@ func (r *reader) sources(c Common) []sources.Source {
 	if !ok {
 		return nil
 	}
-	list, err := ParseSources(s)
+	list, err := parseSources(s)
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("SOURCES: %w", err))
 		return nil

@@ -1,5 +1,7 @@
 // Package origin is the S3 tier: tiles read from the bucket through
 // aws-sdk-go-v2, with the retry, deadline and body rules a tile origin needs.
+// A Client reads one bucket under one prefix; a Router reads each tileset
+// from the bucket its source names (SOURCES) with the same rules.
 //
 // What it promises:
 //
