@@ -244,18 +244,24 @@ func LoadTiles(env Env) (Tiles, error) {
 			r.fail("PUBLIC_URL=%q: want an absolute http(s) URL without query, such as https://tiles.example.com", t.PublicURL)
 		}
 	}
-	routed := map[string]bool{}
+	routed := map[string]sources.Source{}
 	for _, src := range t.Sources {
-		routed[src.Name] = true
+		routed[src.Name] = src
 	}
 	for _, p := range t.StagePrefixes {
 		if err := tile.ValidatePrefix(p); err != nil {
 			r.fail("STAGE_PREFIXES: %v", err)
 		}
-		if name := sources.Name(p); routed[name] && strings.Contains(p, "/") {
+		name := sources.Name(p)
+		src, ok := routed[name]
+		switch {
+		case !ok:
+		case strings.Contains(p, "/"):
 			// Staging lists TILES_BUCKET; a source's archive is staged
 			// through the source (NAME.pmtiles, NAME.mbtiles).
 			r.fail("STAGE_PREFIXES: %q is in the tileset %s of SOURCES: only its archive (%s.pmtiles or %s.mbtiles) can be staged", p, name, name, name)
+		case p != name+src.ArchiveExt():
+			r.fail("STAGE_PREFIXES: %q: the tileset %s of SOURCES is s3://%s/%s, which has no such archive", p, name, src.Bucket, src.Prefix)
 		}
 	}
 	port := r.int(varPort)

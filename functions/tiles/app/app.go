@@ -265,7 +265,11 @@ func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []st
 			log.Warn("archive not staged", "key", key, "err", err)
 			continue
 		}
-		c, objectKey, adir := a.locate(key, dir)
+		c, objectKey, adir, ok := a.locate(key, dir)
+		if !ok {
+			log.Warn("archive not staged: its source is a directory, without NAME.pmtiles", "key", key)
+			continue
+		}
 		f, etag, err := stage.Archive(ctx, c, objectKey, adir, room)
 		if err != nil {
 			log.Warn("archive not staged; its tiles are read from S3 by range", "key", key, "err", err)
@@ -279,13 +283,14 @@ func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []st
 
 // locate returns the client an archive key is staged from, its key there,
 // and the directory of its copy: a source's archives are kept apart, so
-// that copies of one key in two buckets never replace each other.
-func (a *App) locate(key, dir string) (*origin.Client, string, string) {
-	c, objectKey, _ := a.Router.Locate(key)
+// that copies of one key in two buckets never replace each other. ok is
+// false when the key's source has no such archive.
+func (a *App) locate(key, dir string) (c *origin.Client, objectKey, adir string, ok bool) {
+	c, objectKey, ok = a.Router.Locate(key)
 	if c == a.Origin {
-		return c, key, dir
+		return c, key, dir, true
 	}
-	return c, objectKey, filepath.Join(dir, "sources", sources.Name(key))
+	return c, objectKey, filepath.Join(dir, "sources", sources.Name(key)), ok
 }
 
 // routedStager stages NAME.mbtiles from the tileset's source.
