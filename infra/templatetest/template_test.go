@@ -257,12 +257,11 @@ func TestTileEventsQueue(t *testing.T) {
 	if !slices.Equal(pol.Queues, []string{ref("TileEventsQueue")}) {
 		t.Errorf("queue policy on %v", pol.Queues)
 	}
-	doc, _ := pol.PolicyDocument.(map[string]any)
-	stmts, _ := doc["Statement"].([]any)
+	stmts := policyStatements(t, pol.PolicyDocument)
 	if len(stmts) != 1 {
-		t.Fatalf("queue policy %v, want one statement", doc)
+		t.Fatalf("queue policy %v, want one statement", pol.PolicyDocument)
 	}
-	st := stmts[0].(map[string]any)
+	st := stmts[0]
 	principal, _ := st["Principal"].(map[string]any)
 	cond, _ := st["Condition"].(map[string]any)
 	arnEq, _ := cond["ArnEquals"].(map[string]any)
@@ -624,7 +623,7 @@ func TestOneDeployOnlyTheWorkerInvalidates(t *testing.T) {
 func TestEnvironmentLoads(t *testing.T) {
 	t.Parallel()
 	rawTpl := raw(t)
-	cases := []map[string]string{nil, {"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "DistributionId": "E2EXAMPLE", "CdnPathPrefix": "maps/"}}
+	cases := []map[string]string{nil, {"CreateCdn": "true", "UrlAuthType": "AWS_IAM", "DistributionId": "E2EXAMPLE", "CdnPathPrefix": "maps/"}, twoSources}
 	for _, p := range []string{"UrlInvokeMode", "ApplicationLogLevel", "MissingTile", "DiskFsync", "S3ForcePathStyle", "Metrics"} {
 		for _, v := range strs(t, allowedValues(t, rawTpl, p)) {
 			cases = append(cases, map[string]string{p: v})

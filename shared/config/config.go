@@ -75,7 +75,7 @@ var (
 // TilesVars lists every variable the tile function reads.
 func TilesVars() []Var {
 	return []Var{
-		varBucket, varPrefix, varEndpoint, varPathStyle,
+		varBucket, varPrefix, varSources, varEndpoint, varPathStyle,
 		varMemBytes,
 		varDiskDir,
 		varDiskBytes,
@@ -117,7 +117,7 @@ var (
 // WorkerVars lists every variable the sync worker reads.
 func WorkerVars() []Var {
 	return []Var{
-		varBucket, varPrefix, varEndpoint, varPathStyle, varJournal, varDist, varCDNPrefix,
+		varBucket, varPrefix, varSources, varEndpoint, varPathStyle, varJournal, varDist, varCDNPrefix,
 		varCoalesceThreshold,
 		varCoalesceCap,
 		varSyncInterval, varSyncTimeout,

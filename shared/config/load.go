@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/sources"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -19,6 +20,10 @@ type Common struct {
 	LogLevel      string
 	SyncInterval  time.Duration
 	SyncTimeout   time.Duration
+	// Sources are the tilesets read from other buckets or prefixes
+	// (SOURCES), in the order given; the rest come from Bucket under
+	// TilesPrefix.
+	Sources []sources.Source
 }
 
 // Tiles is the tile function's configuration.
@@ -99,6 +104,7 @@ func (r *reader) common() Common {
 		r.fail("JOURNAL_PREFIX=%q: must be a directory ending in /", c.JournalPrefix)
 	}
 	r.checkEndpoint(c.Endpoint)
+	c.Sources = r.sources(c)
 	if c.TilesPrefix != "" && strings.HasPrefix(c.JournalPrefix, c.TilesPrefix) {
 		// The worker's own journal writes would trigger the worker. (With an
 		// empty TILES_PREFIX the worker skips journal keys itself, and the
@@ -144,6 +150,12 @@ func LoadS3(env Env) (S3, error) {
 	}
 	r.checkEndpoint(c.Endpoint)
 	return c, r.err("S3")
+}
+
+// Table is the routing table of the tile keys: Sources over the default
+// source, TILES_BUCKET under TILES_PREFIX.
+func (c Common) Table() *sources.Table {
+	return sources.New(sources.Default{Bucket: c.Bucket, Prefix: c.TilesPrefix}, c.Sources)
 }
 
 // LoadTiles reads the tile function's configuration from env.
@@ -232,9 +244,24 @@ func LoadTiles(env Env) (Tiles, error) {
 			r.fail("PUBLIC_URL=%q: want an absolute http(s) URL without query, such as https://tiles.example.com", t.PublicURL)
 		}
 	}
+	routed := map[string]sources.Source{}
+	for _, src := range t.Sources {
+		routed[src.Name] = src
+	}
 	for _, p := range t.StagePrefixes {
 		if err := tile.ValidatePrefix(p); err != nil {
 			r.fail("STAGE_PREFIXES: %v", err)
+		}
+		name := sources.Name(p)
+		src, ok := routed[name]
+		switch {
+		case !ok:
+		case strings.Contains(p, "/"):
+			// Staging lists TILES_BUCKET; a source's archive is staged
+			// through the source (NAME.pmtiles, NAME.mbtiles).
+			r.fail("STAGE_PREFIXES: %q is in the tileset %s of SOURCES: only its archive (%s.pmtiles or %s.mbtiles) can be staged", p, name, name, name)
+		case p != name+src.ArchiveExt():
+			r.fail("STAGE_PREFIXES: %q: the tileset %s of SOURCES is s3://%s/%s, which has no such archive", p, name, src.Bucket, src.Prefix)
 		}
 	}
 	port := r.int(varPort)

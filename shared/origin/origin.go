@@ -1,5 +1,7 @@
 // Package origin is the S3 tier: tiles read from the bucket through
 // aws-sdk-go-v2, with the retry, deadline and body rules a tile origin needs.
+// A Client reads one bucket under one prefix; a Router reads each tileset
+// from the bucket its source names (SOURCES) with the same rules.
 //
 // What it promises:
 //
@@ -99,13 +101,16 @@ const DefaultMaxObjectBytes = 16 << 20
 
 // Config configures a Client. Zero values take the defaults.
 type Config struct {
-	Bucket      string        // TILES_BUCKET, required
-	Prefix      string        // TILES_PREFIX, "" or ending in "/"
-	Region      string        // AWS_REGION ("" leaves it to the SDK's environment)
-	Endpoint    string        // AWS_ENDPOINT_URL ("" leaves it to the SDK's environment)
-	PathStyle   bool          // S3_FORCE_PATH_STYLE
-	MaxAttempts int           // attempts per call including the first; default 4
-	Timeout     time.Duration // per-attempt cap (request and body) when the caller's ctx has no sooner deadline; default 10s
+	Bucket    string // TILES_BUCKET, required
+	Prefix    string // TILES_PREFIX, "" or ending in "/"
+	Region    string // AWS_REGION ("" leaves it to the SDK's environment)
+	Endpoint  string // AWS_ENDPOINT_URL ("" leaves it to the SDK's environment)
+	PathStyle bool   // S3_FORCE_PATH_STYLE
+	// RequesterPays sends x-amz-request-payer: requester on every read
+	// (a requester-pays bucket refuses anonymous-payer reads with 403).
+	RequesterPays bool
+	MaxAttempts   int           // attempts per call including the first; default 4
+	Timeout       time.Duration // per-attempt cap (request and body) when the caller's ctx has no sooner deadline; default 10s
 	// MinBodyRate is the average rate in bytes/s below which a body read
 	// counts as stalled once BodyGrace has passed; default 64 KiB/s, negative
 	// turns the check off.
@@ -222,6 +227,17 @@ func (c *Client) Bucket() string { return c.cfg.Bucket }
 // (MAX_TILE_BYTES); zero or negative when off.
 func (c *Client) MaxObjectBytes() int64 { return c.cfg.MaxObjectBytes }
 
+// RequestPayer is what every read sends as x-amz-request-payer: requester
+// for a requester-pays bucket (Config.RequesterPays), else nothing. Callers
+// that build their own S3 requests from S3() (staging's ranged downloads)
+// set it too.
+func (c *Client) RequestPayer() types.RequestPayer {
+	if c.cfg.RequesterPays {
+		return types.RequestPayerRequester
+	}
+	return ""
+}
+
 // ObjectKey maps a tile key to its S3 object key.
 func (c *Client) ObjectKey(tileKey string) string { return c.cfg.Prefix + tileKey }
 
@@ -268,7 +284,7 @@ func (c *Client) get(ctx context.Context, op, name, objectKey, ifNoneMatch strin
 func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*tile.Tile, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	in := &s3.GetObjectInput{Bucket: aws.String(c.cfg.Bucket), Key: aws.String(objectKey)}
+	in := &s3.GetObjectInput{Bucket: aws.String(c.cfg.Bucket), Key: aws.String(objectKey), RequestPayer: c.RequestPayer()}
 	if ifNoneMatch != "" {
 		in.IfNoneMatch = aws.String(ifNoneMatch)
 	}
@@ -333,9 +349,10 @@ func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int6
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	in := &s3.GetObjectInput{
-		Bucket: aws.String(c.cfg.Bucket),
-		Key:    aws.String(objectKey),
-		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+		Bucket:       aws.String(c.cfg.Bucket),
+		Key:          aws.String(objectKey),
+		Range:        aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+		RequestPayer: c.RequestPayer(),
 	}
 	if ifMatch != "" {
 		in.IfMatch = aws.String(ifMatch)
@@ -389,16 +406,24 @@ func (c *Client) Prefixes(ctx context.Context, dir string, max int) (dirs []stri
 	if err := tile.ValidatePrefix(dir); err != nil {
 		return nil, nil, fmt.Errorf("origin: prefixes: %w", err)
 	}
+	return c.level(ctx, dir, c.ObjectKey(dir), c.cfg.Prefix, max)
+}
+
+// level lists one level of the bucket under the object prefix at; names
+// are the object keys with base removed (those that are then no valid tile
+// keys are skipped). name is the listing in errors.
+func (c *Client) level(ctx context.Context, name, at, base string, max int) (dirs []string, objects []ObjectInfo, err error) {
 	var token *string
 	for len(dirs)+len(objects) < max {
 		in := &s3.ListObjectsV2Input{
 			Bucket:            aws.String(c.cfg.Bucket),
-			Prefix:            aws.String(c.ObjectKey(dir)),
+			Prefix:            aws.String(at),
 			Delimiter:         aws.String("/"),
 			ContinuationToken: token,
+			RequestPayer:      c.RequestPayer(),
 		}
 		var out *s3.ListObjectsV2Output
-		err := c.retry(ctx, "list prefixes", dir, func(actx context.Context) error {
+		err := c.retry(ctx, "list prefixes", name, func(actx context.Context) error {
 			var err error
 			out, err = c.api.ListObjectsV2(actx, in, noSDKRetry)
 			return classify(err)
@@ -407,12 +432,12 @@ func (c *Client) Prefixes(ctx context.Context, dir string, max int) (dirs []stri
 			return nil, nil, err
 		}
 		for _, p := range out.CommonPrefixes {
-			if k, ok := tile.KeyFromObject(c.cfg.Prefix, strings.TrimSuffix(aws.ToString(p.Prefix), "/")); ok {
+			if k, ok := tile.KeyFromObject(base, strings.TrimSuffix(aws.ToString(p.Prefix), "/")); ok {
 				dirs = append(dirs, k+"/")
 			}
 		}
 		for _, o := range out.Contents {
-			if k, ok := tile.KeyFromObject(c.cfg.Prefix, aws.ToString(o.Key)); ok {
+			if k, ok := tile.KeyFromObject(base, aws.ToString(o.Key)); ok {
 				objects = append(objects, ObjectInfo{Key: k, Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag)})
 			}
 		}
@@ -550,11 +575,16 @@ func (c *Client) Head(ctx context.Context, key string) (*tile.Tile, error) {
 	if tile.Reserved(key) {
 		return nil, fmt.Errorf("origin: head %q: reserved key space: %w", key, ErrNotFound)
 	}
+	return c.head(ctx, key, c.ObjectKey(key))
+}
+
+func (c *Client) head(ctx context.Context, name, objectKey string) (*tile.Tile, error) {
 	var t *tile.Tile
-	err := c.retry(ctx, "head", key, func(actx context.Context) error {
+	err := c.retry(ctx, "head", name, func(actx context.Context) error {
 		out, err := c.api.HeadObject(actx, &s3.HeadObjectInput{
-			Bucket: aws.String(c.cfg.Bucket),
-			Key:    aws.String(c.ObjectKey(key)),
+			Bucket:       aws.String(c.cfg.Bucket),
+			Key:          aws.String(objectKey),
+			RequestPayer: c.RequestPayer(),
 		}, noSDKRetry)
 		if err != nil {
 			return classify(err)
@@ -588,6 +618,7 @@ func (c *Client) List(ctx context.Context, prefix string, fn func(ObjectInfo) bo
 			Bucket:            aws.String(c.cfg.Bucket),
 			Prefix:            aws.String(c.ObjectKey(prefix)),
 			ContinuationToken: token,
+			RequestPayer:      c.RequestPayer(),
 		}
 		if c.listPageSize > 0 {
 			in.MaxKeys = aws.Int32(c.listPageSize)

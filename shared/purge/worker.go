@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/tilesieve/tilesieve/shared/s3event"
+	"github.com/tilesieve/tilesieve/shared/sources"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 )
@@ -38,9 +39,13 @@ type WorkerMetrics interface {
 
 // WorkerConfig configures a Worker.
 type WorkerConfig struct {
-	Bucket      string // changes in other buckets are ignored
-	TilesPrefix string // objects outside it are not tiles
-	Coalesce    CoalesceConfig
+	Bucket      string // the default source's bucket (TILES_BUCKET), which holds the journal
+	TilesPrefix string // the default source's prefix: its objects outside it are not tiles
+	// Sources maps changed objects to tile keys (SOURCES): a change in any
+	// source's bucket purges the keys that read it, and one that no source
+	// reads is ignored. Nil: Bucket and TilesPrefix alone.
+	Sources  *sources.Table
+	Coalesce CoalesceConfig
 	// Metrics receives each batch's numbers (give the Purger the same, for
 	// its journal and CDN numbers); nil reports none.
 	Metrics WorkerMetrics
@@ -72,6 +77,9 @@ func NewWorker(cfg WorkerConfig, p *Purger, log *slog.Logger) *Worker {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Sources == nil {
+		cfg.Sources = sources.New(sources.Default{Bucket: cfg.Bucket, Prefix: cfg.TilesPrefix}, nil)
 	}
 	return &Worker{cfg: cfg, p: p, log: log}
 }
@@ -115,20 +123,19 @@ func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 	res := Result{Source: b.Source, Changes: len(b.Changes), Ignored: b.Ignored, Problems: b.Problems}
 	var relevant []s3event.Change
 	withChange := map[string]bool{} // SQS message ids that carry a tile change
+	// The journal's own objects are skipped even if TILES_PREFIX or a
+	// source contains them, or every append would trigger another.
+	journal := sources.Journal{Bucket: w.cfg.Bucket, Prefix: w.p.Journal().Prefix()}
 	for _, c := range b.Changes {
-		if c.Bucket != w.cfg.Bucket || strings.HasPrefix(c.Key, w.p.Journal().Prefix()) {
-			// The journal's own objects are skipped even if TILES_PREFIX
-			// contains them, or every append would trigger another.
+		keys := w.cfg.Sources.TileKeys(c.Bucket, c.Key, journal)
+		if len(keys) == 0 {
 			res.Ignored++
 			continue
 		}
-		key, ok := tile.KeyFromObject(w.cfg.TilesPrefix, c.Key)
-		if !ok {
-			res.Ignored++
-			continue
+		for _, key := range keys {
+			c.Key = key
+			relevant = append(relevant, c)
 		}
-		c.Key = key
-		relevant = append(relevant, c)
 		if c.MessageID != "" {
 			withChange[c.MessageID] = true
 		}

@@ -28,7 +28,7 @@ var ErrNoRoom = errors.New("stage: archive does not fit")
 // and downloads nothing; copies of other versions are removed. Nothing is
 // left behind unless the whole archive arrived. room bounds its size.
 func Archive(ctx context.Context, o *origin.Client, key, dir string, room int64) (*os.File, string, error) {
-	head, err := o.S3().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(o.Bucket()), Key: aws.String(o.ObjectKey(key))})
+	head, err := o.S3().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(o.Bucket()), Key: aws.String(o.ObjectKey(key)), RequestPayer: o.RequestPayer()})
 	if err != nil {
 		return nil, "", fmt.Errorf("stage: archive %s: %w", key, err)
 	}
@@ -79,7 +79,7 @@ func Pinned(ctx context.Context, o *origin.Client, key, etag string, size int64,
 			os.Remove(tmp.Name())
 		}
 	}()
-	n, err := transfer.Download(ctx, o.S3(), tmp, &s3.GetObjectInput{Bucket: aws.String(o.Bucket()), Key: aws.String(o.ObjectKey(key)), IfMatch: aws.String(etag)},
+	n, err := transfer.Download(ctx, o.S3(), tmp, &s3.GetObjectInput{Bucket: aws.String(o.Bucket()), Key: aws.String(o.ObjectKey(key)), IfMatch: aws.String(etag), RequestPayer: o.RequestPayer()},
 		DefaultPartSize, partConcurrency)
 	if err != nil {
 		return nil, "", fmt.Errorf("stage: archive %s: %w", key, err)

@@ -125,7 +125,7 @@ func New(ctx context.Context, cfg config.Worker, o Options) (*App, error) {
 	if a.CDN != nil {
 		pcfg.CDN = a.CDN
 	}
-	wcfg := purge.WorkerConfig{Bucket: cfg.Bucket, TilesPrefix: cfg.TilesPrefix, Coalesce: coalesce, Metrics: metrics}
+	wcfg := purge.WorkerConfig{Bucket: cfg.Bucket, TilesPrefix: cfg.TilesPrefix, Sources: cfg.Table(), Coalesce: coalesce, Metrics: metrics}
 	if err := wcfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg config.Worker, o Options) (*App, error) {
 	a.Purger = purge.NewPurger(a.Journal, pcfg, log)
 	a.Worker = purge.NewWorker(wcfg, a.Purger, log)
 	log.Info("sync worker ready", "bucket", cfg.Bucket, "tiles_prefix", cfg.TilesPrefix,
-		"journal_prefix", cfg.JournalPrefix, "cdn", a.CDN != nil, "settle", a.Settle,
+		"journal_prefix", cfg.JournalPrefix, "sources", len(cfg.Sources), "cdn", a.CDN != nil, "settle", a.Settle,
 		"metrics", a.Metrics != nil)
 	return a, nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/sources"
 	"github.com/tilesieve/tilesieve/shared/stage"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
@@ -34,9 +35,12 @@ import (
 
 // App is a composed tile function.
 type App struct {
-	Handler  http.Handler // the tile server, behind the journal follower
-	Server   *tileserver.Server
-	Origin   *origin.Client
+	Handler http.Handler // the tile server, behind the journal follower
+	Server  *tileserver.Server
+	Origin  *origin.Client // the default source: TILES_BUCKET under TILES_PREFIX
+	// Router reads each tileset from its source (SOURCES) and the rest
+	// through Origin; the tiers, archives and catalog read through it.
+	Router   *origin.Router
 	Memory   *cache.Cache
 	Disk     *disk.Store // nil when the disk tier is off or could not open
 	Journal  *purge.Journal
@@ -102,7 +106,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	if err != nil {
 		return nil, fmt.Errorf("app: memory tier: %w", err)
 	}
-	a := &App{Origin: o, Memory: mem}
+	a := &App{Origin: o, Router: origin.NewRouter(o, cfg.Table()), Memory: mem}
 	if cfg.Metrics.Enabled && op.metricsOut != nil {
 		a.Metrics, err = obs.NewTileMetrics(obs.MetricsConfig{
 			Namespace:    cfg.Metrics.Namespace,
@@ -149,7 +153,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	// local file), within the space the disk tier will never claim.
 	var stager tileserver.Stager
 	if a.Disk != nil {
-		stager = stage.Files{Origin: o, Dir: filepath.Join(a.Disk.Dir(), "archives"), Room: a.Disk.Spare}
+		stager = routedStager{r: a.Router, dir: filepath.Join(a.Disk.Dir(), "archives"), room: a.Disk.Spare}
 	}
 	srv, err := tileserver.New(tileserver.Config{
 		CacheControl:         cfg.CacheControl,
@@ -172,8 +176,8 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	}, tileserver.Deps{
 		Memory:   mem,
 		Disk:     a.Disk,
-		Origin:   o,
-		Archives: o, // NAME.pmtiles serves NAME/ through the same tiers
+		Origin:   a.Router,
+		Archives: a.Router, // NAME.pmtiles serves NAME/ through the same tiers
 		Stager:   stager,
 		Purger:   a.Purger,
 		Metrics:  a.tileMetrics(),
@@ -261,7 +265,12 @@ func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []st
 			log.Warn("archive not staged", "key", key, "err", err)
 			continue
 		}
-		f, etag, err := stage.Archive(ctx, a.Origin, key, dir, room)
+		c, objectKey, adir, ok := a.locate(key, dir)
+		if !ok {
+			log.Warn("archive not staged: its source is a directory, without NAME.pmtiles", "key", key)
+			continue
+		}
+		f, etag, err := stage.Archive(ctx, c, objectKey, adir, room)
 		if err != nil {
 			log.Warn("archive not staged; its tiles are read from S3 by range", "key", key, "err", err)
 			continue
@@ -270,6 +279,38 @@ func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []st
 		a.StagedArchives = append(a.StagedArchives, key)
 		log.Info("archive staged", "key", key, "etag", etag, "path", f.Name())
 	}
+}
+
+// locate returns the client an archive key is staged from, its key there,
+// and the directory of its copy: a source's archives are kept apart, so
+// that copies of one key in two buckets never replace each other. ok is
+// false when the key's source has no such archive.
+func (a *App) locate(key, dir string) (c *origin.Client, objectKey, adir string, ok bool) {
+	c, objectKey, ok = a.Router.Locate(key)
+	if c == a.Origin {
+		return c, key, dir, true
+	}
+	return c, objectKey, filepath.Join(dir, "sources", sources.Name(key)), ok
+}
+
+// routedStager stages NAME.mbtiles from the tileset's source.
+type routedStager struct {
+	r    *origin.Router
+	dir  string
+	room func() (int64, error)
+}
+
+func (s routedStager) Stage(ctx context.Context, key, etag string, size int64) (string, error) {
+	c, objectKey, ok := s.r.Locate(key)
+	if !ok {
+		return "", fmt.Errorf("app: stage %s: %w", key, origin.ErrNotFound)
+	}
+	f := stage.Files{Origin: c, Dir: s.dir, Room: s.room}
+	if c == s.r.Default() {
+		return f.Stage(ctx, key, etag, size)
+	}
+	f.Dir = filepath.Join(s.dir, "sources", sources.Name(key))
+	return f.Stage(ctx, objectKey, etag, size)
 }
 
 // tileMetrics is a.Metrics as the server's Metrics (nil when off: a nil

@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -140,7 +141,7 @@ type requestMeta struct {
 
 // created queues an ObjectCreated record for bucket/key.
 func (n *Notifier) created(ctx context.Context, name, bucket, key string, meta requestMeta) {
-	if !n.match(key) {
+	if !n.match(bucket, key) {
 		return
 	}
 	size, etag, err := n.stat(ctx, bucket, key)
@@ -154,14 +155,14 @@ func (n *Notifier) created(ctx context.Context, name, bucket, key string, meta r
 
 // removed queues an ObjectRemoved:Delete record for bucket/key.
 func (n *Notifier) removed(bucket, key string, meta requestMeta) {
-	if !n.match(key) {
+	if !n.match(bucket, key) {
 		return
 	}
 	n.emit(ObjectRemovedDelete, bucket, key, Object{Key: EncodeKey(key)}, meta)
 }
 
-func (n *Notifier) match(key string) bool {
-	if strings.HasPrefix(key, n.cfg.Prefix) {
+func (n *Notifier) match(bucket, key string) bool {
+	if strings.HasPrefix(key, n.cfg.Prefix) || slices.Contains(n.cfg.AllKeys, bucket) {
 		return true
 	}
 	n.filtered.Add(1)

@@ -52,8 +52,12 @@ type StatFunc func(ctx context.Context, bucket, key string) (size int64, etag st
 
 // Config configures a Notifier. Zero values take the defaults.
 type Config struct {
-	Region          string // awsRegion of the records; default us-east-1
-	Prefix          string // key filter: only keys starting with Prefix notify
+	Region string // awsRegion of the records; default us-east-1
+	Prefix string // key filter: only keys starting with Prefix notify
+	// AllKeys are buckets whose every change notifies, whatever Prefix
+	// says (the deployed stack's EventBridge rule for the buckets of
+	// SOURCES filters no key).
+	AllKeys         []string
 	ConfigurationID string // s3.configurationId; default "tilesieve-worker"
 	// Retries after a failed delivery; default 2, as Lambda retries an
 	// asynchronous invoke twice. Negative: no retries.

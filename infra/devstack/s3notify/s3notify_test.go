@@ -86,7 +86,7 @@ type fixture struct {
 
 func start(t *testing.T, cfg s3notify.Config) *fixture {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
+	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles", "other"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,5 +446,34 @@ func TestSQSBatches(t *testing.T) {
 	}
 	if st := n.Stats(); st.Delivered != 10 || st.Failed != 0 {
 		t.Errorf("stats: got %+v, want 10 delivered", st)
+	}
+}
+
+// TestAllKeysBuckets: the prefix filters the keys of the buckets that are
+// not in AllKeys; those notify of every change, as an EventBridge rule
+// that names only buckets does.
+func TestAllKeysBuckets(t *testing.T) {
+	t.Parallel()
+	f := start(t, s3notify.Config{Prefix: "tiles/", AllKeys: []string{"other"}})
+	ctx := context.Background()
+	for _, o := range []struct{ bucket, key string }{
+		{"tiles", "tiles/a/1/0/0.png"},
+		{"tiles", "elsewhere/a/1/0/0.png"},
+		{"other", "maps/a/1/0/0.png"},
+		{"other", "x"},
+	} {
+		if _, err := s3local.Put(ctx, f.c, o.bucket, o.key, []byte("v"), "image/png", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, c := range f.flushed(t) {
+		got = append(got, c.Bucket+"/"+c.Key)
+	}
+	if want := []string{"tiles/tiles/a/1/0/0.png", "other/maps/a/1/0/0.png", "other/x"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if st := f.n.Stats(); st.Filtered != 1 {
+		t.Errorf("filtered %d, want 1", st.Filtered)
 	}
 }

@@ -284,7 +284,10 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 		ln.Close()
 		return err
 	}
-	srv, err := s3local.New(s3local.Config{Buckets: []string{wcfg.Bucket}})
+	// The buckets of SOURCES too, each notifying of every change, as
+	// the template's EventBridge rule does.
+	buckets := wcfg.Table().Buckets()
+	srv, err := s3local.New(s3local.Config{Buckets: buckets})
 	if err != nil {
 		ln.Close()
 		return err
@@ -318,6 +321,7 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 	st.Notifier = s3notify.New(srv.Handler(), s3notify.HeadStat(st.Client), workerTarget{st.Worker}, s3notify.Config{
 		Region:     st.Region,
 		Prefix:     wcfg.TilesPrefix, // the template's notification filter
+		AllKeys:    buckets[1:],
 		OnDelivery: opts.OnEvent,
 		BatchSize:  opts.EventBatch,
 	}, st.log.With("component", "s3-events"))
