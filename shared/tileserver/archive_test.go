@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -532,7 +533,7 @@ func TestArchiveNamesAreBounded(t *testing.T) {
 	})
 	names := 60_000 // about 30 s of CPU: two S3 requests each
 	if testing.Short() || raceEnabled {
-		names = 2*tileserver.MaxArchiveNames + 1 // still past the bound twice
+		names = 2*archive.MaxNames + 1 // still past the bound twice
 	}
 	e.put("osm/1/0/0.png", []byte("tile"), "image/png", "")
 	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "MISS")
@@ -560,8 +561,8 @@ func TestArchiveNamesAreBounded(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := e.srv.ArchiveNames(); got > tileserver.MaxArchiveNames {
-		t.Errorf("got %d names remembered after %d distinct ones, want at most %d", got, names, tileserver.MaxArchiveNames)
+	if got := e.srv.ArchiveNames(); got > archive.MaxNames {
+		t.Errorf("got %d names remembered after %d distinct ones, want at most %d", got, names, archive.MaxNames)
 	}
 	e.mem.DeletePrefix("") // the remembered 404s are the memory tier's, charged to its bound
 	runtime.GC()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"net/http"
 	"net/url"
@@ -16,10 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/iiif"
-	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/style"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
@@ -48,14 +46,16 @@ func (s *Server) withArchives(d Deps) error {
 	if d.Archives == nil {
 		return nil
 	}
-	dirs := d.Directories
-	if dirs == nil {
-		if dirs, err = cache.New(cache.Config{MaxBytes: DefaultDirectoryBytes}); err != nil {
-			return err
-		}
+	s.archives, err = archive.New(archive.Config{TTL: s.cfg.ArchiveTTL, OriginTimeout: s.cfg.OriginTimeout, Now: s.now}, archive.Deps{
+		Next: s.origin, Store: d.Archives, Stager: d.Stager, Directories: d.Directories,
+		Decode: decodeStored, Logger: s.log,
+		// The engine is built next, with s.origin; an archive changes under a
+		// read only once requests run.
+		Purge: func(prefix string) { _, _ = s.eng.Purge(prefix) },
+	})
+	if err != nil {
+		return err
 	}
-	s.archives = newArchives(s, s.origin, d.Archives, dirs, s.cfg.ArchiveTTL)
-	s.archives.stager = d.Stager
 	s.origin = s.archives
 	return nil
 }
@@ -66,7 +66,7 @@ func (s *Server) purged(prefix string) {
 	s.catalog.gen.Add(1)
 	s.docs.DeletePrefix(prefix)
 	if s.archives != nil {
-		s.archives.forget(prefix)
+		s.archives.Forget(prefix)
 	}
 }
 
@@ -74,7 +74,7 @@ func (s *Server) purged(prefix string) {
 // for an archive (NAME.json), or another document that names the URL it is
 // served from: a style (NAME/style.json) or a IIIF info.json.
 func documentKind(key string, t *tile.Tile) (tileJSON, named bool) {
-	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, tileJSONTag+`"`)
+	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, archive.TileJSONTag+`"`)
 	_, isStyle := style.NameFromKey(key)
 	named = isStyle || strings.HasSuffix(key, "/"+iiif.InfoName)
 	return tileJSON, named
@@ -152,7 +152,7 @@ func baseTag(etag, base string) string {
 	}
 	h := fnv.New32a()
 	h.Write([]byte(base))
-	return derivedTag(etag, "~"+strconv.FormatUint(uint64(h.Sum32()), 36))
+	return archive.DerivedTag(etag, "~"+strconv.FormatUint(uint64(h.Sum32()), 36))
 }
 
 // CDNSecretHeader carries Config.CDNSecret on the requests the CDN sends to
@@ -299,24 +299,24 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gen := c.gen.Load()
-	if c.names != nil && c.atGen == gen && s.now().Sub(c.at) < s.archives.ttl {
+	if c.names != nil && c.atGen == gen && s.now().Sub(c.at) < s.archives.TTL() {
 		return c.names, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
 	defer cancel()
-	dirs, objects, err := s.archives.store.Prefixes(ctx, "", catalogMax)
+	dirs, objects, err := s.archives.Store().Prefixes(ctx, "", catalogMax)
 	if err != nil {
 		return nil, err
 	}
 	byName := map[string]CatalogEntry{}
 	for _, o := range objects {
-		if name, ok := strings.CutSuffix(o.Key, ArchiveExt); ok && name != "" {
+		if name, ok := strings.CutSuffix(o.Key, archive.Ext); ok && name != "" {
 			byName[name] = CatalogEntry{Name: name, Kind: "pmtiles", TileJSON: tilename.TileJSONKey(name)}
 		}
 	}
 	for _, o := range objects {
 		// A database is a tileset unless an archive of its name is served.
-		if name, ok := strings.CutSuffix(o.Key, MBTilesExt); ok && name != "" && s.archives.stager != nil && byName[name].Name == "" {
+		if name, ok := strings.CutSuffix(o.Key, archive.MBTilesExt); ok && name != "" && s.archives.MBTiles() && byName[name].Name == "" {
 			byName[name] = CatalogEntry{Name: name, Kind: "mbtiles", TileJSON: name + ".json"}
 		}
 	}
@@ -332,10 +332,10 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			_, err := s.archives.store.Head(ctx, tilename.MetadataKey(name))
+			_, err := s.archives.Store().Head(ctx, tilename.MetadataKey(name))
 			if err != nil {
 				// No metadata.json: a tileset when its keys show one.
-				_, found, lerr := s.archives.listPyramid(ctx, name)
+				_, found, lerr := s.archives.ListPyramid(ctx, name)
 				if lerr != nil {
 					s.log.Warn("catalog: directory not listed", "name", name, "err", lerr)
 				}
@@ -356,93 +356,4 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
 	c.names, c.at, c.atGen = names, s.now(), gen
 	return names, nil
-}
-
-// pyramid is what the keys of a directory tileset without a metadata.json
-// show: the format of its tiles and its zoom levels.
-type pyramid struct {
-	format           string
-	minZoom, maxZoom int
-}
-
-// listPyramid reads the shape of the tileset name/ from its keys, in at
-// most three bounded listings: its zoom directories, the first column of
-// its lowest zoom, and that column's tiles. found is false when the keys
-// show no NAME/{z}/{x}/{y}.{ext} of a tile format.
-func (a *archives) listPyramid(ctx context.Context, name string) (p pyramid, found bool, err error) {
-	dirs, _, err := a.store.Prefixes(ctx, name+"/", catalogMax)
-	if err != nil {
-		return p, false, fmt.Errorf("tileserver: list %s/: %w", name, err)
-	}
-	p.minZoom = -1
-	for _, d := range dirs {
-		z, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(d, name+"/"), "/"))
-		if err != nil || z < 0 || z > pmtiles.MaxZoom {
-			continue
-		}
-		if p.minZoom < 0 || z < p.minZoom {
-			p.minZoom = z
-		}
-		p.maxZoom = max(p.maxZoom, z)
-	}
-	if p.minZoom < 0 {
-		return p, false, nil
-	}
-	zdir := name + "/" + strconv.Itoa(p.minZoom) + "/"
-	cols, _, err := a.store.Prefixes(ctx, zdir, catalogMax)
-	if err != nil {
-		return p, false, fmt.Errorf("tileserver: list %s: %w", zdir, err)
-	}
-	for _, col := range cols {
-		if _, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(col, zdir), "/"), 10, 32); err != nil {
-			continue
-		}
-		_, objects, err := a.store.Prefixes(ctx, col, catalogMax)
-		if err != nil {
-			return p, false, fmt.Errorf("tileserver: list %s: %w", col, err)
-		}
-		for _, o := range objects {
-			y, ext, ok := strings.Cut(strings.TrimPrefix(o.Key, col), ".")
-			if _, err := strconv.ParseUint(y, 10, 32); err != nil || !ok {
-				continue
-			}
-			switch ext = strings.ToLower(ext); ext {
-			case "jpeg":
-				ext = "jpg"
-			case "pbf", "mvt", "mlt", "png", "jpg", "webp", "avif":
-			default:
-				continue
-			}
-			p.format = ext
-			return p, true, nil
-		}
-		break // the first column stands for the tileset
-	}
-	return p, false, nil
-}
-
-// listedTileJSON is the TileJSON of a directory tileset without a
-// metadata.json or a NAME.json object, from what its keys show
-// (listPyramid). Its ETag names that shape, so a revalidation lists again
-// and answers 304 while the shape holds; a new zoom level shows within
-// the revalidation bound, a new metadata.json at once (its purge derives
-// NAME.json).
-func (a *archives) listedTileJSON(ctx context.Context, name, ifNoneMatch string) (*tile.Tile, error) {
-	p, found, err := a.listPyramid(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if !found {
-		return nil, fmt.Errorf("tileserver: %s.json: no metadata.json and no tiles: %w", name, origin.ErrNotFound)
-	}
-	etag := derivedTag(`"keys-`+p.format+"-"+strconv.Itoa(p.minZoom)+"-"+strconv.Itoa(p.maxZoom)+`"`, tileJSONTag)
-	if ifNoneMatch == etag {
-		return nil, origin.ErrNotModified
-	}
-	md, _ := json.Marshal(map[string]any{"format": p.format, "minzoom": p.minZoom, "maxzoom": p.maxZoom})
-	tj, err := tileset.FromMetadata(placeholderBase, name, md)
-	if err != nil {
-		return nil, err
-	}
-	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: etag}, nil
 }

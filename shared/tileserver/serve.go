@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tiers"
@@ -256,10 +257,10 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 			msg = "tile larger than MAX_TILE_BYTES"
 		case isTimeout(err):
 			status, msg = http.StatusGatewayTimeout, "origin timeout"
-		case isRefused(err):
+		case archive.IsRefused(err):
 			msg = "invalid or unsupported PMTiles archive"
 		}
-		if !isRefused(err) { // logged once, when it was refused
+		if !archive.IsRefused(err) { // logged once, when it was refused
 			s.log.Warn("tile not served", "key", key, "status", status, "err", err)
 		}
 		resp.set("X-Cache", xCacheValues[srcOrigin])

@@ -26,10 +26,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/obs"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 )
@@ -72,7 +74,7 @@ type Config struct {
 	CDNSecret string
 	// ArchiveTTL is how long a tileset name is believed not to be a PMTiles
 	// archive, and how long an archive's ETag counts as checked when its
-	// tiles are revalidated; default DefaultArchiveTTL.
+	// tiles are revalidated; default archive.DefaultTTL.
 	ArchiveTTL time.Duration
 	// MaxTileBytes (MAX_TILE_BYTES) also bounds a tile decoded for a client
 	// without its coding; zero or negative: the decoder's own bounds only.
@@ -115,12 +117,12 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Archives, when set, serves PMTiles archives (NAME.pmtiles) as the
 	// tilesets NAME/, and the catalog; nil serves objects only.
-	Archives ArchiveStore
+	Archives archive.Store
 	// Stager, with Archives, serves MBTiles databases (NAME.mbtiles) as the
 	// tilesets NAME/, each staged whole to local disk through it; nil: off.
-	Stager Stager
+	Stager archive.Stager
 	// Directories keeps archives' decoded leaf directories; nil: a cache
-	// of DefaultDirectoryBytes.
+	// of archive.DefaultDirectoryBytes.
 	Directories *cache.Cache
 	// Follow, when set, builds the journal follower: it is given the tier
 	// engine to purge and returns the Syncer the engine consults (see
@@ -147,9 +149,9 @@ type Server struct {
 	cacheControl, negativeCacheControl, staleCacheControl, allow []string
 
 	stats    counters
-	decoding decodeFlights // decodes of stored tiles for clients without their coding
-	archives *archives     // nil: objects only
-	docs     *cache.Cache  // TileJSON and info.json answers rendered for a base URL
+	decoding decodeFlights   // decodes of stored tiles for clients without their coding
+	archives *archive.Origin // nil: objects only
+	docs     *cache.Cache    // TileJSON and info.json answers rendered for a base URL
 	catalog  catalogCache
 }
 
@@ -267,4 +269,22 @@ func directiveSeconds(cc, name string) time.Duration {
 		return time.Duration(n) * time.Second
 	}
 	return 0
+}
+
+// UseLocalArchive serves tileset name's archive, while S3 holds version
+// etag of it, from src (a copy staged to local disk) instead of ranged
+// GETs (archive.Origin.UseLocal); a no-op when archives are off.
+func (s *Server) UseLocalArchive(name, etag string, src pmtiles.RangeReader) {
+	if s.archives != nil {
+		s.archives.UseLocal(name, etag, src)
+	}
+}
+
+// StageMBTiles stages and opens NAME.mbtiles now, as its first request
+// would (archive.Origin.StageMBTiles).
+func (s *Server) StageMBTiles(ctx context.Context, name string) error {
+	if s.archives == nil {
+		return errors.New("tileserver: mbtiles are off")
+	}
+	return s.archives.StageMBTiles(ctx, name)
 }
