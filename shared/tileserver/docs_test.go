@@ -12,6 +12,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -238,9 +239,9 @@ func TestCatalog(t *testing.T) {
 	e.put("odd/1/x/0.png", []byte("t"), "image/png", "")
 	r := e.do("GET", "/_tilesieve/catalog", "X-Forwarded-Host", "cdn.example", tileserver.CDNSecretHeader, "stack-secret")
 	expect(t, r, 200, "")
-	var c tileserver.Catalog
+	var c docs.Catalog
 	decodeJSON(t, body(t, r), &c)
-	want := []tileserver.CatalogEntry{
+	want := []docs.CatalogEntry{
 		{Name: "a", Kind: "pmtiles", TileJSON: "https://cdn.example/a.json"},
 		{Name: "osm", Kind: "objects", TileJSON: "https://cdn.example/osm.json"},
 		{Name: "plain", Kind: "objects", TileJSON: "https://cdn.example/plain.json"},

@@ -11,8 +11,8 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
+	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
 // TestAdminPurgeReachesTheWorker: off Lambda an admin purge takes the same
@@ -49,13 +49,13 @@ func TestAdminPurgeReachesTheWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(tileserver.TokenHeader, stack.DefaultAdminToken)
+	req.Header.Set(admin.TokenHeader, stack.DefaultAdminToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var res tileserver.PurgeResult
+	var res admin.PurgeResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("admin purge: %d, %+v, %v", resp.StatusCode, res, err)
 	}

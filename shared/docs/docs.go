@@ -1,13 +1,22 @@
-package tileserver
+// Package docs renders the answers that name the URL they are served from,
+// and composes the ones the tiers do not hold: TileJSON (its tile URLs),
+// MapLibre styles (NAME/style.json), IIIF info.json (its image id), font
+// stacks of glyph ranges, and the catalog of tilesets. The tiers hold
+// documents as the origin gave them, independent of any base URL, so
+// purges, revalidation and staleness work as for tiles; this package
+// renders each for the base URL of its answer and keeps the rendering in a
+// small byte-bounded cache of its own, which every purge of this instance
+// trims (Purged). It is safe for concurrent use.
+package docs
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"hash/fnv"
-	"net/http"
-	"net/url"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,12 +33,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
-// Answers that name the URL they are served from: TileJSON (its tile URLs),
-// MapLibre styles NAME/style.json (the URLs style.Rewrite sets) and IIIF
-// info.json (its image id). The tiers hold them as the origin gave
-// them, independent of any base URL, so purges, revalidation and staleness
-// work as for tiles; each answer is rendered for its base URL, and the
-// rendering is kept in a small SIEVE of its own (docs) under the key, the
+// A rendering is kept in a small SIEVE of its own (docs) under the key, the
 // base and the source's ETag. One base per instance is typical (PUBLIC_URL,
 // or the one CDN host), so a document is rendered once per version, and a
 // request with another Host costs a render, never a wrong answer.
@@ -37,72 +41,87 @@ import (
 // docsBytes bounds the rendered documents kept.
 const docsBytes = 4 << 20
 
-// withArchives wires the archive origin and the document cache (New).
-func (s *Server) withArchives(d Deps) error {
-	var err error
-	if s.docs, err = cache.New(cache.Config{MaxBytes: docsBytes}); err != nil {
-		return err
-	}
-	if d.Archives == nil {
-		return nil
-	}
-	s.archives, err = archive.New(archive.Config{TTL: s.cfg.ArchiveTTL, OriginTimeout: s.cfg.OriginTimeout, Now: s.now}, archive.Deps{
-		Next: s.origin, Store: d.Archives, Stager: d.Stager, Directories: d.Directories,
-		Decode: decodeStored, Logger: s.log,
-		// The engine is built next, with s.origin; an archive changes under a
-		// read only once requests run.
-		Purge: func(prefix string) { _, _ = s.eng.Purge(prefix) },
-	})
-	if err != nil {
-		return err
-	}
-	s.origin = s.archives
-	return nil
+// Deps are the parts the documents are built with. Prepare and Decode are
+// required.
+type Deps struct {
+	// Prepare readies an answer of key (the HTTP layer's formatting) before
+	// it is kept, so a kept rendering formats nothing when served.
+	Prepare func(key string, t *tile.Tile)
+	// Decode decodes a body stored with a content coding, returning it as
+	// it is for a coding it does not decode.
+	Decode func(enc string, b []byte) ([]byte, error)
+	// Archives lists the tilesets for the catalog; nil: no catalog.
+	Archives *archive.Origin
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
-// purged runs inside every purge of prefix on this instance: archives it
-// covers are opened afresh, and renderings of what it covers are dropped.
-func (s *Server) purged(prefix string) {
+// Docs renders and composes documents; see the package doc.
+type Docs struct {
+	prepare  func(string, *tile.Tile)
+	decode   func(string, []byte) ([]byte, error)
+	archives *archive.Origin // nil: no catalog
+	log      *slog.Logger
+	now      func() time.Time
+	docs     *cache.Cache // renderings and compositions, by key, base and source ETags
+	catalog  catalogCache
+}
+
+// New builds the document renderer.
+func New(d Deps) (*Docs, error) {
+	if d.Prepare == nil || d.Decode == nil {
+		return nil, errors.New("docs: Prepare and Decode are required")
+	}
+	c, err := cache.New(cache.Config{MaxBytes: docsBytes})
+	if err != nil {
+		return nil, fmt.Errorf("docs: %w", err)
+	}
+	s := &Docs{prepare: d.Prepare, decode: d.Decode, archives: d.Archives, log: d.Logger, now: d.Now, docs: c}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// Purged runs inside every purge of prefix on this instance: renderings of
+// what it covers are dropped, and the catalog is listed afresh.
+func (s *Docs) Purged(prefix string) {
 	s.catalog.gen.Add(1)
 	s.docs.DeletePrefix(prefix)
-	if s.archives != nil {
-		s.archives.Forget(prefix)
-	}
 }
 
-// documentKind reports whether t at key is a TileJSON this server wrote
-// for an archive (NAME.json), or another document that names the URL it is
-// served from: a style (NAME/style.json) or a IIIF info.json.
-func documentKind(key string, t *tile.Tile) (tileJSON, named bool) {
+// Kind reports whether t at key is a TileJSON built for a tileset
+// (NAME.json: from an archive, a database, a metadata.json or the keys), or
+// another document that names the URL it is served from: a style
+// (NAME/style.json) or a IIIF info.json. Render renders either.
+func Kind(key string, t *tile.Tile) (tileJSON, named bool) {
 	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, archive.TileJSONTag+`"`)
 	_, isStyle := style.NameFromKey(key)
 	named = isStyle || strings.HasSuffix(key, "/"+iiif.InfoName)
 	return tileJSON, named
 }
 
-// document returns t as answered for req: a TileJSON built from an archive
-// or a metadata.json with tile URLs under the request's base URL, a style
-// with the URLs that are ours under it, an info.json with its image id
-// under it; any other tile as it is.
-func (s *Server) document(req *Request, key string, t *tile.Tile) *tile.Tile {
-	isTileJSON, named := documentKind(key, t)
+// Render returns t as answered under base, the public base URL of its
+// request: a TileJSON built for a tileset with tile URLs under base, a
+// style with the URLs that are ours under it, an info.json with its image
+// id under it; any other tile as it is.
+func (s *Docs) Render(key, base string, t *tile.Tile) *tile.Tile {
+	isTileJSON, named := Kind(key, t)
 	if !isTileJSON && !named {
 		return t
 	}
-	base := s.baseURL(req)
 	memo := key + "\x00" + base + "\x00" + t.ETag
 	if r, ok := s.docs.Get(memo); ok {
 		return r
 	}
-	body := t.Body
-	if decodable(t.ContentEncoding) {
-		var err error
-		if body, err = decodeTile(t.ContentEncoding, body); err != nil {
-			return t
-		}
+	body, err := s.decode(t.ContentEncoding, t.Body)
+	if err != nil {
+		return t
 	}
 	var out []byte
-	var err error
 	if name, isStyle := style.NameFromKey(key); isStyle {
 		out, err = style.Rewrite(body, base, name)
 	} else if isTileJSON {
@@ -155,31 +174,36 @@ func baseTag(etag, base string) string {
 	return archive.DerivedTag(etag, "~"+strconv.FormatUint(uint64(h.Sum32()), 36))
 }
 
-// CDNSecretHeader carries Config.CDNSecret on the requests the CDN sends to
-// the origin (a CloudFront origin custom header, which replaces any value a
-// viewer sent under that name).
-const CDNSecretHeader = "X-Tilesieve-Cdn"
+// Base is what the public base URL of a request is chosen from.
+type Base struct {
+	// PublicURL (PUBLIC_URL) is the base of every answer when set.
+	PublicURL string
+	// CDNSecret is the value of the CDN's secret header on requests that
+	// came through the CDN; only those may name the host the answers' URLs
+	// use. "" believes no forwarded host.
+	CDNSecret string
+}
 
-// baseURL is the public base URL of req: PUBLIC_URL, else the CDN's
-// forwarded host when req came through the CDN, else the host the request
-// came to. A forwarded host from anyone else is ignored: whoever could
-// choose it could put their own URLs into documents.
-func (s *Server) baseURL(req *Request) string {
-	if s.cfg.PublicURL != "" {
-		return strings.TrimSuffix(s.cfg.PublicURL, "/")
+// URL is the public base URL of a request that came to host, carrying
+// secret in the CDN's secret header and forwardedHost in X-Forwarded-Host:
+// PUBLIC_URL, else the CDN's forwarded host when the request came through
+// the CDN, else the host the request came to. A forwarded host from anyone
+// else is ignored: whoever could choose it could put their own URLs into
+// documents.
+func (b Base) URL(secret, forwardedHost, host string) string {
+	if b.PublicURL != "" {
+		return strings.TrimSuffix(b.PublicURL, "/")
 	}
-	proto, host := "", ""
-	if s.fromCDN(req) {
+	proto, fwd := "", ""
+	if b.fromCDN(secret) {
 		// Viewers reach the CDN over https only (the distribution redirects
 		// http), and CloudFront forwards a viewer-sent X-Forwarded-Proto as
 		// it came, outside the cache key: believing it would let one viewer
 		// cache http:// URLs (blocked as mixed content) for everyone.
-		host = firstListValue(req.get(HdrXForwardedHost))
+		fwd = firstListValue(forwardedHost)
 	}
-	if validHost(host) {
-		proto = "https"
-	} else {
-		host = req.get(HdrHost)
+	if validHost(fwd) {
+		proto, host = "https", fwd
 	}
 	if !validHost(host) {
 		host = "localhost"
@@ -190,13 +214,13 @@ func (s *Server) baseURL(req *Request) string {
 	return proto + "://" + host
 }
 
-// fromCDN reports whether req carries the CDN's secret. Without one set,
-// no request is trusted.
-func (s *Server) fromCDN(req *Request) bool {
-	if s.cfg.CDNSecret == "" {
+// fromCDN reports whether secret is the CDN's. Without one set, no request
+// is trusted.
+func (b Base) fromCDN(secret string) bool {
+	if b.CDNSecret == "" {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(req.get(HdrCDNSecret)), []byte(s.cfg.CDNSecret)) == 1
+	return subtle.ConstantTimeCompare([]byte(secret), []byte(b.CDNSecret)) == 1
 }
 
 func firstListValue(v string) string {
@@ -237,6 +261,13 @@ type Catalog struct {
 // catalog costs.
 const catalogMax = 1000
 
+// catalogTimeout bounds one listing when the request has no sooner
+// deadline of its own.
+const catalogTimeout = 20 * time.Second
+
+// ErrNoCatalog is Tilesets' answer when archives are off.
+var ErrNoCatalog = errors.New("docs: no catalog: archives are off")
+
 // catalogHeads is how many tileset directories are looked at at once.
 const catalogHeads = 8
 
@@ -252,49 +283,15 @@ type catalogCache struct {
 	names []CatalogEntry // TileJSON left as the bare key, resolved per request
 }
 
-// serveCatalog lists the tilesets under TILES_PREFIX: archives (NAME.pmtiles),
-// object tilesets with a NAME/metadata.json, and directories whose keys
-// show a tile pyramid (NAME/{z}/{x}/{y}.{ext}).
-func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		s.notAllowed(w, "GET, HEAD")
-		return
-	}
+// Tilesets lists the tilesets under TILES_PREFIX: archives (NAME.pmtiles),
+// databases (NAME.mbtiles), object tilesets with a NAME/metadata.json, and
+// directories whose keys show a tile pyramid (NAME/{z}/{x}/{y}.{ext}). Each
+// entry's TileJSON is its bare key, for the caller to put under its base.
+// Without archives there is no catalog (ErrNoCatalog).
+func (s *Docs) Tilesets(ctx context.Context) ([]CatalogEntry, error) {
 	if s.archives == nil {
-		s.plain(w, http.StatusNotFound, "no catalog: archives are off")
-		return
+		return nil, ErrNoCatalog
 	}
-	entries, err := s.catalogEntries(r.Context())
-	if err != nil {
-		s.log.Warn("catalog not listed", "err", err)
-		s.plain(w, http.StatusBadGateway, "catalog: origin error")
-		return
-	}
-	var req Request
-	HTTPRequest(r, &req)
-	base := s.baseURL(&req)
-	out := Catalog{Tilesets: make([]CatalogEntry, 0, len(entries))}
-	for _, e := range entries {
-		e.TileJSON = base + "/" + url.PathEscape(e.TileJSON)
-		out.Tilesets = append(out.Tilesets, e)
-	}
-	if s.cors.any {
-		w.Header().Set("Access-Control-Allow-Origin", "*")
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(out)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodGet {
-		w.Write(b.Bytes())
-	}
-}
-
-func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 	c := &s.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -302,7 +299,7 @@ func (s *Server) catalogEntries(ctx context.Context) ([]CatalogEntry, error) {
 	if c.names != nil && c.atGen == gen && s.now().Sub(c.at) < s.archives.TTL() {
 		return c.names, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
 	defer cancel()
 	dirs, objects, err := s.archives.Store().Prefixes(ctx, "", catalogMax)
 	if err != nil {
