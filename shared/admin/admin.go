@@ -24,6 +24,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/docs"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
@@ -96,9 +97,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if cfg.Token != "" {
 		h.hash = hashToken(cfg.Token)
 	}
-	if h.now == nil {
-		h.now = time.Now
-	}
+	h.now, h.log = defaults.Clock(h.now), defaults.Logger(h.log)
 	if h.baseURL == nil {
 		h.baseURL = func(r *http.Request) string { return "http://" + r.Host }
 	}
@@ -107,9 +106,6 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	if h.handler == nil {
 		h.handler = func() HandlerStats { return HandlerStats{} }
-	}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
 	}
 	return h, nil
 }

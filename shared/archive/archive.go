@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/tiers"
@@ -168,17 +169,12 @@ func New(cfg Config, d Deps) (*Origin, error) {
 	if a.ttl < 0 {
 		a.ttl = DefaultTTL
 	}
-	if a.now == nil {
-		a.now = time.Now
-	}
+	a.now, a.log = defaults.Clock(a.now), defaults.Logger(a.log)
 	if a.decode == nil {
 		a.decode = func(_ string, b []byte) ([]byte, error) { return b, nil }
 	}
 	if a.purgeTiers == nil {
 		a.purgeTiers = func(string) {}
-	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
 	}
 	return a, nil
 }

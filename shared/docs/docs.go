@@ -27,6 +27,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/iiif"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/style"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
@@ -76,14 +77,8 @@ func New(d Deps) (*Docs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docs: %w", err)
 	}
-	s := &Docs{prepare: d.Prepare, decode: d.Decode, archives: d.Archives, log: d.Logger, now: d.Now, docs: c}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	return s, nil
+	return &Docs{prepare: d.Prepare, decode: d.Decode, archives: d.Archives,
+		log: defaults.Logger(d.Logger), now: defaults.Clock(d.Now), docs: c}, nil
 }
 
 // Purged runs inside every purge of prefix on this instance: renderings of

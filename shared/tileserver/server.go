@@ -34,6 +34,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/docs"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/tiers"
@@ -173,14 +174,8 @@ func New(cfg Config, d Deps) (*Server, error) {
 	// The archive probes read these beside the engine.
 	cfg.RevalidateAfter = cmp.Or(cfg.RevalidateAfter, tiers.DefaultRevalidateAfter)
 	cfg.OriginTimeout = cmp.Or(cfg.OriginTimeout, tiers.DefaultOriginTimeout)
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
-	log := d.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	now := defaults.Clock(cfg.Now)
+	log := defaults.Logger(d.Logger)
 	s := &Server{
 		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin,
 		log: log, now: now, metrics: d.Metrics,
