@@ -1,23 +1,15 @@
 package tileserver_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/docs"
-	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
-	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
@@ -293,27 +285,5 @@ func TestArchiveReuploadReachesEveryInstance(t *testing.T) {
 // startWithArchives restarts an instance of the fleet with archives on.
 func startWithArchives(f *fleet, in *instance) {
 	f.t.Helper()
-	var err error
-	if in.mem, err = cache.New(cache.Config{MaxBytes: f.memBytes}); err != nil {
-		f.t.Fatal(err)
-	}
-	if in.disk, err = disk.Open(disk.Config{Dir: in.dir, MaxBytes: 64 << 20, Now: f.clock.Now}, nil); err != nil {
-		f.t.Fatal(err)
-	}
-	o := origin.NewWithS3(f.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: f.clock.Now, MaxAttempts: 1})
-	j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
-	follow := func(eng *tiers.Engine) tiers.Syncer {
-		in.follower = purge.NewFollower(j, eng, purge.FollowerConfig{
-			Interval: syncInterval, Timeout: syncTimeout, Now: f.clock.Now,
-			Position: purge.PositionFile{Path: filepath.Join(in.dir, purge.PositionFileName)},
-		}, nil)
-		return in.follower
-	}
-	in.srv, err = tileserver.New(tileserver.Config{Now: f.clock.Now, RevalidateAfter: 24 * time.Hour},
-		tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Archives: o, Follow: follow})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	in.startErr = in.follower.Start(context.Background())
-	in.handler = in.srv
+	f.startWith(in, nil, true)
 }

@@ -26,23 +26,13 @@ func TestAdminPurgeReachesTheWorker(t *testing.T) {
 	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{
+	st := startStack(ctx, t, stack.Options{
 		Env: mapEnv(nil), Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1,
 		OnHandoff: func(inv purge.Invalidation, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			handed, errs = append(handed, inv), append(errs, err)
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := st.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
 	})
 
 	req, err := http.NewRequest(http.MethodPost, st.URL+"/_tilesieve/purge?prefix="+demotiles.Tileset+"/", nil)
