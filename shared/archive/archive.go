@@ -84,7 +84,9 @@ type Deps struct {
 	// decode; nil: bodies are read as stored.
 	Decode func(enc string, b []byte) ([]byte, error)
 	// Purge drops a prefix from the tiers of this instance: a tileset
-	// whose archive changed under a read. nil: nothing is dropped.
+	// whose archive changed under a read. The purge must reach Forget, as
+	// the tiers' purge hook does, so the new version is opened; nil:
+	// nothing is dropped.
 	Purge  func(prefix string)
 	Logger *slog.Logger
 }
