@@ -22,7 +22,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/admin"
 )
 
 // StorageParams sizes section 2.
@@ -264,7 +264,7 @@ type running struct {
 	storageServer
 	proc  *Proc
 	url   string
-	delta tileserver.HandlerStats // tilesieve's counters summed over its wrk runs
+	delta admin.HandlerStats // tilesieve's counters summed over its wrk runs
 }
 
 // loadOnce runs one round against rs: ab (for servers that take it), then
@@ -278,7 +278,7 @@ func (rs *running) loadOnce(ctx context.Context, p StorageParams, paths []string
 		k := [2]string{rs.name, "ab"}
 		samples[k] = append(samples[k], ServerRow{Server: rs.name, Tool: "ab", RPS: r.RPS, Mean: r.Mean, P50: r.P50, P99: r.P99, Errors: r.Failed + r.Non2xx})
 	}
-	var before tileserver.Stats
+	var before admin.Stats
 	if rs.tilesieve {
 		var err error
 		if before, err = tilesStats(rs.url); err != nil {
@@ -385,15 +385,15 @@ func (res *StorageResult) ratios() {
 	}
 }
 
-func tilesStats(url string) (tileserver.Stats, error) {
+func tilesStats(url string) (admin.Stats, error) {
 	req, _ := http.NewRequest(http.MethodGet, url+"/_tilesieve/stats", nil)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return tileserver.Stats{}, err
+		return admin.Stats{}, err
 	}
 	defer resp.Body.Close()
-	var st tileserver.Stats
+	var st admin.Stats
 	if resp.StatusCode != http.StatusOK {
 		return st, fmt.Errorf("stats: %s", resp.Status)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -310,7 +311,7 @@ func (ev *urlEvent) httpRequest(ctx context.Context) (*http.Request, error) {
 		return nil, err
 	}
 	h := &ev.Headers
-	for name, v := range map[string]string{"Authorization": h.Authorization, tileserver.TokenHeader: h.Token,
+	for name, v := range map[string]string{"Authorization": h.Authorization, admin.TokenHeader: h.Token,
 		"X-Forwarded-Host": h.XForwardedHost, "X-Forwarded-Proto": h.XForwardedProto,
 		tileserver.CDNSecretHeader: h.CDNSecret} {
 		if v != "" {

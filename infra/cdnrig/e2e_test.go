@@ -15,9 +15,9 @@ import (
 	"github.com/tilesieve/tilesieve/infra/cdnrig"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
+	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
 const (
@@ -276,7 +276,7 @@ func TestThroughTheCache(t *testing.T) {
 		purge := get(t, "POST", l.rig.URL+"/_tilesieve/purge?prefix="+url.QueryEscape(fmt.Sprintf("storm/%d/1/", stormZoom)),
 			// Origin access control replaces Authorization: the token travels
 			// in its own header.
-			map[string]string{tileserver.TokenHeader: l.st.Tiles.AdminToken})
+			map[string]string{admin.TokenHeader: l.st.Tiles.AdminToken})
 		if purge.status/100 != 2 {
 			t.Fatalf("admin purge through the cache: got %v, want 2xx", purge)
 		}

@@ -35,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/wait"
 )
 
@@ -132,38 +133,19 @@ type Invalidator struct {
 
 // New returns an Invalidator that calls CloudFront through api.
 func New(api *cloudfront.Client, cfg Config, log *slog.Logger) *Invalidator {
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = DefaultMaxAttempts
-	}
-	if cfg.BaseDelay <= 0 {
-		cfg.BaseDelay = DefaultBaseDelay
-	}
-	if cfg.MaxDelay <= 0 {
-		cfg.MaxDelay = DefaultMaxDelay
-	}
-	if cfg.BudgetWait <= 0 {
-		cfg.BudgetWait = DefaultBudgetWait
-	}
-	if cfg.Reserve <= 0 {
-		cfg.Reserve = DefaultReserve
-	}
-	if cfg.MaxWildcardPaths <= 0 {
-		cfg.MaxWildcardPaths = MaxWildcardPathsInProgress
-	}
-	if cfg.MaxExactPaths <= 0 {
-		cfg.MaxExactPaths = MaxExactPathsInProgress
-	}
-	if cfg.MaxListPages <= 0 {
-		cfg.MaxListPages = DefaultListPages
-	}
+	cfg.MaxAttempts = defaults.Positive(cfg.MaxAttempts, DefaultMaxAttempts)
+	cfg.BaseDelay = defaults.Positive(cfg.BaseDelay, DefaultBaseDelay)
+	cfg.MaxDelay = defaults.Positive(cfg.MaxDelay, DefaultMaxDelay)
+	cfg.BudgetWait = defaults.Positive(cfg.BudgetWait, DefaultBudgetWait)
+	cfg.Reserve = defaults.Positive(cfg.Reserve, DefaultReserve)
+	cfg.MaxWildcardPaths = defaults.Positive(cfg.MaxWildcardPaths, MaxWildcardPathsInProgress)
+	cfg.MaxExactPaths = defaults.Positive(cfg.MaxExactPaths, MaxExactPathsInProgress)
+	cfg.MaxListPages = defaults.Positive(cfg.MaxListPages, DefaultListPages)
 	if cfg.Sleep == nil {
 		cfg.Sleep = wait.Sleep
 	}
 	cfg.PathPrefix = normPathPrefix(cfg.PathPrefix)
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Invalidator{api: api, cfg: cfg, log: log, known: map[string]Usage{}}
+	return &Invalidator{api: api, cfg: cfg, log: defaults.Logger(log), known: map[string]Usage{}}
 }
 
 // Enabled reports whether a distribution is configured.

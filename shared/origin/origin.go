@@ -34,6 +34,7 @@
 package origin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,6 +57,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/tilesieve/tilesieve/shared/awsclient"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/wait"
 )
@@ -156,24 +158,12 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.MinBodyRate == 0 {
-		c.MinBodyRate = DefaultMinBodyRate
-	}
-	if c.BodyGrace == 0 {
-		c.BodyGrace = DefaultBodyGrace
-	}
-	if c.MaxObjectBytes == 0 {
-		c.MaxObjectBytes = DefaultMaxObjectBytes
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.MinBodyRate = cmp.Or(c.MinBodyRate, DefaultMinBodyRate)
+	c.BodyGrace = cmp.Or(c.BodyGrace, DefaultBodyGrace)
+	c.MaxObjectBytes = cmp.Or(c.MaxObjectBytes, DefaultMaxObjectBytes)
+	c.Now = defaults.Clock(c.Now)
 	return c
 }
 

@@ -59,18 +59,14 @@ const (
 	CompressionZstd    Compression = 4
 )
 
+var compressionNames = [...]string{
+	CompressionUnknown: "unknown", CompressionNone: "none", CompressionGzip: "gzip",
+	CompressionBrotli: "br", CompressionZstd: "zstd",
+}
+
 func (c Compression) String() string {
-	switch c {
-	case CompressionUnknown:
-		return "unknown"
-	case CompressionNone:
-		return "none"
-	case CompressionGzip:
-		return "gzip"
-	case CompressionBrotli:
-		return "br"
-	case CompressionZstd:
-		return "zstd"
+	if int(c) < len(compressionNames) {
+		return compressionNames[c]
 	}
 	return fmt.Sprintf("compression(%d)", uint8(c))
 }
@@ -99,22 +95,14 @@ const (
 	TileTypeMLT     TileType = 6 // MapLibre Tile
 )
 
+var tileTypeNames = [...]string{
+	TileTypeUnknown: "unknown", TileTypeMVT: "mvt", TileTypePNG: "png", TileTypeJPEG: "jpeg",
+	TileTypeWebP: "webp", TileTypeAVIF: "avif", TileTypeMLT: "mlt",
+}
+
 func (t TileType) String() string {
-	switch t {
-	case TileTypeUnknown:
-		return "unknown"
-	case TileTypeMVT:
-		return "mvt"
-	case TileTypePNG:
-		return "png"
-	case TileTypeJPEG:
-		return "jpeg"
-	case TileTypeWebP:
-		return "webp"
-	case TileTypeAVIF:
-		return "avif"
-	case TileTypeMLT:
-		return "mlt"
+	if int(t) < len(tileTypeNames) {
+		return tileTypeNames[t]
 	}
 	return fmt.Sprintf("tiletype(%d)", uint8(t))
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 )
 
 // RangeReader reads bytes of one version of an archive. A server pins the
@@ -71,18 +73,10 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxDepth <= 0 {
-		o.MaxDepth = DefaultMaxDepth
-	}
-	if o.MaxDirectoryBytes <= 0 {
-		o.MaxDirectoryBytes = DefaultMaxDirectoryBytes
-	}
-	if o.MaxMetadataBytes <= 0 {
-		o.MaxMetadataBytes = DefaultMaxMetadataBytes
-	}
-	if o.MaxTileBytes <= 0 {
-		o.MaxTileBytes = DefaultMaxTileBytes
-	}
+	o.MaxDepth = defaults.Positive(o.MaxDepth, DefaultMaxDepth)
+	o.MaxDirectoryBytes = defaults.Positive(o.MaxDirectoryBytes, DefaultMaxDirectoryBytes)
+	o.MaxMetadataBytes = defaults.Positive(o.MaxMetadataBytes, DefaultMaxMetadataBytes)
+	o.MaxTileBytes = defaults.Positive(o.MaxTileBytes, DefaultMaxTileBytes)
 	return o
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 )
 
 // Target is what a follower purges: the tiers of one function instance
@@ -97,19 +99,10 @@ type Follower struct {
 
 // NewFollower returns a follower of j that purges t.
 func NewFollower(j *Journal, t Target, cfg FollowerConfig, log *slog.Logger) *Follower {
-	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Follower{j: j, t: t, cfg: cfg, log: log, known: cfg.Position == nil}
+	cfg.Interval = defaults.Positive(cfg.Interval, DefaultInterval)
+	cfg.Timeout = defaults.Positive(cfg.Timeout, DefaultTimeout)
+	cfg.Now = defaults.Clock(cfg.Now)
+	return &Follower{j: j, t: t, cfg: cfg, log: defaults.Logger(log), known: cfg.Position == nil}
 }
 
 // Start reads the journal at cold start, before the disk tier is trusted

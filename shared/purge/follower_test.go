@@ -42,6 +42,16 @@ func (fe *followerEnv) append(t *testing.T, prefixes ...string) {
 
 // restart is a new follower of the same journal over the same position
 // file: a process restarted over a kept disk tier.
+// startAt restarts the follower with its position saved at pos, and
+// starts it.
+func (fe *followerEnv) startAt(t *testing.T, pos PositionFile) {
+	t.Helper()
+	fe.restart(FollowerConfig{Position: pos})
+	if err := fe.f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (fe *followerEnv) restart(cfg FollowerConfig) {
 	cfg.Now = fe.clock.Now
 	fe.rec = &recorder{}
@@ -313,10 +323,7 @@ func TestFollowerRestartWithKeptDisk(t *testing.T) {
 	pos := PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
 	ctx := context.Background()
 	fe.append(t, "before/")
-	fe.restart(FollowerConfig{Position: pos})
-	if err := fe.f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	fe.startAt(t, pos)
 	// No position saved yet: what the disk holds is of unknown age.
 	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
 		t.Fatalf("first start: %q, want the kept disk dropped", got)
@@ -328,10 +335,7 @@ func TestFollowerRestartWithKeptDisk(t *testing.T) {
 	// The process dies; two purges are recorded while it is down.
 	fe.append(t, "missed/1/")
 	fe.append(t, "missed/2/")
-	fe.restart(FollowerConfig{Position: pos})
-	if err := fe.f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	fe.startAt(t, pos)
 	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix missed/1/", "prefix missed/2/"}) {
 		t.Fatalf("restart: %q, want exactly the two missed purges", got)
 	}
@@ -348,10 +352,7 @@ func TestFollowerUnlinkFailureNotSaved(t *testing.T) {
 	fe := newFollowerEnv(t, FollowerConfig{})
 	pos := PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
 	ctx := context.Background()
-	fe.restart(FollowerConfig{Position: pos})
-	if err := fe.f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	fe.startAt(t, pos)
 	fe.append(t, "ro/")
 	fe.append(t, "later/")
 	fe.rec.setFail(true)
@@ -360,10 +361,7 @@ func TestFollowerUnlinkFailureNotSaved(t *testing.T) {
 	if p, _, _ := pos.Load(); p.Seq != 0 {
 		t.Fatalf("saved position %d after a purge that left files, want 0", p.Seq)
 	}
-	fe.restart(FollowerConfig{Position: pos})
-	if err := fe.f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	fe.startAt(t, pos)
 	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix ro/", "prefix later/"}) {
 		t.Fatalf("restart: %q, want both purges applied again", got)
 	}

@@ -1,7 +1,6 @@
 package purge
 
 import (
-	"context"
 	"slices"
 	"testing"
 )
@@ -22,17 +21,7 @@ func TestWorkerFontPurgesStacks(t *testing.T) {
 	} {
 		t.Run(tt.event+" "+tt.key, func(t *testing.T) {
 			t.Parallel()
-			we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{})
-			res := we.w.Process(context.Background(), decodeSQS(t, sqsBatch(t, tt.event, []string{tt.key}, 0)))
-			if res.Err != nil {
-				t.Fatal(res.Err)
-			}
-			if !slices.Equal(res.Prefixes, tt.prefixes) {
-				t.Errorf("prefixes: got %q, want %q", res.Prefixes, tt.prefixes)
-			}
-			if !slices.Equal(res.Paths, tt.paths) {
-				t.Errorf("CDN paths: got %q, want %q", res.Paths, tt.paths)
-			}
+			processOne(t, tt.event, tt.key, tt.prefixes, tt.paths)
 		})
 	}
 }

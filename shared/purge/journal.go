@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 )
 
 // Entry is one purge recorded in the journal.
@@ -108,20 +110,10 @@ type Journal struct {
 // NewJournal returns the journal at bucket/prefix. prefix is normally
 // "_tilesieve/journal/".
 func NewJournal(api *s3.Client, bucket, prefix string, opts JournalOptions) *Journal {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Window <= 0 {
-		opts.Window = DefaultWindow
-	}
-	if opts.MaxHeadBytes <= 0 {
-		opts.MaxHeadBytes = DefaultMaxHeadBytes
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Journal{api: api, bucket: bucket, prefix: prefix, opts: opts, log: log}
+	opts.Now = defaults.Clock(opts.Now)
+	opts.Window = defaults.Positive(opts.Window, DefaultWindow)
+	opts.MaxHeadBytes = defaults.Positive(opts.MaxHeadBytes, DefaultMaxHeadBytes)
+	return &Journal{api: api, bucket: bucket, prefix: prefix, opts: opts, log: defaults.Logger(opts.Logger)}
 }
 
 // Prefix is the key prefix the journal lives under.

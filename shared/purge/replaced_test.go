@@ -114,10 +114,7 @@ func TestFollowerRestartReplacedEntry(t *testing.T) {
 			fe := newFollowerEnv(t, FollowerConfig{})
 			pos := PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
 			ctx := context.Background()
-			fe.restart(FollowerConfig{Position: pos})
-			if err := fe.f.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
+			fe.startAt(t, pos)
 			fe.append(t, "a/")
 			fe.append(t, "mine/")
 			fe.clock.Advance(time.Second)
@@ -136,10 +133,7 @@ func TestFollowerRestartReplacedEntry(t *testing.T) {
 				fe.replaceHead(t, 2, "theirs/", false)
 			}
 			fe.append(t, "missed/")
-			fe.restart(FollowerConfig{Position: pos})
-			if err := fe.f.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
+			fe.startAt(t, pos)
 			if got := fe.rec.take(); !slices.Equal(got, tc.want) {
 				t.Errorf("restart: got %q, want %q", got, tc.want)
 			}

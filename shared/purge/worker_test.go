@@ -622,6 +622,24 @@ func TestWorkerConfigValidate(t *testing.T) {
 	}
 }
 
+// processOne has a worker process one S3 event of key, and checks the
+// prefixes it purged and the CDN paths it invalidated.
+func processOne(t *testing.T, event, key string, prefixes, paths []string) (*workerEnv, Result) {
+	t.Helper()
+	we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{})
+	res := we.w.Process(context.Background(), decodeSQS(t, sqsBatch(t, event, []string{key}, 0)))
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if !slices.Equal(res.Prefixes, prefixes) {
+		t.Errorf("prefixes: got %q, want %q", res.Prefixes, prefixes)
+	}
+	if !slices.Equal(res.Paths, paths) {
+		t.Errorf("CDN paths: got %q, want %q", res.Paths, paths)
+	}
+	return we, res
+}
+
 // TestWorkerArchivePurgesTileset: an upload or a deletion of NAME.pmtiles
 // or NAME.mbtiles
 // purges the tileset NAME/ and its TileJSON NAME.json, in the journal and
@@ -642,17 +660,7 @@ func TestWorkerArchivePurgesTileset(t *testing.T) {
 	} {
 		t.Run(tt.event+" "+tt.key, func(t *testing.T) {
 			t.Parallel()
-			we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{})
-			res := we.w.Process(context.Background(), decodeSQS(t, sqsBatch(t, tt.event, []string{tt.key}, 0)))
-			if res.Err != nil {
-				t.Fatal(res.Err)
-			}
-			if !slices.Equal(res.Prefixes, tt.prefixes) {
-				t.Errorf("prefixes: got %q, want %q", res.Prefixes, tt.prefixes)
-			}
-			if !slices.Equal(res.Paths, tt.paths) {
-				t.Errorf("CDN paths: got %q, want %q", res.Paths, tt.paths)
-			}
+			we, res := processOne(t, tt.event, tt.key, tt.prefixes, tt.paths)
 			snap, err := we.j.Read(context.Background(), "")
 			if err != nil {
 				t.Fatal(err)

@@ -29,14 +29,11 @@ const (
 	Expired                 // LifecycleExpiration:* / "Object Deleted" with reason "Lifecycle Expiration"
 )
 
+var kindNames = map[Kind]string{Created: "created", Removed: "removed", Expired: "expired"}
+
 func (k Kind) String() string {
-	switch k {
-	case Created:
-		return "created"
-	case Removed:
-		return "removed"
-	case Expired:
-		return "expired"
+	if n, ok := kindNames[k]; ok {
+		return n
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -51,16 +48,11 @@ const (
 	SourceTestEvent                     // {"Event":"s3:TestEvent",...}
 )
 
+var sourceNames = map[Source]string{SourceS3: "s3", SourceSQS: "sqs", SourceEventBridge: "eventbridge", SourceTestEvent: "s3-test-event"}
+
 func (s Source) String() string {
-	switch s {
-	case SourceS3:
-		return "s3"
-	case SourceSQS:
-		return "sqs"
-	case SourceEventBridge:
-		return "eventbridge"
-	case SourceTestEvent:
-		return "s3-test-event"
+	if n, ok := sourceNames[s]; ok {
+		return n
 	}
 	return fmt.Sprintf("Source(%d)", int(s))
 }

@@ -24,6 +24,7 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,34 +83,28 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("stage: Prefixes: %w", err))
 		}
 	}
-	if c.Budget < 0 {
-		errs = append(errs, fmt.Errorf("stage: Budget %v is negative", c.Budget))
-	}
-	if c.Concurrency < 0 {
-		errs = append(errs, fmt.Errorf("stage: Concurrency %d is negative", c.Concurrency))
-	}
-	if c.LargeObject < 0 {
-		errs = append(errs, fmt.Errorf("stage: LargeObject %d is negative", c.LargeObject))
-	}
-	if c.PartSize < 0 {
-		errs = append(errs, fmt.Errorf("stage: PartSize %d is negative", c.PartSize))
+	for _, f := range []struct {
+		name     string
+		negative bool
+		value    any
+	}{
+		{"Budget", c.Budget < 0, c.Budget},
+		{"Concurrency", c.Concurrency < 0, c.Concurrency},
+		{"LargeObject", c.LargeObject < 0, c.LargeObject},
+		{"PartSize", c.PartSize < 0, c.PartSize},
+	} {
+		if f.negative {
+			errs = append(errs, fmt.Errorf("stage: %s %v is negative", f.name, f.value))
+		}
 	}
 	return errors.Join(errs...)
 }
 
 func (c Config) withDefaults() Config {
-	if c.Budget == 0 {
-		c.Budget = DefaultBudget
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.LargeObject == 0 {
-		c.LargeObject = DefaultLargeObject
-	}
-	if c.PartSize == 0 {
-		c.PartSize = DefaultPartSize
-	}
+	c.Budget = cmp.Or(c.Budget, DefaultBudget)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.LargeObject = cmp.Or(c.LargeObject, DefaultLargeObject)
+	c.PartSize = cmp.Or(c.PartSize, DefaultPartSize)
 	return c
 }
 

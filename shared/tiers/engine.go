@@ -33,6 +33,7 @@
 package tiers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/flight"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/guard"
 	"github.com/tilesieve/tilesieve/shared/tile"
@@ -234,26 +236,12 @@ func New(cfg Config, d Deps) (*Engine, error) {
 	if d.Memory == nil || d.Origin == nil {
 		return nil, errors.New("tiers: Memory and Origin are required")
 	}
-	if cfg.RevalidateAfter == 0 {
-		cfg.RevalidateAfter = DefaultRevalidateAfter
-	}
-	if cfg.OriginTimeout == 0 {
-		cfg.OriginTimeout = DefaultOriginTimeout
-	}
-	if cfg.MaxOriginFetches == 0 {
-		cfg.MaxOriginFetches = DefaultMaxOriginFetches
-	}
-	if cfg.OriginFailureWindow == 0 {
-		cfg.OriginFailureWindow = DefaultOriginFailureWindow
-	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
-	log := d.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	cfg.RevalidateAfter = cmp.Or(cfg.RevalidateAfter, DefaultRevalidateAfter)
+	cfg.OriginTimeout = cmp.Or(cfg.OriginTimeout, DefaultOriginTimeout)
+	cfg.MaxOriginFetches = cmp.Or(cfg.MaxOriginFetches, DefaultMaxOriginFetches)
+	cfg.OriginFailureWindow = cmp.Or(cfg.OriginFailureWindow, DefaultOriginFailureWindow) // negative: off
+	now := defaults.Clock(cfg.Now)
+	log := defaults.Logger(d.Logger)
 	e := &Engine{
 		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin, metrics: d.Metrics,
 		log: log, now: now, prepare: d.Prepare, purged: d.Purged,

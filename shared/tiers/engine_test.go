@@ -55,10 +55,13 @@ func newEnv(t testing.TB, fsync bool, cfg tiers.Config) *env {
 	return e
 }
 
-func (e *env) put(key, body string) {
-	e.t.Helper()
-	if _, err := s3local.Put(context.Background(), e.api, bucket, "tiles/"+key, []byte(body), "image/png", ""); err != nil {
-		e.t.Fatal(err)
+func (e *env) put(key, body string) { putTile(e.t, e.api, key, body) }
+
+// putTile writes the tile key to S3 under the tiles prefix.
+func putTile(t testing.TB, api *s3.Client, key, body string) {
+	t.Helper()
+	if _, err := s3local.Put(context.Background(), api, bucket, "tiles/"+key, []byte(body), "image/png", ""); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -90,12 +90,7 @@ func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *purge.Follower, 
 	return eng, fol, fol.Start(context.Background())
 }
 
-func (r *outageRig) put(key, body string) {
-	r.t.Helper()
-	if _, err := s3local.Put(context.Background(), r.api, bucket, "tiles/"+key, []byte(body), "image/png", ""); err != nil {
-		r.t.Fatal(err)
-	}
-}
+func (r *outageRig) put(key, body string) { putTile(r.t, r.api, key, body) }
 
 // TestOutageRestartServesKeptDisk: an instance restarted over its disk tier
 // while S3 answers neither the journal nor the tiles answers the tiles it

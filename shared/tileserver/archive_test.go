@@ -15,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -31,23 +33,12 @@ type archiveEnv struct {
 }
 
 // logBuffer is a log sink safe for the server's goroutines.
-type logBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 // lines returns the lines that contain s.
 func (l *logBuffer) lines(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(l.String(), "\n") {
 		if strings.Contains(line, s) {
 			out = append(out, line)
 		}
@@ -532,7 +523,7 @@ func TestArchiveNamesAreBounded(t *testing.T) {
 	})
 	names := 60_000 // about 30 s of CPU: two S3 requests each
 	if testing.Short() || raceEnabled {
-		names = 2*tileserver.MaxArchiveNames + 1 // still past the bound twice
+		names = 2*archive.MaxNames + 1 // still past the bound twice
 	}
 	e.put("osm/1/0/0.png", []byte("tile"), "image/png", "")
 	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "MISS")
@@ -560,8 +551,8 @@ func TestArchiveNamesAreBounded(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := e.srv.ArchiveNames(); got > tileserver.MaxArchiveNames {
-		t.Errorf("got %d names remembered after %d distinct ones, want at most %d", got, names, tileserver.MaxArchiveNames)
+	if got := e.srv.ArchiveNames(); got > archive.MaxNames {
+		t.Errorf("got %d names remembered after %d distinct ones, want at most %d", got, names, archive.MaxNames)
 	}
 	e.mem.DeletePrefix("") // the remembered 404s are the memory tier's, charged to its bound
 	runtime.GC()

@@ -95,6 +95,12 @@ func newFleet(t *testing.T, n int, memBytes int64) *fleet {
 // (when stageKeys is not nil), then read the journal again.
 func (f *fleet) start(in *instance, stagePrefixes []string) {
 	f.t.Helper()
+	f.startWith(in, stagePrefixes, false)
+}
+
+// startWith is start, with archives on when archives is set.
+func (f *fleet) startWith(in *instance, stagePrefixes []string, archives bool) {
+	f.t.Helper()
 	var err error
 	in.mem, err = cache.New(cache.Config{MaxBytes: f.memBytes})
 	if err != nil {
@@ -113,8 +119,11 @@ func (f *fleet) start(in *instance, stagePrefixes []string) {
 		}, nil)
 		return in.follower
 	}
-	in.srv, err = tileserver.New(tileserver.Config{Now: f.clock.Now, RevalidateAfter: 24 * time.Hour},
-		tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Follow: follow})
+	deps := tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Follow: follow}
+	if archives {
+		deps.Archives = o
+	}
+	in.srv, err = tileserver.New(tileserver.Config{Now: f.clock.Now, RevalidateAfter: 24 * time.Hour}, deps)
 	if err != nil {
 		f.t.Fatal(err)
 	}

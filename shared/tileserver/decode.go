@@ -48,6 +48,16 @@ func decodeTile(enc string, b []byte) ([]byte, error) {
 	return out, err
 }
 
+// decodeStored is b decoded when enc is a coding decodeTile decodes, else b
+// as it is: documents read from the tiers (metadata.json, styles, glyph
+// ranges) are decoded this way before they are read.
+func decodeStored(enc string, b []byte) ([]byte, error) {
+	if !decodable(enc) {
+		return b, nil
+	}
+	return decodeTile(enc, b)
+}
+
 // decodeStream decodes a streamed tile stored with Content-Encoding enc;
 // closing the result releases the decoder and closes body.
 func decodeStream(enc string, body io.ReadCloser) (io.ReadCloser, error) {

@@ -1,23 +1,16 @@
 package tileserver_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
-	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
-	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
@@ -239,9 +232,9 @@ func TestCatalog(t *testing.T) {
 	e.put("odd/1/x/0.png", []byte("t"), "image/png", "")
 	r := e.do("GET", "/_tilesieve/catalog", "X-Forwarded-Host", "cdn.example", tileserver.CDNSecretHeader, "stack-secret")
 	expect(t, r, 200, "")
-	var c tileserver.Catalog
+	var c docs.Catalog
 	decodeJSON(t, body(t, r), &c)
-	want := []tileserver.CatalogEntry{
+	want := []docs.CatalogEntry{
 		{Name: "a", Kind: "pmtiles", TileJSON: "https://cdn.example/a.json"},
 		{Name: "osm", Kind: "objects", TileJSON: "https://cdn.example/osm.json"},
 		{Name: "plain", Kind: "objects", TileJSON: "https://cdn.example/plain.json"},
@@ -293,29 +286,7 @@ func TestArchiveReuploadReachesEveryInstance(t *testing.T) {
 // startWithArchives restarts an instance of the fleet with archives on.
 func startWithArchives(f *fleet, in *instance) {
 	f.t.Helper()
-	var err error
-	if in.mem, err = cache.New(cache.Config{MaxBytes: f.memBytes}); err != nil {
-		f.t.Fatal(err)
-	}
-	if in.disk, err = disk.Open(disk.Config{Dir: in.dir, MaxBytes: 64 << 20, Now: f.clock.Now}, nil); err != nil {
-		f.t.Fatal(err)
-	}
-	o := origin.NewWithS3(f.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: f.clock.Now, MaxAttempts: 1})
-	j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
-	follow := func(eng *tiers.Engine) tiers.Syncer {
-		in.follower = purge.NewFollower(j, eng, purge.FollowerConfig{
-			Interval: syncInterval, Timeout: syncTimeout, Now: f.clock.Now,
-			Position: purge.PositionFile{Path: filepath.Join(in.dir, purge.PositionFileName)},
-		}, nil)
-		return in.follower
-	}
-	in.srv, err = tileserver.New(tileserver.Config{Now: f.clock.Now, RevalidateAfter: 24 * time.Hour},
-		tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Archives: o, Follow: follow})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	in.startErr = in.follower.Start(context.Background())
-	in.handler = in.srv
+	f.startWith(in, nil, true)
 }
 
 // TestCatalogShowsRefusedArchive: listing the catalog opens the archives it
@@ -329,7 +300,7 @@ func TestCatalogShowsRefusedArchive(t *testing.T) {
 	e.put("bad.pmtiles", whole[:len(whole)-50], "", "")
 	r := e.do("GET", "/_tilesieve/catalog")
 	expect(t, r, 200, "")
-	var c tileserver.Catalog
+	var c docs.Catalog
 	decodeJSON(t, body(t, r), &c)
 	if len(c.Tilesets) != 2 || c.Tilesets[0].Name != "a" || c.Tilesets[0].Error != "" ||
 		c.Tilesets[1].Name != "bad" || !strings.Contains(c.Tilesets[1].Error, "tile data at") || !strings.Contains(c.Tilesets[1].Error, "lies outside the archive") {

@@ -1,14 +1,7 @@
 package tileserver
 
-// MaxArchiveNames is maxNames, for the tests.
-const MaxArchiveNames = maxNames
-
 // ArchiveNames is how many tileset names the archive origin remembers.
-func (s *Server) ArchiveNames() int {
-	s.archives.mu.Lock()
-	defer s.archives.mu.Unlock()
-	return len(s.archives.names)
-}
+func (s *Server) ArchiveNames() int { return s.archives.Names() }
 
 // Decodes is how many times a stored tile was decoded whole (or measured)
 // for clients without its coding.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/stage"
@@ -286,7 +287,7 @@ func TestMBTilesServed(t *testing.T) {
 				t.Errorf("vector_layers: got %+v, want roads", tj.Layers)
 			}
 
-			var cat tileserver.Catalog
+			var cat docs.Catalog
 			if err := json.Unmarshal([]byte(body(t, me.do("GET", "/_tilesieve/catalog"))), &cat); err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -72,7 +73,7 @@ type prepared struct {
 	// whole (answerHit).
 	hit []Field
 	// document marks a TileJSON or IIIF info.json: answered as rendered
-	// for the URL it is served from (Server.document), not as stored.
+	// for the URL it is served from (docs.Docs.Render), not as stored.
 	document bool
 
 	// payload is the function-URL answer with a hole at split for
@@ -108,7 +109,7 @@ func (s *Server) prepare(key string, t *tile.Tile) {
 		return
 	}
 	p := s.newPrepared(t)
-	tileJSON, info := documentKind(key, t)
+	tileJSON, info := docs.Kind(key, t)
 	p.document = tileJSON || info
 	p.hit = s.hitFields(p)
 	if s.cfg.Payloads && len(t.Body) <= MaxPayloadBody {
@@ -258,7 +259,7 @@ func (s *Server) answerTile(req *Request, resp *Response, key string, t *tile.Ti
 // decode (decodedVariant), except for a document rendered for this request
 // (its body is not the stored tile's), which is small and decoded here.
 func (s *Server) variantOf(key string, t *tile.Tile) variant {
-	if tileJSON, info := documentKind(key, t); !tileJSON && !info {
+	if tileJSON, info := docs.Kind(key, t); !tileJSON && !info {
 		return s.decodedVariant(key, t)
 	}
 	s.stats.decodes.Add(1)
@@ -465,18 +466,6 @@ func (s *Server) answerPlain(req *Request, resp *Response, status int, msg strin
 	if req.Method != http.MethodHead {
 		resp.Body = []byte(msg + "\n")
 	}
-}
-
-// plain writes a short text answer (the admin API).
-func (s *Server) plain(w http.ResponseWriter, status int, msg string) {
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(msg)+1))
-	if h.Get("Cache-Control") == "" {
-		h.Set("Cache-Control", "no-store")
-	}
-	w.WriteHeader(status)
-	io.WriteString(w, msg+"\n")
 }
 
 // preconditions applies RFC 9110 §13.2.2: If-Match (strong), else

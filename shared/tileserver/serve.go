@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/archive"
+	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tiers"
@@ -226,7 +228,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	res, err := s.eng.Get(ctx, key, now)
 	t, src, stream := res.Tile, res.Source, res.Stream
 	if errors.Is(err, origin.ErrNotFound) {
-		if ct, csrc, ok, cerr := s.composeGlyphs(ctx, key, now); ok {
+		if ct, csrc, ok, cerr := s.docs.Glyphs(ctx, s.eng, key, now); ok {
 			t, src, err = ct, csrc, cerr // a font stack not stored as one
 		}
 	}
@@ -235,10 +237,10 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		s.answerStream(req, resp, key, t, stream, start)
 	case err == nil:
 		if p, _ := t.Prepared.(*prepared); p == nil || p.document {
-			t = s.document(req, key, t) // TileJSON and IIIF info.json name the URL they are served from
+			t = s.docs.Render(key, s.baseURL(req), t) // TileJSON and IIIF info.json name the URL they are served from
 		}
 		s.answerTile(req, resp, key, t, src, start)
-	case errors.Is(err, errBadGlyphKey):
+	case errors.Is(err, docs.ErrBadGlyphKey):
 		s.stats.badRequests.Add(1)
 		s.answerPlain(req, resp, http.StatusBadRequest, "bad glyph range")
 	case errors.Is(err, origin.ErrNotFound):
@@ -256,10 +258,10 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 			msg = "tile larger than MAX_TILE_BYTES"
 		case isTimeout(err):
 			status, msg = http.StatusGatewayTimeout, "origin timeout"
-		case isRefused(err):
+		case archive.IsRefused(err):
 			msg = "invalid or unsupported PMTiles archive"
 		}
-		if !isRefused(err) { // logged once, when it was refused
+		if !archive.IsRefused(err) { // logged once, when it was refused
 			s.log.Warn("tile not served", "key", key, "status", status, "err", err)
 		}
 		resp.set("X-Cache", xCacheValues[srcOrigin])
@@ -318,7 +320,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, adminPrefix) {
 		s.stats.requests.Add(1)
 		s.eng.Check(r.Context(), s.now(), true)
-		s.serveAdmin(w, r)
+		s.admin.ServeHTTP(w, r)
 		return
 	}
 	var req Request

@@ -1,9 +1,11 @@
 // Package tileserver is the HTTP contract of the tile origin, on top of the
 // tier engine (shared/tiers): tile answers with conditional requests, ranges,
-// gzip pass-through, X-Cache and Server-Timing, CORS, the documents that name
-// their own URL (TileJSON, IIIF info.json, the catalog), PMTiles archives as
-// an origin of the engine, and the admin API. It knows nothing of Lambda: the
-// Lambda entry wraps it, and `make run` and the tests serve it as it is.
+// gzip pass-through, X-Cache and Server-Timing, and CORS. It knows nothing of
+// Lambda: the Lambda entry wraps it, and `make run` and the tests serve it as
+// it is. New composes what answers beside it, each in its own package: the
+// archive origin (shared/archive) in front of S3, the documents that name
+// their own URL (shared/docs), and the reserved path space /_tilesieve/
+// (shared/admin), which Serve leaves to ServeHTTP (Response.Admin).
 //
 // The engine decides where a tile comes from (memory, disk, S3) and what a
 // purge removes; this package decides how it is answered, and prepares each
@@ -26,22 +28,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/admin"
+	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/docs"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/obs"
-	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 )
 
 // Origin is where tiles come from on a miss: S3, through shared/origin.
 type Origin = tiers.Origin
-
-// Purger carries an admin purge to every instance (the journal) and to the
-// CDN (through the sync worker); *purge.Purger is one.
-type Purger interface {
-	Purge(ctx context.Context, r purge.Request) (purge.Outcome, error)
-}
 
 // Config is the handler's behaviour.
 type Config struct {
@@ -72,7 +72,7 @@ type Config struct {
 	CDNSecret string
 	// ArchiveTTL is how long a tileset name is believed not to be a PMTiles
 	// archive, and how long an archive's ETag counts as checked when its
-	// tiles are revalidated; default DefaultArchiveTTL.
+	// tiles are revalidated; default archive.DefaultTTL.
 	ArchiveTTL time.Duration
 	// MaxTileBytes (MAX_TILE_BYTES) also bounds a tile decoded for a client
 	// without its coding; zero or negative: the decoder's own bounds only.
@@ -110,17 +110,17 @@ type Deps struct {
 	Memory  *cache.Cache
 	Disk    *disk.Store
 	Origin  Origin
-	Purger  Purger
+	Purger  admin.Purger
 	Metrics Metrics // nil records nothing
 	Logger  *slog.Logger
 	// Archives, when set, serves PMTiles archives (NAME.pmtiles) as the
 	// tilesets NAME/, and the catalog; nil serves objects only.
-	Archives ArchiveStore
+	Archives archive.Store
 	// Stager, with Archives, serves MBTiles databases (NAME.mbtiles) as the
 	// tilesets NAME/, each staged whole to local disk through it; nil: off.
-	Stager Stager
+	Stager archive.Stager
 	// Directories keeps archives' decoded leaf directories; nil: a cache
-	// of DefaultDirectoryBytes.
+	// of archive.DefaultDirectoryBytes.
 	Directories *cache.Cache
 	// Follow, when set, builds the journal follower: it is given the tier
 	// engine to purge and returns the Syncer the engine consults (see
@@ -130,27 +130,26 @@ type Deps struct {
 
 // Server is the tile handler.
 type Server struct {
-	cfg        Config
-	eng        *tiers.Engine
-	mem        *cache.Cache // the engine's, for the admin API's listings
-	disk       *disk.Store  // the engine's, for the admin API's listings; nil: none
-	origin     Origin       // what the engine fetches from: S3, behind archives when they are on
-	purger     Purger
-	log        *slog.Logger
-	now        func() time.Time
-	empty      map[string]emptyTile
-	adminToken [32]byte // sha256 of the token; compared in constant time
-	metrics    Metrics  // nil: none
-	cors       corsPolicy
+	cfg     Config
+	eng     *tiers.Engine
+	mem     *cache.Cache // the engine's, for the admin API's listings
+	disk    *disk.Store  // the engine's, for the admin API's listings; nil: none
+	origin  Origin       // what the engine fetches from: S3, behind archives when they are on
+	log     *slog.Logger
+	now     func() time.Time
+	empty   map[string]emptyTile
+	metrics Metrics // nil: none
+	cors    corsPolicy
 
 	// Field values shared by every answer.
 	cacheControl, negativeCacheControl, staleCacheControl, allow []string
 
 	stats    counters
-	decoding decodeFlights // decodes of stored tiles for clients without their coding
-	archives *archives     // nil: objects only
-	docs     *cache.Cache  // TileJSON and info.json answers rendered for a base URL
-	catalog  catalogCache
+	decoding decodeFlights   // decodes of stored tiles for clients without their coding
+	archives *archive.Origin // nil: objects only
+	docs     *docs.Docs      // documents rendered for a base URL, glyph stacks, the catalog
+	admin    *admin.Handler  // the reserved path space, /_tilesieve/
+	base     docs.Base       // what a request's public base URL is chosen from
 }
 
 // counters are the handler's own statistics; the engine keeps the tiers'.
@@ -175,34 +174,39 @@ func New(cfg Config, d Deps) (*Server, error) {
 	// The archive probes read these beside the engine.
 	cfg.RevalidateAfter = cmp.Or(cfg.RevalidateAfter, tiers.DefaultRevalidateAfter)
 	cfg.OriginTimeout = cmp.Or(cfg.OriginTimeout, tiers.DefaultOriginTimeout)
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
-	log := d.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	now := defaults.Clock(cfg.Now)
+	log := defaults.Logger(d.Logger)
 	s := &Server{
 		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin,
-		purger: d.Purger, log: log, now: now, metrics: d.Metrics,
+		log: log, now: now, metrics: d.Metrics,
 		empty: makeEmptyTiles(),
 	}
-	if cfg.AdminToken != "" {
-		s.adminToken = hashToken(cfg.AdminToken)
-	}
+	s.base = docs.Base{PublicURL: cfg.PublicURL, CDNSecret: cfg.CDNSecret}
 	s.cors, _ = parseCORS(cfg.CORSAllowOrigins) // validated above
 	s.cacheControl = []string{cfg.CacheControl}
 	s.negativeCacheControl = []string{cfg.NegativeCacheControl}
 	s.staleCacheControl = []string{cfg.StaleCacheControl}
-	if err := s.withArchives(d); err != nil {
+	var err error
+	if d.Archives != nil {
+		s.archives, err = archive.New(archive.Config{TTL: cfg.ArchiveTTL, OriginTimeout: cfg.OriginTimeout, Now: now}, archive.Deps{
+			Next: s.origin, Store: d.Archives, Stager: d.Stager, Directories: d.Directories,
+			Decode: decodeStored, Logger: log,
+			// The engine is built below, over the archives; an archive
+			// changes under a read only once requests run.
+			Purge: func(prefix string) { _, _ = s.eng.Purge(prefix) },
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.origin = s.archives
+	}
+	if s.docs, err = docs.New(docs.Deps{Prepare: s.prepare, Decode: decodeStored, Archives: s.archives, Logger: log, Now: now}); err != nil {
 		return nil, err
 	}
 	var metrics tiers.Metrics
 	if d.Metrics != nil {
 		metrics = d.Metrics
 	}
-	var err error
 	s.eng, err = tiers.New(tiers.Config{
 		RevalidateAfter:     cfg.RevalidateAfter,
 		OriginTimeout:       cfg.OriginTimeout,
@@ -221,6 +225,20 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	ad := admin.Deps{
+		Engine: s.eng, Memory: d.Memory, Disk: d.Disk, Purger: d.Purger,
+		Hidden: isVariantKey, Handler: s.handlerStats,
+		BaseURL: s.httpBaseURL, PublicCORS: s.cors.any, Logger: log,
+	}
+	if s.archives != nil {
+		ad.Catalog = s.docs.Tilesets
+	}
+	if s.admin, err = admin.New(admin.Config{Token: cfg.AdminToken, Now: now}, ad); err != nil {
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
 	s.allow = []string{"GET, HEAD"}
 	if s.cors.any || s.cors.reflect {
 		s.allow = allowMethods
@@ -229,15 +247,20 @@ func New(cfg Config, d Deps) (*Server, error) {
 }
 
 // adminPrefix is the reserved path space of the health check and admin API.
-const adminPrefix = "/_tilesieve/"
+const adminPrefix = admin.Prefix
 
 // Engine is the tier engine the server answers from: its Purge is what the
 // journal follower drives, and what an admin purge applies here.
 func (s *Server) Engine() *tiers.Engine { return s.eng }
 
-// purgeTiers purges prefix from this instance's tiers.
-func (s *Server) purgeTiers(prefix string) (memN, diskN int, err error) {
-	return s.eng.PurgeTiers(prefix)
+// Stats returns the tier and handler counters, as GET /_tilesieve/stats
+// answers them.
+func (s *Server) Stats() admin.Stats { return s.admin.Stats() }
+
+// handlerStats are the counters this layer keeps; the engine keeps the
+// tiers'.
+func (s *Server) handlerStats() admin.HandlerStats {
+	return admin.HandlerStats{Requests: s.stats.requests.Load(), NotFound: s.stats.notFound.Load(), BadRequests: s.stats.badRequests.Load()}
 }
 
 // nowAt is the server's clock at real, a time just read from time.Now:
@@ -247,6 +270,15 @@ func (s *Server) nowAt(real time.Time) time.Time {
 		return s.cfg.Now()
 	}
 	return real
+}
+
+// purged runs inside every purge of prefix on this instance: archives it
+// covers are opened afresh, and renderings of what it covers are dropped.
+func (s *Server) purged(prefix string) {
+	s.docs.Purged(prefix)
+	if s.archives != nil {
+		s.archives.Forget(prefix)
+	}
 }
 
 // Drain waits for the revalidations started in the background for requests
@@ -267,4 +299,22 @@ func directiveSeconds(cc, name string) time.Duration {
 		return time.Duration(n) * time.Second
 	}
 	return 0
+}
+
+// UseLocalArchive serves tileset name's archive, while S3 holds version
+// etag of it, from src (a copy staged to local disk) instead of ranged
+// GETs (archive.Origin.UseLocal); a no-op when archives are off.
+func (s *Server) UseLocalArchive(name, etag string, src pmtiles.RangeReader) {
+	if s.archives != nil {
+		s.archives.UseLocal(name, etag, src)
+	}
+}
+
+// StageMBTiles stages and opens NAME.mbtiles now, as its first request
+// would (archive.Origin.StageMBTiles).
+func (s *Server) StageMBTiles(ctx context.Context, name string) error {
+	if s.archives == nil {
+		return errors.New("tileserver: mbtiles are off")
+	}
+	return s.archives.StageMBTiles(ctx, name)
 }

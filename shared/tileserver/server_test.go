@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
@@ -567,7 +568,7 @@ func TestHealthAndAdmin(t *testing.T) {
 	}
 	r := e.do("GET", "/_tilesieve/health")
 	expect(t, r, 200, "")
-	var h tileserver.Health
+	var h admin.Health
 	if err := json.NewDecoder(r.Body).Decode(&h); err != nil || h.Memory.Entries != 3 || h.Disk.Entries != 3 {
 		t.Fatalf("health: %+v %v", h, err)
 	}
@@ -576,8 +577,8 @@ func TestHealthAndAdmin(t *testing.T) {
 	expect(t, e.do("GET", "/_tilesieve/stats", "Authorization", "Bearer nope"), 403, "")
 	r = e.do("GET", "/_tilesieve/stats", "Authorization", "Bearer test-admin-token")
 	expect(t, r, 200, "")
-	expect(t, e.do("GET", "/_tilesieve/stats", tileserver.TokenHeader, "test-admin-token"), 200, "")
-	expect(t, e.do("GET", "/_tilesieve/stats", tileserver.TokenHeader, "wrong"), 403, "")
+	expect(t, e.do("GET", "/_tilesieve/stats", admin.TokenHeader, "test-admin-token"), 200, "")
+	expect(t, e.do("GET", "/_tilesieve/stats", admin.TokenHeader, "wrong"), 403, "")
 	if r.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("admin Cache-Control: %q", r.Header.Get("Cache-Control"))
 	}
@@ -596,7 +597,7 @@ func TestHealthAndAdmin(t *testing.T) {
 
 	r = e.do("POST", "/_tilesieve/purge?prefix=a/", "Authorization", "Bearer test-admin-token")
 	expect(t, r, 200, "")
-	var res tileserver.PurgeResult
+	var res admin.PurgeResult
 	if err := json.NewDecoder(r.Body).Decode(&res); err != nil || res.MemoryEntries != 2 || res.DiskEntries != 2 || res.JournalSeq == 0 {
 		t.Fatalf("purge: %+v %v", res, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/glyphs"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 	"github.com/tilesieve/tilesieve/shared/tileset"
@@ -216,7 +217,7 @@ func TestCatalogPurged(t *testing.T) {
 		t.Helper()
 		r := e.do("GET", "/_tilesieve/catalog")
 		expect(t, r, 200, "")
-		var c tileserver.Catalog
+		var c docs.Catalog
 		decodeJSON(t, body(t, r), &c)
 		var n []string
 		for _, ts := range c.Tilesets {

@@ -56,6 +56,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/tilesieve/tilesieve/shared/glyphs"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/mbtiles"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/pmtiles/pmwrite"
@@ -226,15 +227,9 @@ type item struct {
 // client. A bad src or dst is an error before anything is sent; otherwise
 // the Report counts every file, and the error joins the first failures.
 func Run(ctx context.Context, client *s3.Client, src string, dst Destination, opts Options) (Report, error) {
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
-	}
-	if opts.ProgressEvery <= 0 {
-		opts.ProgressEvery = DefaultProgressEvery
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts.Concurrency = defaults.Positive(opts.Concurrency, DefaultConcurrency)
+	opts.ProgressEvery = defaults.Positive(opts.ProgressEvery, DefaultProgressEvery)
+	opts.Now = defaults.Clock(opts.Now)
 	if dst.Bucket == "" || dst.Name == "" || strings.Contains(dst.Name, "/") || (dst.Prefix != "" && !strings.HasSuffix(dst.Prefix, "/")) {
 		return Report{}, badDestination("%v: want a bucket, a prefix ending in / and a NAME", dst)
 	}

@@ -18,13 +18,13 @@ import (
 
 	tilesapp "github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
 	"github.com/tilesieve/tilesieve/worker/app"
 )
 
@@ -145,9 +145,9 @@ func TestAdminPurgeThroughTheWorker(t *testing.T) {
 
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest(http.MethodPost, "/_tilesieve/purge?prefix=osm.pmtiles", nil)
-			req.Header.Set(tileserver.TokenHeader, adminToken)
+			req.Header.Set(admin.TokenHeader, adminToken)
 			tiles.Handler.ServeHTTP(rec, req)
-			var res tileserver.PurgeResult
+			var res admin.PurgeResult
 			if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || rec.Code != http.StatusOK {
 				t.Fatalf("admin purge: %d %s", rec.Code, rec.Body)
 			}

@@ -19,8 +19,8 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
 	"github.com/tilesieve/tilesieve/worker/app"
 )
 
@@ -163,7 +163,7 @@ func TestTwoSourcesPurgedByTheirOwnEvents(t *testing.T) {
 
 	rec := httptest.NewRecorder()
 	tiles.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/_tilesieve/catalog", nil))
-	var cat tileserver.Catalog
+	var cat docs.Catalog
 	if err := json.Unmarshal(rec.Body.Bytes(), &cat); err != nil || rec.Code != http.StatusOK {
 		t.Fatalf("catalog: %d %s", rec.Code, rec.Body)
 	}

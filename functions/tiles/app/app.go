@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/config"
@@ -151,7 +152,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	}
 	// NAME.mbtiles is staged whole beside the disk tier (SQLite reads a
 	// local file), within the space the disk tier will never claim.
-	var stager tileserver.Stager
+	var stager archive.Stager
 	if a.Disk != nil {
 		stager = routedStager{r: a.Router, dir: filepath.Join(a.Disk.Dir(), "archives"), room: a.Disk.Spare}
 	}
@@ -209,7 +210,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	// from the copy.
 	var tilePrefixes, archiveKeys []string
 	for _, p := range cfg.StagePrefixes {
-		if (strings.HasSuffix(p, tileserver.ArchiveExt) || strings.HasSuffix(p, tileserver.MBTilesExt)) && !strings.Contains(p, "/") {
+		if (strings.HasSuffix(p, archive.Ext) || strings.HasSuffix(p, archive.MBTilesExt)) && !strings.Contains(p, "/") {
 			archiveKeys = append(archiveKeys, p)
 		} else {
 			tilePrefixes = append(tilePrefixes, p)
@@ -246,7 +247,7 @@ func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []st
 	defer cancel()
 	dir := filepath.Join(a.Disk.Dir(), "archives")
 	for _, key := range keys {
-		if name, ok := strings.CutSuffix(key, tileserver.MBTilesExt); ok {
+		if name, ok := strings.CutSuffix(key, archive.MBTilesExt); ok {
 			// Staged as its first request would stage it; past the budget
 			// the copy goes on, and requests wait for it.
 			if err := a.Server.StageMBTiles(ctx, name); err != nil {

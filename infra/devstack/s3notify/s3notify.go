@@ -313,16 +313,8 @@ func (n *Notifier) deliverBatch(batch []item) {
 		pending[i] = i
 	}
 	for attempt := 0; attempt <= n.cfg.Retries && len(pending) > 0; attempt++ {
-		if attempt > 0 {
-			t := time.NewTimer(n.cfg.RetryDelay << (attempt - 1))
-			select {
-			case <-t.C:
-			case <-n.ctx.Done():
-				t.Stop()
-			}
-			if n.ctx.Err() != nil {
-				break
-			}
+		if attempt > 0 && !n.backoff(attempt) {
+			break
 		}
 		ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(pending))}
 		for _, i := range pending {
@@ -382,21 +374,25 @@ func (n *Notifier) deliverBatch(batch []item) {
 	n.log.Info("SQS batch delivered", "messages", len(batch), "took", time.Since(start).Round(time.Millisecond))
 }
 
+// backoff waits before retry attempt (1, 2, …): RetryDelay doubled each
+// time. It reports false when the notifier stopped meanwhile.
+func (n *Notifier) backoff(attempt int) bool {
+	t := time.NewTimer(n.cfg.RetryDelay << (attempt - 1))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-n.ctx.Done():
+	}
+	return n.ctx.Err() == nil
+}
+
 // deliver invokes the target with one notification, retrying on error.
 func (n *Notifier) deliver(it item) {
 	d := Delivery{Name: it.name, Bucket: it.bucket, Key: it.key, Event: it.raw}
 	start := time.Now()
 	for attempt := 0; attempt <= n.cfg.Retries; attempt++ {
-		if attempt > 0 {
-			t := time.NewTimer(n.cfg.RetryDelay << (attempt - 1))
-			select {
-			case <-t.C:
-			case <-n.ctx.Done():
-				t.Stop()
-			}
-			if n.ctx.Err() != nil {
-				break
-			}
+		if attempt > 0 && !n.backoff(attempt) {
+			break
 		}
 		d.Attempts++
 		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Timeout)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
+	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
 // TestAdminPurgeReachesTheWorker: off Lambda an admin purge takes the same
@@ -26,7 +26,7 @@ func TestAdminPurgeReachesTheWorker(t *testing.T) {
 	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{
+	st := startStack(ctx, t, stack.Options{
 		Env: mapEnv(nil), Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1,
 		OnHandoff: func(inv purge.Invalidation, err error) {
 			mu.Lock()
@@ -34,28 +34,18 @@ func TestAdminPurgeReachesTheWorker(t *testing.T) {
 			handed, errs = append(handed, inv), append(errs, err)
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := st.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
 
 	req, err := http.NewRequest(http.MethodPost, st.URL+"/_tilesieve/purge?prefix="+demotiles.Tileset+"/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(tileserver.TokenHeader, stack.DefaultAdminToken)
+	req.Header.Set(admin.TokenHeader, stack.DefaultAdminToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var res tileserver.PurgeResult
+	var res admin.PurgeResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("admin purge: %d, %+v, %v", resp.StatusCode, res, err)
 	}

@@ -73,6 +73,12 @@ func startEmbeddedEnv(t *testing.T, ev *events, env map[string]string) *stack.St
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	return startStack(ctx, t, opts)
+}
+
+// startStack starts a stack with opts, closed when the test ends.
+func startStack(ctx context.Context, t *testing.T, opts stack.Options) *stack.Stack {
+	t.Helper()
 	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -82,21 +82,11 @@ func TestStyleInChromium(t *testing.T) {
 	bin := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{
+	st := startStack(ctx, t, stack.Options{
 		Env:      mapEnv(map[string]string{"REVALIDATE_AFTER": "1h", "SYNC_TIMEOUT": "30s"}),
 		Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0",
 		Seed: true, SeedMaxZoom: 2,
 		Tiles: []string{styleDir(t)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := st.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
 	})
 	page := st.URL + viewer.StylePage + "?style=/basic/style.json"
 	gl := []string{"--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"}

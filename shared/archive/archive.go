@@ -1,9 +1,20 @@
-package tileserver
+// Package archive serves tilesets stored as one file, as an origin of the
+// tier engine: a PMTiles v3 archive (NAME.pmtiles, read by range and pinned
+// to its ETag) or an MBTiles database (NAME.mbtiles, staged whole to local
+// disk), each as the tileset NAME/ with its TileJSON at NAME.json; every
+// other key goes on to the object origin. A tileset's tiles land in the
+// same tiers under the same keys whichever way it is stored, so purges,
+// revalidation and staleness treat them alike. A change of the file under
+// a read drops the tileset on this instance (Deps.Purge); a purge of the
+// file or its tileset makes the origin open it afresh (Forget).
+package archive
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,17 +22,19 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
-// ArchiveStore is the S3 access PMTiles archives and the catalog need
-// beside Origin: ranged reads pinned to an ETag, a HEAD, one level of
-// listing. *origin.Client is one.
-type ArchiveStore interface {
+// Store is the S3 access archives and the catalog need beside the object
+// origin: ranged reads pinned to an ETag, a HEAD, one level of listing.
+// *origin.Client is one.
+type Store interface {
 	GetRange(ctx context.Context, objectKey string, off, n int64, ifMatch string) (*origin.Range, error)
 	Head(ctx context.Context, key string) (*tile.Tile, error)
 	Prefixes(ctx context.Context, dir string, max int) ([]string, []origin.ObjectInfo, error)
@@ -31,38 +44,71 @@ type ArchiveStore interface {
 	MaxObjectBytes() int64
 }
 
-// ArchiveExt names an archive: TILES_PREFIX + NAME + ArchiveExt serves the
-// tileset NAME/.
-const ArchiveExt = tilename.ArchiveExt
+// Ext names an archive: TILES_PREFIX + NAME + Ext serves the tileset NAME/.
+const Ext = tilename.ArchiveExt
 
 // Defaults of the archive origin.
 const (
-	// DefaultArchiveTTL is how long "NAME.pmtiles does not exist" is
-	// believed, and how long an archive's ETag counts as checked for the
-	// revalidation of its tiles.
-	DefaultArchiveTTL = time.Minute
+	// DefaultTTL is how long "NAME.pmtiles does not exist" is believed, and
+	// how long an archive's ETag counts as checked for the revalidation of
+	// its tiles.
+	DefaultTTL = time.Minute
 	// DefaultDirectoryBytes bounds the leaf directory cache when Deps
 	// gives none.
 	DefaultDirectoryBytes = 16 << 20
-	// tileJSONTag ends the ETag of a TileJSON built from an archive or a
-	// metadata.json; the answer is rendered for its base URL (document).
-	tileJSONTag = "/tilejson"
+	// TileJSONTag ends the ETag of a TileJSON built from an archive, a
+	// database or a metadata.json: the document is stored with
+	// PlaceholderBase, and rendered for the base URL of each answer.
+	TileJSONTag = "/tilejson"
 )
 
-// archives is the Origin the server is given when archives are on: a key
-// whose first segment names an archive (NAME.pmtiles exists) is read from
-// it; every other key goes to the object origin. Tiles of both kinds land in
-// the same tiers under the same keys.
-type archives struct {
-	s     *Server // its engine's Purge drops a tileset whose archive changed under a read
-	next  Origin  // object tilesets
-	store ArchiveStore
+// Config is the archive origin's behaviour.
+type Config struct {
+	TTL           time.Duration // see DefaultTTL; zero: DefaultTTL
+	OriginTimeout time.Duration // bounds one probe of a name; zero: tiers.DefaultOriginTimeout
+	Now           func() time.Time
+}
+
+// Deps are the parts the archive origin reads through. Next and Store are
+// required.
+type Deps struct {
+	Next  tiers.Origin // object tilesets
+	Store Store
+	// Stager stages NAME.mbtiles whole to local disk; nil: MBTiles are off.
+	Stager Stager
+	// Directories keeps decoded leaf directories; nil: a cache of
+	// DefaultDirectoryBytes.
+	Directories *cache.Cache
+	// Decode decodes a body stored with a content coding (a gzip
+	// metadata.json), returning it as it is for a coding it does not
+	// decode; nil: bodies are read as stored.
+	Decode func(enc string, b []byte) ([]byte, error)
+	// Purge drops a prefix from the tiers of this instance: a tileset
+	// whose archive changed under a read. The purge must reach Forget, as
+	// the tiers' purge hook does, so the new version is opened; nil:
+	// nothing is dropped.
+	Purge  func(prefix string)
+	Logger *slog.Logger
+}
+
+// Origin is the origin the tier engine reads from when archives are on: a
+// key whose first segment names an archive (NAME.pmtiles exists) or a
+// database (NAME.mbtiles) is read from it; every other key goes to the
+// object origin. Tiles of both kinds land in the same tiers under the same
+// keys. It is safe for concurrent use.
+type Origin struct {
+	next  tiers.Origin
+	store Store
 	// dirs holds decoded leaf directories (by archive, version and range)
 	// and refusals of tiles past MAX_TILE_BYTES (refusedPrefix), all
 	// charged to its byte bound.
-	dirs *cache.Cache
-	ttl  time.Duration
-	now  func() time.Time
+	dirs          *cache.Cache
+	ttl           time.Duration
+	originTimeout time.Duration
+	now           func() time.Time
+	decode        func(enc string, b []byte) ([]byte, error)
+	purgeTiers    func(prefix string)
+	log           *slog.Logger
 
 	mu    sync.Mutex // guards names, nextPrune and local
 	names map[string]*archive
@@ -78,6 +124,9 @@ type archives struct {
 // grow the heap outside the tiers' bound. A dropped name costs one probe
 // again, beside its object read.
 const maxNames = 4096
+
+// MaxNames is the bound on the tileset names remembered (Names).
+const MaxNames = maxNames
 
 // localCopy is an archive staged to the disk directory: its tiles are read
 // from the file while its ETag is the one in S3.
@@ -101,12 +150,54 @@ type archive struct {
 	mb           *mbSource // set when the name is an MBTiles database (r is nil)
 }
 
-func newArchives(s *Server, next Origin, store ArchiveStore, dirs *cache.Cache, ttl time.Duration) *archives {
-	if ttl <= 0 {
-		ttl = DefaultArchiveTTL
+// New builds the archive origin.
+func New(cfg Config, d Deps) (*Origin, error) {
+	if d.Next == nil || d.Store == nil {
+		return nil, errors.New("archive: Next and Store are required")
 	}
-	return &archives{s: s, next: next, store: store, dirs: dirs, ttl: ttl, now: s.now,
-		names: map[string]*archive{}, nextPrune: maxNames, local: map[string]localCopy{}}
+	dirs := d.Directories
+	if dirs == nil {
+		var err error
+		if dirs, err = cache.New(cache.Config{MaxBytes: DefaultDirectoryBytes}); err != nil {
+			return nil, fmt.Errorf("archive: %w", err)
+		}
+	}
+	a := &Origin{
+		next: d.Next, store: d.Store, dirs: dirs, stager: d.Stager,
+		ttl: cmp.Or(cfg.TTL, DefaultTTL), originTimeout: cmp.Or(cfg.OriginTimeout, tiers.DefaultOriginTimeout),
+		now: cfg.Now, decode: d.Decode, purgeTiers: d.Purge, log: d.Logger,
+		names: map[string]*archive{}, nextPrune: maxNames, local: map[string]localCopy{},
+	}
+	if a.ttl < 0 {
+		a.ttl = DefaultTTL
+	}
+	a.now, a.log = defaults.Clock(a.now), defaults.Logger(a.log)
+	if a.decode == nil {
+		a.decode = func(_ string, b []byte) ([]byte, error) { return b, nil }
+	}
+	if a.purgeTiers == nil {
+		a.purgeTiers = func(string) {}
+	}
+	return a, nil
+}
+
+// purge drops prefix from this instance's tiers.
+func (a *Origin) purge(prefix string) { a.purgeTiers(prefix) }
+
+// TTL is how long a name's probe is believed (Config.TTL).
+func (a *Origin) TTL() time.Duration { return a.ttl }
+
+// Store is the S3 access the origin reads archives through.
+func (a *Origin) Store() Store { return a.store }
+
+// MBTiles reports whether databases (NAME.mbtiles) are served.
+func (a *Origin) MBTiles() bool { return a.stager != nil }
+
+// Names is how many tileset names the origin remembers (at most MaxNames).
+func (a *Origin) Names() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.names)
 }
 
 // refusedPrefix keys a remembered refusal of a tile past MAX_TILE_BYTES in
@@ -123,7 +214,7 @@ func (r refusal) Cost() int64 { return 64 + tile.AllocBytes(len(r.err.Error())) 
 // Get implements Origin. A tile found larger than MAX_TILE_BYTES (an object
 // by its Content-Length, an archive tile by its directory entry) is refused
 // again from memory for the TTL: no S3 request, no read.
-func (a *archives) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
+func (a *Origin) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
 	if c, ok := a.dirs.Get(refusedPrefix + key); ok {
 		if r, ok := c.Prepared.(refusal); ok && a.now().Sub(c.StoredAt) < a.ttl {
 			return nil, r.err
@@ -136,7 +227,7 @@ func (a *archives) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile
 	return t, err
 }
 
-func (a *archives) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
+func (a *Origin) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
 	name, rest, nested := strings.Cut(key, "/")
 	if !nested {
 		// NAME.json is a TileJSON only where NAME could be a tileset: ".."
@@ -170,7 +261,7 @@ func (a *archives) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile
 // must be probed, the probe (a ranged GET of the archive's first 16 KiB,
 // which is also its header and root directory) and the object read run side
 // by side, so a miss of an object tileset costs no extra round trip.
-func (a *archives) resolve(ctx context.Context, name string, objects func(context.Context) (*tile.Tile, error)) (*archive, *tile.Tile, error) {
+func (a *Origin) resolve(ctx context.Context, name string, objects func(context.Context) (*tile.Tile, error)) (*archive, *tile.Tile, error) {
 	ar, probing := a.lookup(name)
 	if ar == nil {
 		// Known, fresh and not an archive.
@@ -217,7 +308,7 @@ func (a *archives) resolve(ctx context.Context, name string, objects func(contex
 // lookup returns name's state, starting a probe when none is fresh
 // (probing reports that one was started for this call). A nil archive is a
 // fresh "not an archive".
-func (a *archives) lookup(name string) (ar *archive, probing bool) {
+func (a *Origin) lookup(name string) (ar *archive, probing bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.names[name]
@@ -250,7 +341,7 @@ func (a *archives) lookup(name string) (ar *archive, probing bool) {
 // all those past the TTL, then others until a quarter of maxNames is free.
 // Archives and running probes stay. The next prune waits for another
 // quarter of maxNames, so pruning costs O(1) per new name. a.mu is held.
-func (a *archives) prune() {
+func (a *Origin) prune() {
 	now := a.now()
 	settled := func(ar *archive) bool {
 		select {
@@ -278,19 +369,19 @@ func (a *archives) prune() {
 
 // probe opens name's archive: detached from any one request (others wait
 // on it), bounded by the origin timeout.
-func (a *archives) probe(ar *archive) {
+func (a *Origin) probe(ar *archive) {
 	defer close(ar.ready)
-	ctx, cancel := context.WithTimeout(context.Background(), a.s.cfg.OriginTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), a.originTimeout)
 	defer cancel()
 	ar.checked.Store(a.now().UnixNano())
-	objectKey := a.store.ObjectKey(ar.name + ArchiveExt)
+	objectKey := a.store.ObjectKey(ar.name + Ext)
 	first, err := a.store.GetRange(ctx, objectKey, 0, pmtiles.RootWindow, "")
 	switch {
 	case errors.Is(err, origin.ErrNotFound):
 		a.probeMBTiles(ctx, ar)
 		return
 	case err != nil:
-		ar.err = fmt.Errorf("tileserver: archive %s: %w", ar.name, err)
+		ar.err = fmt.Errorf("archive: archive %s: %w", ar.name, err)
 		a.forgetFailed(ar)
 		return
 	case first.Size < pmtiles.HeaderLen:
@@ -306,7 +397,7 @@ func (a *archives) probe(ar *archive) {
 		// A malformed archive is reported here, once per probe, and
 		// answers 502 for the TTL (or until a purge of it), without a read
 		// or a log line per request.
-		a.s.log.Error("archive refused", "name", ar.name, "key", objectKey, "etag", first.ETag, "size", first.Size, "err", err)
+		a.log.Error("archive refused", "name", ar.name, "key", objectKey, "etag", first.ETag, "size", first.Size, "err", err)
 		ar.err = &refusedError{name: ar.name, err: err}
 	}
 }
@@ -319,14 +410,14 @@ type refusedError struct {
 }
 
 func (e *refusedError) Error() string {
-	return "tileserver: archive " + e.name + " refused: " + e.err.Error()
+	return "archive: archive " + e.name + " refused: " + e.err.Error()
 }
 func (e *refusedError) Unwrap() error { return e.err }
 
-// refusal opens name's archive as a request would, sharing its probe, and
+// Refusal opens name's archive as a request would, sharing its probe, and
 // returns why the probe refused it: nil when it serves, is not an archive,
 // or could not be asked in time.
-func (a *archives) refusal(ctx context.Context, name string) error {
+func (a *Origin) Refusal(ctx context.Context, name string) error {
 	ar, _ := a.lookup(name)
 	if ar == nil {
 		return nil
@@ -343,16 +434,18 @@ func (a *archives) refusal(ctx context.Context, name string) error {
 	return nil
 }
 
-func isRefused(err error) bool {
+// IsRefused reports whether err is the answer of an archive or database its
+// probe refused (malformed, or too large to stage): logged once, already.
+func IsRefused(err error) bool {
 	var r *refusedError
 	return errors.As(err, &r)
 }
 
-func (a *archives) checkedAt(ar *archive) time.Time { return time.Unix(0, ar.checked.Load()) }
+func (a *Origin) checkedAt(ar *archive) time.Time { return time.Unix(0, ar.checked.Load()) }
 
 // forgetFailed drops a probe that failed for a passing reason (S3 errors),
 // so the next request probes again.
-func (a *archives) forgetFailed(ar *archive) {
+func (a *Origin) forgetFailed(ar *archive) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.names[ar.name] == ar {
@@ -362,7 +455,7 @@ func (a *archives) forgetFailed(ar *archive) {
 
 // rangeReader reads the archive version etag: from its staged copy when
 // there is one of that version, else by ranged GETs pinned with If-Match.
-func (a *archives) rangeReader(name, objectKey, etag string) pmtiles.RangeReader {
+func (a *Origin) rangeReader(name, objectKey, etag string) pmtiles.RangeReader {
 	a.mu.Lock()
 	lc, ok := a.local[name]
 	a.mu.Unlock()
@@ -382,20 +475,20 @@ func (a *archives) rangeReader(name, objectKey, etag string) pmtiles.RangeReader
 // at (a 412): its tiles and TileJSON on this instance, through the purge,
 // which also forgets the archive (forget) and keeps in-flight fills of the
 // old version out of the tiers.
-func (a *archives) changed(ar *archive) {
-	a.s.log.Info("archive changed under a read; dropping its tileset on this instance", "name", ar.name, "etag", ar.etag)
-	_, _ = a.s.eng.Purge(ar.name + "/")
-	_, _ = a.s.eng.Purge(tilename.TileJSONKey(ar.name))
+func (a *Origin) changed(ar *archive) {
+	a.log.Info("archive changed under a read; dropping its tileset on this instance", "name", ar.name, "etag", ar.etag)
+	a.purge(ar.name + "/")
+	a.purge(tilename.TileJSONKey(ar.name))
 }
 
-// forget drops what is known of the archives a purge of prefix covers: a
+// Forget drops what is known of the archives a purge of prefix covers: a
 // purge of NAME/ or of NAME.pmtiles (or anything above them) means the
 // archive may be another now.
-func (a *archives) forget(prefix string) {
+func (a *Origin) Forget(prefix string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for name := range a.names {
-		if strings.HasPrefix(name+"/", prefix) || strings.HasPrefix(name+ArchiveExt, prefix) || strings.HasPrefix(name+MBTilesExt, prefix) {
+		if strings.HasPrefix(name+"/", prefix) || strings.HasPrefix(name+Ext, prefix) || strings.HasPrefix(name+MBTilesExt, prefix) {
 			go closeMB(a.names[name])
 			delete(a.names, name)
 			a.dirs.DeletePrefix(name + "\x00")
@@ -407,7 +500,7 @@ func (a *archives) forget(prefix string) {
 // current returns the archive name resolves to, verified with S3 within the
 // TTL: an older one is checked again (its first bytes, pinned to its ETag).
 // It is how revalidation asks "is the archive's ETag still the same".
-func (a *archives) current(ctx context.Context, ar *archive) (*archive, error) {
+func (a *Origin) current(ctx context.Context, ar *archive) (*archive, error) {
 	if a.now().Sub(a.checkedAt(ar)) < a.ttl {
 		return ar, nil
 	}
@@ -425,7 +518,7 @@ func (a *archives) current(ctx context.Context, ar *archive) (*archive, error) {
 // notModified is origin.ErrNotModified when ifNoneMatch is a tile ETag that
 // names ar's current version (a revalidation answered without reading), nil
 // when the tile must be read, or the error of finding the current version.
-func (a *archives) notModified(ctx context.Context, ar *archive, ifNoneMatch string) error {
+func (a *Origin) notModified(ctx context.Context, ar *archive, ifNoneMatch string) error {
 	if ifNoneMatch == "" {
 		return nil
 	}
@@ -441,7 +534,7 @@ func (a *archives) notModified(ctx context.Context, ar *archive, ifNoneMatch str
 
 // readTile reads tile z/x/y of ar; a revalidation whose tile ETag names the
 // archive's current version is ErrNotModified, answered without reading.
-func (a *archives) readTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
+func (a *Origin) readTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
 	if ar.mb != nil {
 		return a.readMBTile(ctx, ar, z, x, y, ext, ifNoneMatch)
 	}
@@ -462,21 +555,21 @@ func (a *archives) readTile(ctx context.Context, ar *archive, z uint8, x, y uint
 	if max := a.store.MaxObjectBytes(); max > 0 && rg.Length > max {
 		// Refused from the directory entry, before a byte is read or
 		// allocated (Get remembers the refusal).
-		return nil, fmt.Errorf("tileserver: archive %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, rg.Length, max, origin.ErrTooLarge)
+		return nil, fmt.Errorf("archive: archive %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, rg.Length, max, origin.ErrTooLarge)
 	}
 	if rg.Length > pmtiles.DefaultMaxTileBytes {
-		return nil, fmt.Errorf("tileserver: archive %s: tile %d/%d/%d of %d bytes: %w", ar.name, z, x, y, rg.Length, pmtiles.ErrInvalid)
+		return nil, fmt.Errorf("archive: archive %s: tile %d/%d/%d of %d bytes: %w", ar.name, z, x, y, rg.Length, pmtiles.ErrInvalid)
 	}
 	etag := tileTag(ar.etag, rg)
 	if rg.Length == 0 {
 		return &tile.Tile{ContentType: h.TileType.ContentType(), ETag: etag, LastModified: ar.lastModified}, nil
 	}
-	body, err := a.rangeReader(ar.name, a.store.ObjectKey(ar.name+ArchiveExt), ar.etag).ReadRange(ctx, rg.Offset, rg.Length)
+	body, err := a.rangeReader(ar.name, a.store.ObjectKey(ar.name+Ext), ar.etag).ReadRange(ctx, rg.Offset, rg.Length)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(body)) != rg.Length {
-		return nil, fmt.Errorf("tileserver: archive %s: tile read %d of %d bytes: %w", ar.name, len(body), rg.Length, pmtiles.ErrInvalid)
+		return nil, fmt.Errorf("archive: archive %s: tile read %d of %d bytes: %w", ar.name, len(body), rg.Length, pmtiles.ErrInvalid)
 	}
 	return &tile.Tile{
 		Body:            body,
@@ -491,7 +584,7 @@ func (a *archives) readTile(ctx context.Context, ar *archive, z uint8, x, y uint
 // from NAME/metadata.json, or else the object NAME.json as it is. The
 // document holds a placeholder base URL; document renders it for the base
 // of each answer.
-func (a *archives) tileJSON(ctx context.Context, name, key, ifNoneMatch string) (*tile.Tile, error) {
+func (a *Origin) tileJSON(ctx context.Context, name, key, ifNoneMatch string) (*tile.Tile, error) {
 	for attempt := 0; ; attempt++ {
 		ar, obj, err := a.resolve(ctx, name, func(ctx context.Context) (*tile.Tile, error) {
 			return a.metadataJSON(ctx, name, key, ifNoneMatch)
@@ -508,14 +601,14 @@ func (a *archives) tileJSON(ctx context.Context, name, key, ifNoneMatch string) 
 	}
 }
 
-func (a *archives) archiveTileJSON(ctx context.Context, ar *archive, ifNoneMatch string) (*tile.Tile, error) {
-	etag := derivedTag(ar.etag, tileJSONTag)
+func (a *Origin) archiveTileJSON(ctx context.Context, ar *archive, ifNoneMatch string) (*tile.Tile, error) {
+	etag := DerivedTag(ar.etag, TileJSONTag)
 	if ifNoneMatch != "" {
 		cur, err := a.current(ctx, ar)
 		if err != nil {
 			return nil, err
 		}
-		if ifNoneMatch == derivedTag(cur.etag, tileJSONTag) {
+		if ifNoneMatch == DerivedTag(cur.etag, TileJSONTag) {
 			return nil, origin.ErrNotModified
 		}
 	}
@@ -526,7 +619,7 @@ func (a *archives) archiveTileJSON(ctx context.Context, ar *archive, ifNoneMatch
 	if err != nil {
 		return nil, err
 	}
-	tj, err := tileset.FromArchive(placeholderBase, ar.name, ar.r.Header(), md)
+	tj, err := tileset.FromArchive(PlaceholderBase, ar.name, ar.r.Header(), md)
 	if err != nil {
 		return nil, err
 	}
@@ -535,16 +628,16 @@ func (a *archives) archiveTileJSON(ctx context.Context, ar *archive, ifNoneMatch
 
 // metadataJSON is the TileJSON of an object tileset, from NAME/metadata.json,
 // or the object NAME.json itself when there is no metadata.json.
-func (a *archives) metadataJSON(ctx context.Context, name, key, ifNoneMatch string) (*tile.Tile, error) {
+func (a *Origin) metadataJSON(ctx context.Context, name, key, ifNoneMatch string) (*tile.Tile, error) {
 	inm := ""
-	if inner, ok := strings.CutSuffix(ifNoneMatch, tileJSONTag+`"`); ok {
+	if inner, ok := strings.CutSuffix(ifNoneMatch, TileJSONTag+`"`); ok {
 		inm = inner + `"`
 	}
 	md, err := a.next.Get(ctx, tilename.MetadataKey(name), inm)
 	switch {
 	case errors.Is(err, origin.ErrNotFound):
 		objINM := ifNoneMatch
-		if strings.HasSuffix(ifNoneMatch, tileJSONTag+`"`) {
+		if strings.HasSuffix(ifNoneMatch, TileJSONTag+`"`) {
 			objINM = "" // the cached copy was a TileJSON: read the object afresh
 		}
 		t, err := a.next.Get(ctx, key, objINM)
@@ -555,31 +648,29 @@ func (a *archives) metadataJSON(ctx context.Context, name, key, ifNoneMatch stri
 	case err != nil:
 		return nil, err
 	}
-	body := md.Body
-	if decodable(md.ContentEncoding) {
-		if body, err = decodeTile(md.ContentEncoding, body); err != nil {
-			return nil, fmt.Errorf("tileserver: %s/metadata.json: %w", name, err)
-		}
+	body, err := a.decode(md.ContentEncoding, md.Body)
+	if err != nil {
+		return nil, fmt.Errorf("archive: %s/metadata.json: %w", name, err)
 	}
-	tj, err := tileset.FromMetadata(placeholderBase, name, body)
+	tj, err := tileset.FromMetadata(PlaceholderBase, name, body)
 	if err != nil {
 		return nil, err
 	}
-	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: derivedTag(md.ETag, tileJSONTag), LastModified: md.LastModified}, nil
+	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: DerivedTag(md.ETag, TileJSONTag), LastModified: md.LastModified}, nil
 }
 
-// placeholderBase is the base URL TileJSON documents are stored with;
+// PlaceholderBase is the base URL TileJSON documents are stored with;
 // document replaces their tile URLs with ones under the answer's base.
-const placeholderBase = "http://tilesieve.invalid"
+const PlaceholderBase = "http://tilesieve.invalid"
 
 // tileTag is the ETag of the tile at rg of archive version etag: the tile
 // is the same exactly while the archive is.
 func tileTag(etag string, rg pmtiles.Range) string {
-	return derivedTag(etag, "/"+strconv.FormatInt(rg.Offset, 10)+"+"+strconv.FormatInt(rg.Length, 10))
+	return DerivedTag(etag, "/"+strconv.FormatInt(rg.Offset, 10)+"+"+strconv.FormatInt(rg.Length, 10))
 }
 
-// derivedTag is `"inner<suffix>"` for etag `"inner"` (quotes optional).
-func derivedTag(etag, suffix string) string {
+// DerivedTag is `"inner<suffix>"` for etag `"inner"` (quotes optional).
+func DerivedTag(etag, suffix string) string {
 	return `"` + strings.Trim(etag, `"`) + suffix + `"`
 }
 
@@ -664,14 +755,11 @@ type leafEntries []pmtiles.Entry
 // Cost implements tile.Prepared.
 func (d leafEntries) Cost() int64 { return tile.AllocBytes(cap(d)*pmtiles.EntryBytes) + 24 }
 
-// UseLocalArchive serves tileset name's archive, while S3 holds version
-// etag of it, from src (a copy staged to local disk) instead of ranged GETs.
-// Once the archive changes in S3, its tiles are read from S3 again.
-func (s *Server) UseLocalArchive(name, etag string, src pmtiles.RangeReader) {
-	if s.archives == nil {
-		return
-	}
-	s.archives.mu.Lock()
-	defer s.archives.mu.Unlock()
-	s.archives.local[name] = localCopy{etag: etag, src: src}
+// UseLocal serves tileset name's archive, while S3 holds version etag of
+// it, from src (a copy staged to local disk) instead of ranged GETs. Once
+// the archive changes in S3, its tiles are read from S3 again.
+func (a *Origin) UseLocal(name, etag string, src pmtiles.RangeReader) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.local[name] = localCopy{etag: etag, src: src}
 }

@@ -1,4 +1,4 @@
-package tileserver
+package docs
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/glyphs"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -27,20 +28,25 @@ import (
 // are tens of KiB.
 const maxGlyphBytes = 8 << 20
 
-// errBadGlyphKey is a key in a font directory that is no glyph range.
-var errBadGlyphKey = errors.New("tileserver: bad glyph range key")
+// ErrBadGlyphKey is a key in a font directory that is no glyph range.
+var ErrBadGlyphKey = errors.New("docs: bad glyph range key")
 
-// composeGlyphs answers key, which the tiers do not hold, when it is a
+// Reader reads a key through the tiers; *tiers.Engine is one.
+type Reader interface {
+	Get(ctx context.Context, key string, now time.Time) (tiers.Result, error)
+}
+
+// Glyphs answers key, which the tiers do not hold, when it is a
 // glyph range of several fonts: ok is false for any other key. An error
 // wrapping origin.ErrNotFound is a stack none of whose fonts is stored,
-// errBadGlyphKey a key under a font directory that is no glyph range.
-func (s *Server) composeGlyphs(ctx context.Context, key string, now time.Time) (t *tile.Tile, src source, ok bool, err error) {
+// ErrBadGlyphKey a key under a font directory that is no glyph range.
+func (s *Docs) Glyphs(ctx context.Context, tr Reader, key string, now time.Time) (t *tile.Tile, src tiers.Source, ok bool, err error) {
 	if !glyphShaped(key) {
 		return nil, 0, false, nil
 	}
 	r, err := glyphs.ParseKey(key)
 	if err != nil {
-		return nil, 0, true, fmt.Errorf("%w: %w", errBadGlyphKey, err)
+		return nil, 0, true, fmt.Errorf("%w: %w", ErrBadGlyphKey, err)
 	}
 	if len(r.Fonts) < 2 {
 		return nil, 0, false, nil // one font: the object itself, and it is missing
@@ -48,10 +54,10 @@ func (s *Server) composeGlyphs(ctx context.Context, key string, now time.Time) (
 	pbfs := make([][]byte, len(r.Fonts))
 	var memo strings.Builder
 	memo.WriteString(key)
-	src = srcMemory
+	src = tiers.FromMemory
 	var lastModified time.Time
 	for i := range r.Fonts {
-		b, ft, fsrc, err := s.readFont(ctx, r.FontKey(i), now)
+		b, ft, fsrc, err := readFont(ctx, tr, s.decode, r.FontKey(i), now)
 		if errors.Is(err, origin.ErrNotFound) {
 			memo.WriteString("\x00-")
 			continue
@@ -64,8 +70,8 @@ func (s *Server) composeGlyphs(ctx context.Context, key string, now time.Time) (
 		if ft.LastModified.After(lastModified) {
 			lastModified = ft.LastModified
 		}
-		if fsrc != srcMemory {
-			src = srcOrigin // the answer was not a memory hit throughout
+		if fsrc != tiers.FromMemory {
+			src = tiers.FromOrigin // the answer was not a memory hit throughout
 		}
 	}
 	if c, hit := s.docs.Get(memo.String()); hit {
@@ -73,10 +79,10 @@ func (s *Server) composeGlyphs(ctx context.Context, key string, now time.Time) (
 	}
 	body, err := glyphs.Compose(r, pbfs)
 	if errors.Is(err, glyphs.ErrNoFonts) {
-		return nil, src, true, fmt.Errorf("tileserver: %s: %w: %w", key, err, origin.ErrNotFound)
+		return nil, src, true, fmt.Errorf("docs: %s: %w: %w", key, err, origin.ErrNotFound)
 	}
 	if err != nil {
-		return nil, 0, true, fmt.Errorf("tileserver: compose %s: %w", key, err)
+		return nil, 0, true, fmt.Errorf("docs: compose %s: %w", key, err)
 	}
 	h := fnv.New64a()
 	h.Write([]byte(memo.String()))
@@ -93,8 +99,8 @@ func (s *Server) composeGlyphs(ctx context.Context, key string, now time.Time) (
 }
 
 // readFont reads the glyph range at key through the tiers, decoded.
-func (s *Server) readFont(ctx context.Context, key string, now time.Time) ([]byte, *tile.Tile, source, error) {
-	res, err := s.eng.Get(ctx, key, now)
+func readFont(ctx context.Context, tr Reader, decode func(string, []byte) ([]byte, error), key string, now time.Time) ([]byte, *tile.Tile, tiers.Source, error) {
+	res, err := tr.Get(ctx, key, now)
 	if err != nil {
 		return nil, nil, res.Source, err
 	}
@@ -106,13 +112,11 @@ func (s *Server) readFont(ctx context.Context, key string, now time.Time) ([]byt
 			err = fmt.Errorf("more than %d bytes", maxGlyphBytes)
 		}
 		if err != nil {
-			return nil, nil, res.Source, fmt.Errorf("tileserver: glyph range %s: %w", key, err)
+			return nil, nil, res.Source, fmt.Errorf("docs: glyph range %s: %w", key, err)
 		}
 	}
-	if decodable(t.ContentEncoding) {
-		if b, err = decodeTile(t.ContentEncoding, b); err != nil {
-			return nil, nil, res.Source, fmt.Errorf("tileserver: glyph range %s: %w", key, err)
-		}
+	if b, err = decode(t.ContentEncoding, b); err != nil {
+		return nil, nil, res.Source, fmt.Errorf("docs: glyph range %s: %w", key, err)
 	}
 	return b, t, res.Source, nil
 }

@@ -1,4 +1,4 @@
-package tileserver
+package archive
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func (m *mbSource) metadata(ctx context.Context, name string) (tileset.TileJSON,
 	if m.db == nil {
 		return tileset.TileJSON{}, origin.ErrPreconditionFailed
 	}
-	return m.db.Metadata(ctx, placeholderBase, name)
+	return m.db.Metadata(ctx, PlaceholderBase, name)
 }
 
 func (m *mbSource) format() string {
@@ -92,7 +92,7 @@ func (ar *archive) objectKey() string {
 	if ar.mb != nil {
 		return ar.mb.key
 	}
-	return ar.name + ArchiveExt
+	return ar.name + Ext
 }
 
 // probeMBTiles runs in the probe of a name without NAME.pmtiles: when
@@ -101,7 +101,7 @@ func (ar *archive) objectKey() string {
 // name is missing. Failures are the probe's: S3 errors are forgotten (the
 // next request probes again), a database that does not fit or is not one is
 // refused, logged once, until the TTL or a purge.
-func (a *archives) probeMBTiles(ctx context.Context, ar *archive) {
+func (a *Origin) probeMBTiles(ctx context.Context, ar *archive) {
 	if a.stager == nil {
 		ar.missing = true
 		return
@@ -113,7 +113,7 @@ func (a *archives) probeMBTiles(ctx context.Context, ar *archive) {
 		ar.missing = true
 		return
 	case err != nil:
-		ar.err = fmt.Errorf("tileserver: mbtiles %s: %w", ar.name, err)
+		ar.err = fmt.Errorf("archive: mbtiles %s: %w", ar.name, err)
 		a.forgetFailed(ar)
 		return
 	}
@@ -129,12 +129,12 @@ func (a *archives) probeMBTiles(ctx context.Context, ar *archive) {
 	switch {
 	case err == nil:
 		ar.mb = &mbSource{key: key, db: db}
-		a.s.log.Info("mbtiles staged", "name", ar.name, "key", key, "etag", first.ETag, "size", first.Size, "path", path, "elapsed", time.Since(began))
+		a.log.Info("mbtiles staged", "name", ar.name, "key", key, "etag", first.ETag, "size", first.Size, "path", path, "elapsed", time.Since(began))
 	case errors.Is(err, stage.ErrNoRoom), errors.Is(err, mbtiles.ErrInvalid):
-		a.s.log.Error("mbtiles refused", "name", ar.name, "key", key, "etag", first.ETag, "size", first.Size, "err", err)
+		a.log.Error("mbtiles refused", "name", ar.name, "key", key, "etag", first.ETag, "size", first.Size, "err", err)
 		ar.err = &refusedError{name: ar.name, err: err}
 	default:
-		ar.err = fmt.Errorf("tileserver: mbtiles %s: %w", ar.name, err)
+		ar.err = fmt.Errorf("archive: mbtiles %s: %w", ar.name, err)
 		a.forgetFailed(ar)
 	}
 }
@@ -142,7 +142,7 @@ func (a *archives) probeMBTiles(ctx context.Context, ar *archive) {
 // readMBTile reads tile z/x/y of the database behind ar, like readTile an
 // archive's: a revalidation whose tile ETag names the database's current
 // version is ErrNotModified, answered without reading.
-func (a *archives) readMBTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
+func (a *Origin) readMBTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
 	format := ar.mb.format()
 	if !mbExtMatches(format, ext) {
 		return nil, origin.ErrNotFound
@@ -155,28 +155,28 @@ func (a *archives) readMBTile(ctx context.Context, ar *archive, z uint8, x, y ui
 	case errors.Is(err, mbtiles.ErrNotFound):
 		return nil, origin.ErrNotFound
 	case err != nil:
-		return nil, fmt.Errorf("tileserver: %w", err)
+		return nil, fmt.Errorf("archive: %w", err)
 	}
 	if max := a.store.MaxObjectBytes(); max > 0 && int64(len(body)) > max {
-		return nil, fmt.Errorf("tileserver: mbtiles %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, len(body), max, origin.ErrTooLarge)
+		return nil, fmt.Errorf("archive: mbtiles %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, len(body), max, origin.ErrTooLarge)
 	}
 	return &tile.Tile{
 		Body:            body,
 		ContentType:     mbtiles.ContentType(format),
 		ContentEncoding: mbtiles.ContentEncoding(body),
-		ETag:            derivedTag(ar.etag, "/"+strconv.Itoa(int(z))+"-"+strconv.FormatUint(uint64(x), 10)+"-"+strconv.FormatUint(uint64(y), 10)),
+		ETag:            DerivedTag(ar.etag, "/"+strconv.Itoa(int(z))+"-"+strconv.FormatUint(uint64(x), 10)+"-"+strconv.FormatUint(uint64(y), 10)),
 		LastModified:    ar.lastModified,
 	}, nil
 }
 
 // mbTileJSON is NAME.json of a database: its metadata table as TileJSON,
 // stored with the placeholder base like an archive's.
-func (a *archives) mbTileJSON(ctx context.Context, ar *archive) (*tile.Tile, error) {
+func (a *Origin) mbTileJSON(ctx context.Context, ar *archive) (*tile.Tile, error) {
 	tj, err := ar.mb.metadata(ctx, ar.name)
 	if err != nil {
-		return nil, fmt.Errorf("tileserver: %w", err)
+		return nil, fmt.Errorf("archive: %w", err)
 	}
-	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: derivedTag(ar.etag, tileJSONTag), LastModified: ar.lastModified}, nil
+	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: DerivedTag(ar.etag, TileJSONTag), LastModified: ar.lastModified}, nil
 }
 
 // mbExtMatches reports whether a URL's extension names tiles of format.
@@ -196,29 +196,29 @@ func mbExtMatches(format, ext string) bool {
 // StageMBTiles stages and opens NAME.mbtiles now, as its first request
 // would (STAGE_PREFIXES names it): later requests find it open. It reports
 // why not when the name is no database, or it was refused.
-func (s *Server) StageMBTiles(ctx context.Context, name string) error {
-	if s.archives == nil || s.archives.stager == nil {
-		return errors.New("tileserver: mbtiles are off")
+func (a *Origin) StageMBTiles(ctx context.Context, name string) error {
+	if a.stager == nil {
+		return errors.New("archive: mbtiles are off")
 	}
 	if err := tile.ValidateKey(name); err != nil || strings.Contains(name, "/") {
-		return fmt.Errorf("tileserver: mbtiles %q: not a tileset name", name)
+		return fmt.Errorf("archive: mbtiles %q: not a tileset name", name)
 	}
-	ar, _ := s.archives.lookup(name)
+	ar, _ := a.lookup(name)
 	if ar == nil {
-		return fmt.Errorf("tileserver: mbtiles %s: %w", name, origin.ErrNotFound)
+		return fmt.Errorf("archive: mbtiles %s: %w", name, origin.ErrNotFound)
 	}
 	select {
 	case <-ar.ready:
 	case <-ctx.Done():
-		return fmt.Errorf("tileserver: mbtiles %s: %w", name, ctx.Err())
+		return fmt.Errorf("archive: mbtiles %s: %w", name, ctx.Err())
 	}
 	switch {
 	case ar.err != nil:
 		return ar.err
 	case ar.missing:
-		return fmt.Errorf("tileserver: mbtiles %s: %w", name, origin.ErrNotFound)
+		return fmt.Errorf("archive: mbtiles %s: %w", name, origin.ErrNotFound)
 	case ar.mb == nil:
-		return fmt.Errorf("tileserver: mbtiles %s: %s exists; it is served instead", name, name+ArchiveExt)
+		return fmt.Errorf("archive: mbtiles %s: %s exists; it is served instead", name, name+Ext)
 	}
 	return nil
 }

@@ -1,10 +1,20 @@
-package tileserver
+// Package admin is the tile function's reserved path space, /_tilesieve/:
+// the health check and the public catalog (always on), and, behind a
+// token compared in constant time, the admin API: purge a prefix through
+// the one purge pipeline (the journal, so every instance purges, and the
+// CDN through the sync worker) and on this instance at once, stream the
+// cached keys under a prefix, and the tier and handler counters. Nothing it
+// answers may be cached by the CDN. The handler is safe for concurrent use.
+package admin
 
 import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,31 +23,112 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/docs"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 func hashToken(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
 
-// serveAdmin routes /_tilesieve/…: the health check (always on) and the
+// Prefix is the reserved path space of the health check and admin API.
+const Prefix = "/_tilesieve/"
+
+// Purger carries an admin purge to every instance (the journal) and to the
+// CDN (through the sync worker); *purge.Purger is one.
+type Purger interface {
+	Purge(ctx context.Context, r purge.Request) (purge.Outcome, error)
+}
+
+// Config is the admin API's behaviour.
+type Config struct {
+	Token string // empty disables the admin API; health and catalog stay on
+	Now   func() time.Time
+}
+
+// Deps are what the admin API reads and purges. Engine and Memory are
+// required; the rest may be nil.
+type Deps struct {
+	Engine *tiers.Engine // this instance's tiers: purged at once, and counted
+	Memory *cache.Cache  // the engine's, for the key listing
+	Disk   *disk.Store   // the engine's, for the key listing; nil: none
+	Purger Purger        // nil: admin purges of this instance only
+	// Hidden reports the memory keys that are part of another entry (a
+	// tile's decoded variant), left out of the key listing.
+	Hidden func(key string) bool
+	// Handler returns the HTTP layer's own counters for the stats.
+	Handler func() HandlerStats
+	// Catalog lists the tilesets of GET /_tilesieve/catalog, public and
+	// read-only (docs.Docs.Tilesets); nil: 404.
+	Catalog func(ctx context.Context) ([]docs.CatalogEntry, error)
+	// BaseURL is the public base URL of a request: the catalog's TileJSON
+	// URLs are under it.
+	BaseURL func(r *http.Request) string
+	// PublicCORS puts Access-Control-Allow-Origin: * on the catalog.
+	PublicCORS bool
+	Logger     *slog.Logger
+}
+
+// Handler serves the paths under Prefix.
+type Handler struct {
+	token      string
+	hash       [32]byte // sha256 of the token; compared in constant time
+	now        func() time.Time
+	eng        *tiers.Engine
+	mem        *cache.Cache
+	disk       *disk.Store
+	purger     Purger
+	hidden     func(string) bool
+	handler    func() HandlerStats
+	catalog    func(context.Context) ([]docs.CatalogEntry, error)
+	baseURL    func(*http.Request) string
+	publicCORS bool
+	log        *slog.Logger
+}
+
+// New builds the admin handler.
+func New(cfg Config, d Deps) (*Handler, error) {
+	if d.Engine == nil || d.Memory == nil {
+		return nil, errors.New("admin: Engine and Memory are required")
+	}
+	h := &Handler{token: cfg.Token, now: cfg.Now, eng: d.Engine, mem: d.Memory, disk: d.Disk,
+		purger: d.Purger, hidden: d.Hidden, handler: d.Handler, catalog: d.Catalog, baseURL: d.BaseURL, publicCORS: d.PublicCORS, log: d.Logger}
+	if cfg.Token != "" {
+		h.hash = hashToken(cfg.Token)
+	}
+	h.now, h.log = defaults.Clock(h.now), defaults.Logger(h.log)
+	if h.baseURL == nil {
+		h.baseURL = func(r *http.Request) string { return "http://" + r.Host }
+	}
+	if h.hidden == nil {
+		h.hidden = func(string) bool { return false }
+	}
+	if h.handler == nil {
+		h.handler = func() HandlerStats { return HandlerStats{} }
+	}
+	return h, nil
+}
+
+// ServeHTTP routes /_tilesieve/…: the health check (always on) and the
 // admin API (only with ADMIN_TOKEN). Nothing here may be cached by the CDN.
-func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	route := strings.TrimPrefix(r.URL.Path, adminPrefix)
+	route := strings.TrimPrefix(r.URL.Path, Prefix)
 	if route == "health" {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			s.notAllowed(w, "GET, HEAD")
+			notAllowed(w, "GET, HEAD")
 			return
 		}
-		s.writeJSON(w, http.StatusOK, s.health())
+		writeJSON(w, http.StatusOK, s.health())
 		return
 	}
 	if route == "catalog" {
 		s.serveCatalog(w, r) // public and read-only: no token
 		return
 	}
-	if s.cfg.AdminToken == "" {
-		s.plain(w, http.StatusNotFound, "not found")
+	if s.token == "" {
+		plain(w, http.StatusNotFound, "not found")
 		return
 	}
 	if !s.authorized(w, r) {
@@ -47,38 +138,38 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	case route == "purge" && r.Method == http.MethodPost:
 		q := r.URL.Query()
 		if len(q["prefix"]) > 1 {
-			s.plain(w, http.StatusBadRequest, "one prefix per purge")
+			plain(w, http.StatusBadRequest, "one prefix per purge")
 			return
 		}
 		s.adminPurge(w, r, q.Get("prefix"))
 	case strings.HasPrefix(route, "cache/") && r.Method == http.MethodDelete:
 		// DELETE /_tilesieve/cache/<prefix>: the prefix is the rest of the path.
-		prefix := strings.TrimPrefix(strings.TrimPrefix(r.URL.EscapedPath(), adminPrefix), "cache/")
+		prefix := strings.TrimPrefix(strings.TrimPrefix(r.URL.EscapedPath(), Prefix), "cache/")
 		unescaped, err := url.PathUnescape(prefix)
 		if err != nil {
-			s.plain(w, http.StatusBadRequest, "bad prefix escape")
+			plain(w, http.StatusBadRequest, "bad prefix escape")
 			return
 		}
 		s.adminPurge(w, r, unescaped)
 	case route == "keys" && r.Method == http.MethodGet:
 		s.adminKeys(w, r)
 	case route == "stats" && r.Method == http.MethodGet:
-		s.writeJSON(w, http.StatusOK, s.Stats())
+		writeJSON(w, http.StatusOK, s.Stats())
 	case route == "purge":
-		s.notAllowed(w, http.MethodPost)
+		notAllowed(w, http.MethodPost)
 	case strings.HasPrefix(route, "cache/"):
-		s.notAllowed(w, http.MethodDelete)
+		notAllowed(w, http.MethodDelete)
 	case route == "keys" || route == "stats":
-		s.notAllowed(w, http.MethodGet)
+		notAllowed(w, http.MethodGet)
 	default:
-		s.plain(w, http.StatusNotFound, "not found")
+		plain(w, http.StatusNotFound, "not found")
 	}
 }
 
 // notAllowed is a 405 with the Allow header RFC 9110 requires.
-func (s *Server) notAllowed(w http.ResponseWriter, allow string) {
+func notAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
-	s.plain(w, http.StatusMethodNotAllowed, "method not allowed")
+	plain(w, http.StatusMethodNotAllowed, "method not allowed")
 }
 
 // TokenHeader carries the admin token where Authorization cannot: behind
@@ -88,19 +179,19 @@ const TokenHeader = "X-Tilesieve-Token"
 
 // authorized checks the admin token (Authorization: Bearer, or TokenHeader)
 // in constant time: 401 without one, 403 with a wrong one.
-func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+func (s *Handler) authorized(w http.ResponseWriter, r *http.Request) bool {
 	tok := r.Header.Get(TokenHeader)
 	if tok == "" {
 		tok = bearerToken(r.Header.Get("Authorization"))
 	}
 	if tok == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tilesieve"`)
-		s.plain(w, http.StatusUnauthorized, "admin token required")
+		plain(w, http.StatusUnauthorized, "admin token required")
 		return false
 	}
 	got := hashToken(tok)
-	if subtle.ConstantTimeCompare(got[:], s.adminToken[:]) != 1 {
-		s.plain(w, http.StatusForbidden, "wrong admin token")
+	if subtle.ConstantTimeCompare(got[:], s.hash[:]) != 1 {
+		plain(w, http.StatusForbidden, "wrong admin token")
 		return false
 	}
 	return true
@@ -139,21 +230,21 @@ type PurgeResult struct {
 // for an S3 change) and purges this instance at once. The empty prefix,
 // which empties every tier everywhere, must be asked for with all=true
 // alone, so a forgotten or mistyped parameter cannot do it.
-func (s *Server) adminPurge(w http.ResponseWriter, r *http.Request, prefix string) {
+func (s *Handler) adminPurge(w http.ResponseWriter, r *http.Request, prefix string) {
 	all, ok := r.URL.Query()["all"]
 	switch {
 	case ok && (len(all) != 1 || all[0] != "true"):
-		s.plain(w, http.StatusBadRequest, "all: the only value is true")
+		plain(w, http.StatusBadRequest, "all: the only value is true")
 		return
 	case ok && prefix != "":
-		s.plain(w, http.StatusBadRequest, "a prefix and all=true exclude each other")
+		plain(w, http.StatusBadRequest, "a prefix and all=true exclude each other")
 		return
 	case !ok && prefix == "":
-		s.plain(w, http.StatusBadRequest, "prefix required (all=true purges everything)")
+		plain(w, http.StatusBadRequest, "prefix required (all=true purges everything)")
 		return
 	}
 	if err := tile.ValidatePrefix(prefix); err != nil {
-		s.plain(w, http.StatusBadRequest, "bad prefix: "+err.Error())
+		plain(w, http.StatusBadRequest, "bad prefix: "+err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
@@ -178,13 +269,13 @@ func (s *Server) adminPurge(w http.ResponseWriter, r *http.Request, prefix strin
 		}
 	}
 	for _, p := range req.Prefixes {
-		m, d, _ := s.purgeTiers(p)
+		m, d, _ := s.eng.PurgeTiers(p)
 		res.MemoryEntries += m
 		res.DiskEntries += d
 	}
 	s.log.Info("admin purge", "prefix", prefix, "prefixes", req.Prefixes, "journal_seq", res.JournalSeq,
 		"cdn_handed_off", len(res.CDNTargets) > 0, "memory_entries", res.MemoryEntries, "disk_entries", res.DiskEntries)
-	s.writeJSON(w, status, res)
+	writeJSON(w, status, res)
 }
 
 // keyLine is one line of the NDJSON key listing.
@@ -199,18 +290,18 @@ type keyLine struct {
 
 // adminKeys streams this instance's cached keys under a prefix as NDJSON,
 // memory tier first, then disk, flushing as it goes.
-func (s *Server) adminKeys(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) adminKeys(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	prefix := q.Get("prefix")
 	if err := tile.ValidatePrefix(prefix); err != nil {
-		s.plain(w, http.StatusBadRequest, "bad prefix: "+err.Error())
+		plain(w, http.StatusBadRequest, "bad prefix: "+err.Error())
 		return
 	}
 	limit := 1000
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			s.plain(w, http.StatusBadRequest, "limit must be a positive whole number")
+			plain(w, http.StatusBadRequest, "limit must be a positive whole number")
 			return
 		}
 		limit = n
@@ -232,7 +323,7 @@ func (s *Server) adminKeys(w http.ResponseWriter, r *http.Request) {
 		return sent < limit
 	}
 	s.mem.Scan(prefix, limit, func(it cache.Item) bool {
-		if isVariantKey(it.Key) {
+		if s.hidden(it.Key) {
 			return true // a decoded variant is part of its tile, not a key of its own
 		}
 		return emit(keyLine{Key: it.Key, Tier: "memory", Size: it.Size, ETag: it.ETag, Missing: s.remembered404(it)})
@@ -249,7 +340,7 @@ func (s *Server) adminKeys(w http.ResponseWriter, r *http.Request) {
 // cache.Item does not carry Tile.Missing, so the few entries shaped like one
 // (no body, no ETag: an S3 object always has an ETag) are read back; that
 // read marks them visited, which only they pay.
-func (s *Server) remembered404(it cache.Item) bool {
+func (s *Handler) remembered404(it cache.Item) bool {
 	if it.Size != 0 || it.ETag != "" {
 		return false
 	}
@@ -272,7 +363,7 @@ type TierHealth struct {
 	MaxBytes int64 `json:"max_bytes"`
 }
 
-func (s *Server) health() Health {
+func (s *Handler) health() Health {
 	ms := s.mem.Stats()
 	h := Health{Status: "ok", Memory: TierHealth{Enabled: true, Entries: ms.Entries, Bytes: ms.Bytes, MaxBytes: ms.MaxBytes}}
 	if s.disk != nil {
@@ -317,28 +408,22 @@ type HandlerStats struct {
 	OriginInFlightPeak int64 `json:"origin_in_flight_peak"`
 }
 
-// Stats returns the tier and handler counters.
-func (s *Server) Stats() Stats {
+// Stats returns the tier and handler counters (GET /_tilesieve/stats).
+func (s *Handler) Stats() Stats {
 	es := s.eng.Stats()
-	c := &s.stats
-	return Stats{
-		Handler: HandlerStats{
-			Requests: c.requests.Load(), MemoryHits: es.MemoryHits, DiskHits: es.DiskHits,
-			Misses: es.Misses, Revalidated: es.Revalidated, Stale: es.Stale, OutageStale: es.OutageStale, NegativeHits: es.NegativeHits,
-			NotFound: c.notFound.Load(), BadRequests: c.badRequests.Load(),
-			OriginFetches: es.OriginFetches, OriginErrors: es.OriginErrors,
-			MergedMisses: es.MergedMisses, DroppedFills: es.DroppedFills, DiskWriteErrors: es.DiskWriteErrors,
-			Relookups: es.Relookups, OriginInFlight: es.OriginInFlight, OriginInFlightPeak: es.OriginInFlightPeak,
-		},
-		Memory: es.Memory,
-		Disk:   es.Disk,
-	}
+	hs := s.handler() // the HTTP layer's own: requests, not found, bad requests
+	hs.MemoryHits, hs.DiskHits, hs.Misses = es.MemoryHits, es.DiskHits, es.Misses
+	hs.Revalidated, hs.Stale, hs.OutageStale, hs.NegativeHits = es.Revalidated, es.Stale, es.OutageStale, es.NegativeHits
+	hs.OriginFetches, hs.OriginErrors = es.OriginFetches, es.OriginErrors
+	hs.MergedMisses, hs.DroppedFills, hs.DiskWriteErrors = es.MergedMisses, es.DroppedFills, es.DiskWriteErrors
+	hs.Relookups, hs.OriginInFlight, hs.OriginInFlightPeak = es.Relookups, es.OriginInFlight, es.OriginInFlightPeak
+	return Stats{Handler: hs, Memory: es.Memory, Disk: es.Disk}
 }
 
-func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		s.plain(w, http.StatusInternalServerError, "encoding failed")
+		plain(w, http.StatusInternalServerError, "encoding failed")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -350,3 +435,15 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 // adminTimeout bounds a purge's journal and CDN calls when the request has
 // no sooner deadline of its own.
 const adminTimeout = 20 * time.Second
+
+// plain writes a short text answer.
+func plain(w http.ResponseWriter, status int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(msg)+1))
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
+	w.WriteHeader(status)
+	io.WriteString(w, msg+"\n")
+}

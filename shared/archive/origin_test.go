@@ -1,0 +1,94 @@
+package archive_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/archive"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+)
+
+// TestOriginReadsArchivesAndObjects: a key under NAME/ is read from
+// NAME.pmtiles when it exists, with an ETag that names the archive's
+// version (a revalidation with it is answered unread); NAME.json is its
+// TileJSON; any other key is the object origin's; a purge of the archive
+// makes the origin open it afresh.
+func TestOriginReadsArchivesAndObjects(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ep := s3localtest.Start(t, "tiles")
+	put := func(key string, body []byte) {
+		t.Helper()
+		if _, err := s3local.Put(ctx, ep.Client, "tiles", "tiles/"+key, body, "", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("world.pmtiles", pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0, X: 0, Y: 0}: []byte("root"), {Z: 1, X: 1, Y: 0}: []byte("east")}, pmtilestest.Options{}))
+	put("photos/0/0/0.png", []byte("object"))
+	oc := origin.NewWithS3(ep.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"})
+	purged := map[string]bool{}
+	var o *archive.Origin
+	// As the tiers' purge hook does, a purge reaches Forget.
+	o, err := archive.New(archive.Config{}, archive.Deps{Next: oc, Store: oc, Purge: func(p string) { purged[p] = true; o.Forget(p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key, body string
+		wantErr   error
+	}{
+		{"world/0/0/0.png", "root", nil},
+		{"world/1/1/0.png", "east", nil},
+		{"world/1/0/0.png", "", origin.ErrNotFound},  // not in the archive
+		{"world/0/0/0.webp", "", origin.ErrNotFound}, // not its tile type
+		{"photos/0/0/0.png", "object", nil},
+		{"photos/1/0/0.png", "", origin.ErrNotFound},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			got, err := o.Get(ctx, tc.key, "")
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("got error %v, want %v", err, tc.wantErr)
+			}
+			if err == nil && string(got.Body) != tc.body {
+				t.Errorf("got %q, want %q", got.Body, tc.body)
+			}
+		})
+	}
+	first, err := o.Get(ctx, "world/0/0/0.png", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Get(ctx, "world/0/0/0.png", first.ETag); !errors.Is(err, origin.ErrNotModified) {
+		t.Errorf("revalidation with the tile's ETag: got %v, want ErrNotModified", err)
+	}
+	tj, err := o.Get(ctx, "world.json", "")
+	if err != nil || tj.ContentType != "application/json" {
+		t.Fatalf("world.json: got %+v %v, want a TileJSON", tj, err)
+	}
+	if n := o.Names(); n != 2 {
+		t.Errorf("names remembered: got %d, want 2 (world and photos)", n)
+	}
+	if len(purged) != 0 {
+		t.Errorf("tiers purged: got %v, want none (no archive changed under a read)", purged)
+	}
+	// Replaced in S3 without a purge: the read pinned to the old version
+	// fails, the tileset is dropped from the tiers, and the new one is read.
+	// (Of the same size: the old ranges stay inside it.)
+	put("world.pmtiles", pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0, X: 0, Y: 0}: []byte("ROOT"), {Z: 1, X: 1, Y: 0}: []byte("EAST")}, pmtilestest.Options{}))
+	got, err := o.Get(ctx, "world/0/0/0.png", "")
+	if err != nil || string(got.Body) != "ROOT" {
+		t.Fatalf("after a replacement: got %v %v, want the new root", got, err)
+	}
+	if !purged["world/"] || !purged["world.json"] {
+		t.Errorf("tiers purged: got %v, want world/ and world.json", purged)
+	}
+	o.Forget("world/")
+	if n := o.Names(); n != 1 {
+		t.Errorf("names after a purge of world/: got %d, want 1", n)
+	}
+}

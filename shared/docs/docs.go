@@ -1,0 +1,379 @@
+// Package docs renders the answers that name the URL they are served from,
+// and composes the ones the tiers do not hold: TileJSON (its tile URLs),
+// MapLibre styles (NAME/style.json), IIIF info.json (its image id), font
+// stacks of glyph ranges, and the catalog of tilesets. The tiers hold
+// documents as the origin gave them, independent of any base URL, so
+// purges, revalidation and staleness work as for tiles; this package
+// renders each for the base URL of its answer and keeps the rendering in a
+// small byte-bounded cache of its own, which every purge of this instance
+// trims (Purged). It is safe for concurrent use.
+package docs
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tilesieve/tilesieve/shared/archive"
+	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/iiif"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
+	"github.com/tilesieve/tilesieve/shared/style"
+	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tilename"
+	"github.com/tilesieve/tilesieve/shared/tileset"
+)
+
+// A rendering is kept in a small SIEVE of its own (docs) under the key, the
+// base and the source's ETag. One base per instance is typical (PUBLIC_URL,
+// or the one CDN host), so a document is rendered once per version, and a
+// request with another Host costs a render, never a wrong answer.
+
+// docsBytes bounds the rendered documents kept.
+const docsBytes = 4 << 20
+
+// Deps are the parts the documents are built with. Prepare and Decode are
+// required.
+type Deps struct {
+	// Prepare readies an answer of key (the HTTP layer's formatting) before
+	// it is kept, so a kept rendering formats nothing when served.
+	Prepare func(key string, t *tile.Tile)
+	// Decode decodes a body stored with a content coding, returning it as
+	// it is for a coding it does not decode.
+	Decode func(enc string, b []byte) ([]byte, error)
+	// Archives lists the tilesets for the catalog; nil: no catalog.
+	Archives *archive.Origin
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Docs renders and composes documents; see the package doc.
+type Docs struct {
+	prepare  func(string, *tile.Tile)
+	decode   func(string, []byte) ([]byte, error)
+	archives *archive.Origin // nil: no catalog
+	log      *slog.Logger
+	now      func() time.Time
+	docs     *cache.Cache // renderings and compositions, by key, base and source ETags
+	catalog  catalogCache
+}
+
+// New builds the document renderer.
+func New(d Deps) (*Docs, error) {
+	if d.Prepare == nil || d.Decode == nil {
+		return nil, errors.New("docs: Prepare and Decode are required")
+	}
+	c, err := cache.New(cache.Config{MaxBytes: docsBytes})
+	if err != nil {
+		return nil, fmt.Errorf("docs: %w", err)
+	}
+	return &Docs{prepare: d.Prepare, decode: d.Decode, archives: d.Archives,
+		log: defaults.Logger(d.Logger), now: defaults.Clock(d.Now), docs: c}, nil
+}
+
+// Purged runs inside every purge of prefix on this instance: renderings of
+// what it covers are dropped, and the catalog is listed afresh.
+func (s *Docs) Purged(prefix string) {
+	s.catalog.gen.Add(1)
+	s.docs.DeletePrefix(prefix)
+}
+
+// Kind reports whether t at key is a TileJSON built for a tileset
+// (NAME.json: from an archive, a database, a metadata.json or the keys), or
+// another document that names the URL it is served from: a style
+// (NAME/style.json) or a IIIF info.json. Render renders either.
+func Kind(key string, t *tile.Tile) (tileJSON, named bool) {
+	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, archive.TileJSONTag+`"`)
+	_, isStyle := style.NameFromKey(key)
+	named = isStyle || strings.HasSuffix(key, "/"+iiif.InfoName)
+	return tileJSON, named
+}
+
+// Render returns t as answered under base, the public base URL of its
+// request: a TileJSON built for a tileset with tile URLs under base, a
+// style with the URLs that are ours under it, an info.json with its image
+// id under it; any other tile as it is.
+func (s *Docs) Render(key, base string, t *tile.Tile) *tile.Tile {
+	isTileJSON, named := Kind(key, t)
+	if !isTileJSON && !named {
+		return t
+	}
+	memo := key + "\x00" + base + "\x00" + t.ETag
+	if r, ok := s.docs.Get(memo); ok {
+		return r
+	}
+	body, err := s.decode(t.ContentEncoding, t.Body)
+	if err != nil {
+		return t
+	}
+	var out []byte
+	if name, isStyle := style.NameFromKey(key); isStyle {
+		out, err = style.Rewrite(body, base, name)
+	} else if isTileJSON {
+		out, err = renderTileJSON(body, base, strings.TrimSuffix(key, ".json"))
+	} else {
+		var id string
+		if id, err = iiif.ImageID(base, key); err == nil {
+			out, err = iiif.RewriteID(body, id)
+		}
+	}
+	if err != nil {
+		// Not a document this server can render: served as stored.
+		s.log.Debug("document served as stored", "key", key, "err", err)
+		return t
+	}
+	r := &tile.Tile{
+		Body:         out,
+		ContentType:  "application/json",
+		ETag:         baseTag(t.ETag, base),
+		LastModified: t.LastModified,
+		StoredAt:     t.StoredAt,
+	}
+	s.prepare(key, r)
+	s.docs.Set(memo, r)
+	return r
+}
+
+// renderTileJSON sets a stored TileJSON's tile URLs under base.
+func renderTileJSON(stored []byte, base, name string) ([]byte, error) {
+	var tj tileset.TileJSON
+	if err := json.Unmarshal(stored, &tj); err != nil {
+		return nil, err
+	}
+	u, err := tileset.TileURL(base, name, tj.Format)
+	if err != nil {
+		return nil, err
+	}
+	tj.Tiles = []string{u}
+	return tj.Marshal(), nil
+}
+
+// baseTag is the ETag of a document rendered for base: another base is
+// another representation.
+func baseTag(etag, base string) string {
+	if etag == "" {
+		return ""
+	}
+	h := fnv.New32a()
+	h.Write([]byte(base))
+	return archive.DerivedTag(etag, "~"+strconv.FormatUint(uint64(h.Sum32()), 36))
+}
+
+// Base is what the public base URL of a request is chosen from.
+type Base struct {
+	// PublicURL (PUBLIC_URL) is the base of every answer when set.
+	PublicURL string
+	// CDNSecret is the value of the CDN's secret header on requests that
+	// came through the CDN; only those may name the host the answers' URLs
+	// use. "" believes no forwarded host.
+	CDNSecret string
+}
+
+// URL is the public base URL of a request that came to host, carrying
+// secret in the CDN's secret header and forwardedHost in X-Forwarded-Host:
+// PUBLIC_URL, else the CDN's forwarded host when the request came through
+// the CDN, else the host the request came to. A forwarded host from anyone
+// else is ignored: whoever could choose it could put their own URLs into
+// documents.
+func (b Base) URL(secret, forwardedHost, host string) string {
+	if b.PublicURL != "" {
+		return strings.TrimSuffix(b.PublicURL, "/")
+	}
+	proto, fwd := "", ""
+	if b.fromCDN(secret) {
+		// Viewers reach the CDN over https only (the distribution redirects
+		// http), and CloudFront forwards a viewer-sent X-Forwarded-Proto as
+		// it came, outside the cache key: believing it would let one viewer
+		// cache http:// URLs (blocked as mixed content) for everyone.
+		fwd = firstListValue(forwardedHost)
+	}
+	if validHost(fwd) {
+		proto, host = "https", fwd
+	}
+	if !validHost(host) {
+		host = "localhost"
+	}
+	if proto != "https" {
+		proto = "http"
+	}
+	return proto + "://" + host
+}
+
+// fromCDN reports whether secret is the CDN's. Without one set, no request
+// is trusted.
+func (b Base) fromCDN(secret string) bool {
+	if b.CDNSecret == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(secret), []byte(b.CDNSecret)) == 1
+}
+
+func firstListValue(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	return strings.ToLower(strings.TrimSpace(first))
+}
+
+// validHost accepts a host[:port] of letters, digits, dots, hyphens and a
+// bracketed IPv6 literal: nothing that could reshape a URL.
+func validHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for _, c := range []byte(h) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == ':', c == '[', c == ']':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CatalogEntry is one tileset of the catalog.
+type CatalogEntry struct {
+	Name     string `json:"name"`
+	Kind     string `json:"kind"` // "pmtiles", "mbtiles" or "objects"
+	TileJSON string `json:"tilejson"`
+	// Error says why an archive is refused (its tiles answer 502), as
+	// the log said once when it was opened; "" when it serves.
+	Error string `json:"error,omitempty"`
+}
+
+// Catalog is the body of GET /_tilesieve/catalog.
+type Catalog struct {
+	Tilesets []CatalogEntry `json:"tilesets"`
+}
+
+// catalogMax bounds the names one listing reads, and so the HEADs of
+// metadata.json objects (and the listings of directories without one) a
+// catalog costs.
+const catalogMax = 1000
+
+// catalogTimeout bounds one listing when the request has no sooner
+// deadline of its own.
+const catalogTimeout = 20 * time.Second
+
+// ErrNoCatalog is Tilesets' answer when archives are off.
+var ErrNoCatalog = errors.New("docs: no catalog: archives are off")
+
+// catalogHeads is how many tileset directories are looked at at once.
+const catalogHeads = 8
+
+// catalogCache keeps the names of the last listing for the archive TTL, so
+// a public endpoint costs S3 at most one listing per TTL; every purge this
+// instance applies (the journal's, an admin's) drops it, so an upload is in
+// the catalog as soon as the instance has seen its purge.
+type catalogCache struct {
+	gen   atomic.Uint64 // purges seen; a listing from before the last one is not kept
+	mu    sync.Mutex    // guards at, atGen and names; held while a listing runs
+	at    time.Time
+	atGen uint64
+	names []CatalogEntry // TileJSON left as the bare key, resolved per request
+}
+
+// Tilesets lists the tilesets under TILES_PREFIX: archives (NAME.pmtiles),
+// databases (NAME.mbtiles), object tilesets with a NAME/metadata.json, and
+// directories whose keys show a tile pyramid (NAME/{z}/{x}/{y}.{ext}). Each
+// entry's TileJSON is its bare key, for the caller to put under its base.
+// Without archives there is no catalog (ErrNoCatalog).
+func (s *Docs) Tilesets(ctx context.Context) ([]CatalogEntry, error) {
+	if s.archives == nil {
+		return nil, ErrNoCatalog
+	}
+	c := &s.catalog
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gen := c.gen.Load()
+	if c.names != nil && c.atGen == gen && s.now().Sub(c.at) < s.archives.TTL() {
+		return c.names, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
+	defer cancel()
+	dirs, objects, err := s.archives.Store().Prefixes(ctx, "", catalogMax)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]CatalogEntry{}
+	for _, o := range objects {
+		if name, ok := strings.CutSuffix(o.Key, archive.Ext); ok && name != "" {
+			byName[name] = CatalogEntry{Name: name, Kind: "pmtiles", TileJSON: tilename.TileJSONKey(name)}
+		}
+	}
+	for _, o := range objects {
+		// A database is a tileset unless an archive of its name is served.
+		if name, ok := strings.CutSuffix(o.Key, archive.MBTilesExt); ok && name != "" && s.archives.MBTiles() && byName[name].Name == "" {
+			byName[name] = CatalogEntry{Name: name, Kind: "mbtiles", TileJSON: name + ".json"}
+		}
+	}
+	var mu sync.Mutex // guards byName below
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, catalogHeads)
+	var archives []string
+	for name, e := range byName {
+		if e.Kind == "pmtiles" {
+			archives = append(archives, name)
+		}
+	}
+	for _, name := range archives {
+		// Opened as a request would open it (the same probe, kept for
+		// requests), so a malformed archive shows here with its reason.
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := s.archives.Refusal(ctx, name); err != nil {
+				mu.Lock()
+				e := byName[name]
+				e.Error = err.Error()
+				byName[name] = e
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, d := range dirs {
+		name := strings.TrimSuffix(d, "/")
+		mu.Lock()
+		_, ok := byName[name]
+		mu.Unlock()
+		if ok {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, err := s.archives.Store().Head(ctx, tilename.MetadataKey(name))
+			if err != nil {
+				// No metadata.json: a tileset when its keys show one.
+				_, found, lerr := s.archives.ListPyramid(ctx, name)
+				if lerr != nil {
+					s.log.Warn("catalog: directory not listed", "name", name, "err", lerr)
+				}
+				if !found {
+					return
+				}
+			}
+			mu.Lock()
+			byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: tilename.TileJSONKey(name)}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	names := make([]CatalogEntry, 0, len(byName))
+	for _, e := range byName {
+		names = append(names, e)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
+	c.names, c.at, c.atGen = names, s.now(), gen
+	return names, nil
+}
