@@ -310,6 +310,17 @@ func (s *Server) UseLocalArchive(name, etag string, src pmtiles.RangeReader) {
 	}
 }
 
+// OpenArchive opens NAME.pmtiles now, as its first request would (sharing
+// that probe), and returns why it is refused (archive.Origin.Refusal):
+// nil when it serves, is not an archive, or could not be asked before ctx
+// ended. A refusal is logged once, by the probe.
+func (s *Server) OpenArchive(ctx context.Context, name string) error {
+	if s.archives == nil {
+		return nil
+	}
+	return s.archives.Refusal(ctx, name)
+}
+
 // StageMBTiles stages and opens NAME.mbtiles now, as its first request
 // would (archive.Origin.StageMBTiles).
 func (s *Server) StageMBTiles(ctx context.Context, name string) error {

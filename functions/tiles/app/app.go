@@ -276,7 +276,13 @@ func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []st
 			log.Warn("archive not staged; its tiles are read from S3 by range", "key", key, "err", err)
 			continue
 		}
-		a.Server.UseLocalArchive(strings.TrimSuffix(key, ".pmtiles"), etag, pmtiles.ReaderAt(f))
+		name := strings.TrimSuffix(key, ".pmtiles")
+		a.Server.UseLocalArchive(name, etag, pmtiles.ReaderAt(f))
+		// Opened now, as its first request would open it, so a malformed
+		// archive is reported at start (once, by the probe), not per tile.
+		if err := a.Server.OpenArchive(ctx, name); err != nil {
+			continue
+		}
 		a.StagedArchives = append(a.StagedArchives, key)
 		log.Info("archive staged", "key", key, "etag", etag, "path", f.Name())
 	}

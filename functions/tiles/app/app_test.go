@@ -267,3 +267,36 @@ func TestStagesAnMBTiles(t *testing.T) {
 		})
 	}
 }
+
+// TestStagedArchiveRefusedAtStart: an archive staged at start is opened
+// there, as its first request would open it, so a truncated one is
+// reported at start in one log line, is not counted as staged, and its
+// tiles then answer without a second report.
+func TestStagedArchiveRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	_, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "bad.pmtiles"}, 0)
+	whole := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("tile 0/0/0")}, pmtilestest.Options{TileType: pmtiles.TileTypePNG})
+	if _, err := s3local.Put(context.Background(), o.S3(), "tiles", "tiles/bad.pmtiles", whole[:len(whole)-4], "application/vnd.pmtiles", ""); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func() int { return strings.Count(logs.String(), `msg="archive refused"`) }
+	if n := refused(); n != 1 {
+		t.Fatalf("log at start: got %d lines 'archive refused', want 1:\n%s", n, logs.String())
+	}
+	if len(a.StagedArchives) != 0 {
+		t.Fatalf("staged archives: got %v, want none (the archive is refused)", a.StagedArchives)
+	}
+	rec := httptest.NewRecorder()
+	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/bad/0/0/0.png", nil))
+	if rec.Code != http.StatusBadGateway {
+		t.Fatalf("tile of a refused archive: got %d, want 502", rec.Code)
+	}
+	if n := refused(); n != 1 {
+		t.Fatalf("log after a tile: got %d lines 'archive refused', want still 1", n)
+	}
+}
