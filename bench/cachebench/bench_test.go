@@ -79,7 +79,8 @@ func forEach(b *testing.B, maxBytes int64, prepare func(Cache), body func(b *tes
 	w, _ := setup()
 	impls := Throughput()
 	if i := slices.IndexFunc(impls, func(im Impl) bool { return im.Name == *firstImpl }); i > 0 {
-		impls = append([]Impl{impls[i]}, slices.Delete(impls, i, i+1)...)
+		first := impls[i]
+		impls = append([]Impl{first}, slices.Delete(impls, i, i+1)...)
 	}
 	for _, im := range impls {
 		var c Cache
