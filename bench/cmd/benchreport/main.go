@@ -68,6 +68,13 @@ func main() {
 func run(o options) error {
 	start := time.Now()
 	mi := machine()
+	var loads []string // the load average as the run goes, for the reader to judge its noise
+	sampleLoad := func(when string) {
+		if l, ok := loadAverage(); ok {
+			loads = append(loads, when+" "+l)
+		}
+	}
+	sampleLoad("start")
 	cmds := benchCommands(o)
 
 	var raw []byte
@@ -101,6 +108,7 @@ func run(o options) error {
 	if len(res) == 0 {
 		return errors.New("no benchmark results parsed")
 	}
+	sampleLoad("after the rounds")
 	var pairRaw []byte
 	if o.input != "" {
 		// Saved paired runs sit beside the saved rounds, if they were kept.
@@ -120,6 +128,9 @@ func run(o options) error {
 	pairs, err := parseBench(bytes.NewReader(pairRaw))
 	if err != nil {
 		return err
+	}
+	if len(pairRaw) > 0 && o.input == "" {
+		sampleLoad("after the pairs")
 	}
 
 	w := cachebench.Default()
@@ -158,8 +169,12 @@ func run(o options) error {
 		}
 	}
 
+	sampleLoad("end")
+	if o.input != "" {
+		loads = nil // the saved runs' load is not known
+	}
 	rep := report{
-		machine: mi, cmds: cmds, opts: o, res: res, pairs: pairs, hits: hits, mem: mem,
+		machine: mi, loads: loads, cmds: cmds, opts: o, res: res, pairs: pairs, hits: hits, mem: mem,
 		boundSeen: boundSeen, boundMax: boundMax, boundErr: boundErr,
 		w: w, took: time.Since(start),
 	}
@@ -268,6 +283,19 @@ func machine() machineInfo {
 		m.cpuModel = cpu
 	}
 	return m
+}
+
+// loadAverage returns the 1-minute load average (Linux), formatted.
+func loadAverage() (string, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "", false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "", false
+	}
+	return f[0], true
 }
 
 // ---- parsing ------------------------------------------------------------------
