@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,30 @@ func setup() (*Workload, []int32) {
 
 var sinkTile atomic.Pointer[tile.Tile]
 
+func TestFirstAmong(t *testing.T) {
+	names := func(impls []Impl) string {
+		var s []string
+		for _, im := range impls {
+			s = append(s, im.Name)
+		}
+		return strings.Join(s, ",")
+	}
+	tests := []struct{ first, want string }{
+		{"", "tilesieve,mapmutex,otter,theine,ristretto,lru"},
+		{"tilesieve", "tilesieve,mapmutex,otter,theine,ristretto,lru"},
+		{"otter", "otter,tilesieve,mapmutex,theine,ristretto,lru"},
+		{"lru", "lru,tilesieve,mapmutex,otter,theine,ristretto"},
+		{"nosuch", "tilesieve,mapmutex,otter,theine,ristretto,lru"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.first, func(t *testing.T) {
+			if got := names(firstAmong(Throughput(), tt.first)); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // goroutineStart spreads the RunParallel goroutines over the trace.
 func goroutineStart(ctr *atomic.Uint32) int {
 	return int(ctr.Add(1)*104729) & (TraceLen - 1)
@@ -77,12 +102,7 @@ func build(b *testing.B, im Impl, maxBytes int64, w *Workload) Cache {
 // that one.
 func forEach(b *testing.B, maxBytes int64, prepare func(Cache), body func(b *testing.B, c Cache)) {
 	w, _ := setup()
-	impls := Throughput()
-	if i := slices.IndexFunc(impls, func(im Impl) bool { return im.Name == *firstImpl }); i > 0 {
-		first := impls[i]
-		impls = append([]Impl{first}, slices.Delete(impls, i, i+1)...)
-	}
-	for _, im := range impls {
+	for _, im := range firstAmong(Throughput(), *firstImpl) {
 		var c Cache
 		b.Run(im.Name, func(b *testing.B) {
 			if c == nil {
@@ -97,6 +117,17 @@ func forEach(b *testing.B, maxBytes int64, prepare func(Cache), body func(b *tes
 			c.Close()
 		}
 	}
+}
+
+// firstAmong returns impls with the one named first moved to the front,
+// the others in their order.
+func firstAmong(impls []Impl, first string) []Impl {
+	i := slices.IndexFunc(impls, func(im Impl) bool { return im.Name == first })
+	if i <= 0 {
+		return impls
+	}
+	out := append([]Impl{impls[i]}, impls[:i]...)
+	return append(out, impls[i+1:]...)
 }
 
 // fillAll sets every key, then lets asynchronous caches catch up.
