@@ -18,6 +18,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -41,6 +42,7 @@ type options struct {
 	raw       string // write the raw go test output here
 	input     string // parse this file instead of running go test
 	skipHits  bool
+	pairs     int // paired runs of tilesieve and otter per -cpu value, for the speed targets
 }
 
 func main() {
@@ -53,6 +55,7 @@ func main() {
 	flag.StringVar(&o.tags, "tags", "", "build tags for go test")
 	flag.StringVar(&o.raw, "raw", "", "also write the raw benchmark output to this file")
 	flag.StringVar(&o.input, "input", "", "parse benchmark output from this file instead of running go test")
+	flag.IntVar(&o.pairs, "pairs", 6, "paired runs of tilesieve and otter (Get, GetSet7525) per -cpu value, alternating which goes first; the speed targets use them")
 	flag.BoolVar(&o.skipHits, "skip-hits", false, "leave out the hit-ratio simulation (for quick checks)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -65,6 +68,13 @@ func main() {
 func run(o options) error {
 	start := time.Now()
 	mi := machine()
+	var loads []string // the load average as the run goes, for the reader to judge its noise
+	sampleLoad := func(when string) {
+		if l, ok := loadAverage(); ok {
+			loads = append(loads, when+" "+l)
+		}
+	}
+	sampleLoad("start")
 	cmds := benchCommands(o)
 
 	var raw []byte
@@ -97,6 +107,30 @@ func run(o options) error {
 	}
 	if len(res) == 0 {
 		return errors.New("no benchmark results parsed")
+	}
+	sampleLoad("after the rounds")
+	var pairRaw []byte
+	if o.input != "" {
+		// Saved paired runs sit beside the saved rounds, if they were kept.
+		if b, err := os.ReadFile(o.input + ".pairs"); err == nil {
+			pairRaw = b
+		}
+	} else if o.pairs > 0 {
+		if pairRaw, err = runPairs(o); err != nil {
+			return err
+		}
+		if o.raw != "" {
+			if err := os.WriteFile(o.raw+".pairs", pairRaw, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	pairs, err := parseBench(bytes.NewReader(pairRaw))
+	if err != nil {
+		return err
+	}
+	if len(pairRaw) > 0 && o.input == "" {
+		sampleLoad("after the pairs")
 	}
 
 	w := cachebench.Default()
@@ -135,8 +169,12 @@ func run(o options) error {
 		}
 	}
 
+	sampleLoad("end")
+	if o.input != "" {
+		loads = nil // the saved runs' load is not known
+	}
 	rep := report{
-		machine: mi, cmds: cmds, opts: o, res: res, hits: hits, mem: mem,
+		machine: mi, loads: loads, cmds: cmds, opts: o, res: res, pairs: pairs, hits: hits, mem: mem,
 		boundSeen: boundSeen, boundMax: boundMax, boundErr: boundErr,
 		w: w, took: time.Since(start),
 	}
@@ -161,6 +199,58 @@ func benchCommands(o options) [][]string {
 	main := append(slices.Clone(common), "-bench", "^Benchmark(Get|GetSet7525|Mixed702010)$", "-benchtime", o.benchtime, "./cachebench/")
 	bulk := append(slices.Clone(common), "-bench", "^BenchmarkDeletePrefixBulk$", "-benchtime", o.bulktime, "./cachebench/")
 	return [][]string{main, bulk}
+}
+
+// pairBench selects the benchmarks whose targets compare tilesieve with otter.
+const pairBench = "^Benchmark(Get|GetSet7525)$/^(tilesieve|otter)$"
+
+// pairCommand is the test binary invocation of one paired run.
+func pairCommand(o options, procs, first string) []string {
+	return []string{"-test.run", "^$", "-test.benchmem", "-test.cpu", procs, "-test.count", "1",
+		"-test.bench", pairBench, "-test.benchtime", o.benchtime, "-cachebench.first", first}
+}
+
+// runPairs runs tilesieve and otter back to back, one -cpu value per
+// process, o.pairs times per value, alternating which goes first. In a round
+// of the full benchmarks the two run seconds apart, with four other
+// implementations between them, and on a shared machine the load can change
+// in that time; here only the other's warm-up lies between them, and the
+// alternation cancels an order effect. The test binary is built once.
+func runPairs(o options) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "benchreport")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "cachebench.test")
+	build := []string{"test", "-c", "-o", bin}
+	if o.tags != "" {
+		build = append(build, "-tags", o.tags)
+	}
+	if _, err := runGo(append(build, "./cachebench/")); err != nil {
+		return nil, fmt.Errorf("build the benchmark binary: %w", err)
+	}
+	var raw []byte
+	for i := range o.pairs {
+		first := "tilesieve"
+		if i%2 == 1 {
+			first = "otter"
+		}
+		for _, procs := range strings.Split(o.cpu, ",") {
+			args := pairCommand(o, procs, first)
+			log.Printf("pair %d/%d: -cpu %s, %s first", i+1, o.pairs, procs, first)
+			cmd := exec.Command(bin, args...)
+			cmd.Dir = "cachebench" // where go test runs a package's tests
+			var buf bytes.Buffer
+			cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
+			cmd.Stderr = os.Stderr
+			if err := cmd.Run(); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), err)
+			}
+			raw = append(raw, buf.Bytes()...)
+		}
+	}
+	return raw, nil
 }
 
 // runGo runs `go args...` in the bench module, echoing its output to stderr
@@ -193,6 +283,19 @@ func machine() machineInfo {
 		m.cpuModel = cpu
 	}
 	return m
+}
+
+// loadAverage returns the 1-minute load average (Linux), formatted.
+func loadAverage() (string, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "", false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "", false
+	}
+	return f[0], true
 }
 
 // ---- parsing ------------------------------------------------------------------
@@ -260,6 +363,15 @@ func (r results) roundRatio(num, den key, unit string) (med float64, rounds stri
 		med = (ratios[len(ratios)/2-1] + med) / 2
 	}
 	return med, strings.Join(parts, ", "), true
+}
+
+// samples lists the samples of unit for k in run order, formatted.
+func (r results) samples(k key, unit string) string {
+	parts := make([]string, len(r[k][unit]))
+	for i, v := range r[k][unit] {
+		parts[i] = fmt.Sprintf("%.1f", v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (r results) procs() []int {

@@ -11,9 +11,11 @@ import (
 
 type report struct {
 	machine   machineInfo
+	loads     []string // 1-minute load average at points of the run
 	cmds      [][]string
 	opts      options
 	res       results
+	pairs     results // paired runs of tilesieve and otter (runPairs); empty if none
 	hits      []cachebench.HitResult
 	mem       map[string]float64
 	boundSeen int64
@@ -28,7 +30,7 @@ var benches = []struct{ name, what string }{
 	{"Get", "cache sized to hold every tile, pre-filled; Zipf(0.9) Gets, all hits."},
 	{"GetSet7525", "cache at 25% of the workload's bytes (it evicts), warmed by demand fill; 75% Get, 25% Set of the requested key."},
 	{"Mixed702010", "cache sized to hold every tile, pre-filled; 70% Get, 20% Set, 10% DeletePrefix of a `layer/z/x/` column covering 1–8 keys."},
-	{"DeletePrefixBulk", "cache holding all 131,072 tiles; delete one `layer/z/` prefix (see keys/op) and put its keys back with the timer stopped. Serial, not RunParallel."},
+	{"DeletePrefixBulk", "cache holding all 131,072 tiles; delete one `layer/z/` prefix (see keys/op) and put its keys back with the timer stopped. Serial, not RunParallel. ns/key is the mean over the iterations, median ns/key the median iteration (the target)."},
 }
 
 func (r *report) render() string {
@@ -42,14 +44,25 @@ func (r *report) render() string {
 		p("go %s\n", shellJoin(c))
 	}
 	p("```\n\n%d times over, in rounds (each round runs every implementation, so a noisy spell on this shared machine falls on all of them), ", r.opts.count)
-	p("then the hit-ratio simulation and the memory checks in-process. Table ratios compare the medians of the %d rounds; speed targets, the median of the same-round ratios.\n\n", r.opts.count)
+	p("then the hit-ratio simulation and the memory checks in-process. Table ratios compare the medians of the %d rounds. ", r.opts.count)
+	if len(r.pairs) > 0 {
+		p("The speed targets against otter come from paired runs: the test binary, built once, runs tilesieve and otter back to back in one process per -cpu value, ")
+		p("`cachebench.test %s`, %d times per -cpu value, alternating which of the two goes first; a target is the median of the pairs' ratios.\n\n",
+			shellJoin(pairCommand(r.opts, "N", "tilesieve|otter")), len(r.pairs[key{"Get", "otter", r.pairs.procs()[0]}]["ns/op"]))
+	} else {
+		p("Speed targets are the median of the same-round ratios.\n\n")
+	}
 	p("| machine | |\n|---|---|\n")
 	took := fmt.Sprintf("whole report took %v", r.took.Round(time.Second))
 	if r.opts.input != "" {
 		took = "benchmark tables rendered from saved `go test` output; hit ratio and memory re-measured"
 	}
-	p("| Go | `%s` |\n| CPU | %s |\n| nproc | %s |\n| generated | %s, %s |\n\n",
+	p("| Go | `%s` |\n| CPU | %s |\n| nproc | %s |\n| generated | %s, %s |\n",
 		r.machine.goVersion, r.machine.cpuModel, r.machine.nproc, time.Now().UTC().Format("2006-01-02 15:04 UTC"), took)
+	if len(r.loads) > 0 {
+		p("| load average (1 min) | %s |\n", strings.Join(r.loads, ", "))
+	}
+	p("\n")
 
 	r.renderTargets(p)
 	r.renderWorkload(p)
@@ -64,16 +77,28 @@ type printer func(format string, a ...any)
 
 // ---- targets ------------------------------------------------------------------
 
+// speedups gives peer's speedup for bench at every -cpu value: from the
+// paired runs where they hold the pair, else from the rounds.
 func (r *report) speedups(bench, peer string) (vals []float64, desc []string, ok bool) {
+	src, what := r.res, "rounds"
+	if _, found := r.pairs.median(key{bench, peer, r.res.procs()[0]}, "ns/op"); found {
+		src, what = r.pairs, "pairs"
+	}
 	ok = true
 	for _, procs := range r.res.procs() {
-		v, rounds, found := r.res.roundRatio(key{bench, peer, procs}, key{bench, "tilesieve", procs}, "ns/op")
+		v, rounds, found := src.roundRatio(key{bench, peer, procs}, key{bench, "tilesieve", procs}, "ns/op")
 		if !found {
 			ok = false
 			continue
 		}
 		vals = append(vals, v)
-		desc = append(desc, fmt.Sprintf("%s (-cpu %d; rounds %s)", fmtX(v), procs, rounds))
+		d := fmt.Sprintf("%s (-cpu %d; %s %s)", fmtX(v), procs, what, rounds)
+		if what == "pairs" {
+			if rv, rr, found := r.res.roundRatio(key{bench, peer, procs}, key{bench, "tilesieve", procs}, "ns/op"); found {
+				d += fmt.Sprintf(" [rounds: %s; %s]", fmtX(rv), rr)
+			}
+		}
+		desc = append(desc, d)
 	}
 	return vals, desc, ok && len(vals) > 0
 }
@@ -119,14 +144,21 @@ func (r *report) renderTargets(p printer) {
 	speedTarget("GetSet7525", "otter", 1.25, "GetSet7525 ≥ 1.25x otter (the first benchmarks' stretch target)", false)
 	speedTarget("Mixed702010", "mapmutex", 850, "Mixed702010 ≥ 850x mapmutex", false)
 
+	// The bulk target reads the median iteration (see the benchmark's doc),
+	// the mean beside it; output without the median falls back to the mean.
 	var nsKey []string
 	worst, ran := 0.0, false
 	for _, procs := range r.res.procs() {
-		v, ok := r.res.median(key{"DeletePrefixBulk", "tilesieve", procs}, "ns/key")
-		if ok {
+		k := key{"DeletePrefixBulk", "tilesieve", procs}
+		mean, okMean := r.res.median(k, "ns/key")
+		if v, ok := r.res.median(k, "median-ns/key"); ok {
 			ran = true
 			worst = math.Max(worst, v)
-			nsKey = append(nsKey, fmt.Sprintf("%.1f ns/key (-cpu %d)", v, procs))
+			nsKey = append(nsKey, fmt.Sprintf("%.1f ns/key (-cpu %d; median iteration, rounds %s; mean %.1f)", v, procs, r.res.samples(k, "median-ns/key"), mean))
+		} else if okMean {
+			ran = true
+			worst = math.Max(worst, mean)
+			nsKey = append(nsKey, fmt.Sprintf("%.1f ns/key (-cpu %d; mean)", mean, procs))
 		}
 	}
 	row("bulk prefix delete ≤ 40 ns per deleted key", strings.Join(nsKey, ", "), worst <= 40, ran)
@@ -163,11 +195,12 @@ func (r *report) renderTargets(p printer) {
 		bound = r.boundErr.Error()
 	}
 	row("byte bound: Stats().Bytes ≤ MaxBytes while filling ~100x past it", bound, r.boundErr == nil, true)
-	p("\nSpeedups are peer ns/op ÷ tilesieve ns/op (above 1x: tilesieve is faster). A speed target compares the median of the same-round ratios (each round runs both, seconds apart, so a noisy spell on this shared machine falls on both), the rounds' own ratios beside it; the tables below give each implementation's median ns/op and the ratio of those medians. A target is met only if it holds at every -cpu value.\n\n")
-	p(`**Account of the write path** (measured 2026-12-01 on this machine, while it was shared; the tables' absolute ns/op show how loaded it was during a run).
+	p("\nSpeedups are peer ns/op ÷ tilesieve ns/op (above 1x: tilesieve is faster). A speed target against otter is the median of the paired runs' ratios (each pair runs both in one process, back to back, so a noisy spell on this shared machine falls on both), the pairs' own ratios beside it, then in brackets the same ratio over the rounds of the full run (where the two run seconds apart, with other implementations between them); Mixed702010 against mapmutex uses the rounds. The tables below give each implementation's median ns/op over the rounds and the ratio of those medians. A target is met only if it holds at every -cpu value.\n\n")
+	p("%s", `**Account of the write path** (measured 2026-12-01 on this machine while it was shared: load averages of 9–15 on 2 cores for most of the work, so absolute ns/op in this section and the tables run several times a quiet machine's).
 
-- *GetSet7525.* Profile: ` + "`cd bench && go test -run '^$' -cpu 2 -bench '^BenchmarkGetSet7525$/^tilesieve$' -benchtime 3s -cpuprofile cpu.out ./cachebench/`" + `, then ` + "`go tool pprof -top -cum -focus shared/cache`" + `. Set is a quarter of the operations and two thirds of the samples (3.11 s of 4.81 s in the loop). Of Set: the radix insert 0.85 s and evictions 0.68 s (radix removal 0.43 s, the ghost 0.19 s), both under the writer lock; weighing the new tile 0.73 s (tile.Cost loads the Tile, a cache miss; otter's Weigher loads it too); the rest index probes and the key's hash. Lock spinning was 0.16 s. Weighing was 0.42 s of 1.57 s of Set before a Set weighed once and compared the kept weight for a lock-free replacement (it weighed the new tile twice and the old one once); in runs on a quiet spell that took GetSet7525 from 225–262 ns to 143–164 ns at -cpu 1 and from 226–712 ns to 152–212 ns at -cpu 2, against otter's 186–199 ns and 100–174 ns in the run after: ahead at -cpu 1, behind at -cpu 2. What is left is the tree, which otter does not keep and prefix purges need, and one writer lock. Searching short child arrays linearly instead of by bisection cut ` + "`BenchmarkRemovePutSparse`" + ` (shared/radix) from 1552 to 1320 ns (fastest of six alternating runs); comparing one byte per edge and the whole path once at the end was slower (1357 against 1275 ns) and was dropped.
-- *Bulk prefix delete.* On a quiet spell ` + "`go test -run '^$' -cpu 1,2 -bench '^BenchmarkDeletePrefixBulk$/^tilesieve$' -benchtime 64x ./cachebench/`" + ` gave 36–54 ns/key (-cpu 1) and 30–40 ns/key (-cpu 2) over three runs, the same as before this round's changes (35–108 and 33–63 ns/key): the subtree is detached at once and the batch's scattered lines are loaded in one pass before they are written; what is left per key is unlinking from the queue (two neighbours, scattered) and clearing an index slot. Under load the same benchmark reads 47–192 ns/key.
+- *Why bulk delete read 4x slower at -cpu 1.* The delete is serial, so -cpu changes nothing in it; what it changed was the benchmark's exposure to its surroundings. (1) A timed delete lasts ~0.1 ms, less than a scheduler time slice, and the mean of 64 of them is set by the few that lose the core to another process: five back-to-back runs of the old benchmark under load read 32.1, 32.6, 35.6, 53.5 and 144.1 ns/key at -cpu 1 against 32.9, 33.4, 35.0, 56.8 and 35.7 at -cpu 2 (mapmutex, which allocates nothing, 3303 against 520 in the last); on a quiet spell (load 0.4) the same benchmark read 35.6 / 34.3 and 35.4 / 39.2. (2) A GC cycle that the untimed refill starts runs into the timed deletes, and with one P its marking takes the delete's P, while with two it runs beside it: with `+"`GOGC=25`"+` (cycles every few iterations) 256 iterations read 102.0 ns/key at -cpu 1 and 52.4 at -cpu 2. At the default GOGC no cycle starts during tilesieve's 64 iterations (`+"`GODEBUG=gctrace=1`"+`), but the peers that allocate in their delete (lru 2 MB per delete) get them. *The benchmark change* (separate from any product change): it now also reports the median iteration (median-ns/key), which the target reads; the mean stays in the table. Same product code, runs alternating, load ~11: old benchmark (mean) 112.8 / 88.1, 65.0 / 66.3, 387.1 / 36.7 ns/key (-cpu 1 / -cpu 2); new benchmark median 40.9 / 41.9, 35.3 / 33.7, 36.4 / 34.4 with means 105.7 / 45.8, 66.5 / 36.4, 39.4 / 37.4 in the same runs. It also builds only the caches -bench selects, so a run filtered to one implementation no longer warms all six first.
+- *What the bulk benchmark does not show.* Each delete follows the untimed refill of the same 3,424 keys, so their nodes, index groups and queue neighbours are in the CPU caches. A purge of entries set long ago pays those misses: `+"`cd bench/cachebench && go test -c && ./cachebench.test -test.run '^$' -test.cpu 1,2 -test.bench '^BenchmarkDeletePrefixBulk$/^tilesieve$' -test.benchtime 64x -cachebench.coldbulk`"+` (a GC between refill and delete, whose marking flushes them) read 112.3 / 115.8 ns/key (median, -cpu 1 / -cpu 2, load 10.8). The 40 ns target is met for the warm shape only; cold, the cost is the cache lines per key (the node, its index group, two queue neighbours) and three atomic stores (tile, control byte, slot), which readers racing the purge need.
+- *GetSet7525.* Profile at -cpu 1 with only tilesieve set up: `+"`cd bench && go test -run '^$' -cpu 1 -bench '^BenchmarkGetSet7525$/^tilesieve$' -benchtime 4s -cpuprofile cpu.out ./cachebench/`"+`, then `+"`go tool pprof -top -cum`"+`. Of 4.66 s in the loop, Get 2.19 s and Set 2.21 s; across both, the key's hash 0.93 s (it is where the key's bytes are first loaded, a miss otter pays too), index probes 1.44 s, the radix insert 0.66 s, evictions 0.48 s (radix removal 0.31 s, the ghost 0.10 s), weighing 0.55 s (tile.Cost's first load of the Tile, which otter's Weigher makes too); the GC's background marking 0.12 s (2–3%). At -cpu 2 (5.76 s) the writer lock (Lock, Unlock, futex) is about 0.1 s of CPU, and a mutex profile (`+"`-mutexprofile`"+`, fraction 1) counted 0.17 s of waiting in a 5.5 s run of two goroutines (under 2% of their time). Yet tilesieve gains less from a second core than otter: in the last three pairs of the run above (load 5–8), -cpu 1 → -cpu 2 took tilesieve from 241.9 to 125.8, 203.6 to 164.3 and 233.4 to 168.5 ns/op, otter from 192.7 to 79.2, 233.7 to 99.0 and 254.5 to 134.4; on a quiet spell before this round tilesieve read 143–164 ns at -cpu 1 and 152–212 ns at -cpu 2. Where the second core's time goes the profiles do not show; the likely cost (not measured) is the lines every insert writes under the one writer lock and the next insert, on the other core, must fetch back: the lock word, the queue's head, the byte and entry counters, the ghost. The way past it is writers that share none of them: the cache cut into shards, each with its own tree, queue, lock and share of the budget, so that DeletePrefix visits every shard and Scan merges their ordered streams. Not done this round, so GetSet7525 at -cpu 2 stays missed. What otter does not pay is the tree: descents through child arrays (radix.search 0.54 s at -cpu 1, 0.76 s at -cpu 2, nearly all waiting for children's first bytes), which prefix purges need. Tried this round: comparing each edge from its second byte (the first is matched by the child search, so a one-byte edge loads no path bytes): user CPU time of `+"`BenchmarkRemovePutSparse`"+` (shared/internal/radix, 1.5M iterations, five alternating runs, measured as CPU time because wall time under this load spread 0.12–6.2x between paired runs) was 2.74–3.07 s before (median 2.91) and 2.83–3.16 s after (median 2.96): no gain, dropped. Earlier rounds: a Set weighs once and replaces a same-weight entry lock-free (GetSet7525 225–262 ns → 143–164 ns at -cpu 1 on a quiet spell); linear search of short child arrays (`+"`BenchmarkRemovePutSparse`"+` 1552 → 1320 ns); one byte per edge with the whole path compared at the end was slower (1357 against 1275 ns). *The measurement change*: in a round of the full run tilesieve and otter run seconds apart with four implementations between them, and on this machine the load moves in that time (the rounds' GetSet7525 ratios at -cpu 1 spread 0.33–1.62 before); the targets against otter now come from paired runs (see above), where they run back to back in one process.
 
 `)
 }
@@ -222,6 +255,10 @@ func (r *report) renderThroughput(p printer) {
 				hdr += fmt.Sprintf(" ns/key -cpu %d |", pr)
 				sep += "---:|"
 			}
+			for _, pr := range procs {
+				hdr += fmt.Sprintf(" median ns/key -cpu %d |", pr)
+				sep += "---:|"
+			}
 			hdr += " keys/op |"
 			sep += "---:|"
 		}
@@ -240,6 +277,9 @@ func (r *report) renderThroughput(p printer) {
 			if bulk {
 				for _, pr := range procs {
 					line += " " + r.cell(key{bn.name, im, pr}, "ns/key", func(v float64) string { return fmt.Sprintf("%.1f", v) }) + " |"
+				}
+				for _, pr := range procs {
+					line += " " + r.cell(key{bn.name, im, pr}, "median-ns/key", func(v float64) string { return fmt.Sprintf("%.1f", v) }) + " |"
 				}
 				line += " " + r.cell(key{bn.name, im, procs[0]}, "keys/op", func(v float64) string { return fmt.Sprintf("%.0f", v) }) + " |"
 			}
@@ -369,7 +409,7 @@ func (r *report) renderCaveats(p printer) {
 - **Prefix delete on peers** is what a user would write: otter iterates Keys() and Invalidates matches; theine collects matches with Range (which holds a shard read lock, so it cannot delete inside) then Deletes; hashicorp LRU scans Keys(); ristretto keeps only key hashes, so its values are wrapped with their key (one extra allocation per Set) and it scans IterValues.
 - **Asynchronous writers.** ristretto applies Sets from a buffer, and may drop them under contention (that is its design); theine applies policy updates asynchronously. In the throughput benchmarks nothing waits, except that caches are synced (ristretto Wait, theine Wait, otter CleanUp) after pre-fill and after each untimed refill of the bulk benchmark. In the hit-ratio replay they are synced after every Set, so each Set is visible to the next request as in the synchronous caches.
 - **Hit-ratio reproducibility.** LRU and FIFO replay exactly: same numbers every run; tilesieve's ghost keeps key hashes under a seed drawn per cache, so its numbers move by about a hundredth of a point. otter, theine and ristretto record reads through lossy buffers drained by other goroutines, so their hit ratios move by a few tenths of a point between runs (up to about a point seen on this machine); a target within 1 point of theine can flip on that alone.
-- **Bulk delete timing** runs serially with a fixed -benchtime (iterations), because its refill is untimed and a time-based b.N would spend minutes refilling; ns/key is timed ns ÷ keys actually deleted.
+- **Bulk delete timing** runs serially with a fixed -benchtime (iterations), because its refill is untimed and a time-based b.N would spend minutes refilling; ns/key is timed ns ÷ keys actually deleted, median ns/key the median over iterations of each one's ns ÷ keys. Every implementation deletes right after its refill, with the keys' lines warm in the CPU caches (see the account for a cold measurement).
 - **Shared machine.** The run shares 2 cores with whatever else runs; compare ratios from the same run rather than absolute numbers across runs.
 
 `)
