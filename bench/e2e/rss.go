@@ -86,20 +86,20 @@ func DefaultRSSParams(repoRoot, benchDir string, quick bool) RSSParams {
 
 // RSSRow is one scenario: one fresh tile function process.
 type RSSRow struct {
-	Scenario string        `json:"scenario"`
-	MemBytes int64         `json:"mem_cache_bytes"`
+	Scenario string `json:"scenario"`
+	MemBytes int64  `json:"mem_cache_bytes"`
 	// Extra is what the bound adds for memory held outside MEM_CACHE_BYTES
 	// by design (ExtraWhat says what).
-	Extra     int64  `json:"extra,omitempty"`
-	ExtraWhat string `json:"extra_what,omitempty"`
-	Base     int64         `json:"base"`   // VmRSS of the idle process after start
-	VmHWM    int64         `json:"vm_hwm"` // peak RSS over the process's life
-	VmRSSEnd int64         `json:"vm_rss_end"`
-	Requests int           `json:"requests"` // requests the scenario sent
-	Answered string        `json:"answered"` // what they got, in words
-	Elapsed  time.Duration `json:"elapsed"`
-	Memory   MemTier       `json:"memory"` // the memory tier at the end (admin stats)
-	Note     string        `json:"note,omitempty"`
+	Extra     int64         `json:"extra,omitempty"`
+	ExtraWhat string        `json:"extra_what,omitempty"`
+	Base      int64         `json:"base"`   // VmRSS of the idle process after start
+	VmHWM     int64         `json:"vm_hwm"` // peak RSS over the process's life
+	VmRSSEnd  int64         `json:"vm_rss_end"`
+	Requests  int           `json:"requests"` // requests the scenario sent
+	Answered  string        `json:"answered"` // what they got, in words
+	Elapsed   time.Duration `json:"elapsed"`
+	Memory    MemTier       `json:"memory"` // the memory tier at the end (admin stats)
+	Note      string        `json:"note,omitempty"`
 }
 
 // Bound is the scenario's bound on peak RSS: what the tile function sets as
