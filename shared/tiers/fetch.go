@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/disk"
@@ -170,7 +171,7 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 		if cached == nil && e.cfg.NegativeTTL > 0 {
 			// Remember the miss (sparse tilesets ask for missing tiles all
 			// the time); an upload's purge forgets it.
-			e.guard.Insert(key, epoch, func() { e.mem.Set(key, &tile.Tile{Missing: true, StoredAt: sent}) })
+			e.guard.Insert(key, epoch, func() { e.mem.Set(ownKey(key), &tile.Tile{Missing: true, StoredAt: sent}) })
 		}
 		if cached != nil {
 			// The tile was deleted at the origin: forget every copy of it.
@@ -196,6 +197,12 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 	}
 }
 
+// ownKey is key in an allocation of its own, for the memory tier to keep: a
+// key cut from a request (its path, a substring of the request line, query
+// string included) would keep the whole line alive there, while the tier
+// charges only the key's bytes.
+func ownKey(key string) string { return strings.Clone(key) }
+
 // store puts a fetched tile into both tiers unless a purge overtook the
 // fetch. The memory tier takes it under the guard; the disk file is written
 // after, outside the guard, so a purge (which blocks new lookups while it
@@ -211,7 +218,7 @@ func (e *Engine) store(key string, t *tile.Tile, epoch uint64) {
 	}
 	var mark disk.Mark
 	if !e.guard.Insert(key, epoch, func() {
-		e.mem.Set(key, t)
+		e.mem.Set(ownKey(key), t)
 		if e.disk != nil {
 			mark = e.disk.Mark()
 		}
