@@ -192,6 +192,8 @@ type Engine struct {
 	prepare func(key string, t *tile.Tile)
 	purged  func(prefix string)
 	sy      Syncer // nil: every copy is trusted
+	// negative is the remembered 404 that misses share (see remembered).
+	negative atomic.Pointer[tile.Tile]
 
 	flight     flight.Group[fill]
 	guard      guard.Guard

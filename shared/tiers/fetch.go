@@ -171,7 +171,7 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 		if cached == nil && e.cfg.NegativeTTL > 0 {
 			// Remember the miss (sparse tilesets ask for missing tiles all
 			// the time); an upload's purge forgets it.
-			e.guard.Insert(key, epoch, func() { e.mem.Set(ownKey(key), &tile.Tile{Missing: true, StoredAt: sent}) })
+			e.guard.Insert(key, epoch, func() { e.mem.Set(ownKey(key), e.remembered(sent)) })
 		}
 		if cached != nil {
 			// The tile was deleted at the origin: forget every copy of it.
@@ -195,6 +195,27 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 		}
 		return nil, 0, err
 	}
+}
+
+// negativeShare is how far apart the requests of misses that share one
+// remembered 404 may have left.
+const negativeShare = 100 * time.Millisecond
+
+// remembered is the remembered 404 of a miss whose request left at sent:
+// one Tile shared by the misses of up to negativeShare, its StoredAt the
+// earliest of theirs, so none is believed longer than its own would be (it
+// expires and stops being vouched for a little earlier, never later). The
+// memory tier charges each entry the whole Tile all the same, so under a
+// flood of missing keys the heap the tier holds stays well inside its bound
+// (what the heap's own overhead, such as fragmentation, needs).
+func (e *Engine) remembered(sent time.Time) *tile.Tile {
+	share := min(negativeShare, e.cfg.NegativeTTL/10)
+	if n := e.negative.Load(); n != nil && !sent.Before(n.StoredAt) && sent.Sub(n.StoredAt) < share {
+		return n
+	}
+	n := &tile.Tile{Missing: true, StoredAt: sent}
+	e.negative.Store(n)
+	return n
 }
 
 // ownKey is key in an allocation of its own, for the memory tier to keep: a
