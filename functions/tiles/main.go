@@ -135,7 +135,9 @@ func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
 // to hold, once init is done: MEM_CACHE_BYTES with a tenth more (the tier's
 // per-entry overhead and the answers in flight), plus the Go memory the
 // idle process already uses (measured now, after init: the runtime, the
-// disk tier's index, the handler's pools). Without a limit the collector
+// disk tier's index, the handler's pools; after a collection that returns
+// init's garbage to the system, which would otherwise count as base and
+// leave that much more room to the heap). Without a limit the collector
 // lets the heap grow to twice the live bytes (GOGC=100), so a flood of
 // requests for missing tiles, each a few short-lived allocations, takes the
 // process to several times the configured cache. The collector is given
@@ -149,6 +151,7 @@ func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
 	if cfg.FunctionMemoryBytes != 0 || os.Getenv("GOMEMLIMIT") != "" || cfg.MemBytes <= 0 {
 		return
 	}
+	debug.FreeOSMemory()
 	base := goMemoryInUse()
 	limit := cfg.MemBytes + cfg.MemBytes/20 + base
 	debug.SetMemoryLimit(limit)
