@@ -102,9 +102,10 @@ type RSSRow struct {
 	Note      string        `json:"note,omitempty"`
 }
 
-// Bound is the scenario's bound on peak RSS: what the tile function sets as
-// its Go memory limit off Lambda (MEM_CACHE_BYTES with a tenth more for the
-// tier's overhead, plus the memory of the idle process), and Extra.
+// Bound is the scenario's bound on peak RSS: what the tile function promises
+// off Lambda (MEM_CACHE_BYTES with a tenth more for the tier's overhead,
+// plus the memory of the idle process; its collector's limit is half of
+// that tenth lower, for the collector's own overshoot), and Extra.
 func (r RSSRow) Bound() int64 { return r.MemBytes + r.MemBytes/10 + r.Base + r.Extra }
 
 // MemTier is the memory tier's state from the admin stats.
@@ -617,7 +618,7 @@ func renderRSS(b *strings.Builder, r *RSSResult) {
 	fmt.Fprintf(b, "Each scenario starts a fresh process of the tile function (`go build ./functions/tiles`, run as its local HTTP server: the same handler as on Lambda; no `GOMEMLIMIT`, as off Lambda) "+
 		"against `bench/cmd/s3serve -control` (s3local in its own process; its `Faults` are set through its control endpoint). "+
 		"**base** is the VmRSS of the idle process 0.5 s after it answered its health check; **peak** is its VmHWM (/proc/<pid>/status) at the end, over its whole life. "+
-		"The bound is MEM_CACHE_BYTES × 1.1 + base, as the process sets its Go memory limit off Lambda (the tier's per-entry overhead and answers in flight get the tenth), plus what a scenario holds outside the tier by design (named in its target). Sockets are the process's own TCP sockets whose remote port is S3's (its descriptors' inodes looked up in /proc/<pid>/net/tcp), sampled every 20 ms.\n\n")
+		"The bound is MEM_CACHE_BYTES × 1.1 + base, the process's bound off Lambda (the tier's per-entry overhead and answers in flight get the tenth; the process gives its collector a limit of MEM_CACHE_BYTES × 1.05 plus its Go memory after init, keeping the rest for the collector's overshoot), plus what a scenario holds outside the tier by design (named in its target). Sockets are the process's own TCP sockets whose remote port is S3's (its descriptors' inodes looked up in /proc/<pid>/net/tcp), sampled every 20 ms.\n\n")
 	fmt.Fprintf(b, "- **404 flood**: %d clients GET random missing keys `flood/{12..18}/x/y.png` (each an S3 GET answered 404, then a remembered 404 in memory) until %d requests or %v, whichever comes first; disk tier off.\n",
 		p.FloodClients, p.FloodRequests, p.FloodDuration)
 	fmt.Fprintf(b, "- **big tile**: one %d-byte object (random bytes) with `MAX_TILE_BYTES=%s`; the memory tier's entry limit is 1/8 of MEM_CACHE_BYTES (%s), so the tile lives only on the disk tier (1 GiB). One read fills the disk tier, then %d rounds of %d concurrent readers each read it whole (one per round checks its SHA-256).\n",
