@@ -169,6 +169,16 @@ func renderEmulator(p func(string, ...any), r EmulatorResult) {
 			p("; floor p50 %s, p99 %s (%.2fx its p50): the emulator's and the machine's own spread, in the same run", nsStr(float64(med(fl, p50))), nsStr(float64(med(fl, p99))), float64(med(fl, p99))/float64(med(fl, p50)))
 		}
 		p(".\n\n")
+		var waited bool
+		for _, l := range ts {
+			waited = waited || l.MemoryDurMax >= EmuS3Latency
+		}
+		if waited {
+			p("A memory;dur of S3's latency or more is a hit that found a check due: none had started within its lead (four times the last check's duration, at most half the Interval), " +
+				"as happens when the shared machine leaves the process without a core for longer than the lead, and it waits for that check, as the bound after an upload asks " +
+				"(on Lambda a check not waited for may be frozen with the process until the next invocation). " +
+				"`go test -run '^$' -bench BenchmarkMemoryHitJournal20ms ./shared/tiers/` shows the same in process: its slowest hits are those that found the check due.\n\n")
+		}
 	}
 	if r.LoadBefore != "" {
 		p("Load average (1, 5, 15 min; /proc/loadavg) as the emulator part began: %s; as it ended: %s.\n\n", r.LoadBefore, r.LoadAfter)
