@@ -27,7 +27,9 @@
 //     is open; Config.StrictOutage turns that off. A copy a purge removed is
 //     in no tier, and one S3 answered "not found" for is removed, so neither
 //     is ever answered stale.
-//   - A 404 from the origin is remembered for Config.NegativeTTL.
+//   - A 404 from the origin is remembered for Config.NegativeTTL (misses
+//     whose requests left within 100 ms of each other share one remembered
+//     404, believed from the first of them: never longer than their own).
 //
 // An Engine is safe for concurrent use.
 package tiers

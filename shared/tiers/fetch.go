@@ -206,8 +206,9 @@ const negativeShare = 100 * time.Millisecond
 // earliest of theirs, so none is believed longer than its own would be (it
 // expires and stops being vouched for a little earlier, never later). The
 // memory tier charges each entry the whole Tile all the same, so under a
-// flood of missing keys the heap the tier holds stays well inside its bound
-// (what the heap's own overhead, such as fragmentation, needs).
+// flood of missing keys the heap the tier holds stays well inside its bound,
+// leaving room inside the process's memory limit for the heap's own
+// overhead (fragmentation, garbage between collections).
 func (e *Engine) remembered(sent time.Time) *tile.Tile {
 	share := min(negativeShare, e.cfg.NegativeTTL/10)
 	if n := e.negative.Load(); n != nil && !sent.Before(n.StoredAt) && sent.Sub(n.StoredAt) < share {
