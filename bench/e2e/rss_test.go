@@ -8,10 +8,12 @@ import (
 func TestRSSTargetsAndRender(t *testing.T) {
 	t.Parallel()
 	r := RSSResult{Params: DefaultRSSParams("", "", true),
-		Rows: []RSSRow{{Scenario: "404 flood", MemBytes: 32 << 20, Base: 20 << 20, VmHWM: 60 << 20}},
+		Rows: []RSSRow{{Scenario: "404 flood", MemBytes: 32 << 20, Base: 20 << 20, VmHWM: 60 << 20},
+			{Scenario: "archive", MemBytes: 32 << 20, Base: 20 << 20, VmHWM: 60 << 20, Extra: 16 << 20, ExtraWhat: "the directory cache"}},
 		Hang: &HangResult{SocketsPeak: Sockets{Total: 65}, SocketsAfter: Sockets{Total: 3}, S3InFlightAfter: 2, Recovery: 100, RecoveryOK: 100}}
 	r.targets()
-	want := []bool{false, true, false, true, true} // 60 > 32+20; 65 ≤ 64+1; 2 open > 0; 3 ≤ 65; 100%
+	// 60 > 32×1.1+20; 60 ≤ 32×1.1+20+16; 65 ≤ 64+1; 2 open > 0; 3 ≤ 65; 100%
+	want := []bool{false, true, true, false, true, true}
 	if len(r.Targets) != len(want) {
 		t.Fatalf("got %d targets, want %d", len(r.Targets), len(want))
 	}
@@ -22,7 +24,8 @@ func TestRSSTargetsAndRender(t *testing.T) {
 	}
 	var b strings.Builder
 	renderRSS(&b, &r)
-	for _, s := range []string{rssHeading, "| 404 flood | 32.0 MiB | 20.0 MiB | 52.0 MiB | 60.0 MiB |", "| 65 / 0 (most at one sample) | 3 / 0 (idle", "**missed**", "- **gzip amplifier**: a gzip tile", "disk tier off.\n\n| scenario"} {
+	for _, s := range []string{rssHeading, "| 404 flood | 32.0 MiB | 20.0 MiB | 55.2 MiB | 60.0 MiB |", "| archive | 32.0 MiB | 20.0 MiB | 71.2 MiB | 60.0 MiB |", "+ the directory cache (16.0 MiB)",
+		"- **archive tile past MAX_TILE_BYTES**: an archive whose 62 tiles", "- **distinct first path segments**: 16 clients GET `n{0..4999}/0/0/0.png`", "| 65 / 0 (most at one sample) | 3 / 0 (idle", "**missed**", "- **gzip amplifier**: a gzip tile", "disk tier off.\n\n| scenario"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("render lacks %q:\n%s", s, b.String())
 		}

@@ -131,21 +131,29 @@ func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
 	log.Info("Go memory limit set from the function's memory", "limit_bytes", limit)
 }
 
-// setMemoryLimitOffLambda bounds the process by what it was configured to
-// hold, once init is done: MEM_CACHE_BYTES with a tenth more (the tier's
+// setMemoryLimitOffLambda keeps the process within what it was configured
+// to hold, once init is done: MEM_CACHE_BYTES with a tenth more (the tier's
 // per-entry overhead and the answers in flight), plus the Go memory the
 // idle process already uses (measured now, after init: the runtime, the
-// disk tier's index, the handler's pools). Without it the collector lets
-// the heap grow to twice the live bytes (GOGC=100), so a flood of requests
-// for missing tiles, each a few short-lived allocations, takes the process
-// to several times the configured cache. GOMEMLIMIT, when set, wins; on
-// Lambda setMemoryLimit has set the limit from the function's memory.
+// disk tier's index, the handler's pools; after a collection that returns
+// init's garbage to the system, which would otherwise count as base and
+// leave that much more room to the heap). Without a limit the collector
+// lets the heap grow to twice the live bytes (GOGC=100), so a flood of
+// requests for missing tiles, each a few short-lived allocations, takes the
+// process to several times the configured cache. The collector is given
+// half of that tenth: it overshoots its limit (by 1.4 MiB at the peak of
+// the 404 flood of docs/BENCHMARKS.md section 6), and the other half keeps
+// that overshoot inside the bound. GOMEMLIMIT, when set, wins; on Lambda
+// setMemoryLimit has set the limit from the function's memory. The leaf
+// directory cache of archives (tileserver.DefaultDirectoryBytes) is not
+// counted: it holds nothing until archives are read.
 func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
 	if cfg.FunctionMemoryBytes != 0 || os.Getenv("GOMEMLIMIT") != "" || cfg.MemBytes <= 0 {
 		return
 	}
+	debug.FreeOSMemory()
 	base := goMemoryInUse()
-	limit := cfg.MemBytes + cfg.MemBytes/10 + base
+	limit := cfg.MemBytes + cfg.MemBytes/20 + base
 	debug.SetMemoryLimit(limit)
 	log.Info("Go memory limit set from MEM_CACHE_BYTES", "limit_bytes", limit, "base_bytes", base)
 }

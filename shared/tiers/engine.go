@@ -27,7 +27,9 @@
 //     is open; Config.StrictOutage turns that off. A copy a purge removed is
 //     in no tier, and one S3 answered "not found" for is removed, so neither
 //     is ever answered stale.
-//   - A 404 from the origin is remembered for Config.NegativeTTL.
+//   - A 404 from the origin is remembered for Config.NegativeTTL (misses
+//     whose requests left within 100 ms of each other share one remembered
+//     404, believed from the first of them: never longer than their own).
 //
 // An Engine is safe for concurrent use.
 package tiers
@@ -194,6 +196,8 @@ type Engine struct {
 	prepare func(key string, t *tile.Tile)
 	purged  func(prefix string)
 	sy      Syncer // nil: every copy is trusted
+	// negative is the remembered 404 that misses share (see remembered).
+	negative atomic.Pointer[tile.Tile]
 
 	flight     flight.Group[fill]
 	guard      guard.Guard

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/disk"
@@ -170,7 +171,7 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 		if cached == nil && e.cfg.NegativeTTL > 0 {
 			// Remember the miss (sparse tilesets ask for missing tiles all
 			// the time); an upload's purge forgets it.
-			e.guard.Insert(key, epoch, func() { e.mem.Set(key, &tile.Tile{Missing: true, StoredAt: sent}) })
+			e.guard.Insert(key, epoch, func() { e.mem.Set(ownKey(key), e.remembered(sent)) })
 		}
 		if cached != nil {
 			// The tile was deleted at the origin: forget every copy of it.
@@ -196,6 +197,34 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 	}
 }
 
+// negativeShare is how far apart the requests of misses that share one
+// remembered 404 may have left.
+const negativeShare = 100 * time.Millisecond
+
+// remembered is the remembered 404 of a miss whose request left at sent:
+// one Tile shared by the misses of up to negativeShare, its StoredAt the
+// earliest of theirs, so none is believed longer than its own would be (it
+// expires and stops being vouched for a little earlier, never later). The
+// memory tier charges each entry the whole Tile all the same, so under a
+// flood of missing keys the heap the tier holds stays well inside its bound,
+// leaving room inside the process's memory limit for the heap's own
+// overhead (fragmentation, garbage between collections).
+func (e *Engine) remembered(sent time.Time) *tile.Tile {
+	share := min(negativeShare, e.cfg.NegativeTTL/10)
+	if n := e.negative.Load(); n != nil && !sent.Before(n.StoredAt) && sent.Sub(n.StoredAt) < share {
+		return n
+	}
+	n := &tile.Tile{Missing: true, StoredAt: sent}
+	e.negative.Store(n)
+	return n
+}
+
+// ownKey is key in an allocation of its own, for the memory tier to keep: a
+// key cut from a request (its path, a substring of the request line, query
+// string included) would keep the whole line alive there, while the tier
+// charges only the key's bytes.
+func ownKey(key string) string { return strings.Clone(key) }
+
 // store puts a fetched tile into both tiers unless a purge overtook the
 // fetch. The memory tier takes it under the guard; the disk file is written
 // after, outside the guard, so a purge (which blocks new lookups while it
@@ -211,7 +240,7 @@ func (e *Engine) store(key string, t *tile.Tile, epoch uint64) {
 	}
 	var mark disk.Mark
 	if !e.guard.Insert(key, epoch, func() {
-		e.mem.Set(key, t)
+		e.mem.Set(ownKey(key), t)
 		if e.disk != nil {
 			mark = e.disk.Mark()
 		}

@@ -78,7 +78,7 @@ func (e *Engine) lookup(ctx context.Context, key string, now time.Time, stream *
 			if e.prepare != nil {
 				e.prepare(key, t)
 			}
-			e.guard.Insert(key, epoch, func() { e.mem.Set(key, t) })
+			e.guard.Insert(key, epoch, func() { e.mem.Set(ownKey(key), t) })
 			e.stats.diskHits.Add(1)
 			return t, FromDisk, nil
 		}

@@ -45,6 +45,32 @@ type EmuRun struct {
 	Round     int           `json:"round"`
 	ColdStart time.Duration `json:"cold_start"` // emulator process start → first answer
 	Tiles     []EmuTile     `json:"tiles"`
+	// Latency is the memory hits' latency with S3 answering after
+	// EmuS3Latency (the journal checks run at that latency).
+	Latency *EmuLatency `json:"latency,omitempty"`
+}
+
+// EmuS3Latency is S3's first-byte latency while EmuLatency is measured.
+const EmuS3Latency = 20 * time.Millisecond
+
+// EmuLatencySize is the tile of the latency part.
+const EmuLatencySize = 30 << 10
+
+// EmuLatency is the latency of sequential memory hits, each timed alone.
+type EmuLatency struct {
+	Invokes int           `json:"invokes"`
+	Elapsed time.Duration `json:"elapsed"`
+	P50     time.Duration `json:"p50"`
+	P99     time.Duration `json:"p99"`
+	P999    time.Duration `json:"p999"`
+	Max     time.Duration `json:"max"`
+	// Slow counts the invocations that took EmuS3Latency or more: as long
+	// as one S3 request, so possibly waiting for one.
+	Slow int `json:"slow"`
+	// MemoryDurMax is the largest Server-Timing memory;dur the function
+	// reported (the tier lookup with any wait for the journal check); 0 for
+	// the floor, which reports none.
+	MemoryDurMax time.Duration `json:"memory_dur_max"`
 }
 
 // EmuSummary is one tile over the rounds.
@@ -64,6 +90,7 @@ type EmulatorResult struct {
 	Rounds     int                      `json:"rounds"`
 	MaxInvokes int                      `json:"max_invokes"`
 	MaxTime    time.Duration            `json:"max_time"`
+	LatTime    time.Duration            `json:"latency_time"` // of the latency part, per function and round
 	Build      string                   `json:"build"`
 	Runs       []EmuRun                 `json:"runs"`
 	Summary    []EmuSummary             `json:"summary"`
@@ -74,7 +101,11 @@ type EmulatorResult struct {
 	ColdRatio  float64   `json:"cold_ratio"`
 	// Bootstrap is each function's bootstrap size in bytes, as built here.
 	Bootstrap map[string]int64 `json:"bootstrap_bytes"`
-	Targets   []e2e.Target     `json:"targets"`
+	// LoadBefore and LoadAfter are /proc/loadavg's averages as the part
+	// began and ended: the machine is shared.
+	LoadBefore string       `json:"load_before,omitempty"`
+	LoadAfter  string       `json:"load_after,omitempty"`
+	Targets    []e2e.Target `json:"targets"`
 }
 
 func sizeName(n int) string { return strconv.Itoa(n>>10) + "KB" }
@@ -95,8 +126,9 @@ func lambdaBuild(dir, out, pkg string) error {
 
 // RunEmulator runs both bootstraps under aws-lambda-rie in o.rounds rounds.
 func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, error) {
-	res := EmulatorResult{Rounds: o.rounds, MaxInvokes: o.invokes, MaxTime: o.perRun, ColdStart: map[string]time.Duration{},
+	res := EmulatorResult{Rounds: o.rounds, MaxInvokes: o.invokes, MaxTime: o.perRun, LatTime: o.latTime, ColdStart: map[string]time.Duration{},
 		Build: "CGO_ENABLED=0 GOOS=linux GOARCH=" + runtime.GOARCH + " go build -trimpath -tags lambda.norpc,envcreds -ldflags='-s -w'", Bootstrap: map[string]int64{}}
+	res.LoadBefore = loadAvg()
 	rie, err := exec.LookPath("aws-lambda-rie")
 	if err != nil {
 		return res, errors.New("aws-lambda-rie not on PATH: run make tools")
@@ -178,7 +210,7 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 				}
 			}
 			logf("emulator round %d/%d: %s", round+1, o.rounds, fn)
-			run, err := runFunction(ctx, rie, bins[fn], env, filepath.Join(tmp, fmt.Sprintf("%s-%d.log", fn, round)), evs, o)
+			run, err := runFunction(ctx, rie, bins[fn], env, filepath.Join(tmp, fmt.Sprintf("%s-%d.log", fn, round)), evs, o, s3srv.Faults().SetLatency)
 			if err != nil {
 				return res, fmt.Errorf("%s, round %d: %w", fn, round+1, err)
 			}
@@ -187,9 +219,13 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 				logf("  %s %s: %d invocations in %s, %.0f/s, payload %d bytes", fn, t.Size, t.Invokes, t.Elapsed.Round(time.Millisecond), t.PerSec, t.PayloadBytes)
 			}
 			logf("  %s cold start %s", fn, run.ColdStart.Round(100*time.Microsecond))
+			if l := run.Latency; l != nil {
+				logf("  %s memory hits with S3 at %v: %d, p50 %s, p99 %s, max %s, %d ≥ %v, largest memory;dur %s", fn, EmuS3Latency, l.Invokes, l.P50, l.P99, l.Max, l.Slow, EmuS3Latency, l.MemoryDurMax)
+			}
 			res.Runs = append(res.Runs, run)
 		}
 	}
+	res.LoadAfter = loadAvg()
 	res.summarize()
 	return res, nil
 }
@@ -206,7 +242,7 @@ func withPath(template []byte, path string) ([]byte, error) {
 
 // runFunction starts the emulator over bootstrap, times the first answer,
 // then times sequential invocations of each tile after one warming one.
-func runFunction(ctx context.Context, rie, bootstrap string, env []string, logPath string, evs map[int][]byte, o options) (EmuRun, error) {
+func runFunction(ctx context.Context, rie, bootstrap string, env []string, logPath string, evs map[int][]byte, o options, setLatency func(time.Duration)) (EmuRun, error) {
 	var run EmuRun
 	apiAddr, err := freeAddr()
 	if err != nil {
@@ -300,7 +336,68 @@ func runFunction(ctx context.Context, rie, bootstrap string, env []string, logPa
 		t.PerSec = float64(t.Invokes) / t.Elapsed.Seconds()
 		run.Tiles = append(run.Tiles, t)
 	}
+	if o.latTime > 0 {
+		setLatency(EmuS3Latency)
+		defer setLatency(0)
+		l, err := measureLatency(ctx, c, evs[EmuLatencySize], EmuLatencySize, o)
+		if err != nil {
+			return run, withLog(err)
+		}
+		run.Latency = &l
+	}
 	return run, nil
+}
+
+// measureLatency times sequential memory hits of the n-byte tile one by
+// one, for o.latTime or o.invokes of them, whichever ends first.
+func measureLatency(ctx context.Context, c *client, ev []byte, n int, o options) (EmuLatency, error) {
+	var l EmuLatency
+	var lats []time.Duration
+	t0 := time.Now()
+	for len(lats) < o.invokes && time.Since(t0) < o.latTime {
+		s := time.Now()
+		p, err := c.invoke(ctx, ev)
+		d := time.Since(s)
+		if err != nil {
+			return l, err
+		}
+		if err := checkHit(p, n); err != nil {
+			return l, err
+		}
+		lats = append(lats, d)
+		l.MemoryDurMax = max(l.MemoryDurMax, memoryDur(p))
+	}
+	l.Elapsed = time.Since(t0)
+	l.Invokes = len(lats)
+	slices.Sort(lats)
+	q := func(f float64) time.Duration { return lats[min(len(lats)-1, int(f*float64(len(lats))))] }
+	l.P50, l.P99, l.P999, l.Max = q(0.5), q(0.99), q(0.999), lats[len(lats)-1]
+	for _, d := range lats {
+		if d >= EmuS3Latency {
+			l.Slow++
+		}
+	}
+	return l, nil
+}
+
+// memoryDur is the memory;dur of the payload's Server-Timing header (its
+// milliseconds), 0 when it has none.
+func memoryDur(payload []byte) time.Duration {
+	const mark = "memory;dur="
+	i := bytes.Index(payload, []byte(mark))
+	if i < 0 {
+		return 0
+	}
+	rest := payload[i+len(mark):]
+	j := bytes.IndexFunc(rest, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if j < 0 {
+		j = len(rest)
+	}
+	ms, err := strconv.ParseFloat(string(rest[:j]), 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(ms * float64(time.Millisecond))
 }
 
 // checkHit checks that payload is a 200 memory hit of the n-byte tile.
@@ -420,8 +517,46 @@ func (r *EmulatorResult) summarize() {
 		}
 	}
 	r.ColdRatio = median(r.ColdRatios)
+	if ls := r.latencies("tilesieve"); len(ls) > 0 {
+		var p50, p99, dur []float64
+		for _, l := range ls {
+			p50 = append(p50, float64(l.P50))
+			p99 = append(p99, float64(l.P99))
+			dur = append(dur, float64(l.MemoryDurMax))
+		}
+		r.Targets = append(r.Targets,
+			e2e.Target{What: fmt.Sprintf("under the emulator, %s memory hits with S3 at %v: p99 vs p50 (medians over the rounds)", sizeName(EmuLatencySize), EmuS3Latency),
+				Want: 1.5, Got: median(p99) / median(p50), Unit: "x"}.Check(),
+			e2e.Target{What: fmt.Sprintf("under the emulator, %s memory hits with S3 at %v: largest Server-Timing memory;dur (no hit waits for the journal check)", sizeName(EmuLatencySize), EmuS3Latency),
+				Want: float64(EmuS3Latency) / 1e6, Got: slices.Max(dur) / 1e6, Unit: "ms"}.Check())
+	}
 	r.Targets = append(r.Targets, e2e.Target{What: "under the emulator, cold start vs the floor bootstrap (median of the rounds' ratios)",
 		Want: 1.1, Got: r.ColdRatio, Unit: "x"}.Check())
+}
+
+// loadAvg is the machine's 1, 5 and 15 minute load averages; "" where
+// /proc/loadavg is not there.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], ", ")
+}
+
+// latencies are fn's latency parts, by round.
+func (r *EmulatorResult) latencies(fn string) []EmuLatency {
+	var out []EmuLatency
+	for _, run := range r.Runs {
+		if run.Function == fn && run.Latency != nil {
+			out = append(out, *run.Latency)
+		}
+	}
+	return out
 }
 
 // rieVersion names the emulator build on PATH.

@@ -44,6 +44,7 @@ type options struct {
 	rounds                   int
 	invokes                  int
 	perRun                   time.Duration
+	latTime                  time.Duration // of the latency part with S3 at EmuS3Latency; 0 skips it
 	render                   bool
 }
 
@@ -67,6 +68,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds under the emulator")
 	flag.IntVar(&o.invokes, "invokes", 3000, "at most this many timed invocations per function, tile and round")
 	flag.DurationVar(&o.perRun, "time", 4*time.Second, "at most this long per function, tile and round")
+	flag.DurationVar(&o.latTime, "latency-time", 6*time.Second, "per function and round, memory hits timed one by one with S3 at 20 ms (0 skips)")
 	flag.BoolVar(&o.render, "render", false, "only re-render the section from the saved results")
 	flag.Parse()
 	if err := run(o); err != nil {

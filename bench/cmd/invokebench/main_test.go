@@ -123,3 +123,66 @@ func TestCheckHit(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyTargets: p99 within 1.5x p50 (medians over the rounds), and no
+// memory;dur as long as S3's latency; both rendered with the rounds' rows.
+func TestLatencyTargets(t *testing.T) {
+	t.Parallel()
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	for _, tt := range []struct {
+		name             string
+		p50, p99, memDur time.Duration
+		wantP99, wantDur bool
+	}{
+		{"met", ms(2), ms(2.9), ms(0.05), true, true},
+		{"p99 missed", ms(2), ms(23), ms(0.05), false, true},
+		{"a hit waited", ms(2), ms(2.5), ms(22.7), true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := sampleEmulator()
+			for i := range r.Runs {
+				r.Runs[i].Latency = &EmuLatency{Invokes: 100, P50: tt.p50, P99: tt.p99, P999: tt.p99, Max: tt.p99}
+				if r.Runs[i].Function == "tilesieve" {
+					r.Runs[i].Latency.MemoryDurMax = tt.memDur
+				}
+			}
+			r.summarize()
+			met := map[string]bool{}
+			for _, tg := range r.Targets {
+				switch {
+				case strings.Contains(tg.What, "p99 vs p50"):
+					met["p99"] = tg.Met
+				case strings.Contains(tg.What, "memory;dur"):
+					met["dur"] = tg.Met
+				}
+			}
+			if got, ok := met["p99"]; !ok || got != tt.wantP99 {
+				t.Errorf("p99 target: got met %v (present %v), want %v", got, ok, tt.wantP99)
+			}
+			if got, ok := met["dur"]; !ok || got != tt.wantDur {
+				t.Errorf("memory;dur target: got met %v (present %v), want %v", got, ok, tt.wantDur)
+			}
+			doc := Render(Results{Emulator: r})
+			if want := fmt.Sprintf("| tilesieve | 1 | 100 | %s | %s |", nsStr(float64(tt.p50)), nsStr(float64(tt.p99))); !strings.Contains(doc, want) {
+				t.Errorf("section lacks %q:\n%s", want, doc)
+			}
+		})
+	}
+}
+
+func TestMemoryDur(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		payload string
+		want    time.Duration
+	}{
+		{`{"headers":{"Server-Timing":"memory;dur=0.008"}}`, 8 * time.Microsecond},
+		{`{"headers":{"Server-Timing":"memory;dur=22.7, total;dur=23"}}`, 22700 * time.Microsecond},
+		{`{"headers":{}}`, 0},
+	} {
+		if got := memoryDur([]byte(tt.payload)); got != tt.want {
+			t.Errorf("memoryDur(%s): got %v, want %v", tt.payload, got, tt.want)
+		}
+	}
+}

@@ -138,6 +138,51 @@ func renderEmulator(p func(string, ...any), r EmulatorResult) {
 		p("Bootstrap sizes as built for this run: tilesieve %d bytes, floor %d bytes (the arm64 budgets of both product bootstraps are in .ci/size-budget, checked by `make size-check`).\n\n",
 			r.Bootstrap["tilesieve"], r.Bootstrap["floor"])
 	}
+	if ts, fl := r.latencies("tilesieve"), r.latencies("floor"); len(ts) > 0 {
+		p("Memory hits with S3 at %v (s3local's first-byte latency, `Faults().SetLatency`, set after the invocations above, in the same processes): the %s tile, "+
+			"invocations one at a time, each timed alone from the client, for %s per function and round (at most %d); the tile function's journal check reads S3 at that latency once per SYNC_INTERVAL (1 s), "+
+			"started ahead of its due time beside the answer, so no hit whose copy is still vouched for waits for it. "+
+			"**memory;dur** is the tile function's own Server-Timing for the tier lookup, which would include a wait for the check; "+
+			"**≥ %v** counts invocations as long as one S3 request.\n\n",
+			EmuS3Latency, sizeName(EmuLatencySize), r.LatTime, r.MaxInvokes, EmuS3Latency)
+		p("| function | round | invocations | p50 | p99 | p99.9 | max | ≥ %v | largest memory;dur |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", EmuS3Latency)
+		for _, run := range r.Runs {
+			if l := run.Latency; l != nil {
+				md := "–"
+				if run.Function == "tilesieve" {
+					md = nsStr(float64(l.MemoryDurMax))
+				}
+				p("| %s | %d | %d | %s | %s | %s | %s | %d | %s |\n", run.Function, run.Round, l.Invokes, nsStr(float64(l.P50)), nsStr(float64(l.P99)), nsStr(float64(l.P999)), nsStr(float64(l.Max)), l.Slow, md)
+			}
+		}
+		med := func(ls []EmuLatency, f func(EmuLatency) time.Duration) time.Duration {
+			var xs []float64
+			for _, l := range ls {
+				xs = append(xs, float64(f(l)))
+			}
+			return time.Duration(median(xs))
+		}
+		p50 := func(l EmuLatency) time.Duration { return l.P50 }
+		p99 := func(l EmuLatency) time.Duration { return l.P99 }
+		p("\nMedians over the rounds: tilesieve p50 %s, p99 %s (%.2fx its p50)", nsStr(float64(med(ts, p50))), nsStr(float64(med(ts, p99))), float64(med(ts, p99))/float64(med(ts, p50)))
+		if len(fl) > 0 {
+			p("; floor p50 %s, p99 %s (%.2fx its p50): the emulator's and the machine's own spread, in the same run", nsStr(float64(med(fl, p50))), nsStr(float64(med(fl, p99))), float64(med(fl, p99))/float64(med(fl, p50)))
+		}
+		p(".\n\n")
+		var waited bool
+		for _, l := range ts {
+			waited = waited || l.MemoryDurMax >= EmuS3Latency
+		}
+		if waited {
+			p("A memory;dur of S3's latency or more is a hit that found a check due: none had started within its lead (four times the last check's duration, at most half the Interval), " +
+				"as happens when the shared machine leaves the process without a core for longer than the lead, and it waits for that check, as the bound after an upload asks " +
+				"(on Lambda a check not waited for may be frozen with the process until the next invocation). " +
+				"`go test -run '^$' -bench BenchmarkMemoryHitJournal20ms ./shared/tiers/` shows the same in process: its slowest hits are those that found the check due.\n\n")
+		}
+	}
+	if r.LoadBefore != "" {
+		p("Load average (1, 5, 15 min; /proc/loadavg) as the emulator part began: %s; as it ended: %s.\n\n", r.LoadBefore, r.LoadAfter)
+	}
 	p("| function | round | cold start |")
 	for _, s := range r.Summary {
 		p(" %s invocations/s |", s.Size)

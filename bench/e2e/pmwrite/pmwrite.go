@@ -20,7 +20,9 @@ type Tile struct {
 
 // Write writes an archive of tiles of type tt (stored uncompressed) to w.
 // Layout: header, root directory, metadata, leaf directories, tile data in
-// tile-id order (a clustered archive).
+// tile-id order (a clustered archive). Tiles sharing one Body slice (the
+// same backing array and length) are stored once, as deduplicating writers
+// store repeated tiles: their entries point at the same bytes.
 func Write(w io.Writer, tiles []Tile, tt pmtiles.TileType, name string) error {
 	if len(tiles) == 0 {
 		return fmt.Errorf("pmwrite: no tiles")
@@ -47,12 +49,28 @@ func Write(w io.Writer, tiles []Tile, tt pmtiles.TileType, name string) error {
 	})
 	entries := make([]pmtiles.EntryV3, len(ids))
 	var off uint64
+	type body struct {
+		p *byte
+		n int
+	}
+	stored := map[body]uint64{} // offset of each Body written
+	var unique []*Tile
 	for i, it := range ids {
 		if i > 0 && ids[i-1].id == it.id {
 			return fmt.Errorf("pmwrite: tile %d/%d/%d twice", it.t.Z, it.t.X, it.t.Y)
 		}
-		entries[i] = pmtiles.EntryV3{TileID: it.id, Offset: off, Length: uint32(len(it.t.Body)), RunLength: 1}
-		off += uint64(len(it.t.Body))
+		at := off
+		if len(it.t.Body) > 0 {
+			k := body{&it.t.Body[0], len(it.t.Body)}
+			if o, ok := stored[k]; ok {
+				at = o
+			} else {
+				stored[k] = off
+				unique = append(unique, it.t)
+				off += uint64(len(it.t.Body))
+			}
+		}
+		entries[i] = pmtiles.EntryV3{TileID: it.id, Offset: at, Length: uint32(len(it.t.Body)), RunLength: 1}
 	}
 	root, leaves, _ := pmtiles.BuildDirectories(entries, 16384-pmtiles.HeaderV3LenBytes, pmtiles.Gzip)
 	meta, err := pmtiles.SerializeMetadata(map[string]any{"name": name, "format": "jpg"}, pmtiles.Gzip)
@@ -69,7 +87,7 @@ func Write(w io.Writer, tiles []Tile, tt pmtiles.TileType, name string) error {
 		Clustered:           true,
 		AddressedTilesCount: uint64(len(entries)),
 		TileEntriesCount:    uint64(len(entries)),
-		TileContentsCount:   uint64(len(entries)),
+		TileContentsCount:   uint64(len(unique)),
 		MinZoom:             minZ,
 		MaxZoom:             maxZ,
 		MinLonE7:            -1800000000,
@@ -89,8 +107,8 @@ func Write(w io.Writer, tiles []Tile, tt pmtiles.TileType, name string) error {
 			return err
 		}
 	}
-	for _, it := range ids {
-		if _, err := w.Write(it.t.Body); err != nil {
+	for _, t := range unique {
+		if _, err := w.Write(t.Body); err != nil {
 			return err
 		}
 	}

@@ -72,3 +72,43 @@ func TestDuplicate(t *testing.T) {
 		t.Errorf("duplicate tile accepted")
 	}
 }
+
+// TestDeduplicates: tiles sharing one Body are stored once, and each reads
+// back whole through go-pmtiles' server.
+func TestDeduplicates(t *testing.T) {
+	t.Parallel()
+	shared := bytes.Repeat([]byte("shared "), 1000)
+	tiles := []Tile{{Z: 0, X: 0, Y: 0, Body: []byte("own")}}
+	for x := range uint32(4) {
+		tiles = append(tiles, Tile{Z: 2, X: x, Y: 0, Body: shared})
+	}
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	if err := Write(&buf, tiles, pmtiles.Png, "d"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := pmtiles.DeserializeHeader(buf.Bytes()[:pmtiles.HeaderV3LenBytes])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.TileDataLength, uint64(len(shared)+len("own")); got != want {
+		t.Errorf("tile data: got %d bytes, want %d", got, want)
+	}
+	if got, want := h.TileContentsCount, uint64(2); got != want {
+		t.Errorf("tile contents: got %d, want %d", got, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "d.pmtiles"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := pmtiles.NewServerWithBucket(pmtiles.NewFileBucket(dir), "", log.New(os.Stderr, "", 0), 16, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	for _, tl := range tiles {
+		status, _, body := srv.Get(context.Background(), fmt.Sprintf("/d/%d/%d/%d.png", tl.Z, tl.X, tl.Y))
+		if status != 200 || !bytes.Equal(body, tl.Body) {
+			t.Errorf("tile %d/%d/%d: got status %d, %d bytes, want 200, %d bytes", tl.Z, tl.X, tl.Y, status, len(body), len(tl.Body))
+		}
+	}
+}

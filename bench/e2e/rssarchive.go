@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/protomaps/go-pmtiles/pmtiles"
+
+	"github.com/tilesieve/tilesieve/bench/e2e/pmwrite"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
+)
+
+// Two of the resource attacks of section 6 besides the gzip amplifier:
+// archive tiles past MAX_TILE_BYTES, and many distinct first path segments
+// (each a tileset name the archive layer must settle).
+
+// writeOversizeArchive writes NAME.pmtiles into seed: tiles 6/i/0 for i <
+// n, all one deduplicated body of size bytes (stored once, so the archive is
+// size bytes however many tiles point at it), and a small tile 0/0/0.
+func writeOversizeArchive(seed, name string, size, n int) error {
+	big := make([]byte, size)
+	rand.Read(big)
+	small := make([]byte, 512)
+	rand.Read(small)
+	tiles := []pmwrite.Tile{{Z: 0, X: 0, Y: 0, Body: small}}
+	for i := range n {
+		tiles = append(tiles, pmwrite.Tile{Z: 6, X: uint32(i), Y: 0, Body: big})
+	}
+	if err := os.MkdirAll(seed, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(seed, name+".pmtiles"))
+	if err != nil {
+		return err
+	}
+	if err := pmwrite.Write(f, tiles, pmtiles.Png, name); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// runOversizeArchive: rounds of clients at once, client i asking for tile
+// 6/i/0 of an archive whose tiles are each past MAX_TILE_BYTES; each must be
+// refused (502) without the tile being read. Then the archive's small tile
+// must still be served.
+func runOversizeArchive(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string) (RSSRow, error) {
+	row := RSSRow{Scenario: fmt.Sprintf("archive tile past MAX_TILE_BYTES (%s): %d clients × %d rounds, each a distinct tile of one deduplicated %s body",
+		p.ArchiveMaxTile, p.ArchiveClients, p.ArchiveRounds, mib(int64(p.ArchiveTileBytes))),
+		MemBytes: p.ArchiveMemBytes, Extra: tileserver.DefaultDirectoryBytes, ExtraWhat: "the directory cache, where refusals are charged"}
+	tp, err := startTiles(ctx, "archive", tmp, bin, logs, s3URL, p.ArchiveMemBytes, "MAX_TILE_BYTES="+p.ArchiveMaxTile)
+	if err != nil {
+		return row, err
+	}
+	defer tp.Stop()
+	tr := &http.Transport{MaxIdleConnsPerHost: p.ArchiveClients, MaxIdleConns: p.ArchiveClients}
+	client := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+	defer tr.CloseIdleConnections()
+	get := func(path string) (int, error) {
+		resp, err := client.Get(tp.url + path)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, err
+	}
+	var refused, other atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	for range p.ArchiveRounds {
+		var wg sync.WaitGroup
+		for i := range p.ArchiveClients {
+			wg.Go(func() {
+				code, err := get(fmt.Sprintf("/%s/6/%d/0.png", oversizeArchive, i))
+				switch {
+				case err != nil:
+					other.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				case code == http.StatusBadGateway:
+					refused.Add(1)
+				default:
+					other.Add(1)
+					firstErr.CompareAndSwap(nil, http.StatusText(code))
+				}
+			})
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			return row, ctx.Err()
+		}
+	}
+	code, err := get("/" + oversizeArchive + "/0/0/0.png")
+	if err != nil {
+		return row, fmt.Errorf("small tile: %w", err)
+	}
+	row.Elapsed = time.Since(start)
+	row.Requests = p.ArchiveRounds*p.ArchiveClients + 1
+	row.Answered = fmt.Sprintf("%d refused 502, %d other; then the archive's small tile %d", refused.Load(), other.Load(), code)
+	if e, ok := firstErr.Load().(string); ok {
+		row.Note = "first other answer: " + e
+	}
+	return row, tp.finish(&row)
+}
+
+// oversizeArchive names the archive of runOversizeArchive.
+const oversizeArchive = "oversize"
+
+// runNames: many distinct first path segments, each a missing tile of a
+// name that is no tileset (so the archive layer probes NAME.pmtiles and
+// NAME.mbtiles beside the object read), and S3's requests counted.
+func runNames(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string, s3 s3Control) (RSSRow, error) {
+	row := RSSRow{Scenario: fmt.Sprintf("%d distinct first path segments", p.Names), MemBytes: p.NamesMemBytes}
+	tp, err := startTiles(ctx, "names", tmp, bin, logs, s3URL, p.NamesMemBytes)
+	if err != nil {
+		return row, err
+	}
+	defer tp.Stop()
+	before, err := s3.stats()
+	if err != nil {
+		return row, err
+	}
+	client := HTTPClient()
+	defer client.CloseIdleConnections()
+	var next, notFound, other atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range p.NamesClients {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= int64(p.Names) {
+					return
+				}
+				resp, err := client.Get(fmt.Sprintf("%s/n%d/0/0/0.png", tp.url, i))
+				if err != nil {
+					other.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusNotFound {
+					notFound.Add(1)
+				} else {
+					other.Add(1)
+					firstErr.CompareAndSwap(nil, resp.Status)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return row, ctx.Err()
+	}
+	after, err := s3.stats()
+	if err != nil {
+		return row, err
+	}
+	row.Elapsed = time.Since(start)
+	row.Requests = int(notFound.Load() + other.Load())
+	row.Answered = fmt.Sprintf("%d 404, %d other; %.2f S3 requests each", notFound.Load(), other.Load(),
+		float64(after.Requests-before.Requests)/float64(max(1, row.Requests)))
+	if e, ok := firstErr.Load().(string); ok {
+		row.Note = "first other answer: " + e
+	}
+	return row, tp.finish(&row)
+}
