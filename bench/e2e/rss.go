@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/archive"
 )
 
 // RSSParams sizes the peak-RSS runs of section 6.
@@ -631,7 +631,7 @@ func renderRSS(b *strings.Builder, r *RSSResult) {
 	}
 	if p.ArchiveClients > 0 {
 		fmt.Fprintf(b, "- **archive tile past MAX_TILE_BYTES**: an archive whose %d tiles 6/0..%d/0 are all one deduplicated body of %s (stored once: the archive is that size), with `MAX_TILE_BYTES=%s`; %d round(s) of %d clients at once, client i asking for tile 6/i/0, must each be refused 502 from the directory entry (no byte of the tile read); refusals are remembered in the directory cache (%s, outside MEM_CACHE_BYTES). Then the archive's small tile must still be 200; disk tier off.\n",
-			p.ArchiveClients, p.ArchiveClients-1, mib(int64(p.ArchiveTileBytes)), p.ArchiveMaxTile, p.ArchiveRounds, p.ArchiveClients, mib(tileserver.DefaultDirectoryBytes))
+			p.ArchiveClients, p.ArchiveClients-1, mib(int64(p.ArchiveTileBytes)), p.ArchiveMaxTile, p.ArchiveRounds, p.ArchiveClients, mib(archive.DefaultDirectoryBytes))
 	}
 	if p.Names > 0 {
 		fmt.Fprintf(b, "- **distinct first path segments**: %d clients GET `n{0..%d}/0/0/0.png`, each under a first segment of its own that names no tileset (so each costs a probe of NAME.pmtiles and NAME.mbtiles beside the object read, all 404); the names remembered are bounded (settled non-tilesets pruned past a fixed count, those past the archive TTL first) and the negative entries are charged to the memory tier; disk tier off.\n",

@@ -15,7 +15,7 @@ import (
 	"github.com/protomaps/go-pmtiles/pmtiles"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/pmwrite"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/archive"
 )
 
 // Two of the resource attacks of section 6 besides the gzip amplifier:
@@ -55,7 +55,7 @@ func writeOversizeArchive(seed, name string, size, n int) error {
 func runOversizeArchive(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string) (RSSRow, error) {
 	row := RSSRow{Scenario: fmt.Sprintf("archive tile past MAX_TILE_BYTES (%s): %d clients × %d rounds, each a distinct tile of one deduplicated %s body",
 		p.ArchiveMaxTile, p.ArchiveClients, p.ArchiveRounds, mib(int64(p.ArchiveTileBytes))),
-		MemBytes: p.ArchiveMemBytes, Extra: tileserver.DefaultDirectoryBytes, ExtraWhat: "the directory cache, where refusals are charged"}
+		MemBytes: p.ArchiveMemBytes, Extra: archive.DefaultDirectoryBytes, ExtraWhat: "the directory cache, where refusals are charged"}
 	tp, err := startTiles(ctx, "archive", tmp, bin, logs, s3URL, p.ArchiveMemBytes, "MAX_TILE_BYTES="+p.ArchiveMaxTile)
 	if err != nil {
 		return row, err
