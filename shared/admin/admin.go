@@ -399,9 +399,6 @@ type HandlerStats struct {
 	MergedMisses    int64 `json:"merged_misses"`
 	DroppedFills    int64 `json:"dropped_fills"`
 	DiskWriteErrors int64 `json:"disk_write_errors"`
-	// Relookups counts tiles looked up again because the journal check
-	// running beside their request applied a purge (see tiers.Engine.Get).
-	Relookups int64 `json:"relookups"`
 	// OriginInFlight is the origin fetches running now; OriginInFlightPeak
 	// the most at once (at most MAX_ORIGIN_FETCHES).
 	OriginInFlight     int64 `json:"origin_in_flight"`
@@ -416,7 +413,7 @@ func (s *Handler) Stats() Stats {
 	hs.Revalidated, hs.Stale, hs.OutageStale, hs.NegativeHits = es.Revalidated, es.Stale, es.OutageStale, es.NegativeHits
 	hs.OriginFetches, hs.OriginErrors = es.OriginFetches, es.OriginErrors
 	hs.MergedMisses, hs.DroppedFills, hs.DiskWriteErrors = es.MergedMisses, es.DroppedFills, es.DiskWriteErrors
-	hs.Relookups, hs.OriginInFlight, hs.OriginInFlightPeak = es.Relookups, es.OriginInFlight, es.OriginInFlightPeak
+	hs.OriginInFlight, hs.OriginInFlightPeak = es.OriginInFlight, es.OriginInFlightPeak
 	return Stats{Handler: hs, Memory: es.Memory, Disk: es.Disk}
 }
 

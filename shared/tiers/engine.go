@@ -228,7 +228,6 @@ type counters struct {
 	originFetches, originErrors, merged              atomic.Int64
 	dropped                                          atomic.Int64 // fills not inserted because a purge overtook them
 	diskWriteErrors                                  atomic.Int64
-	relooked                                         atomic.Int64 // tiles looked up again after a purge applied beside their lookup
 	inFlight, inFlightPeak                           atomic.Int64 // origin fetches running now, and the most at once
 }
 
@@ -272,45 +271,32 @@ type Result struct {
 // whether a remembered 404 answered); other errors are the origin's, a
 // timeout, or one wrapping ErrPanic.
 //
-// With a follower, the journal check is kept off the answer: a request that
-// finds one soon due (Syncer.Soon, ahead of the due time by a few of the
-// journal's round trips) starts it beside the answer and does not wait for
-// it, so under steady traffic the check is done before it is due and no
-// request pays its round trip. A request that finds a check due (no request
-// came in the lead) runs it beside the lookup and returns once both are
-// done, as the bound after an upload (Interval) asks; a tile fetched from S3
-// meanwhile is as fresh as the check could make it, so a miss costs one
-// round trip, not two, and a tile found in memory or on disk is looked up
-// again if the check applied a purge meanwhile. When the follower vouches
-// for no copy at all, Get waits for the check first (fail closed), unless
-// neither the journal nor S3 answered moments ago (Config.StrictOutage).
+// With a follower, the journal check is kept off the answer while the
+// follower vouches for every cached copy (the last good check began less
+// than Interval + Timeout ago): a request that finds a check soon due
+// (Syncer.Soon, ahead of the due time by a few of the journal's round
+// trips) or due starts it beside the answer and does not wait for it, so
+// no such request pays the journal's round trip. Under steady traffic the
+// check is done before it is due, and a purge reaches the answers within
+// Interval and the check's duration; with no request in between, within
+// Interval + Timeout, the bound. When the follower vouches for no copy at
+// all, Get waits for the check first (fail closed), unless neither the
+// journal nor S3 answered moments ago (Config.StrictOutage).
 //
 // On Lambda the process may be frozen as soon as the invocation returns,
-// with a check started ahead still in flight. Correctness never depends on
-// it ending: a check vouches only from the moment it began and only once it
-// succeeded, so a frozen one vouches for nothing new; after the thaw its
-// deadline has passed and it ends at once, and the next request finds a
-// check due (and waits, as it would have without the early start) or in
-// flight. Waiting for the check after the answer instead is not possible in
-// BUFFERED mode (the answer is the handler's return value), and in
-// RESPONSE_STREAM mode it would only move the round trip to the next
-// invocation, which Lambda does not hand over before the handler returns.
-// Drain waits for checks still running.
+// with a check started beside it still in flight. Correctness never
+// depends on it ending: a check vouches only from the moment it began and
+// only once it succeeded, so a frozen one vouches for nothing new; after
+// the thaw its deadline has passed and it ends at once, and the next
+// request is either still vouched for (and starts a check beside it) or
+// past the window (and waits). Drain waits for checks still running.
 func (e *Engine) Get(ctx context.Context, key string, now time.Time) (Result, error) {
-	var synced chan struct{}
 	if sy := e.sy; sy != nil {
 		switch {
 		case sy.Trusted(time.Time{}, now):
-			if sy.Due(now) {
-				// Never return before the check ends: the bound after an
-				// upload is counted from here.
-				synced = make(chan struct{})
-				go func() {
-					defer close(synced)
-					sy.MaybeSync(ctx)
-				}()
-				defer func() { <-synced }()
-			} else if sy.Soon(now) {
+			// Every cached copy is still vouched for: a check soon due, or
+			// due, runs beside the answer and never delays it.
+			if sy.Soon(now) {
 				e.syncDetached(ctx)
 			}
 		case e.outage():
@@ -325,7 +311,7 @@ func (e *Engine) Get(ctx context.Context, key string, now time.Time) (Result, er
 	}
 	var r Result
 	var err error
-	r.Tile, r.Source, err = e.lookupBeside(ctx, key, now, synced, &r.Stream)
+	r.Tile, r.Source, err = e.lookup(ctx, key, now, &r.Stream)
 	return r, err
 }
 
@@ -452,9 +438,6 @@ type Stats struct {
 	OutageStale                               int64
 	OriginFetches, OriginErrors, MergedMisses int64
 	DroppedFills, DiskWriteErrors             int64
-	// Relookups counts tiles looked up again because the journal check
-	// running beside their lookup applied a purge (see Get).
-	Relookups int64
 	// OriginInFlight is the origin fetches running now; OriginInFlightPeak
 	// the most at once (at most MaxOriginFetches).
 	OriginInFlight, OriginInFlightPeak int64
@@ -470,7 +453,7 @@ func (e *Engine) Stats() Stats {
 		MemoryHits: c.memoryHits.Load(), DiskHits: c.diskHits.Load(), Misses: c.misses.Load(),
 		Revalidated: c.revalidated.Load(), Stale: c.stale.Load(), NegativeHits: c.negativeHits.Load(), OutageStale: c.outageStale.Load(),
 		OriginFetches: c.originFetches.Load(), OriginErrors: c.originErrors.Load(), MergedMisses: c.merged.Load(),
-		DroppedFills: c.dropped.Load(), DiskWriteErrors: c.diskWriteErrors.Load(), Relookups: c.relooked.Load(),
+		DroppedFills: c.dropped.Load(), DiskWriteErrors: c.diskWriteErrors.Load(),
 		OriginInFlight: c.inFlight.Load(), OriginInFlightPeak: c.inFlightPeak.Load(),
 		Memory: e.mem.Stats(),
 	}

@@ -16,9 +16,9 @@ import (
 )
 
 // TestFollowerBuiltWithTheEngine: the follower Deps.Follow builds purges
-// the engine; a due check runs beside a lookup, and a memory hit that the
-// check's purge removed meanwhile is looked up again, so the result is the
-// new version.
+// the engine. A due check runs beside an answer the last check still
+// vouches for, and the answers after it have the new version; past the
+// vouched window the check runs first (fail closed).
 func TestFollowerBuiltWithTheEngine(t *testing.T) {
 	t.Parallel()
 	srv, err := s3local.New(s3local.Config{Buckets: []string{bucket}})
@@ -73,14 +73,22 @@ func TestFollowerBuiltWithTheEngine(t *testing.T) {
 	}{
 		{"miss", nil, tiers.FromOrigin, "old"},
 		{"hit, no check due", nil, tiers.FromMemory, "old"},
-		{"purged beside the lookup", func() {
+		{"check due, copy still vouched for: answered at once", func() {
 			put("new")
 			if _, err := j.Append(ctx, []string{"a/"}, "test"); err != nil {
 				t.Fatal(err)
 			}
 			clock.Advance(2 * time.Second)
-		}, tiers.FromOrigin, "new"},
+		}, tiers.FromMemory, "old"},
+		{"after the check beside it", eng.Drain, tiers.FromOrigin, "new"},
 		{"hit again", nil, tiers.FromMemory, "new"},
+		{"past the vouched window: the check first", func() {
+			put("newer")
+			if _, err := j.Append(ctx, []string{"a/"}, "test"); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(12 * time.Second) // Interval + Timeout is 11s
+		}, tiers.FromOrigin, "newer"},
 	}
 	for _, s := range steps {
 		if s.before != nil {
@@ -91,18 +99,16 @@ func TestFollowerBuiltWithTheEngine(t *testing.T) {
 			t.Fatalf("%s: got %v %q, want %v %q", s.name, r.Source, r.Tile.Body, s.src, s.body)
 		}
 	}
-	if got, want := eng.Stats().Relookups, int64(1); got != want {
-		t.Errorf("relookups: got %v, want %v", got, want)
-	}
-	if got, want := fol.Stats().Checks, uint64(2); got != want {
+	if got, want := fol.Stats().Checks, uint64(3); got != want {
 		t.Errorf("journal checks: got %v, want %v", got, want)
 	}
 }
 
 // TestCheckAheadOfTheAnswer: a check soon due (within its lead, four times
-// the last check's duration) starts beside a hit and never delays it: the
-// hit returns while S3 holds the journal GET. A request that finds a check
-// due waits for it, as the bound after an upload asks.
+// the last check's duration) or due starts beside a hit and never delays
+// it while the last good check still vouches for the copy: the hit returns
+// while S3 holds the journal GET. Only a request past the vouched window
+// (Interval + Timeout after the last good check began) waits for it.
 func TestCheckAheadOfTheAnswer(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -111,7 +117,10 @@ func TestCheckAheadOfTheAnswer(t *testing.T) {
 		waits   bool
 	}{
 		{"soon due", 300 * time.Millisecond, false},
-		{"due", 900 * time.Millisecond, true},
+		{"due", 900 * time.Millisecond, false},
+		// The start's check began 300ms before the first answer; a copy
+		// is vouched for until Interval + Timeout (11s) after it began.
+		{"past the vouched window", 10800 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

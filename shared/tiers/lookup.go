@@ -9,29 +9,6 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
-// lookupBeside is lookup while the journal check that closes synced runs
-// (a nil synced: none runs). It returns once both are done, and looks again
-// if the check applied a purge meanwhile and the tile came from memory or
-// disk: what was found may be what the purge removed. A tile from S3 is as
-// fresh as the check could make it.
-func (e *Engine) lookupBeside(ctx context.Context, key string, now time.Time, synced <-chan struct{}, stream **disk.Body) (*tile.Tile, Source, error) {
-	if synced == nil {
-		return e.lookup(ctx, key, now, stream)
-	}
-	epoch := e.guard.Begin()
-	t, src, err := e.lookup(ctx, key, now, stream)
-	<-synced
-	if e.guard.Begin() != epoch && (src == FromMemory || src == FromDisk || src == Stale) {
-		e.stats.relooked.Add(1)
-		if *stream != nil {
-			(*stream).Close()
-			*stream = nil
-		}
-		return e.lookup(ctx, key, e.now(), stream)
-	}
-	return t, src, err
-}
-
 // lookup finds key in memory, then on disk, then at the origin. A copy the
 // journal follower no longer vouches for is revalidated with S3, as an
 // expired one is. A tile on disk too big for the memory tier is not read

@@ -192,6 +192,16 @@ func (f *fleet) catchUp() {
 	}
 }
 
+// expectDue is the answer of instance i at a due check: the copy the last
+// check vouches for (stale), at once, with the check run beside it; then,
+// once that check has ended, code/body (fresh).
+func (f *fleet) expectDue(i int, key string, staleCode int, stale string, code int, body, xcache string) {
+	f.t.Helper()
+	f.expect(i, key, staleCode, stale, "")
+	f.instances[i].srv.Drain()
+	f.expect(i, key, code, body, xcache)
+}
+
 // get asks instance i for key: status, body, X-Cache.
 func (f *fleet) get(i int, key string) (int, string, string) {
 	rec := httptest.NewRecorder()
@@ -237,9 +247,12 @@ func TestUploadReachesEveryInstance(t *testing.T) {
 	f.change("osm/3/1/1.png", []byte("v2"))
 	// Within SYNC_INTERVAL an instance may still answer from its tiers.
 	f.expect(0, "osm/3/1/1.png", 200, "v1", "HIT-MEMORY")
+	// At SYNC_INTERVAL the check is due: it runs beside the next answer
+	// (still vouched for, so it is not delayed), and the one after it has
+	// the new bytes.
 	f.clock.Advance(syncInterval)
 	for i := range f.instances {
-		f.expect(i, "osm/3/1/1.png", 200, "v2", "MISS")
+		f.expectDue(i, "osm/3/1/1.png", 200, "v1", 200, "v2", "MISS")
 		f.expect(i, "other/3/1/1.png", 200, "unrelated", "HIT-MEMORY")
 		if _, ok := f.instances[i].disk.Get("other/3/1/1.png"); !ok {
 			t.Fatalf("instance %d: unrelated tile gone from disk", i)
@@ -249,7 +262,7 @@ func TestUploadReachesEveryInstance(t *testing.T) {
 	f.change("osm/3/1/1.png", nil)
 	f.clock.Advance(syncInterval)
 	for i := range f.instances {
-		f.expect(i, "osm/3/1/1.png", 404, "", "")
+		f.expectDue(i, "osm/3/1/1.png", 200, "v2", 404, "", "")
 	}
 }
 
@@ -430,7 +443,7 @@ func TestWipedJournal(t *testing.T) {
 	f.notify(1, key, false) // the other, warm, worker
 	f.clock.Advance(syncInterval)
 	for i := range f.instances {
-		f.expect(i, key, 200, "v2", "MISS")
+		f.expectDue(i, key, 200, "v1", 200, "v2", "MISS")
 	}
 }
 
