@@ -37,6 +37,9 @@ type StorageParams struct {
 	MemBudget int64 // MEM_CACHE_BYTES of the memory-hit run
 	ABPath    string
 	Rounds    int // each server × tool is run this many times, interleaved; the median round is reported
+	// Equal sizes the comparison with the equal-header floor (no runs
+	// when Equal.Rounds is 0).
+	Equal EqualParams
 }
 
 // ServerRow is one server × load tool.
@@ -80,6 +83,7 @@ type StorageResult struct {
 	Targets    []Target      `json:"targets"`
 	MemTargets []Target      `json:"mem_targets"`
 	Commands   []string      `json:"commands"`
+	Equal      *EqualResult  `json:"equal,omitempty"`
 }
 
 const adminToken = "e2e-bench-token"
@@ -143,7 +147,10 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 			"AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey, "AWS_EC2_METADATA_DISABLED=true",
 			"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
 			"PORT=" + strconv.Itoa(port), "LISTEN_ADDR=127.0.0.1", "LOG_LEVEL=warn", "ADMIN_TOKEN=" + adminToken,
-			"MEM_CACHE_BYTES=" + mem, "DISK_CACHE_DIR=" + filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES=" + disk,
+			"DISK_CACHE_DIR=" + filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES=" + disk,
+		}
+		if mem != "" { // else the default bound
+			env = append(env, "MEM_CACHE_BYTES="+mem)
 		}
 		return append(env, extra...)
 	}
@@ -156,6 +163,11 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		{name: "tilesieve disk hits", tilesieve: true, budget: 1 << 20, start: func(port int) (*exec.Cmd, string) {
 			c := exec.Command(filepath.Join(bin, "tiles"))
 			c.Env = tilesEnv(port, "1MiB", "1GiB", "STAGE_PREFIXES=osm/", "STAGE_BUDGET=60s")
+			return c, "/_tilesieve/health"
+		}},
+		{name: equalDefault, equalOnly: true, start: func(port int) (*exec.Cmd, string) {
+			c := exec.Command(filepath.Join(bin, "tiles"))
+			c.Env = tilesEnv(port, "", "0")
 			return c, "/_tilesieve/health"
 		}},
 		{name: "Go floor (map)", ab: true, start: func(port int) (*exec.Cmd, string) {
@@ -208,15 +220,37 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 	}
 	rounds := max(1, p.Rounds)
 	samples := map[[2]string][]ServerRow{}
+	var main []*running
+	for _, rs := range runs {
+		if !rs.equalOnly {
+			main = append(main, rs)
+		}
+	}
 	for round := range rounds {
-		for i := range runs {
-			rs := runs[(i+round)%len(runs)]
+		for i := range main {
+			rs := main[(i+round)%len(main)]
 			if err := rs.loadOnce(ctx, p, paths, tmp, samples); err != nil {
 				return res, fmt.Errorf("%s: %w", rs.name, err)
 			}
 		}
 	}
-	for _, rs := range runs {
+	if p.Equal.Rounds > 0 {
+		key, size := nearestTile(set, p.Equal.Bytes)
+		byName := map[string]*running{}
+		for _, rs := range runs {
+			byName[rs.name] = rs
+		}
+		eq, err := runEqual(ctx, p.Equal, "/"+key, size, []equalServer{
+			{name: equalDefault, url: byName[equalDefault].url, target: true},
+			{name: fmt.Sprintf("tilesieve memory hits, MEM_CACHE_BYTES=%s", mib(p.MemBudget)), url: byName["tilesieve memory hits"].url},
+			{name: "Go floor (equal headers)", url: byName["Go floor (map)"].url},
+		}, tmp)
+		if err != nil {
+			return res, fmt.Errorf("equal-header floor: %w", err)
+		}
+		res.Equal = &eq
+	}
+	for _, rs := range main {
 		for _, tool := range []string{"ab", "wrk"} {
 			got := samples[[2]string{rs.name, tool}]
 			if len(got) == 0 {
@@ -250,11 +284,36 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 	return res, nil
 }
 
+// equalDefault is the tilesieve server of the comparison with the
+// equal-header floor: memory hits with the default memory bound.
+const equalDefault = "tilesieve memory hits, default bounds"
+
+// nearestTile is the key of set whose body size is nearest n (the first in
+// key order among equals), and that size.
+func nearestTile(set tileset.Set, n int) (string, int) {
+	key, size := "", -1
+	for _, t := range set {
+		d, best := abs(len(t.Body)-n), abs(size-n)
+		if size < 0 || d < best || (d == best && t.Key < key) {
+			key, size = t.Key, len(t.Body)
+		}
+	}
+	return key, size
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
 // storageServer is one server of section 2 and how to start it.
 type storageServer struct {
 	name      string
 	start     func(port int) (*exec.Cmd, string) // the command and the path that answers once it is up
 	ab        bool                               // loaded with ab too (one URL)
+	equalOnly bool                               // loaded only in the comparison with the equal-header floor
 	tilesieve bool                               // has tilesieve's admin stats
 	budget    int64                              // MEM_CACHE_BYTES, for section 6
 }
