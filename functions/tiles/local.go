@@ -9,9 +9,14 @@ import (
 	"time"
 )
 
-// localHandler is what the local server runs for each request.
+// localHandler is what the local server runs for each request: h behind
+// withRecover. Not behind withDeadlineMargin: that margin is kept back from
+// a Lambda invocation's deadline, and net/http gives a request none (the
+// server's WriteTimeout bounds the answer instead), so off Lambda it would
+// only cost a context lookup per request, or cut short a deadline a caller
+// of its own set.
 func localHandler(h http.Handler, log *slog.Logger) http.Handler {
-	return withDeadlineMargin(withRecover(h, log))
+	return withRecover(h, log)
 }
 
 // serve runs the handler as a plain HTTP server until ctx ends, then drains.
