@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,14 +49,22 @@ type EqualCell struct {
 	Ratios []float64 `json:"ratios,omitempty"` // every round's req/s ÷ the floor's in the same round
 	Median float64   `json:"median_rps"`
 	Ratio  float64   `json:"ratio"` // median of Ratios
-	Errors int       `json:"errors"`
-	Target bool      `json:"target,omitempty"` // its ratios are held to the target
+	// CPU is every round's CPU time of the server process per request
+	// (ns), and CPURatios each one over the floor's in the same round: the
+	// work each server does per answer, which a busy machine slows but
+	// does not add to, unlike req/s.
+	CPU       []float64 `json:"cpu_ns"`
+	CPURatios []float64 `json:"cpu_ratios,omitempty"`
+	CPURatio  float64   `json:"cpu_ratio"` // median of CPURatios
+	Errors    int       `json:"errors"`
+	Target    bool      `json:"target,omitempty"` // its ratios are held to the target
 }
 
 // equalServer is a running server of the comparison; the floor is last.
 type equalServer struct {
 	name   string
 	url    string
+	pid    int  // the server's process, whose CPU time is read
 	target bool // its ratios are held to the target
 }
 
@@ -100,21 +109,32 @@ func runEqual(ctx context.Context, p EqualParams, path string, bytes int, server
 	for round := range max(1, p.Rounds) {
 		for _, tool := range []string{"ab", "wrk"} {
 			for _, conns := range p.Conns {
-				got := map[string]float64{}
+				got, cpu := map[string]float64{}, map[string]float64{}
 				for i := range servers {
 					s := servers[(i+round)%len(servers)]
-					rps, errs, err := loadOne(ctx, p, tool, conns, s.url+path, tmp)
+					before, err := ProcCPU(s.pid)
+					if err != nil {
+						return res, fmt.Errorf("%s: %w", s.name, err)
+					}
+					rps, n, errs, err := loadOne(ctx, p, tool, conns, s.url+path, tmp)
 					if err != nil {
 						return res, fmt.Errorf("%s %s -c %d: %w", s.name, tool, conns, err)
+					}
+					after, err := ProcCPU(s.pid)
+					if err != nil {
+						return res, fmt.Errorf("%s: %w", s.name, err)
 					}
 					c := cell(key{s.name, tool, conns})
 					c.RPS = append(c.RPS, rps)
 					c.Errors += errs
 					got[s.name] = rps
+					cpu[s.name] = float64((after - before).Nanoseconds()) / float64(max(n, 1))
+					c.CPU = append(c.CPU, cpu[s.name])
 				}
 				for _, s := range servers[:len(servers)-1] {
 					c := cell(key{s.name, tool, conns})
 					c.Ratios = append(c.Ratios, stats.Ratio(got[s.name], got[floor.name]))
+					c.CPURatios = append(c.CPURatios, stats.Ratio(cpu[s.name], cpu[floor.name]))
 				}
 			}
 		}
@@ -130,23 +150,53 @@ func runEqual(ctx context.Context, p EqualParams, path string, bytes int, server
 		c.Median = stats.MedianFloat(slices.Clone(c.RPS))
 		if len(c.Ratios) > 0 {
 			c.Ratio = stats.MedianFloat(slices.Clone(c.Ratios))
+			c.CPURatio = stats.MedianFloat(slices.Clone(c.CPURatios))
 		}
 		res.Cells = append(res.Cells, *c)
 	}
 	return res, nil
 }
 
-// loadOne is one run of tool at conns against u: its req/s and errors.
-func loadOne(ctx context.Context, p EqualParams, tool string, conns int, u, tmp string) (float64, int, error) {
+// loadOne is one run of tool at conns against u: its req/s, requests
+// answered and errors.
+func loadOne(ctx context.Context, p EqualParams, tool string, conns int, u, tmp string) (rps float64, n, errs int, err error) {
 	if tool == "ab" {
 		r, err := loadtool.RunAB(ctx, u, p.ABN, conns, tmp)
-		return r.RPS, r.Failed + r.Non2xx, err
+		return r.RPS, r.Complete, r.Failed + r.Non2xx, err
 	}
 	r, err := loadtool.RunWrk(ctx, u, nil, p.WrkDur, conns, min(2, conns), tmp)
 	if err == nil && r.SocketErrors != "" {
 		err = fmt.Errorf("socket errors: %s", r.SocketErrors)
 	}
-	return r.RPS, r.Non2xx, err
+	return r.RPS, r.Requests, r.Non2xx, err
+}
+
+// ProcCPU is the CPU time pid's threads have used: the sum of their
+// schedstat run times (ns, unlike /proc/PID/stat's clock ticks). A thread
+// that exits takes its time with it; Go servers keep theirs.
+func ProcCPU(pid int) (time.Duration, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, fmt.Errorf("schedstat of %d/%s: %q", pid, t.Name(), b)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("schedstat of %d/%s: %w", pid, t.Name(), err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
 }
 
 // wireAnswer reads one answer to a GET of u over a new connection, as the
@@ -195,7 +245,7 @@ func (r EqualResult) targets() []Target {
 		ts = append(ts, Target{
 			What: fmt.Sprintf("memory hits of a %s tile ≥ 0.95x the equal-header floor (req/s, %s -c %d)", kb(r.Bytes), c.Tool, c.Conns),
 			Want: 0.95, Got: c.Ratio, Unit: "x", Higher: true,
-			Reason: "same-round ratios " + ratioList(c.Ratios),
+			Reason: fmt.Sprintf("same-round ratios %s; server CPU per request %.2fx the floor's", ratioList(c.Ratios), c.CPURatio),
 		}.Check())
 	}
 	return ts

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 )
@@ -62,5 +65,34 @@ func TestWireAnswer(t *testing.T) {
 				t.Errorf("got %d bytes (%d of header), want %d (%d)", wire, header, tc.wire, tc.head)
 			}
 		})
+	}
+}
+
+// TestProcCPU: ProcCPU of this process grows with what getrusage says it
+// used, over a busy loop of 50 ms of CPU (however long a busy machine
+// takes to give it that).
+func TestProcCPU(t *testing.T) {
+	rusage := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	pid := os.Getpid()
+	before, err := ProcCPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0 := rusage()
+	for rusage()-r0 < 50*time.Millisecond {
+	}
+	used := rusage() - r0
+	after, err := ProcCPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after - before; d < used*9/10 || d > used*2+20*time.Millisecond {
+		t.Errorf("got %v of CPU, want about the %v getrusage counted", d, used)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
 )
 
@@ -430,14 +431,16 @@ func renderEqual(b *strings.Builder, e *EqualResult, memBudget int64) {
 		e.Path, e.Bytes, e.Wire, e.Header, p.ABN, int(p.WrkDur.Seconds()), strings.Join(conns, " and "), max(1, p.Rounds))
 	b.WriteString("- **tilesieve memory hits, default bounds**: the binary above with `MEM_CACHE_BYTES` unset (256 MiB off Lambda), disk tier off, warmed with every tile.\n")
 	fmt.Fprintf(b, "- **tilesieve memory hits, MEM_CACHE_BYTES=%s**: the memory-hit process of the table above. Off Lambda the Go memory limit is derived from that bound, and the set fills most of it, so the collector runs more often than the floor's (no target: it shows what the tighter bound costs).\n", mib(memBudget))
+	b.WriteString("- **Go floor, the local server's timeouts**: `floorserve -timeouts`, the floor below with the `http.Server` read-header, write and idle timeouts of the local tile server (`functions/tiles/local.go`): each request then sets and clears connection deadlines, which the plain floor does not (no target: it shows what the timeouts cost).\n")
 	b.WriteString("- **Go floor (equal headers)**: the floor process of the table above, `e2e/floor`: the header fields and values of a memory hit (`TestServeFixture` checks them; only the Server-Timing duration and the upload time differ, not their length).\n\n")
-	b.WriteString("| server | tool | C | req/s (median) | vs floor | errors | note |\n|---|---|---:|---:|---:|---:|---|\n")
+	b.WriteString("Server CPU per request is the CPU time of the server's process over a run (the sum of its threads' `/proc/PID/task/*/schedstat` run times) divided by the requests answered: the work each server does per answer, which this busy machine slows but adds nothing to, where req/s also counts the time the server and the load generator wait for a core.\n\n")
+	b.WriteString("| server | tool | C | req/s (median) | vs floor (req/s) | server CPU per request (median) | vs floor (CPU) | errors | note |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, c := range e.Cells {
-		vs, note := "1.00x", "rounds "+rpsList(c.RPS)
+		vs, vsCPU, note := "1.00x", "1.00x", "rounds "+rpsList(c.RPS)
 		if len(c.Ratios) > 0 {
-			vs, note = x(c.Ratio), "same-round ratios "+ratioList(c.Ratios)
+			vs, vsCPU, note = x(c.Ratio), x(c.CPURatio), "same-round ratios "+ratioList(c.Ratios)+"; CPU "+ratioList(c.CPURatios)
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %s | %d | %s |\n", c.Server, c.Tool, c.Conns, c.Median, vs, c.Errors, note)
+		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %s | %.1f µs | %s | %d | %s |\n", c.Server, c.Tool, c.Conns, c.Median, vs, stats.MedianFloat(slices.Clone(c.CPU))/1e3, vsCPU, c.Errors, note)
 	}
 	b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
 	targetRows(b, "", e.targets())

@@ -170,6 +170,9 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 			c.Env = tilesEnv(port, "", "0")
 			return c, "/_tilesieve/health"
 		}},
+		{name: equalTimeouts, equalOnly: true, start: func(port int) (*exec.Cmd, string) {
+			return exec.Command(filepath.Join(bin, "floorserve"), "-dir", www, "-addr", "127.0.0.1:"+strconv.Itoa(port), "-timeouts"), p.ABPath
+		}},
 		{name: "Go floor (map)", ab: true, start: func(port int) (*exec.Cmd, string) {
 			return exec.Command(filepath.Join(bin, "floorserve"), "-dir", www, "-addr", "127.0.0.1:"+strconv.Itoa(port)), p.ABPath
 		}},
@@ -240,10 +243,14 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		for _, rs := range runs {
 			byName[rs.name] = rs
 		}
+		eqs := func(name string, rs *running, target bool) equalServer {
+			return equalServer{name: name, url: rs.url, pid: rs.proc.Cmd.Process.Pid, target: target}
+		}
 		eq, err := runEqual(ctx, p.Equal, "/"+key, size, []equalServer{
-			{name: equalDefault, url: byName[equalDefault].url, target: true},
-			{name: fmt.Sprintf("tilesieve memory hits, MEM_CACHE_BYTES=%s", mib(p.MemBudget)), url: byName["tilesieve memory hits"].url},
-			{name: "Go floor (equal headers)", url: byName["Go floor (map)"].url},
+			eqs(equalDefault, byName[equalDefault], true),
+			eqs(fmt.Sprintf("tilesieve memory hits, MEM_CACHE_BYTES=%s", mib(p.MemBudget)), byName["tilesieve memory hits"], false),
+			eqs(equalTimeouts, byName[equalTimeouts], false),
+			eqs("Go floor (equal headers)", byName["Go floor (map)"], false),
 		}, tmp)
 		if err != nil {
 			return res, fmt.Errorf("equal-header floor: %w", err)
@@ -287,6 +294,10 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 // equalDefault is the tilesieve server of the comparison with the
 // equal-header floor: memory hits with the default memory bound.
 const equalDefault = "tilesieve memory hits, default bounds"
+
+// equalTimeouts is the equal-header floor with the local tile server's
+// http.Server timeouts (floorserve -timeouts).
+const equalTimeouts = "Go floor, the local server's timeouts"
 
 // nearestTile is the key of set whose body size is nearest n (the first in
 // key order among equals), and that size.
