@@ -69,9 +69,8 @@ type equalServer struct {
 }
 
 // runEqual loads each server with ab and wrk at each concurrency, one
-// (tool, concurrency) cell at a time: within a cell the servers run back to
-// back, in an order that rotates each round, so each round's ratio compares
-// runs a few seconds apart.
+// (tool, concurrency) cell at a time: within a cell each server runs beside
+// a run of the floor, so each round's ratio compares runs a second apart.
 func runEqual(ctx context.Context, p EqualParams, path string, bytes int, servers []equalServer, tmp string) (EqualResult, error) {
 	res := EqualResult{Path: path, Bytes: bytes, Params: p}
 	floor := servers[len(servers)-1]
@@ -106,35 +105,49 @@ func runEqual(ctx context.Context, p EqualParams, path string, bytes int, server
 		order = append(order, k)
 		return c
 	}
+	// run is one load of s, appended to its cell: its req/s and server CPU
+	// per request.
+	run := func(s equalServer, tool string, conns int) (rps, cpu float64, err error) {
+		before, err := ProcCPU(s.pid)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", s.name, err)
+		}
+		rps, n, errs, err := loadOne(ctx, p, tool, conns, s.url+path, tmp)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s %s -c %d: %w", s.name, tool, conns, err)
+		}
+		after, err := ProcCPU(s.pid)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", s.name, err)
+		}
+		cpu = float64((after - before).Nanoseconds()) / float64(max(n, 1))
+		c := cell(key{s.name, tool, conns})
+		c.RPS, c.CPU, c.Errors = append(c.RPS, rps), append(c.CPU, cpu), c.Errors+errs
+		return rps, cpu, nil
+	}
 	for round := range max(1, p.Rounds) {
 		for _, tool := range []string{"ab", "wrk"} {
 			for _, conns := range p.Conns {
-				got, cpu := map[string]float64{}, map[string]float64{}
-				for i := range servers {
-					s := servers[(i+round)%len(servers)]
-					before, err := ProcCPU(s.pid)
-					if err != nil {
-						return res, fmt.Errorf("%s: %w", s.name, err)
-					}
-					rps, n, errs, err := loadOne(ctx, p, tool, conns, s.url+path, tmp)
-					if err != nil {
-						return res, fmt.Errorf("%s %s -c %d: %w", s.name, tool, conns, err)
-					}
-					after, err := ProcCPU(s.pid)
-					if err != nil {
-						return res, fmt.Errorf("%s: %w", s.name, err)
-					}
-					c := cell(key{s.name, tool, conns})
-					c.RPS = append(c.RPS, rps)
-					c.Errors += errs
-					got[s.name] = rps
-					cpu[s.name] = float64((after - before).Nanoseconds()) / float64(max(n, 1))
-					c.CPU = append(c.CPU, cpu[s.name])
-				}
+				// Each server is paired with a run of the floor right
+				// before or after it (alternating by round), so a busy
+				// patch of the machine that lasts a few seconds falls on
+				// both sides of a ratio.
 				for _, s := range servers[:len(servers)-1] {
+					var rps, cpu, frps, fcpu float64
+					var err error
+					if round%2 == 0 {
+						if rps, cpu, err = run(s, tool, conns); err == nil {
+							frps, fcpu, err = run(floor, tool, conns)
+						}
+					} else if frps, fcpu, err = run(floor, tool, conns); err == nil {
+						rps, cpu, err = run(s, tool, conns)
+					}
+					if err != nil {
+						return res, err
+					}
 					c := cell(key{s.name, tool, conns})
-					c.Ratios = append(c.Ratios, stats.Ratio(got[s.name], got[floor.name]))
-					c.CPURatios = append(c.CPURatios, stats.Ratio(cpu[s.name], cpu[floor.name]))
+					c.Ratios = append(c.Ratios, stats.Ratio(rps, frps))
+					c.CPURatios = append(c.CPURatios, stats.Ratio(cpu, fcpu))
 				}
 			}
 		}

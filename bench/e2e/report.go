@@ -427,7 +427,7 @@ func renderEqual(b *strings.Builder, e *EqualResult, memBudget int64) {
 		conns[i] = strconv.Itoa(c)
 	}
 	b.WriteString("#### Memory hits against the equal-header floor\n\n")
-	fmt.Fprintf(b, "One tile, `%s` (%d bytes; %d bytes per answer on the wire, of which %d are the status line and header, the same from every server: checked before the runs), loaded with `ab -k -n %d -c C` and `wrk -t min(2,C) -c C -d %ds` at C = %s. %d rounds; in each, every (tool, C) pair runs the servers back to back in an order that rotates each round, and a server's ratio is the median of its rounds' ratios to the floor's run of the same round (every round's ratio in the note).\n\n",
+	fmt.Fprintf(b, "One tile, `%s` (%d bytes; %d bytes per answer on the wire, of which %d are the status line and header, the same from every server: checked before the runs), loaded with `ab -k -n %d -c C` and `wrk -t min(2,C) -c C -d %ds` at C = %s. %d rounds; in each, for every (tool, C), each server runs right beside a run of the floor (before it in even rounds, after it in odd ones), and a server's ratio is the median of its rounds' ratios to its paired floor run (every round's ratio in the note; the floor's row is over all its runs).\n\n",
 		e.Path, e.Bytes, e.Wire, e.Header, p.ABN, int(p.WrkDur.Seconds()), strings.Join(conns, " and "), max(1, p.Rounds))
 	b.WriteString("- **tilesieve memory hits, default bounds**: the binary above with `MEM_CACHE_BYTES` unset (256 MiB off Lambda), disk tier off, warmed with every tile.\n")
 	fmt.Fprintf(b, "- **tilesieve memory hits, MEM_CACHE_BYTES=%s**: the memory-hit process of the table above. Off Lambda the Go memory limit is derived from that bound, and the set fills most of it, so the collector runs more often than the floor's (no target: it shows what the tighter bound costs).\n", mib(memBudget))
@@ -436,7 +436,7 @@ func renderEqual(b *strings.Builder, e *EqualResult, memBudget int64) {
 	b.WriteString("Server CPU per request is the CPU time of the server's process over a run (the sum of its threads' `/proc/PID/task/*/schedstat` run times) divided by the requests answered: the work each server does per answer, which this busy machine slows but adds nothing to, where req/s also counts the time the server and the load generator wait for a core.\n\n")
 	b.WriteString("| server | tool | C | req/s (median) | vs floor (req/s) | server CPU per request (median) | vs floor (CPU) | errors | note |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, c := range e.Cells {
-		vs, vsCPU, note := "1.00x", "1.00x", "rounds "+rpsList(c.RPS)
+		vs, vsCPU, note := "1.00x", "1.00x", fmt.Sprintf("%d runs, %.0f–%.0f req/s", len(c.RPS), slices.Min(c.RPS), slices.Max(c.RPS))
 		if len(c.Ratios) > 0 {
 			vs, vsCPU, note = x(c.Ratio), x(c.CPURatio), "same-round ratios "+ratioList(c.Ratios)+"; CPU "+ratioList(c.CPURatios)
 		}
@@ -445,12 +445,4 @@ func renderEqual(b *strings.Builder, e *EqualResult, memBudget int64) {
 	b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
 	targetRows(b, "", e.targets())
 	b.WriteString("\n")
-}
-
-func rpsList(rs []float64) string {
-	s := make([]string, len(rs))
-	for i, r := range rs {
-		s[i] = strconv.FormatFloat(r, 'f', 0, 64)
-	}
-	return strings.Join(s, ", ")
 }
