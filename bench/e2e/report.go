@@ -187,7 +187,11 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 
 	if s := a.Storage; s != nil && len(s.Commands) == 2 { // not when the run failed before its loads
 		fmt.Fprintf(&b, "### 2. Serving straight from storage (nginx-gridfs report)\n\n")
-		fmt.Fprintf(&b, "%d JPEG tiles `osm/{0..%d}/x/y.jpg` (%s) served by five processes, all started and each warmed by one pass over every tile, then loaded one at a time in %d rounds whose order rotates, so that a slow patch of this shared machine falls on every server. Each row is the server's round with the median req/s; its note gives the range over the rounds.\n\n", s.Tiles, s.Params.MaxZoom, mib(s.Bytes), max(1, s.Params.Rounds))
+		more := ""
+		if s.Equal != nil {
+			more = " (and two more for the comparison with the equal-header floor below)"
+		}
+		fmt.Fprintf(&b, "%d JPEG tiles `osm/{0..%d}/x/y.jpg` (%s) served by five processes%s, all started and each warmed by one pass over every tile, then loaded one at a time in %d rounds whose order rotates, so that a slow patch of this shared machine falls on every server. Each row is the server's round with the median req/s; its note gives the range over the rounds.\n\n", s.Tiles, s.Params.MaxZoom, mib(s.Bytes), more, max(1, s.Params.Rounds))
 		fmt.Fprintf(&b, "- **tilesieve memory hits**: `go build ./functions/tiles` run as its own process (local server mode) against `bench/cmd/s3serve` (s3local seeded with the tiles, its own process), `MEM_CACHE_BYTES=%d` (%s, holds the set), disk tier off.\n", s.Params.MemBudget, mib(s.Params.MemBudget))
 		b.WriteString("- **tilesieve disk hits**: the same binary with `MEM_CACHE_BYTES=1MiB` (the smallest allowed; it cannot hold the set, so requests cycling through every tile miss memory) and the disk tier staged from S3 at start (`STAGE_PREFIXES=osm/`). The share of disk hits during the wrk run, read from the admin stats, is in the note.\n")
 		b.WriteString("- **Go floor**: `bench/cmd/floorserve`, a minimal net/http handler writing the same bytes and headers from a map (`e2e/floor`).\n")
