@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
 )
 
@@ -106,6 +108,9 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	}
 	if a.Storage != nil {
 		targetRows(&b, "2 serving from storage", a.Storage.Targets)
+		if e := a.Storage.Equal; e != nil {
+			targetRows(&b, "2 serving from storage", e.targets())
+		}
 	}
 	if a.Disk != nil {
 		targetRows(&b, "3 disk vs S3", a.Disk.Targets)
@@ -180,9 +185,13 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		b.WriteString("\n")
 	}
 
-	if s := a.Storage; s != nil {
+	if s := a.Storage; s != nil && len(s.Commands) == 2 { // not when the run failed before its loads
 		fmt.Fprintf(&b, "### 2. Serving straight from storage (nginx-gridfs report)\n\n")
-		fmt.Fprintf(&b, "%d JPEG tiles `osm/{0..%d}/x/y.jpg` (%s) served by five processes, all started and each warmed by one pass over every tile, then loaded one at a time in %d rounds whose order rotates, so that a slow patch of this shared machine falls on every server. Each row is the server's round with the median req/s; its note gives the range over the rounds.\n\n", s.Tiles, s.Params.MaxZoom, mib(s.Bytes), max(1, s.Params.Rounds))
+		more := ""
+		if s.Equal != nil {
+			more = " (and two more for the comparison with the equal-header floor below)"
+		}
+		fmt.Fprintf(&b, "%d JPEG tiles `osm/{0..%d}/x/y.jpg` (%s) served by five processes%s, all started and each warmed by one pass over every tile, then loaded one at a time in %d rounds whose order rotates, so that a slow patch of this shared machine falls on every server. Each row is the server's round with the median req/s; its note gives the range over the rounds.\n\n", s.Tiles, s.Params.MaxZoom, mib(s.Bytes), more, max(1, s.Params.Rounds))
 		fmt.Fprintf(&b, "- **tilesieve memory hits**: `go build ./functions/tiles` run as its own process (local server mode) against `bench/cmd/s3serve` (s3local seeded with the tiles, its own process), `MEM_CACHE_BYTES=%d` (%s, holds the set), disk tier off.\n", s.Params.MemBudget, mib(s.Params.MemBudget))
 		b.WriteString("- **tilesieve disk hits**: the same binary with `MEM_CACHE_BYTES=1MiB` (the smallest allowed; it cannot hold the set, so requests cycling through every tile miss memory) and the disk tier staged from S3 at start (`STAGE_PREFIXES=osm/`). The share of disk hits during the wrk run, read from the admin stats, is in the note.\n")
 		b.WriteString("- **Go floor**: `bench/cmd/floorserve`, a minimal net/http handler writing the same bytes and headers from a map (`e2e/floor`).\n")
@@ -218,6 +227,9 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			return BarPlot(p, "Serving from storage: requests per second", "req/s", cats, []Series{{Name: "ab -k (one tile)", Values: abv}, {Name: "wrk (every tile)", Values: wrkv}}, false)
 		}))
 		b.WriteString("\n")
+		if e := s.Equal; e != nil {
+			renderEqual(&b, e, s.Params.MemBudget)
+		}
 	}
 
 	if r := a.Disk; r != nil {
@@ -409,4 +421,32 @@ func measuredChecks(r *PurgeResult) string {
 		}
 	}
 	return "–"
+}
+
+// renderEqual writes section 2's comparison with the equal-header floor.
+func renderEqual(b *strings.Builder, e *EqualResult, memBudget int64) {
+	p := e.Params
+	conns := make([]string, len(p.Conns))
+	for i, c := range p.Conns {
+		conns[i] = strconv.Itoa(c)
+	}
+	b.WriteString("#### Memory hits against the equal-header floor\n\n")
+	fmt.Fprintf(b, "One tile, `%s` (%d bytes; %d bytes per answer on the wire, of which %d are the status line and header, the same from every server: checked before the runs), loaded with `ab -k -n %d -c C` and `wrk -t min(2,C) -c C -d %ds` at C = %s. %d rounds; in each, for every (tool, C), each server runs right beside a run of the floor (before it in even rounds, after it in odd ones), and a server's ratio is the median of its rounds' ratios to its paired floor run (every round's ratio in the note; the floor's row is over all its runs).\n\n",
+		e.Path, e.Bytes, e.Wire, e.Header, p.ABN, int(p.WrkDur.Seconds()), strings.Join(conns, " and "), max(1, p.Rounds))
+	b.WriteString("- **tilesieve memory hits, default bounds**: the binary above with `MEM_CACHE_BYTES` unset (256 MiB off Lambda), disk tier off, warmed with every tile.\n")
+	fmt.Fprintf(b, "- **tilesieve memory hits, MEM_CACHE_BYTES=%s**: the memory-hit process of the table above. Off Lambda the Go memory limit is derived from that bound, and the set fills most of it, so the collector runs more often than the floor's (no target: it shows what the tighter bound costs).\n", mib(memBudget))
+	b.WriteString("- **Go floor, the local server's timeouts**: `floorserve -timeouts`, the floor below with the `http.Server` read-header, write and idle timeouts of the local tile server (`functions/tiles/local.go`): each request then sets and clears connection deadlines, which the plain floor does not (no target: it shows what the timeouts cost).\n")
+	b.WriteString("- **Go floor (equal headers)**: the floor process of the table above, `e2e/floor`: the header fields and values of a memory hit (`TestServeFixture` checks them; only the Server-Timing duration and the upload time differ, not their length).\n\n")
+	b.WriteString("Server CPU per request is the CPU time of the server's process over a run (the sum of its threads' `/proc/PID/task/*/schedstat` run times) divided by the requests answered: the work each server does per answer, which this busy machine slows but adds nothing to, where req/s also counts the time the server and the load generator wait for a core.\n\n")
+	b.WriteString("| server | tool | C | req/s (median) | vs floor (req/s) | server CPU per request (median) | vs floor (CPU) | errors | note |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, c := range e.Cells {
+		vs, vsCPU, note := "1.00x", "1.00x", fmt.Sprintf("%d runs, %.0f–%.0f req/s", len(c.RPS), slices.Min(c.RPS), slices.Max(c.RPS))
+		if len(c.Ratios) > 0 {
+			vs, vsCPU, note = x(c.Ratio), x(c.CPURatio), "same-round ratios "+ratioList(c.Ratios)+"; CPU "+ratioList(c.CPURatios)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %s | %.1f µs | %s | %d | %s |\n", c.Server, c.Tool, c.Conns, c.Median, vs, stats.MedianFloat(slices.Clone(c.CPU))/1e3, vsCPU, c.Errors, note)
+	}
+	b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
+	targetRows(b, "", e.targets())
+	b.WriteString("\n")
 }

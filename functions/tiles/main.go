@@ -6,11 +6,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -87,7 +85,7 @@ func run() error {
 	}
 	defer flush()
 	defer a.Server.Drain()
-	return serve(ctx, cfg.ListenAddr, h, cfg.WriteTimeout(), log)
+	return serve(ctx, cfg.ListenAddr, localHandler(a.Handler, log), cfg.WriteTimeout(), log)
 }
 
 // invocation marks the start of each Lambda invocation for the logs: the
@@ -210,36 +208,4 @@ func withRecover(h http.Handler, log *slog.Logger) http.Handler {
 		}()
 		h.ServeHTTP(w, r)
 	})
-}
-
-// serve runs the handler as a plain HTTP server until ctx ends, then drains.
-func serve(ctx context.Context, addr string, h http.Handler, writeTimeout time.Duration, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       120 * time.Second,
-	}
-	log.Info("listening", "addr", "http://"+ln.Addr().String())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }

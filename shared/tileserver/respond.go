@@ -20,8 +20,6 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
-var responsePool = sync.Pool{New: func() any { return new(Response) }}
-
 // source is the tier that answered, as X-Cache names it.
 type source = tiers.Source
 

@@ -325,10 +325,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var req Request
 	HTTPRequest(r, &req)
-	resp := responsePool.Get().(*Response)
-	defer responsePool.Put(resp)
-	s.Serve(r.Context(), &req, resp)
-	WriteHTTP(w, resp)
+	var resp Response // on the stack: Serve and WriteHTTP keep no pointer to it
+	s.Serve(r.Context(), &req, &resp)
+	WriteHTTP(w, &resp)
 }
 
 // WriteHTTP writes resp to w.

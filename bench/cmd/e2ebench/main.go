@@ -192,9 +192,11 @@ func run() error {
 		if err := step("storage", func() error {
 			wd, _ := os.Getwd()
 			sp := e2e.StorageParams{RepoRoot: filepath.Dir(wd), BenchDir: wd, MaxZoom: 5, ABN: 20000, ABC: 20,
-				WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/5/10/12.jpg", Rounds: 3}
+				WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/5/10/12.jpg", Rounds: 3,
+				Equal: e2e.EqualParams{Bytes: 12 << 10, Conns: []int{1, 20}, ABN: 8000, WrkDur: time.Second, Rounds: 15}}
 			if *quick {
 				sp.MaxZoom, sp.ABN, sp.WrkDur, sp.ABPath, sp.Rounds = 3, 2000, 2*time.Second, "/osm/3/2/2.jpg", 2
+				sp.Equal.ABN, sp.Equal.WrkDur, sp.Equal.Rounds = 2000, time.Second, 2
 			}
 			for _, tool := range []string{"ab", "wrk", "nginx"} {
 				if _, err := exec.LookPath(tool); err != nil {
