@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -67,6 +68,27 @@ func runChromium(t *testing.T, bin, url string, extra ...string) []byte {
 	return out
 }
 
+// settledData has Chromium load page and returns the data-* attributes its
+// script set on <body> once settled says the page has settled, trying a few
+// times: the DOM is dumped when the virtual-time budget ends, and on a busy
+// machine the page may still be loading then. After the last attempt it
+// returns what the page showed (the attributes and the whole DOM), for the
+// caller to judge.
+func settledData(t *testing.T, bin, page string, settled func(map[string]string) bool, flags ...string) (map[string]string, []byte) {
+	t.Helper()
+	const attempts = 3
+	var data map[string]string
+	var dom []byte
+	for i := range attempts {
+		dom = runChromium(t, bin, page, append(flags, "--dump-dom")...)
+		if data = bodyData(t, dom); settled(data) {
+			break
+		}
+		t.Logf("page %d of %d not settled: %v", i+1, attempts, data)
+	}
+	return data, dom
+}
+
 var bodyTag = regexp.MustCompile(`<body([^>]*)>`)
 var attr = regexp.MustCompile(`data-([a-z]+)="([^"]*)"`)
 
@@ -107,23 +129,24 @@ func TestViewerInChromium(t *testing.T) {
 	}
 
 	// 1. A screenshot: the demo tiles are on screen in their zoom colour.
-	img := screenshot(t, bin, st.URL+"/", "TILESIEVE_VIEWER_SCREENSHOT")
-	counts := colourCounts(img, map[string]color.RGBA{
-		"zoom 2 tile": demotiles.ZoomColor(2),
-		"MISS label":  {0xC2, 0x41, 0x0C, 0xFF},
-		"HIT label":   {0x1A, 0x7F, 0x37, 0xFF},
+	screenshot(t, bin, st.URL+"/", "TILESIEVE_VIEWER_SCREENSHOT", func(img image.Image) (missing []string) {
+		counts := colourCounts(img, map[string]color.RGBA{
+			"zoom 2 tile": demotiles.ZoomColor(2),
+			"MISS label":  {0xC2, 0x41, 0x0C, 0xFF},
+			"HIT label":   {0x1A, 0x7F, 0x37, 0xFF},
+		})
+		total := img.Bounds().Dx() * img.Bounds().Dy()
+		if n := counts["zoom 2 tile"]; n < total/3 {
+			missing = append(missing, fmt.Sprintf("%d of %d pixels in the zoom-2 tile colour, want at least a third: the tiles are not on screen", n, total))
+		}
+		if counts["MISS label"] < 50 || counts["HIT label"] < 50 {
+			missing = append(missing, fmt.Sprintf("tier labels not visible (MISS %d px, HIT-MEMORY %d px)", counts["MISS label"], counts["HIT label"]))
+		}
+		return missing
 	})
-	total := img.Bounds().Dx() * img.Bounds().Dy()
-	if n := counts["zoom 2 tile"]; n < total/3 {
-		t.Errorf("screenshot: %d of %d pixels in the zoom-2 tile colour, want at least a third: the tiles are not on screen", n, total)
-	}
-	if counts["MISS label"] < 50 || counts["HIT label"] < 50 {
-		t.Errorf("screenshot: tier labels not visible (MISS %d px, HIT-MEMORY %d px)", counts["MISS label"], counts["HIT label"])
-	}
 
 	// 2. The DOM after loading: every visible tile loaded, none failed.
-	dom := runChromium(t, bin, st.URL+"/", "--dump-dom")
-	data := bodyData(t, dom)
+	data, dom := settledData(t, bin, st.URL+"/", func(d map[string]string) bool { return d["pending"] == "0" })
 	loaded, _ := strconv.Atoi(data["loaded"])
 	if data["failed"] != "0" || data["pending"] != "0" || loaded < 12 {
 		t.Fatalf("page state: %v, want 12 or more tiles loaded, none failed or pending", data)
@@ -166,25 +189,38 @@ func colourCounts(img image.Image, want map[string]color.RGBA) map[string]int {
 
 func near(a, b uint8) bool { return int(a)-int(b) <= 4 && int(b)-int(a) <= 4 }
 
-// screenshot has Chromium render page and decodes what it drew; with the
-// environment variable keep set, the PNG is also copied there (to refresh a
-// picture in docs/).
-func screenshot(t *testing.T, bin, page, keep string, flags ...string) image.Image {
+// screenshot has Chromium render page until check finds nothing missing in
+// what it drew, and reports what is still missing after the last of a few
+// attempts: headless Chromium takes the picture when its virtual-time
+// budget ends, and a software-rendered map on a busy machine may not have
+// drawn by then. With the environment variable keep set, the last PNG is
+// also copied there (to refresh a picture in docs/).
+func screenshot(t *testing.T, bin, page, keep string, check func(image.Image) []string, flags ...string) {
 	t.Helper()
-	shot := filepath.Join(t.TempDir(), "shot.png")
-	runChromium(t, bin, page, append(flags, "--screenshot="+shot)...)
-	b, err := os.ReadFile(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	if dst := os.Getenv(keep); dst != "" {
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
+	const attempts = 3
+	var missing []string
+	for i := range attempts {
+		shot := filepath.Join(t.TempDir(), "shot.png")
+		runChromium(t, bin, page, append(flags, "--screenshot="+shot)...)
+		b, err := os.ReadFile(shot)
+		if err != nil {
 			t.Fatal(err)
 		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if dst := os.Getenv(keep); dst != "" {
+			if err := os.WriteFile(dst, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if missing = check(img); len(missing) == 0 {
+			return
+		}
+		t.Logf("screenshot %d of %d: %v", i+1, attempts, missing)
 	}
-	return img
+	for _, m := range missing {
+		t.Error("screenshot: " + m)
+	}
 }

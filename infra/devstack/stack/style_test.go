@@ -3,6 +3,8 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"image"
 	"image/color"
 	"net/url"
 	"os"
@@ -92,7 +94,7 @@ func TestStyleInChromium(t *testing.T) {
 	gl := []string{"--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"}
 
 	// 1. The DOM after loading: idle, no error, every URL under the stack.
-	data := bodyData(t, runChromium(t, bin, page, append(gl, "--dump-dom")...))
+	data, _ := settledData(t, bin, page, func(d map[string]string) bool { return d["state"] != "loading" }, gl...)
 	if data["state"] != "idle" || data["errors"] != "[]" {
 		t.Fatalf("page state %q, errors %s: want idle, none", data["state"], data["errors"])
 	}
@@ -126,20 +128,22 @@ func TestStyleInChromium(t *testing.T) {
 
 	// 2. A screenshot: the demo tiles, the marker icons and the labels,
 	// whose glyphs come from both fonts of the composed stack.
-	img := screenshot(t, bin, page, "TILESIEVE_STYLE_SCREENSHOT", gl...)
-	counts := colourCounts(img, map[string]color.RGBA{
-		"zoom 2 tile": demotiles.ZoomColor(2),
-		"marker":      demotiles.MarkerColor,
-		"label":       labelColor,
-	})
-	total := img.Bounds().Dx() * img.Bounds().Dy()
-	if n := counts["zoom 2 tile"]; n < total/4 {
-		t.Errorf("screenshot: %d of %d pixels in the zoom-2 tile colour, want at least a quarter", n, total)
-	}
-	if n := counts["marker"]; n < 2*300 {
-		t.Errorf("screenshot: %d marker pixels, want two icons (600 or more)", n)
-	}
-	if n := counts["label"]; n < 1000 {
-		t.Errorf("screenshot: %d label pixels, want the labels drawn (1000 or more)", n)
-	}
+	screenshot(t, bin, page, "TILESIEVE_STYLE_SCREENSHOT", func(img image.Image) (missing []string) {
+		counts := colourCounts(img, map[string]color.RGBA{
+			"zoom 2 tile": demotiles.ZoomColor(2),
+			"marker":      demotiles.MarkerColor,
+			"label":       labelColor,
+		})
+		total := img.Bounds().Dx() * img.Bounds().Dy()
+		if n := counts["zoom 2 tile"]; n < total/4 {
+			missing = append(missing, fmt.Sprintf("%d of %d pixels in the zoom-2 tile colour, want at least a quarter", n, total))
+		}
+		if n := counts["marker"]; n < 2*300 {
+			missing = append(missing, fmt.Sprintf("%d marker pixels, want two icons (600 or more)", n))
+		}
+		if n := counts["label"]; n < 1000 {
+			missing = append(missing, fmt.Sprintf("%d label pixels, want the labels drawn (1000 or more)", n))
+		}
+		return missing
+	}, gl...)
 }
