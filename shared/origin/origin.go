@@ -258,27 +258,45 @@ func (c *Client) GetObject(ctx context.Context, objectKey, ifNoneMatch string) (
 }
 
 func (c *Client) get(ctx context.Context, op, name, objectKey, ifNoneMatch string) (*tile.Tile, error) {
-	var t *tile.Tile
+	return retryValue(ctx, c, op, name, func(actx context.Context) (*tile.Tile, error) {
+		return c.getOnce(actx, objectKey, ifNoneMatch)
+	})
+}
+
+// retryValue is c.retry for an attempt that answers a value: the value of
+// the attempt that succeeded, or the zero value and retry's error.
+func retryValue[T any](ctx context.Context, c *Client, op, name string, attempt func(context.Context) (T, error)) (T, error) {
+	var v T
 	err := c.retry(ctx, op, name, func(actx context.Context) error {
 		var err error
-		t, err = c.getOnce(actx, objectKey, ifNoneMatch)
+		v, err = attempt(actx)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return t, nil
+	return v, nil
+}
+
+// optional is s as an SDK field: nil when empty, so that no header is sent.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return aws.String(s)
 }
 
 // getOnce is one attempt: the request and the whole body.
 func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*tile.Tile, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	in := &s3.GetObjectInput{Bucket: aws.String(c.cfg.Bucket), Key: aws.String(objectKey), RequestPayer: c.RequestPayer()}
-	if ifNoneMatch != "" {
-		in.IfNoneMatch = aws.String(ifNoneMatch)
-	}
-	out, err := c.api.GetObject(ctx, in, noSDKRetry)
+	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{
+		Bucket:       aws.String(c.cfg.Bucket),
+		Key:          aws.String(objectKey),
+		IfNoneMatch:  optional(ifNoneMatch),
+		RequestPayer: c.RequestPayer(),
+	}, noSDKRetry)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -323,31 +341,21 @@ func (c *Client) GetRange(ctx context.Context, objectKey string, off, n int64, i
 	if objectKey == "" || off < 0 || n <= 0 || n > MaxRangeBytes {
 		return nil, fmt.Errorf("origin: get range %q %d+%d: bad request", objectKey, off, n)
 	}
-	var rg *Range
-	err := c.retry(ctx, "get range", objectKey, func(actx context.Context) error {
-		var err error
-		rg, err = c.getRangeOnce(actx, objectKey, off, n, ifMatch)
-		return err
+	return retryValue(ctx, c, "get range", objectKey, func(actx context.Context) (*Range, error) {
+		return c.getRangeOnce(actx, objectKey, off, n, ifMatch)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rg, nil
 }
 
 func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int64, ifMatch string) (*Range, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	in := &s3.GetObjectInput{
+	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{
 		Bucket:       aws.String(c.cfg.Bucket),
 		Key:          aws.String(objectKey),
 		Range:        aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+		IfMatch:      optional(ifMatch),
 		RequestPayer: c.RequestPayer(),
-	}
-	if ifMatch != "" {
-		in.IfMatch = aws.String(ifMatch)
-	}
-	out, err := c.api.GetObject(ctx, in, noSDKRetry)
+	}, noSDKRetry)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -373,6 +381,14 @@ func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int6
 		return nil, err
 	}
 	return &Range{Body: body, Size: size, ETag: aws.ToString(out.ETag), LastModified: aws.ToTime(out.LastModified)}, nil
+}
+
+// listPage is one page of a listing, retried like a Get.
+func (c *Client) listPage(ctx context.Context, op, name string, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
+	return retryValue(ctx, c, op, name, func(actx context.Context) (*s3.ListObjectsV2Output, error) {
+		out, err := c.api.ListObjectsV2(actx, in, noSDKRetry)
+		return out, classify(err)
+	})
 }
 
 // rangeTotal reads the complete length of a Content-Range ("bytes 0-9/100").
@@ -412,12 +428,7 @@ func (c *Client) level(ctx context.Context, name, at, base string, max int) (dir
 			ContinuationToken: token,
 			RequestPayer:      c.RequestPayer(),
 		}
-		var out *s3.ListObjectsV2Output
-		err := c.retry(ctx, "list prefixes", name, func(actx context.Context) error {
-			var err error
-			out, err = c.api.ListObjectsV2(actx, in, noSDKRetry)
-			return classify(err)
-		})
+		out, err := c.listPage(ctx, "list prefixes", name, in)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -569,29 +580,23 @@ func (c *Client) Head(ctx context.Context, key string) (*tile.Tile, error) {
 }
 
 func (c *Client) head(ctx context.Context, name, objectKey string) (*tile.Tile, error) {
-	var t *tile.Tile
-	err := c.retry(ctx, "head", name, func(actx context.Context) error {
+	return retryValue(ctx, c, "head", name, func(actx context.Context) (*tile.Tile, error) {
 		out, err := c.api.HeadObject(actx, &s3.HeadObjectInput{
 			Bucket:       aws.String(c.cfg.Bucket),
 			Key:          aws.String(objectKey),
 			RequestPayer: c.RequestPayer(),
 		}, noSDKRetry)
 		if err != nil {
-			return classify(err)
+			return nil, classify(err)
 		}
-		t = &tile.Tile{
+		return &tile.Tile{
 			ContentType:     aws.ToString(out.ContentType),
 			ContentEncoding: aws.ToString(out.ContentEncoding),
 			ETag:            aws.ToString(out.ETag),
 			LastModified:    aws.ToTime(out.LastModified),
 			StoredAt:        c.cfg.Now(),
-		}
-		return nil
+		}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
 // List calls fn for every object under the tile-key prefix, in S3's key
@@ -613,12 +618,7 @@ func (c *Client) List(ctx context.Context, prefix string, fn func(ObjectInfo) bo
 		if c.listPageSize > 0 {
 			in.MaxKeys = aws.Int32(c.listPageSize)
 		}
-		var out *s3.ListObjectsV2Output
-		err := c.retry(ctx, "list", prefix, func(actx context.Context) error {
-			var err error
-			out, err = c.api.ListObjectsV2(actx, in, noSDKRetry)
-			return classify(err)
-		})
+		out, err := c.listPage(ctx, "list", prefix, in)
 		if err != nil {
 			return err
 		}
