@@ -16,6 +16,8 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/intrinsics"
 	"gopkg.in/yaml.v3"
+
+	"github.com/tilesieve/tilesieve/infra/internal/yamlnode"
 )
 
 // templatePath is template.yaml at the module root, seen from this package's folder.
@@ -132,16 +134,16 @@ var goformationInput = sync.OnceValues(func() ([]byte, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, err
 	}
-	resources := mapValue(doc.Content[0], "Resources")
+	resources := yamlnode.Value(doc.Content[0], "Resources")
 	if resources == nil {
 		return nil, fmt.Errorf("template.yaml has no Resources")
 	}
-	fnGlobals := mapValue(mapValue(doc.Content[0], "Globals"), "Function")
+	fnGlobals := yamlnode.Value(yamlnode.Value(doc.Content[0], "Globals"), "Function")
 	deleteKey(doc.Content[0], "Globals")
 	for i := 0; i+1 < len(resources.Content); i += 2 {
 		res := resources.Content[i+1]
-		typ := mapValue(res, "Type")
-		props := mapValue(res, "Properties")
+		typ := yamlnode.Value(res, "Type")
+		props := yamlnode.Value(res, "Properties")
 		if typ == nil || props == nil {
 			continue
 		}
@@ -160,7 +162,7 @@ var goformationInput = sync.OnceValues(func() ([]byte, error) {
 func mergeNode(global, local *yaml.Node) {
 	for i := 0; i+1 < len(global.Content); i += 2 {
 		k, gv := global.Content[i], global.Content[i+1]
-		lv := mapValue(local, k.Value)
+		lv := yamlnode.Value(local, k.Value)
 		switch {
 		case lv == nil:
 			local.Content = append(local.Content, k, gv)
@@ -170,18 +172,6 @@ func mergeNode(global, local *yaml.Node) {
 			lv.Content = append(append([]*yaml.Node{}, gv.Content...), lv.Content...)
 		}
 	}
-}
-
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
 
 func deleteKey(n *yaml.Node, key string) {
