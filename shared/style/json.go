@@ -21,6 +21,23 @@ func elements(doc []byte, start int) ([]member, error) {
 	return styleErr(jsonspan.Elements(doc, start))
 }
 
+// object lists the members of m's value, which must be an object; what
+// names the value in the error.
+func object(doc []byte, m member, what string) ([]member, error) {
+	if doc[m.Start] != '{' {
+		return nil, fmt.Errorf("style: %s is not an object: %w", what, ErrStyle)
+	}
+	return members(doc[:m.End], m.Start)
+}
+
+// array lists the elements of m's value, which must be an array.
+func array(doc []byte, m member, what string) ([]member, error) {
+	if doc[m.Start] != '[' {
+		return nil, fmt.Errorf("style: %s is not an array: %w", what, ErrStyle)
+	}
+	return elements(doc[:m.End], m.Start)
+}
+
 func styleErr(ms []member, err error) ([]member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("style: %w: %w", err, ErrStyle)

@@ -89,9 +89,6 @@ func Rewrite(stored []byte, base, name string) ([]byte, error) {
 		case "layers":
 			layers = raw[0] == '[' // the document is valid JSON: an array, not decoded again
 		case "sources":
-			if raw[0] != '{' {
-				return nil, fmt.Errorf("style: sources is not an object: %w", ErrStyle)
-			}
 			sources = true
 			if reps, err = rw.sources(stored, m, reps); err != nil {
 				return nil, err
@@ -140,15 +137,12 @@ type rewriter struct {
 }
 
 func (rw rewriter) sources(doc []byte, m member, reps []replacement) ([]replacement, error) {
-	srcs, err := members(doc[:m.End], m.Start)
+	srcs, err := object(doc, m, "sources")
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range srcs {
-		if doc[s.Start] != '{' {
-			return nil, fmt.Errorf("style: source %q is not an object: %w", s.Key, ErrStyle)
-		}
-		fields, err := members(doc[:s.End], s.Start)
+		fields, err := object(doc, s, fmt.Sprintf("source %q", s.Key))
 		if err != nil {
 			return nil, err
 		}
@@ -159,10 +153,7 @@ func (rw rewriter) sources(doc []byte, m member, reps []replacement) ([]replacem
 					return nil, err
 				}
 			case "tiles":
-				if doc[f.Start] != '[' {
-					return nil, fmt.Errorf("style: source %q tiles is not an array: %w", s.Key, ErrStyle)
-				}
-				els, err := elements(doc[:f.End], f.Start)
+				els, err := array(doc, f, fmt.Sprintf("source %q tiles", s.Key))
 				if err != nil {
 					return nil, err
 				}
@@ -182,15 +173,12 @@ func (rw rewriter) sprite(doc []byte, m member, reps []replacement) ([]replaceme
 	if doc[m.Start] != '[' {
 		return rw.str(doc, m, "sprite", reps)
 	}
-	els, err := elements(doc[:m.End], m.Start)
+	els, err := array(doc, m, "sprite")
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range els {
-		if doc[e.Start] != '{' {
-			return nil, fmt.Errorf("style: sprite array holds a non-object: %w", ErrStyle)
-		}
-		fields, err := members(doc[:e.End], e.Start)
+		fields, err := object(doc, e, "a sprite array element")
 		if err != nil {
 			return nil, err
 		}
