@@ -289,26 +289,13 @@ func optional(s string) *string {
 
 // getOnce is one attempt: the request and the whole body.
 func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*tile.Tile, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{
-		Bucket:       aws.String(c.cfg.Bucket),
-		Key:          aws.String(objectKey),
-		IfNoneMatch:  optional(ifNoneMatch),
-		RequestPayer: c.RequestPayer(),
-	}, noSDKRetry)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer out.Body.Close()
-	length := int64(-1)
-	if out.ContentLength != nil {
-		length = *out.ContentLength
-	}
-	if max := c.cfg.MaxObjectBytes; max > 0 && length > max {
-		return nil, fmt.Errorf("%w: %s is %d bytes, MaxObjectBytes is %d", ErrTooLarge, objectKey, length, max)
-	}
-	body, err := c.readBody(ctx, cancel, out.Body, length)
+	in := &s3.GetObjectInput{Key: aws.String(objectKey), IfNoneMatch: optional(ifNoneMatch)}
+	out, body, err := c.fetch(ctx, in, func(out *s3.GetObjectOutput) (int64, error) {
+		if out.ContentLength == nil {
+			return -1, nil
+		}
+		return *out.ContentLength, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +307,34 @@ func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*t
 		LastModified:    aws.ToTime(out.LastModified),
 		StoredAt:        c.cfg.Now(),
 	}, nil
+}
+
+// fetch is one GetObject of in (its bucket and payer set here) with the body
+// read whole. length checks the answer's headers and says how long the body
+// is (-1: not said); a body above MaxObjectBytes is refused from that,
+// before a byte is read or allocated.
+func (c *Client) fetch(ctx context.Context, in *s3.GetObjectInput, length func(*s3.GetObjectOutput) (int64, error)) (*s3.GetObjectOutput, []byte, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	in.Bucket = aws.String(c.cfg.Bucket)
+	in.RequestPayer = c.RequestPayer()
+	out, err := c.api.GetObject(ctx, in, noSDKRetry)
+	if err != nil {
+		return nil, nil, classify(err)
+	}
+	defer out.Body.Close()
+	n, err := length(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	if max := c.cfg.MaxObjectBytes; max > 0 && n > max {
+		return nil, nil, fmt.Errorf("%w: %s: %d bytes to read, MaxObjectBytes is %d", ErrTooLarge, aws.ToString(in.Key), n, max)
+	}
+	body, err := c.readBody(ctx, cancel, out.Body, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, body, nil
 }
 
 // Range is a byte range of an object, read by GetRange.
@@ -347,36 +362,28 @@ func (c *Client) GetRange(ctx context.Context, objectKey string, off, n int64, i
 }
 
 func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int64, ifMatch string) (*Range, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{
-		Bucket:       aws.String(c.cfg.Bucket),
-		Key:          aws.String(objectKey),
-		Range:        aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
-		IfMatch:      optional(ifMatch),
-		RequestPayer: c.RequestPayer(),
-	}, noSDKRetry)
-	if err != nil {
-		return nil, classify(err)
+	in := &s3.GetObjectInput{
+		Key:     aws.String(objectKey),
+		Range:   aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+		IfMatch: optional(ifMatch),
 	}
-	defer out.Body.Close()
-	size, ok := rangeTotal(aws.ToString(out.ContentRange))
-	length := aws.ToInt64(out.ContentLength)
-	switch {
-	case !ok && out.ContentRange == nil && out.ContentLength != nil && off == 0:
-		// A store that answers a range with the whole object (200).
-		size = length
-	case !ok:
-		return nil, fmt.Errorf("origin: get range %q: bad Content-Range %q", objectKey, aws.ToString(out.ContentRange))
-	}
-	if out.ContentLength == nil || length > n {
-		return nil, fmt.Errorf("origin: get range %q: Content-Length %v for a range of %d bytes", objectKey, aws.ToInt64(out.ContentLength), n)
-	}
-	if max := c.cfg.MaxObjectBytes; max > 0 && length > max {
-		// Refused from the header, before a byte is read or allocated.
-		return nil, fmt.Errorf("%w: %s range of %d bytes, MaxObjectBytes is %d", ErrTooLarge, objectKey, length, max)
-	}
-	body, err := c.readBody(ctx, cancel, out.Body, length)
+	var size int64
+	out, body, err := c.fetch(ctx, in, func(out *s3.GetObjectOutput) (int64, error) {
+		var ok bool
+		size, ok = rangeTotal(aws.ToString(out.ContentRange))
+		length := aws.ToInt64(out.ContentLength)
+		switch {
+		case !ok && out.ContentRange == nil && out.ContentLength != nil && off == 0:
+			// A store that answers a range with the whole object (200).
+			size = length
+		case !ok:
+			return 0, fmt.Errorf("origin: get range %q: bad Content-Range %q", objectKey, aws.ToString(out.ContentRange))
+		}
+		if out.ContentLength == nil || length > n {
+			return 0, fmt.Errorf("origin: get range %q: Content-Length %v for a range of %d bytes", objectKey, aws.ToInt64(out.ContentLength), n)
+		}
+		return length, nil
+	})
 	if err != nil {
 		return nil, err
 	}
