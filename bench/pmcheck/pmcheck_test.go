@@ -207,6 +207,13 @@ func serialise(tiles map[pmtiles.ZXY][]byte, clustered bool, ic gopm.Compression
 	meta, _ := gopm.SerializeMetadata(map[string]any{"name": "s"}, ic)
 	h := gopm.HeaderV3{SpecVersion: 3, RootOffset: gopm.HeaderV3LenBytes, RootLength: uint64(len(root)),
 		InternalCompression: ic, TileCompression: gopm.NoCompression, TileType: gopm.Png, Clustered: clustered, MaxZoom: 7}
+	return assemble(h, root, meta, leaves, data)
+}
+
+// assemble lays the sections out in the order go-pmtiles writes them (root,
+// metadata, leaves, tile data), sets h's offsets and lengths to match, and
+// returns header and sections as one archive.
+func assemble(h gopm.HeaderV3, root, meta, leaves, data []byte) []byte {
 	h.MetadataOffset = h.RootOffset + h.RootLength
 	h.MetadataLength = uint64(len(meta))
 	h.LeafDirectoryOffset = h.MetadataOffset + h.MetadataLength
