@@ -39,27 +39,18 @@ func TestJournalConcurrentWritersNoSilentLoss(t *testing.T) {
 			e := newEnv(t)
 			e.srv.SetIgnoreWriteConditions(st.ignore)
 			const writers, each = 2, 30
-			var wg sync.WaitGroup
 			var mu sync.Mutex  // guards landed and errs
 			var landed []Entry // the appends that reported success
 			var errs []error
-			for w := range writers {
-				j := e.journal(JournalOptions{})
-				wg.Go(func() {
-					for i := range each {
-						p := fmt.Sprintf("w%d/%d/", w, i)
-						en, err := j.Append(context.Background(), []string{p}, "test")
-						mu.Lock()
-						if err != nil {
-							errs = append(errs, err)
-						} else {
-							landed = append(landed, en)
-						}
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
+			e.appendConcurrently(writers, each, func(_ string, en Entry, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					landed = append(landed, en)
+				}
+			})
 			head, err := e.journal(JournalOptions{}).Read(context.Background(), "")
 			if err != nil {
 				t.Fatal(err)

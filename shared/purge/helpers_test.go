@@ -1,7 +1,9 @@
 package purge
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -58,6 +60,24 @@ func newEnv(t *testing.T) *env {
 	hs := httptest.NewServer(counting(log, srv.Handler()))
 	t.Cleanup(hs.Close)
 	return &env{srv: srv, api: srv.Client(hs.URL), reqs: log}
+}
+
+// appendConcurrently runs writers writers, each with a Journal of its own
+// (as if in a process of its own), each appending each entries of one prefix
+// ("wW/I/"); fn sees every append's outcome, from the writer's goroutine.
+func (e *env) appendConcurrently(writers, each int, fn func(prefix string, en Entry, err error)) {
+	var wg sync.WaitGroup
+	for w := range writers {
+		j := e.journal(JournalOptions{})
+		wg.Go(func() {
+			for i := range each {
+				p := fmt.Sprintf("w%d/%d/", w, i)
+				en, err := j.Append(context.Background(), []string{p}, "test")
+				fn(p, en, err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func counting(log *requestLog, h http.Handler) http.Handler {
