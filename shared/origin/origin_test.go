@@ -17,6 +17,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -455,13 +456,8 @@ func TestValidate(t *testing.T) {
 func TestNewFromEnvironment(t *testing.T) {
 	e := start(t)
 	e.put(t, "env/1.png", []byte("png"), "image/png", "")
-	t.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	s3localtest.IsolateEnv(t)
+	s3localtest.EnvCredentials(t)
 	t.Setenv("AWS_ENDPOINT_URL", "")
 
 	if _, err := origin.New(context.Background(), origin.Config{}); err == nil {

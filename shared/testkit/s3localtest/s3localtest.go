@@ -4,6 +4,7 @@ package s3localtest
 
 import (
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -35,4 +36,26 @@ func StartConfig(tb testing.TB, cfg s3local.Config) *Endpoint {
 	hs := httptest.NewServer(srv.Handler())
 	tb.Cleanup(hs.Close)
 	return &Endpoint{Server: srv, URL: hs.URL, Client: srv.Client(hs.URL)}
+}
+
+// IsolateEnv sets the environment, until the test ends, so that the SDK's
+// default chain reads nothing of the machine's: no profile or session token,
+// no config or credentials file, no instance metadata. The test then sets
+// what it means the SDK to see (EnvCredentials, AWS_REGION, ...).
+func IsolateEnv(tb testing.TB) {
+	tb.Helper()
+	none := filepath.Join(tb.TempDir(), "none")
+	tb.Setenv("AWS_SESSION_TOKEN", "")
+	tb.Setenv("AWS_PROFILE", "")
+	tb.Setenv("AWS_CONFIG_FILE", none)
+	tb.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
+	tb.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}
+
+// EnvCredentials sets s3local's access key and secret as the environment's
+// credentials until the test ends.
+func EnvCredentials(tb testing.TB) {
+	tb.Helper()
+	tb.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
+	tb.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
 }
