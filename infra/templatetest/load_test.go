@@ -3,7 +3,6 @@ package templatetest
 import (
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -126,20 +125,16 @@ var goformationUnknown = map[string][]string{
 // serverless function (goformation does not apply them) and without the
 // properties goformation rejects.
 var goformationInput = sync.OnceValues(func() ([]byte, error) {
-	b, err := os.ReadFile(templatePath)
+	top, err := templateNode()
 	if err != nil {
 		return nil, err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, err
-	}
-	resources := yamlnode.Value(doc.Content[0], "Resources")
+	resources := yamlnode.Value(top, "Resources")
 	if resources == nil {
 		return nil, fmt.Errorf("template.yaml has no Resources")
 	}
-	fnGlobals := yamlnode.Value(yamlnode.Value(doc.Content[0], "Globals"), "Function")
-	deleteKey(doc.Content[0], "Globals")
+	fnGlobals := yamlnode.Value(yamlnode.Value(top, "Globals"), "Function")
+	deleteKey(top, "Globals")
 	for i := 0; i+1 < len(resources.Content); i += 2 {
 		res := resources.Content[i+1]
 		typ := yamlnode.Value(res, "Type")
@@ -154,7 +149,7 @@ var goformationInput = sync.OnceValues(func() ([]byte, error) {
 			deleteKey(props, drop)
 		}
 	}
-	return yaml.Marshal(&doc)
+	return yaml.Marshal(top)
 })
 
 // mergeNode merges the mapping global into local as SAM merges Globals (see
