@@ -113,10 +113,7 @@ func convert(t *testing.T, tiles map[pmtiles.ZXY][]byte, meta map[string]string,
 // and that tiles around the pyramid are absent.
 func readAll(t *testing.T, b []byte, tiles map[pmtiles.ZXY][]byte, wantLeaves bool) pmtiles.Header {
 	t.Helper()
-	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := pmtilestest.Open(t, b)
 	h := r.Header()
 	if got := h.LeafDirectoryLength > 0; got != wantLeaves {
 		t.Fatalf("leaf directories: got %v, want %v", got, wantLeaves)
@@ -392,10 +389,7 @@ func TestTileJSONOfConvertedArchive(t *testing.T) {
 		"center":      "-122.4,37.8,2",
 		"json":        `{"vector_layers":[{"id":"roads","fields":{"name":"String"}}]}`,
 	}, true)
-	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := pmtilestest.Open(t, b)
 	meta, err := r.Metadata(context.Background())
 	if err != nil {
 		t.Fatal(err)
