@@ -299,14 +299,21 @@ func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*t
 	if err != nil {
 		return nil, err
 	}
+	t := c.described(out.ContentType, out.ContentEncoding, out.ETag, out.LastModified)
+	t.Body = body
+	return t, nil
+}
+
+// described is a tile of the object S3 described with these headers, stored
+// now; its body is the caller's to set.
+func (c *Client) described(contentType, contentEncoding, etag *string, lastModified *time.Time) *tile.Tile {
 	return &tile.Tile{
-		Body:            body,
-		ContentType:     aws.ToString(out.ContentType),
-		ContentEncoding: aws.ToString(out.ContentEncoding),
-		ETag:            aws.ToString(out.ETag),
-		LastModified:    aws.ToTime(out.LastModified),
+		ContentType:     aws.ToString(contentType),
+		ContentEncoding: aws.ToString(contentEncoding),
+		ETag:            aws.ToString(etag),
+		LastModified:    aws.ToTime(lastModified),
 		StoredAt:        c.cfg.Now(),
-	}, nil
+	}
 }
 
 // fetch is one GetObject of in (its bucket and payer set here) with the body
@@ -596,13 +603,7 @@ func (c *Client) head(ctx context.Context, name, objectKey string) (*tile.Tile, 
 		if err != nil {
 			return nil, classify(err)
 		}
-		return &tile.Tile{
-			ContentType:     aws.ToString(out.ContentType),
-			ContentEncoding: aws.ToString(out.ContentEncoding),
-			ETag:            aws.ToString(out.ETag),
-			LastModified:    aws.ToTime(out.LastModified),
-			StoredAt:        c.cfg.Now(),
-		}, nil
+		return c.described(out.ContentType, out.ContentEncoding, out.ETag, out.LastModified), nil
 	})
 }
 
