@@ -67,6 +67,17 @@ func start(t *testing.T) *env {
 	return &env{srv: srv, api: srv.Client(hs.URL), url: hs.URL, req: req}
 }
 
+// startFaulty is start with one object, "k" (body "body"), whose GETs meet
+// fault (its Match set here).
+func startFaulty(t *testing.T, fault s3local.Fault) *env {
+	t.Helper()
+	e := start(t)
+	e.put(t, "k", []byte("body"), "text/plain", "")
+	fault.Match = s3local.MatchGet("/tiles/k")
+	e.srv.Faults().Add(fault)
+	return e
+}
+
 func (e *env) put(t *testing.T, key string, body []byte, ct, ce string) string {
 	t.Helper()
 	etag, err := s3local.Put(context.Background(), e.api, "tiles", key, body, ct, ce)
@@ -216,9 +227,7 @@ func TestRetriesThrottlingThenSucceeds(t *testing.T) {
 	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusInternalServerError} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			t.Parallel()
-			e := start(t)
-			e.put(t, "k", []byte("body"), "text/plain", "")
-			e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Status: status, Times: 2})
+			e := startFaulty(t, s3local.Fault{Status: status, Times: 2})
 			got, err := e.client(origin.Config{}).Get(ctxTimeout(t, 5*time.Second), "k", "")
 			if err != nil || string(got.Body) != "body" {
 				t.Fatalf("got %v, %v, want the body after two %d answers", got, err, status)
@@ -232,9 +241,7 @@ func TestRetriesThrottlingThenSucceeds(t *testing.T) {
 
 func TestServerErrorForeverGivesUp(t *testing.T) {
 	t.Parallel()
-	e := start(t)
-	e.put(t, "k", []byte("body"), "text/plain", "")
-	e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Status: http.StatusInternalServerError})
+	e := startFaulty(t, s3local.Fault{Status: http.StatusInternalServerError})
 	_, err := e.client(origin.Config{MaxAttempts: 3}).Get(ctxTimeout(t, 5*time.Second), "k", "")
 	if err == nil {
 		t.Fatal("got no error")
@@ -252,9 +259,7 @@ func TestServerErrorForeverGivesUp(t *testing.T) {
 
 func TestDelayPastDeadlineIsPromptTimeout(t *testing.T) {
 	t.Parallel()
-	e := start(t)
-	e.put(t, "k", []byte("body"), "text/plain", "")
-	e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Delay: time.Minute})
+	e := startFaulty(t, s3local.Fault{Delay: time.Minute})
 	ctx := ctxTimeout(t, 300*time.Millisecond)
 	deadline, _ := ctx.Deadline()
 
@@ -270,9 +275,7 @@ func TestDelayPastDeadlineIsPromptTimeout(t *testing.T) {
 
 func TestBackoffDoesNotSleepPastDeadline(t *testing.T) {
 	t.Parallel()
-	e := start(t)
-	e.put(t, "k", []byte("body"), "text/plain", "")
-	e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Status: http.StatusServiceUnavailable})
+	e := startFaulty(t, s3local.Fault{Status: http.StatusServiceUnavailable})
 	// Backoff grows to a 1 s cap, so a loop that slept past the deadline
 	// would overshoot it by far more than the 100 ms allowed here.
 	ctx := ctxTimeout(t, 400*time.Millisecond)
@@ -292,9 +295,7 @@ func TestBackoffDoesNotSleepPastDeadline(t *testing.T) {
 
 func TestPerAttemptTimeoutRetries(t *testing.T) {
 	t.Parallel()
-	e := start(t)
-	e.put(t, "k", []byte("body"), "text/plain", "")
-	e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Delay: time.Minute, Times: 1})
+	e := startFaulty(t, s3local.Fault{Delay: time.Minute, Times: 1})
 	got, err := e.client(origin.Config{Timeout: 200 * time.Millisecond}).Get(ctxTimeout(t, 5*time.Second), "k", "")
 	if err != nil || string(got.Body) != "body" {
 		t.Fatalf("got %v, %v, want the body from the second attempt", got, err)
