@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -57,14 +56,9 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := &counter{}
-	hs := httptest.NewServer(req.wrap(srv.Handler()))
-	t.Cleanup(hs.Close)
-	return &env{srv: srv, api: srv.Client(hs.URL), url: hs.URL, req: req}
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{"tiles"}}, req.wrap)
+	return &env{srv: ep.Server, api: ep.Client, url: ep.URL, req: req}
 }
 
 // startFaulty is start with one object, "k" (body "body"), whose GETs meet

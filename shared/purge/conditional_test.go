@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -268,14 +267,9 @@ func TestJournalVerifyOnce(t *testing.T) {
 // BenchmarkJournalProbe is the once-per-process cost of Verify against the
 // in-process endpoint: its requests and its time.
 func BenchmarkJournalProbe(b *testing.B) {
-	srv, err := s3local.New(s3local.Config{Buckets: []string{testBucket}})
-	if err != nil {
-		b.Fatal(err)
-	}
 	reqs := &requestLog{}
-	hs := httptest.NewServer(counting(reqs, srv.Handler()))
-	defer hs.Close()
-	j := NewJournal(srv.Client(hs.URL), testBucket, testJournalPrefix, JournalOptions{})
+	ep := s3localtest.StartBehind(b, s3local.Config{Buckets: []string{testBucket}}, reqs.counting)
+	j := NewJournal(ep.Client, testBucket, testJournalPrefix, JournalOptions{})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := j.Probe(context.Background()); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 const testBucket = "tiles"
@@ -52,14 +52,9 @@ func (l *requestLog) count() int { return int(l.n.Load()) }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{testBucket}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &requestLog{}
-	hs := httptest.NewServer(counting(log, srv.Handler()))
-	t.Cleanup(hs.Close)
-	return &env{srv: srv, api: srv.Client(hs.URL), reqs: log}
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{testBucket}}, log.counting)
+	return &env{srv: ep.Server, api: ep.Client, reqs: log}
 }
 
 // appendConcurrently runs writers writers, each with a Journal of its own
@@ -80,9 +75,10 @@ func (e *env) appendConcurrently(writers, each int, fn func(prefix string, en En
 	wg.Wait()
 }
 
-func counting(log *requestLog, h http.Handler) http.Handler {
+// counting serves h, logging every request first.
+func (l *requestLog) counting(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		log.add(r)
+		l.add(r)
 		h.ServeHTTP(w, r)
 	})
 }

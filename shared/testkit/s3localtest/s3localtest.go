@@ -3,6 +3,7 @@
 package s3localtest
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -29,11 +30,23 @@ func Start(tb testing.TB, buckets ...string) *Endpoint {
 // ends.
 func StartConfig(tb testing.TB, cfg s3local.Config) *Endpoint {
 	tb.Helper()
+	return StartBehind(tb, cfg, nil)
+}
+
+// StartBehind is StartConfig with the endpoint served by front(the server's
+// handler): a test's check, count or fault in front of S3. A nil front
+// serves the handler itself.
+func StartBehind(tb testing.TB, cfg s3local.Config, front func(http.Handler) http.Handler) *Endpoint {
+	tb.Helper()
 	srv, err := s3local.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	h := srv.Handler()
+	if front != nil {
+		h = front(h)
+	}
+	hs := httptest.NewServer(h)
 	tb.Cleanup(hs.Close)
 	return &Endpoint{Server: srv, URL: hs.URL, Client: srv.Client(hs.URL)}
 }
