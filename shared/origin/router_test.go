@@ -27,15 +27,9 @@ func routerEnv(t *testing.T) (*origin.Router, *counter, func(bucket, key, body s
 func routerEnvTB(t testing.TB) (*origin.Router, *counter, func(bucket, key, body string)) {
 	t.Helper()
 	req := &counter{}
+	payer := s3localtest.RequesterPays("paid", nil)
 	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{"tiles", "other", "paid"}}, func(h http.Handler) http.Handler {
-		return req.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, "/paid") && r.Method != http.MethodPut && r.Header.Get("X-Amz-Request-Payer") != "requester" {
-				w.WriteHeader(http.StatusForbidden)
-				w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
-				return
-			}
-			h.ServeHTTP(w, r)
-		}))
+		return req.wrap(payer(h))
 	})
 	api := ep.Client
 	def := origin.NewWithS3(api, origin.Config{Bucket: "tiles", Prefix: "tiles/"})

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -71,4 +73,26 @@ func EnvCredentials(tb testing.TB) {
 	tb.Helper()
 	tb.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
 	tb.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
+}
+
+// RequesterPays is a front (StartBehind) that refuses with 403 AccessDenied
+// every read (GET, HEAD) of bucket that does not accept the charge
+// (x-amz-request-payer: requester), as S3 refuses another account's reads of
+// a requester-pays bucket. refused, when not nil, counts the refusals.
+func RequesterPays(bucket string, refused *atomic.Int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+			if b == bucket && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("X-Amz-Request-Payer") != "requester" {
+				if refused != nil {
+					refused.Add(1)
+				}
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusForbidden)
+				w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
