@@ -3,7 +3,6 @@ package pmcheck
 import (
 	"bytes"
 	"cmp"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -43,13 +42,7 @@ func pyramid(maxZoom uint8, runs bool, body func(z uint8, x, y uint32) []byte) m
 
 func pngBody(z uint8, x, y uint32) []byte { return fmt.Appendf(nil, "\x89PNG %d/%d/%d", z, x, y) }
 
-func gzipped(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	return buf.Bytes()
-}
+func gzipped(b []byte) []byte { return pmtilestest.Compress(b, pmtiles.CompressionGzip) }
 
 func mvtBody(z uint8, x, y uint32) []byte { return gzipped(fmt.Appendf(nil, "mvt %d/%d/%d", z, x, y)) }
 
