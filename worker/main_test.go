@@ -156,18 +156,10 @@ func TestInvocationLogsAndMetrics(t *testing.T) {
 // TestBootstrapUnderEmulator runs the real worker bootstrap under the Lambda
 // Runtime Interface Emulator with the S3 put fixture, and checks the journal.
 func TestBootstrapUnderEmulator(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a binary")
-	}
-	lambdatest.RequireEmulator(t) // before anything is built
+	bootstrap := lambdatest.Bootstrap(t, "github.com/tilesieve/tilesieve/worker")
 	s3e := s3localtest.Start(t, "tiles")
-	bootstrap := lambdatest.Build(t, "github.com/tilesieve/tilesieve/worker")
-	emu := lambdatest.Start(t, bootstrap, lambdatest.Env(
-		"TILES_BUCKET", "tiles", "TILES_PREFIX", "tiles/", "SYNC_INTERVAL", "10ms",
-		"AWS_ENDPOINT_URL", s3e.URL, "S3_FORCE_PATH_STYLE", "true", "AWS_REGION", s3local.DefaultRegion,
-		"AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey, "AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey,
-		"AWS_EC2_METADATA_DISABLED", "true", "AWS_CONFIG_FILE", "/dev/null", "AWS_SHARED_CREDENTIALS_FILE", "/dev/null",
-	)...)
+	emu := lambdatest.Start(t, bootstrap, append(lambdatest.S3Env(s3e.URL),
+		lambdatest.Env("TILES_BUCKET", "tiles", "TILES_PREFIX", "tiles/", "SYNC_INTERVAL", "10ms")...)...)
 	raw, err := fs.ReadFile(fixtures.FS, "s3-put.json")
 	if err != nil {
 		t.Fatal(err)

@@ -63,17 +63,7 @@ func serialiseCompressed(tiles map[pmtiles.ZXY][]byte, ic, tc gopm.Compression, 
 	h := gopm.HeaderV3{SpecVersion: 3, RootOffset: gopm.HeaderV3LenBytes, RootLength: uint64(len(root)),
 		InternalCompression: ic, TileCompression: tc, TileType: gopm.Mvt, Clustered: true, MaxZoom: 4,
 		AddressedTilesCount: uint64(len(entries)), TileEntriesCount: uint64(len(entries)), TileContentsCount: uint64(len(entries))}
-	h.MetadataOffset = h.RootOffset + h.RootLength
-	h.MetadataLength = uint64(len(meta))
-	h.LeafDirectoryOffset = h.MetadataOffset + h.MetadataLength
-	h.LeafDirectoryLength = uint64(len(leaves))
-	h.TileDataOffset = h.LeafDirectoryOffset + h.LeafDirectoryLength
-	h.TileDataLength = uint64(len(data))
-	out := gopm.SerializeHeader(h)
-	for _, b := range [][]byte{root, meta, leaves, data} {
-		out = append(out, b...)
-	}
-	return out
+	return assemble(h, root, meta, leaves, data)
 }
 
 // TestEveryCompressionServed serves archives whose directories and tiles

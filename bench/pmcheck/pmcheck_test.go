@@ -3,7 +3,6 @@ package pmcheck
 import (
 	"bytes"
 	"cmp"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -43,13 +42,7 @@ func pyramid(maxZoom uint8, runs bool, body func(z uint8, x, y uint32) []byte) m
 
 func pngBody(z uint8, x, y uint32) []byte { return fmt.Appendf(nil, "\x89PNG %d/%d/%d", z, x, y) }
 
-func gzipped(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	return buf.Bytes()
-}
+func gzipped(b []byte) []byte { return pmtilestest.Compress(b, pmtiles.CompressionGzip) }
 
 func mvtBody(z uint8, x, y uint32) []byte { return gzipped(fmt.Appendf(nil, "mvt %d/%d/%d", z, x, y)) }
 
@@ -113,10 +106,7 @@ func convert(t *testing.T, tiles map[pmtiles.ZXY][]byte, meta map[string]string,
 // and that tiles around the pyramid are absent.
 func readAll(t *testing.T, b []byte, tiles map[pmtiles.ZXY][]byte, wantLeaves bool) pmtiles.Header {
 	t.Helper()
-	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := pmtilestest.Open(t, b)
 	h := r.Header()
 	if got := h.LeafDirectoryLength > 0; got != wantLeaves {
 		t.Fatalf("leaf directories: got %v, want %v", got, wantLeaves)
@@ -207,6 +197,13 @@ func serialise(tiles map[pmtiles.ZXY][]byte, clustered bool, ic gopm.Compression
 	meta, _ := gopm.SerializeMetadata(map[string]any{"name": "s"}, ic)
 	h := gopm.HeaderV3{SpecVersion: 3, RootOffset: gopm.HeaderV3LenBytes, RootLength: uint64(len(root)),
 		InternalCompression: ic, TileCompression: gopm.NoCompression, TileType: gopm.Png, Clustered: clustered, MaxZoom: 7}
+	return assemble(h, root, meta, leaves, data)
+}
+
+// assemble lays the sections out in the order go-pmtiles writes them (root,
+// metadata, leaves, tile data), sets h's offsets and lengths to match, and
+// returns header and sections as one archive.
+func assemble(h gopm.HeaderV3, root, meta, leaves, data []byte) []byte {
 	h.MetadataOffset = h.RootOffset + h.RootLength
 	h.MetadataLength = uint64(len(meta))
 	h.LeafDirectoryOffset = h.MetadataOffset + h.MetadataLength
@@ -385,10 +382,7 @@ func TestTileJSONOfConvertedArchive(t *testing.T) {
 		"center":      "-122.4,37.8,2",
 		"json":        `{"vector_layers":[{"id":"roads","fields":{"name":"String"}}]}`,
 	}, true)
-	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := pmtilestest.Open(t, b)
 	meta, err := r.Metadata(context.Background())
 	if err != nil {
 		t.Fatal(err)

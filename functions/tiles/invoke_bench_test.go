@@ -117,6 +117,14 @@ func invokeOnce(b *testing.B, h lambda.Handler, event []byte) int {
 // runInvoke times h on event after a first invocation that fills the tiers;
 // the second answer must carry xCache (the tier that answers every timed
 // invocation).
+// invokeEverySize runs runInvoke of h on a tile of each of benchSizes, one
+// sub-benchmark a size.
+func invokeEverySize(b *testing.B, h lambda.Handler, xCache string) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, h, benchEvent(b, "/bench/"+sizeName(n)+".png"), xCache) })
+	}
+}
+
 func runInvoke(b *testing.B, h lambda.Handler, event []byte, xCache string) {
 	b.Helper()
 	b.SetBytes(int64(warmInvoke(b, h, event, xCache)))
@@ -146,11 +154,7 @@ func warmInvoke(b *testing.B, h lambda.Handler, event []byte, xCache string) int
 // BenchmarkInvokeBuffered is a memory hit in BUFFERED mode.
 func BenchmarkInvokeBuffered(b *testing.B) {
 	fn := newBenchFunction(b, 64<<20, "0")
-	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) {
-			runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-MEMORY")
-		})
-	}
+	invokeEverySize(b, fn.buffered, "HIT-MEMORY")
 }
 
 // BenchmarkInvokeBufferedMetrics is BenchmarkInvokeBuffered with the tile
@@ -158,11 +162,7 @@ func BenchmarkInvokeBuffered(b *testing.B) {
 // discarding writer): the cost of metrics on the hot path.
 func BenchmarkInvokeBufferedMetrics(b *testing.B) {
 	fn := newBenchFunction(b, 64<<20, "0", app.WithMetrics(io.Discard))
-	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) {
-			runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-MEMORY")
-		})
-	}
+	invokeEverySize(b, fn.buffered, "HIT-MEMORY")
 }
 
 // BenchmarkInvokeMetricsPaired is the cost of metrics on a memory hit,
@@ -238,11 +238,7 @@ func BenchmarkInvokeBufferedFloor(b *testing.B) {
 // (lambdaurl), the body read to the end.
 func BenchmarkInvokeStreaming(b *testing.B) {
 	fn := newBenchFunction(b, 64<<20, "0")
-	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) {
-			runInvoke(b, fn.streaming, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-MEMORY")
-		})
-	}
+	invokeEverySize(b, fn.streaming, "HIT-MEMORY")
 }
 
 // BenchmarkInvokeStreamingFloor is the floor of BenchmarkInvokeStreaming:
@@ -268,18 +264,14 @@ func BenchmarkInvokeStreamingFloor(b *testing.B) {
 // tier admits nothing).
 func BenchmarkInvokeBufferedDisk(b *testing.B) {
 	fn := newBenchFunction(b, noMemory, "64MiB")
-	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png"), "HIT-DISK") })
-	}
+	invokeEverySize(b, fn.buffered, "HIT-DISK")
 }
 
 // BenchmarkInvokeBufferedOrigin is an S3 fetch in BUFFERED mode (no tier
 // keeps the tile; S3 in process over loopback HTTP).
 func BenchmarkInvokeBufferedOrigin(b *testing.B) {
 	fn := newBenchFunction(b, noMemory, "0")
-	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) { runInvoke(b, fn.buffered, benchEvent(b, "/bench/"+sizeName(n)+".png"), "MISS") })
-	}
+	invokeEverySize(b, fn.buffered, "MISS")
 }
 
 func fixturesFS(name string) ([]byte, error) { return fixtures.FS.ReadFile(name) }

@@ -503,19 +503,12 @@ func TestBufferedBadEscape(t *testing.T) {
 // TestBootstrapUnderEmulator builds the real bootstrap and runs it under the
 // Lambda Runtime Interface Emulator, one invocation at a time.
 func TestBootstrapUnderEmulator(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a binary")
-	}
-	lambdatest.RequireEmulator(t) // before anything is built
+	bootstrap := lambdatest.Bootstrap(t, "github.com/tilesieve/tilesieve/functions/tiles")
 	_, url, body, etag := s3WithDemo(t)
-	bootstrap := lambdatest.Build(t, "github.com/tilesieve/tilesieve/functions/tiles")
-	emu := lambdatest.Start(t, bootstrap, lambdatest.Env(
+	emu := lambdatest.Start(t, bootstrap, append(lambdatest.S3Env(url), lambdatest.Env(
 		"TILES_BUCKET", "tiles", "TILES_PREFIX", "tiles/",
-		"AWS_ENDPOINT_URL", url, "S3_FORCE_PATH_STYLE", "true", "AWS_REGION", s3local.DefaultRegion,
-		"AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey, "AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey,
-		"AWS_EC2_METADATA_DISABLED", "true", "AWS_CONFIG_FILE", "/dev/null", "AWS_SHARED_CREDENTIALS_FILE", "/dev/null",
 		"DISK_CACHE_DIR", t.TempDir(), "DISK_CACHE_BYTES", "64MiB", "ADMIN_TOKEN", adminToken,
-	)...)
+	)...)...)
 
 	event, err := fixtures.FS.ReadFile("url-get-tile.json")
 	if err != nil {

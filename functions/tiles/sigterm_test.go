@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	fixtures "github.com/tilesieve/tilesieve/events"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/lambdatest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
@@ -20,25 +19,18 @@ import (
 // bootstrap writes its last metrics line and exits by itself within 500 ms,
 // in both invoke modes, instead of being killed at the deadline.
 func TestBootstrapExitsOnSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a binary")
-	}
-	lambdatest.RequireEmulator(t) // before anything is built
+	bootstrap := lambdatest.Bootstrap(t, "github.com/tilesieve/tilesieve/functions/tiles")
 	s3e := s3localtest.Start(t, "tiles")
-	bootstrap := lambdatest.Build(t, "github.com/tilesieve/tilesieve/functions/tiles")
 	health, err := fixtures.FS.ReadFile("url-health.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mode := range []string{"BUFFERED", "RESPONSE_STREAM"} {
 		t.Run(mode, func(t *testing.T) {
-			emu := lambdatest.Start(t, bootstrap, lambdatest.Env(
+			emu := lambdatest.Start(t, bootstrap, append(lambdatest.S3Env(s3e.URL), lambdatest.Env(
 				"TILES_BUCKET", "tiles", "TILES_PREFIX", "tiles/", "INVOKE_MODE", mode, "METRICS", "true",
-				"AWS_ENDPOINT_URL", s3e.URL, "S3_FORCE_PATH_STYLE", "true", "AWS_REGION", s3local.DefaultRegion,
-				"AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey, "AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey,
-				"AWS_EC2_METADATA_DISABLED", "true", "AWS_CONFIG_FILE", "/dev/null", "AWS_SHARED_CREDENTIALS_FILE", "/dev/null",
 				"DISK_CACHE_BYTES", "0",
-			)...)
+			)...)...)
 			out := emu.Invoke(t, health)
 			if mode == "BUFFERED" {
 				var r events.LambdaFunctionURLResponse

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tilesieve/tilesieve/infra/internal/yamlnode"
 )
 
 // Managed CloudFront policies the rig knows the meaning of.
@@ -383,13 +385,13 @@ func (t *template) originSigning(o *yaml.Node, p *Policy) error {
 
 // resourcesOfType returns the resources of a type, in template order.
 func (t *template) resourcesOfType(typ string) []*yaml.Node {
-	res := mapValue(t.root, "Resources")
+	res := yamlnode.Value(t.root, "Resources")
 	if res == nil || res.Kind != yaml.MappingNode {
 		return nil
 	}
 	var out []*yaml.Node
 	for i := 1; i < len(res.Content); i += 2 {
-		if r := res.Content[i]; mapValue(r, "Type") != nil && mapValue(r, "Type").Value == typ {
+		if r := res.Content[i]; yamlnode.Value(r, "Type") != nil && yamlnode.Value(r, "Type").Value == typ {
 			out = append(out, r)
 		}
 	}
@@ -397,12 +399,12 @@ func (t *template) resourcesOfType(typ string) []*yaml.Node {
 }
 
 func (t *template) resource(name string) *yaml.Node {
-	return mapValue(mapValue(t.root, "Resources"), name)
+	return yamlnode.Value(yamlnode.Value(t.root, "Resources"), name)
 }
 
 // refOf returns the logical id a key's !Ref names.
 func (t *template) refOf(n *yaml.Node, key string) (string, error) {
-	v := mapValue(n, key)
+	v := yamlnode.Value(n, key)
 	if v == nil {
 		return "", fmt.Errorf("no %s", key)
 	}
@@ -419,7 +421,7 @@ func (t *template) refOf(n *yaml.Node, key string) (string, error) {
 // path walks mapping keys, resolving !If on the way.
 func (t *template) path(n *yaml.Node, keys ...string) (*yaml.Node, error) {
 	for i, k := range keys {
-		next := mapValue(n, k)
+		next := yamlnode.Value(n, k)
 		if next == nil {
 			return nil, fmt.Errorf("no %s", strings.Join(keys[:i+1], "."))
 		}
@@ -433,7 +435,7 @@ func (t *template) path(n *yaml.Node, keys ...string) (*yaml.Node, error) {
 
 // optional is path of one key, nil without error when the key is absent.
 func (t *template) optional(n *yaml.Node, key string) (*yaml.Node, error) {
-	if mapValue(n, key) == nil {
+	if yamlnode.Value(n, key) == nil {
 		return nil, nil
 	}
 	v, err := t.path(n, key)
@@ -445,7 +447,7 @@ func (t *template) optional(n *yaml.Node, key string) (*yaml.Node, error) {
 
 // scalar reads a key as a string, evaluating the intrinsics eval knows.
 func (t *template) scalar(n *yaml.Node, key string) (string, error) {
-	v := mapValue(n, key)
+	v := yamlnode.Value(n, key)
 	if v == nil {
 		return "", fmt.Errorf("no %s", key)
 	}
@@ -583,11 +585,11 @@ func (t *template) ref(name string) (string, error) {
 	if strings.HasPrefix(name, "AWS::") {
 		return "", fmt.Errorf("pseudo parameter %s has no value (TemplateValues.Params)", name)
 	}
-	param := mapValue(mapValue(t.root, "Parameters"), name)
+	param := yamlnode.Value(yamlnode.Value(t.root, "Parameters"), name)
 	if param == nil {
 		return "", fmt.Errorf("!Ref %s: a resource, known only once deployed", name)
 	}
-	def := mapValue(param, "Default")
+	def := yamlnode.Value(param, "Default")
 	if def == nil {
 		return "", fmt.Errorf("parameter %s has no default and no value was given", name)
 	}
@@ -596,7 +598,7 @@ func (t *template) ref(name string) (string, error) {
 
 // strings reads a key as a list of strings.
 func (t *template) strings(n *yaml.Node, key string) ([]string, error) {
-	v := mapValue(n, key)
+	v := yamlnode.Value(n, key)
 	if v == nil {
 		return nil, fmt.Errorf("no %s", key)
 	}
@@ -627,16 +629,4 @@ func (t *template) resolveIf(n *yaml.Node) (*yaml.Node, error) {
 		}
 	}
 	return n, nil
-}
-
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package templatetest
 import (
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/intrinsics"
 	"gopkg.in/yaml.v3"
+
+	"github.com/tilesieve/tilesieve/infra/internal/yamlnode"
 )
 
 // templatePath is template.yaml at the module root, seen from this package's folder.
@@ -124,24 +125,20 @@ var goformationUnknown = map[string][]string{
 // serverless function (goformation does not apply them) and without the
 // properties goformation rejects.
 var goformationInput = sync.OnceValues(func() ([]byte, error) {
-	b, err := os.ReadFile(templatePath)
+	top, err := templateNode()
 	if err != nil {
 		return nil, err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, err
-	}
-	resources := mapValue(doc.Content[0], "Resources")
+	resources := yamlnode.Value(top, "Resources")
 	if resources == nil {
 		return nil, fmt.Errorf("template.yaml has no Resources")
 	}
-	fnGlobals := mapValue(mapValue(doc.Content[0], "Globals"), "Function")
-	deleteKey(doc.Content[0], "Globals")
+	fnGlobals := yamlnode.Value(yamlnode.Value(top, "Globals"), "Function")
+	deleteKey(top, "Globals")
 	for i := 0; i+1 < len(resources.Content); i += 2 {
 		res := resources.Content[i+1]
-		typ := mapValue(res, "Type")
-		props := mapValue(res, "Properties")
+		typ := yamlnode.Value(res, "Type")
+		props := yamlnode.Value(res, "Properties")
 		if typ == nil || props == nil {
 			continue
 		}
@@ -152,7 +149,7 @@ var goformationInput = sync.OnceValues(func() ([]byte, error) {
 			deleteKey(props, drop)
 		}
 	}
-	return yaml.Marshal(&doc)
+	return yaml.Marshal(top)
 })
 
 // mergeNode merges the mapping global into local as SAM merges Globals (see
@@ -160,7 +157,7 @@ var goformationInput = sync.OnceValues(func() ([]byte, error) {
 func mergeNode(global, local *yaml.Node) {
 	for i := 0; i+1 < len(global.Content); i += 2 {
 		k, gv := global.Content[i], global.Content[i+1]
-		lv := mapValue(local, k.Value)
+		lv := yamlnode.Value(local, k.Value)
 		switch {
 		case lv == nil:
 			local.Content = append(local.Content, k, gv)
@@ -170,18 +167,6 @@ func mergeNode(global, local *yaml.Node) {
 			lv.Content = append(append([]*yaml.Node{}, gv.Content...), lv.Content...)
 		}
 	}
-}
-
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
 
 func deleteKey(n *yaml.Node, key string) {

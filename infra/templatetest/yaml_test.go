@@ -17,6 +17,25 @@ import (
 // {"Fn::Sub": s}, {"Fn::GetAtt": ["A", "B"]}, {"Fn::If": [...]}), so both
 // spellings compare equal.
 var rawTemplate = sync.OnceValues(func() (map[string]any, error) {
+	top, err := templateNode()
+	if err != nil {
+		return nil, err
+	}
+	v, err := decodeNode(top)
+	if err != nil {
+		return nil, err
+	}
+	tpl, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("template.yaml: top level is %T", v)
+	}
+	mergeGlobals(tpl)
+	return tpl, nil
+})
+
+// templateNode is template.yaml's one document, parsed afresh (callers may
+// change it).
+func templateNode() (*yaml.Node, error) {
 	b, err := os.ReadFile(templatePath)
 	if err != nil {
 		return nil, err
@@ -28,17 +47,8 @@ var rawTemplate = sync.OnceValues(func() (map[string]any, error) {
 	if len(doc.Content) != 1 {
 		return nil, fmt.Errorf("template.yaml: want one YAML document")
 	}
-	v, err := decodeNode(doc.Content[0])
-	if err != nil {
-		return nil, err
-	}
-	tpl, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("template.yaml: top level is %T", v)
-	}
-	mergeGlobals(tpl)
-	return tpl, nil
-})
+	return doc.Content[0], nil
+}
 
 func raw(t *testing.T) map[string]any {
 	t.Helper()

@@ -120,11 +120,8 @@ func TestUploadCommand(t *testing.T) {
 // environment.
 func localEnv(t *testing.T, ep *s3localtest.Endpoint) map[string]string {
 	t.Helper()
-	t.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	s3localtest.IsolateEnv(t)
+	s3localtest.EnvCredentials(t)
 	return map[string]string{"AWS_ENDPOINT_URL": ep.URL, "S3_FORCE_PATH_STYLE": "true", "AWS_REGION": s3local.DefaultRegion}
 }
 

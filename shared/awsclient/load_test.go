@@ -21,12 +21,8 @@ import (
 // credentials used are the environment's.
 func TestLoadSignsWithTheEnvironment(t *testing.T) {
 	e := s3localtest.Start(t, "tiles")
+	s3localtest.IsolateEnv(t)
 	t.Setenv("AWS_REGION", s3local.DefaultRegion)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_ENDPOINT_URL", e.URL)
 	for _, tt := range []struct {
 		name     string

@@ -118,12 +118,7 @@ func TestDetachedFiles(t *testing.T) {
 	}
 	put(t, s, "keep/1", mk("k", `"k"`))
 
-	writing, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	disk.SetWriteHook(s, func(f *os.File, p []byte) (int, error) {
-		once.Do(func() { close(writing); <-release })
-		return f.Write(p)
-	})
+	writing, release := holdFirstWrite(s)
 	putErr := make(chan error)
 	go func() { putErr <- s.Put("d/new", mk("stale", `"s"`)) }()
 	<-writing

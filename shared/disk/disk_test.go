@@ -520,12 +520,7 @@ func TestPurgeWinsOverPutInFlight(t *testing.T) {
 		t.Run(purge, func(t *testing.T) {
 			t.Parallel()
 			s := open(t, t.TempDir(), 1<<20)
-			writing, release := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			disk.SetWriteHook(s, func(f *os.File, p []byte) (int, error) {
-				once.Do(func() { close(writing); <-release })
-				return f.Write(p)
-			})
+			writing, release := holdFirstWrite(s)
 			done := make(chan error)
 			go func() { done <- s.Put("osm/1/0/0.png", mk("stale", `"old"`)) }()
 			<-writing
@@ -816,4 +811,16 @@ func TestFsync(t *testing.T) {
 	if got, ok := s.Get("a/1"); !ok || string(got.Body) != "synced" {
 		t.Fatalf("got %v %v", got, ok)
 	}
+}
+
+// holdFirstWrite holds s's first file write until release is closed;
+// writing is closed once that write has begun.
+func holdFirstWrite(s *disk.Store) (writing, release chan struct{}) {
+	writing, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	disk.SetWriteHook(s, func(f *os.File, p []byte) (int, error) {
+		once.Do(func() { close(writing); <-release })
+		return f.Write(p)
+	})
+	return writing, release
 }

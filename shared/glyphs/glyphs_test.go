@@ -351,18 +351,7 @@ func FuzzDecode(f *testing.F) {
 // TestComposeFiles composes two stored fonts: Bold has 32-36, Regular 32-40.
 func TestComposeFiles(t *testing.T) {
 	t.Parallel()
-	bold, err := os.ReadFile("testdata/noto-sans-bold-0-255.pbf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	regular, err := os.ReadFile("testdata/noto-sans-regular-0-255.pbf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := glyphs.ParseKey("fonts/Noto Sans Bold,Noto Sans Regular/0-255.pbf")
-	if err != nil {
-		t.Fatal(err)
-	}
+	req, bold, regular := notoStack(t)
 	out, err := glyphs.Compose(req, [][]byte{bold, regular})
 	if err != nil {
 		t.Fatal(err)
@@ -409,19 +398,25 @@ func FuzzParseKey(f *testing.F) {
 	})
 }
 
+// notoStack is the request for a stack of the two stored fonts, Noto Sans
+// Bold over Noto Sans Regular, and the stored range 0-255 of each.
+func notoStack(tb testing.TB) (req glyphs.Request, bold, regular []byte) {
+	tb.Helper()
+	var err error
+	if bold, err = os.ReadFile("testdata/noto-sans-bold-0-255.pbf"); err != nil {
+		tb.Fatal(err)
+	}
+	if regular, err = os.ReadFile("testdata/noto-sans-regular-0-255.pbf"); err != nil {
+		tb.Fatal(err)
+	}
+	if req, err = glyphs.ParseKey("fonts/Noto Sans Bold,Noto Sans Regular/0-255.pbf"); err != nil {
+		tb.Fatal(err)
+	}
+	return req, bold, regular
+}
+
 func BenchmarkCompose(b *testing.B) {
-	bold, err := os.ReadFile("testdata/noto-sans-bold-0-255.pbf")
-	if err != nil {
-		b.Fatal(err)
-	}
-	regular, err := os.ReadFile("testdata/noto-sans-regular-0-255.pbf")
-	if err != nil {
-		b.Fatal(err)
-	}
-	req, err := glyphs.ParseKey("fonts/Noto Sans Bold,Noto Sans Regular/0-255.pbf")
-	if err != nil {
-		b.Fatal(err)
-	}
+	req, bold, regular := notoStack(b)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(bold) + len(regular)))
 	for b.Loop() {

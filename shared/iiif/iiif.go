@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/tilesieve/tilesieve/shared/internal/jsonspan"
 )
 
 // ErrInfo is input that is not an info.json this package can rewrite: not a
@@ -76,15 +78,15 @@ func RewriteID(info []byte, id string) ([]byte, error) {
 	out.Grow(len(info) + len(val))
 	last, found := 0, false
 	for _, m := range members {
-		if m.key != key {
+		if m.Key != key {
 			continue
 		}
-		if info[m.start] != '"' {
+		if info[m.Start] != '"' {
 			return nil, fmt.Errorf("iiif: %q is not a string: %w", key, ErrInfo)
 		}
-		out.Write(info[last:m.start])
+		out.Write(info[last:m.Start])
 		out.Write(val)
-		last, found = m.end, true
+		last, found = m.End, true
 	}
 	if found {
 		out.Write(info[last:])
@@ -105,54 +107,28 @@ func RewriteID(info []byte, id string) ([]byte, error) {
 }
 
 // member is one top-level member: its key and its value's byte span.
-type member struct {
-	key        string
-	start, end int
-}
+type member = jsonspan.Span
 
 func topLevel(info []byte) ([]member, error) {
-	if !json.Valid(info) {
-		return nil, fmt.Errorf("iiif: not JSON: %w", ErrInfo)
-	}
-	dec := json.NewDecoder(bytes.NewReader(info))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("iiif: not a JSON object: %w", ErrInfo)
-	}
-	var ms []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("iiif: %v: %w", err, ErrInfo)
-		}
-		key, _ := tok.(string)
-		start := int(dec.InputOffset())
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("iiif: %v: %w", err, ErrInfo)
-		}
-		// The value starts after the colon and any whitespace.
-		for start < len(info) && (info[start] == ':' || isSpace(info[start])) {
-			start++
-		}
-		ms = append(ms, member{key: key, start: start, end: int(dec.InputOffset())})
+	ms, err := jsonspan.Members(info, 0)
+	if err != nil {
+		return nil, fmt.Errorf("iiif: %w: %w", err, ErrInfo)
 	}
 	return ms, nil
 }
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // idKey chooses "id" or "@id" from the @context, else from what the
 // document has.
 func idKey(info []byte, ms []member) (string, error) {
 	has := map[string]bool{}
 	for _, m := range ms {
-		has[m.key] = true
-		if m.key != "@context" {
+		has[m.Key] = true
+		if m.Key != "@context" {
 			continue
 		}
 		var ctxs []string
 		var one string
-		raw := info[m.start:m.end]
+		raw := info[m.Start:m.End]
 		if json.Unmarshal(raw, &one) == nil {
 			ctxs = []string{one}
 		} else {

@@ -136,6 +136,17 @@ func writeDB(t *testing.T, layout string, tiles map[zxy][]byte, meta map[string]
 }
 
 // sqliteTiles is every tile of db as the sqlite3 tool reads it.
+// openDB opens the database at path, closed when the test ends.
+func openDB(t *testing.T, path string) *mbtiles.DB {
+	t.Helper()
+	d, err := mbtiles.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 func sqliteTiles(t *testing.T, db string) map[zxy][]byte {
 	t.Helper()
 	out := sqlite3(t, db, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n")
@@ -168,11 +179,7 @@ func sqliteTiles(t *testing.T, db string) map[zxy][]byte {
 func checkAgainstSQLite(t *testing.T, db string) int {
 	t.Helper()
 	want := sqliteTiles(t, db)
-	d, err := mbtiles.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openDB(t, db)
 	for k, b := range want {
 		y := (1<<k.z - 1) - k.y
 		got, err := d.Tile(context.Background(), uint8(k.z), uint32(k.x), uint32(y))
@@ -205,11 +212,7 @@ func TestTilesMatchSQLite(t *testing.T) {
 func TestTileFlipsRows(t *testing.T) {
 	tiles := fixtureTiles(t, false)
 	db := writeDB(t, "table", tiles, map[string]string{"format": "png"})
-	d, err := mbtiles.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openDB(t, db)
 	for _, c := range []struct {
 		z      uint8
 		x, y   uint32
@@ -232,11 +235,7 @@ func TestTileFlipsRows(t *testing.T) {
 
 func TestTileNotFound(t *testing.T) {
 	db := writeDB(t, "view", fixtureTiles(t, true), map[string]string{"format": "pbf"})
-	d, err := mbtiles.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openDB(t, db)
 	for _, c := range []struct {
 		name string
 		z    uint8
@@ -308,11 +307,7 @@ func TestMetadata(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			db := writeDB(t, "table", fixtureTiles(t, c.pbf), c.meta)
-			d, err := mbtiles.Open(context.Background(), db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			d := openDB(t, db)
 			tj, err := d.Metadata(context.Background(), "https://tiles.example.com", "roads")
 			if err != nil {
 				t.Fatal(err)
@@ -338,11 +333,7 @@ func TestMetadataRefusesBadRows(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db := writeDB(t, "table", fixtureTiles(t, false), c.meta)
-			d, err := mbtiles.Open(context.Background(), db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			d := openDB(t, db)
 			if tj, err := d.Metadata(context.Background(), "https://t.example", "x"); err == nil {
 				t.Errorf("got %s, want an error", tj.Marshal())
 			}
@@ -469,11 +460,7 @@ func TestOpenLeavesTheFileAlone(t *testing.T) {
 func TestConcurrentReaders(t *testing.T) {
 	tiles := fixtureTiles(t, true)
 	db := writeDB(t, "view", tiles, map[string]string{"format": "pbf"})
-	d, err := mbtiles.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openDB(t, db)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {
@@ -517,11 +504,7 @@ func TestGDALDatabase(t *testing.T) {
 	if n := checkAgainstSQLite(t, db); n == 0 {
 		t.Fatal("got no tiles from sqlite3")
 	}
-	d, err := mbtiles.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openDB(t, db)
 	tj, err := d.Metadata(context.Background(), "https://t.example", "gdal")
 	if err != nil {
 		t.Fatal(err)
@@ -540,13 +523,9 @@ func TestEachMatchesSQLite(t *testing.T) {
 			t.Parallel()
 			db := writeDB(t, layout, fixtureTiles(t, true), map[string]string{"format": "pbf"})
 			want := sqliteTiles(t, db)
-			d, err := mbtiles.Open(context.Background(), db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			d := openDB(t, db)
 			got := map[zxy][]byte{}
-			err = d.Each(context.Background(), func(z uint8, x, y uint32, b []byte) error {
+			err := d.Each(context.Background(), func(z uint8, x, y uint32, b []byte) error {
 				got[zxy{int(z), int(x), (1<<z - 1) - int(y)}] = b
 				return nil
 			})
@@ -574,11 +553,7 @@ func TestFormatSniffedPastEmptyTiles(t *testing.T) {
 				"CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);\n"+
 				"INSERT INTO tiles VALUES (1, 0, 0, "+empty+");\n"+
 				"INSERT INTO tiles VALUES (0, 0, 0, X'89504e470d0a1a0a');\n")
-			d, err := mbtiles.Open(context.Background(), db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			d := openDB(t, db)
 			if got := d.Format(); got != "png" {
 				t.Errorf("got %q, want png", got)
 			}

@@ -258,50 +258,90 @@ func (c *Client) GetObject(ctx context.Context, objectKey, ifNoneMatch string) (
 }
 
 func (c *Client) get(ctx context.Context, op, name, objectKey, ifNoneMatch string) (*tile.Tile, error) {
-	var t *tile.Tile
+	return retryValue(ctx, c, op, name, func(actx context.Context) (*tile.Tile, error) {
+		return c.getOnce(actx, objectKey, ifNoneMatch)
+	})
+}
+
+// retryValue is c.retry for an attempt that answers a value: the value of
+// the attempt that succeeded, or the zero value and retry's error.
+func retryValue[T any](ctx context.Context, c *Client, op, name string, attempt func(context.Context) (T, error)) (T, error) {
+	var v T
 	err := c.retry(ctx, op, name, func(actx context.Context) error {
 		var err error
-		t, err = c.getOnce(actx, objectKey, ifNoneMatch)
+		v, err = attempt(actx)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return t, nil
+	return v, nil
+}
+
+// optional is s as an SDK field: nil when empty, so that no header is sent.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return aws.String(s)
 }
 
 // getOnce is one attempt: the request and the whole body.
 func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*tile.Tile, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	in := &s3.GetObjectInput{Bucket: aws.String(c.cfg.Bucket), Key: aws.String(objectKey), RequestPayer: c.RequestPayer()}
-	if ifNoneMatch != "" {
-		in.IfNoneMatch = aws.String(ifNoneMatch)
-	}
-	out, err := c.api.GetObject(ctx, in, noSDKRetry)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer out.Body.Close()
-	length := int64(-1)
-	if out.ContentLength != nil {
-		length = *out.ContentLength
-	}
-	if max := c.cfg.MaxObjectBytes; max > 0 && length > max {
-		return nil, fmt.Errorf("%w: %s is %d bytes, MaxObjectBytes is %d", ErrTooLarge, objectKey, length, max)
-	}
-	body, err := c.readBody(ctx, cancel, out.Body, length)
+	in := &s3.GetObjectInput{Key: aws.String(objectKey), IfNoneMatch: optional(ifNoneMatch)}
+	out, body, err := c.fetch(ctx, in, func(out *s3.GetObjectOutput) (int64, error) {
+		if out.ContentLength == nil {
+			return -1, nil
+		}
+		return *out.ContentLength, nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	t := c.described(out.ContentType, out.ContentEncoding, out.ETag, out.LastModified)
+	t.Body = body
+	return t, nil
+}
+
+// described is a tile of the object S3 described with these headers, stored
+// now; its body is the caller's to set.
+func (c *Client) described(contentType, contentEncoding, etag *string, lastModified *time.Time) *tile.Tile {
 	return &tile.Tile{
-		Body:            body,
-		ContentType:     aws.ToString(out.ContentType),
-		ContentEncoding: aws.ToString(out.ContentEncoding),
-		ETag:            aws.ToString(out.ETag),
-		LastModified:    aws.ToTime(out.LastModified),
+		ContentType:     aws.ToString(contentType),
+		ContentEncoding: aws.ToString(contentEncoding),
+		ETag:            aws.ToString(etag),
+		LastModified:    aws.ToTime(lastModified),
 		StoredAt:        c.cfg.Now(),
-	}, nil
+	}
+}
+
+// fetch is one GetObject of in (its bucket and payer set here) with the body
+// read whole. length checks the answer's headers and says how long the body
+// is (-1: not said); a body above MaxObjectBytes is refused from that,
+// before a byte is read or allocated.
+func (c *Client) fetch(ctx context.Context, in *s3.GetObjectInput, length func(*s3.GetObjectOutput) (int64, error)) (*s3.GetObjectOutput, []byte, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	in.Bucket = aws.String(c.cfg.Bucket)
+	in.RequestPayer = c.RequestPayer()
+	out, err := c.api.GetObject(ctx, in, noSDKRetry)
+	if err != nil {
+		return nil, nil, classify(err)
+	}
+	defer out.Body.Close()
+	n, err := length(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	if max := c.cfg.MaxObjectBytes; max > 0 && n > max {
+		return nil, nil, fmt.Errorf("%w: %s: %d bytes to read, MaxObjectBytes is %d", ErrTooLarge, aws.ToString(in.Key), n, max)
+	}
+	body, err := c.readBody(ctx, cancel, out.Body, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, body, nil
 }
 
 // Range is a byte range of an object, read by GetRange.
@@ -323,56 +363,46 @@ func (c *Client) GetRange(ctx context.Context, objectKey string, off, n int64, i
 	if objectKey == "" || off < 0 || n <= 0 || n > MaxRangeBytes {
 		return nil, fmt.Errorf("origin: get range %q %d+%d: bad request", objectKey, off, n)
 	}
-	var rg *Range
-	err := c.retry(ctx, "get range", objectKey, func(actx context.Context) error {
-		var err error
-		rg, err = c.getRangeOnce(actx, objectKey, off, n, ifMatch)
-		return err
+	return retryValue(ctx, c, "get range", objectKey, func(actx context.Context) (*Range, error) {
+		return c.getRangeOnce(actx, objectKey, off, n, ifMatch)
+	})
+}
+
+func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int64, ifMatch string) (*Range, error) {
+	in := &s3.GetObjectInput{
+		Key:     aws.String(objectKey),
+		Range:   aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+		IfMatch: optional(ifMatch),
+	}
+	var size int64
+	out, body, err := c.fetch(ctx, in, func(out *s3.GetObjectOutput) (int64, error) {
+		var ok bool
+		size, ok = rangeTotal(aws.ToString(out.ContentRange))
+		length := aws.ToInt64(out.ContentLength)
+		switch {
+		case !ok && out.ContentRange == nil && out.ContentLength != nil && off == 0:
+			// A store that answers a range with the whole object (200).
+			size = length
+		case !ok:
+			return 0, fmt.Errorf("origin: get range %q: bad Content-Range %q", objectKey, aws.ToString(out.ContentRange))
+		}
+		if out.ContentLength == nil || length > n {
+			return 0, fmt.Errorf("origin: get range %q: Content-Length %v for a range of %d bytes", objectKey, aws.ToInt64(out.ContentLength), n)
+		}
+		return length, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return rg, nil
+	return &Range{Body: body, Size: size, ETag: aws.ToString(out.ETag), LastModified: aws.ToTime(out.LastModified)}, nil
 }
 
-func (c *Client) getRangeOnce(ctx context.Context, objectKey string, off, n int64, ifMatch string) (*Range, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	in := &s3.GetObjectInput{
-		Bucket:       aws.String(c.cfg.Bucket),
-		Key:          aws.String(objectKey),
-		Range:        aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
-		RequestPayer: c.RequestPayer(),
-	}
-	if ifMatch != "" {
-		in.IfMatch = aws.String(ifMatch)
-	}
-	out, err := c.api.GetObject(ctx, in, noSDKRetry)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer out.Body.Close()
-	size, ok := rangeTotal(aws.ToString(out.ContentRange))
-	length := aws.ToInt64(out.ContentLength)
-	switch {
-	case !ok && out.ContentRange == nil && out.ContentLength != nil && off == 0:
-		// A store that answers a range with the whole object (200).
-		size = length
-	case !ok:
-		return nil, fmt.Errorf("origin: get range %q: bad Content-Range %q", objectKey, aws.ToString(out.ContentRange))
-	}
-	if out.ContentLength == nil || length > n {
-		return nil, fmt.Errorf("origin: get range %q: Content-Length %v for a range of %d bytes", objectKey, aws.ToInt64(out.ContentLength), n)
-	}
-	if max := c.cfg.MaxObjectBytes; max > 0 && length > max {
-		// Refused from the header, before a byte is read or allocated.
-		return nil, fmt.Errorf("%w: %s range of %d bytes, MaxObjectBytes is %d", ErrTooLarge, objectKey, length, max)
-	}
-	body, err := c.readBody(ctx, cancel, out.Body, length)
-	if err != nil {
-		return nil, err
-	}
-	return &Range{Body: body, Size: size, ETag: aws.ToString(out.ETag), LastModified: aws.ToTime(out.LastModified)}, nil
+// listPage is one page of a listing, retried like a Get.
+func (c *Client) listPage(ctx context.Context, op, name string, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
+	return retryValue(ctx, c, op, name, func(actx context.Context) (*s3.ListObjectsV2Output, error) {
+		out, err := c.api.ListObjectsV2(actx, in, noSDKRetry)
+		return out, classify(err)
+	})
 }
 
 // rangeTotal reads the complete length of a Content-Range ("bytes 0-9/100").
@@ -412,12 +442,7 @@ func (c *Client) level(ctx context.Context, name, at, base string, max int) (dir
 			ContinuationToken: token,
 			RequestPayer:      c.RequestPayer(),
 		}
-		var out *s3.ListObjectsV2Output
-		err := c.retry(ctx, "list prefixes", name, func(actx context.Context) error {
-			var err error
-			out, err = c.api.ListObjectsV2(actx, in, noSDKRetry)
-			return classify(err)
-		})
+		out, err := c.listPage(ctx, "list prefixes", name, in)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -569,29 +594,17 @@ func (c *Client) Head(ctx context.Context, key string) (*tile.Tile, error) {
 }
 
 func (c *Client) head(ctx context.Context, name, objectKey string) (*tile.Tile, error) {
-	var t *tile.Tile
-	err := c.retry(ctx, "head", name, func(actx context.Context) error {
+	return retryValue(ctx, c, "head", name, func(actx context.Context) (*tile.Tile, error) {
 		out, err := c.api.HeadObject(actx, &s3.HeadObjectInput{
 			Bucket:       aws.String(c.cfg.Bucket),
 			Key:          aws.String(objectKey),
 			RequestPayer: c.RequestPayer(),
 		}, noSDKRetry)
 		if err != nil {
-			return classify(err)
+			return nil, classify(err)
 		}
-		t = &tile.Tile{
-			ContentType:     aws.ToString(out.ContentType),
-			ContentEncoding: aws.ToString(out.ContentEncoding),
-			ETag:            aws.ToString(out.ETag),
-			LastModified:    aws.ToTime(out.LastModified),
-			StoredAt:        c.cfg.Now(),
-		}
-		return nil
+		return c.described(out.ContentType, out.ContentEncoding, out.ETag, out.LastModified), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
 // List calls fn for every object under the tile-key prefix, in S3's key
@@ -613,12 +626,7 @@ func (c *Client) List(ctx context.Context, prefix string, fn func(ObjectInfo) bo
 		if c.listPageSize > 0 {
 			in.MaxKeys = aws.Int32(c.listPageSize)
 		}
-		var out *s3.ListObjectsV2Output
-		err := c.retry(ctx, "list", prefix, func(actx context.Context) error {
-			var err error
-			out, err = c.api.ListObjectsV2(actx, in, noSDKRetry)
-			return classify(err)
-		})
+		out, err := c.listPage(ctx, "list", prefix, in)
 		if err != nil {
 			return err
 		}

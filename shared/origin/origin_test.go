@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -56,14 +56,20 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := &counter{}
-	hs := httptest.NewServer(req.wrap(srv.Handler()))
-	t.Cleanup(hs.Close)
-	return &env{srv: srv, api: srv.Client(hs.URL), url: hs.URL, req: req}
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{"tiles"}}, req.wrap)
+	return &env{srv: ep.Server, api: ep.Client, url: ep.URL, req: req}
+}
+
+// startFaulty is start with one object, "k" (body "body"), whose GETs meet
+// fault (its Match set here).
+func startFaulty(t *testing.T, fault s3local.Fault) *env {
+	t.Helper()
+	e := start(t)
+	e.put(t, "k", []byte("body"), "text/plain", "")
+	fault.Match = s3local.MatchGet("/tiles/k")
+	e.srv.Faults().Add(fault)
+	return e
 }
 
 func (e *env) put(t *testing.T, key string, body []byte, ct, ce string) string {
@@ -215,9 +221,7 @@ func TestRetriesThrottlingThenSucceeds(t *testing.T) {
 	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusInternalServerError} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			t.Parallel()
-			e := start(t)
-			e.put(t, "k", []byte("body"), "text/plain", "")
-			e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Status: status, Times: 2})
+			e := startFaulty(t, s3local.Fault{Status: status, Times: 2})
 			got, err := e.client(origin.Config{}).Get(ctxTimeout(t, 5*time.Second), "k", "")
 			if err != nil || string(got.Body) != "body" {
 				t.Fatalf("got %v, %v, want the body after two %d answers", got, err, status)
@@ -231,9 +235,7 @@ func TestRetriesThrottlingThenSucceeds(t *testing.T) {
 
 func TestServerErrorForeverGivesUp(t *testing.T) {
 	t.Parallel()
-	e := start(t)
-	e.put(t, "k", []byte("body"), "text/plain", "")
-	e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Status: http.StatusInternalServerError})
+	e := startFaulty(t, s3local.Fault{Status: http.StatusInternalServerError})
 	_, err := e.client(origin.Config{MaxAttempts: 3}).Get(ctxTimeout(t, 5*time.Second), "k", "")
 	if err == nil {
 		t.Fatal("got no error")
@@ -251,9 +253,7 @@ func TestServerErrorForeverGivesUp(t *testing.T) {
 
 func TestDelayPastDeadlineIsPromptTimeout(t *testing.T) {
 	t.Parallel()
-	e := start(t)
-	e.put(t, "k", []byte("body"), "text/plain", "")
-	e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Delay: time.Minute})
+	e := startFaulty(t, s3local.Fault{Delay: time.Minute})
 	ctx := ctxTimeout(t, 300*time.Millisecond)
 	deadline, _ := ctx.Deadline()
 
@@ -269,9 +269,7 @@ func TestDelayPastDeadlineIsPromptTimeout(t *testing.T) {
 
 func TestBackoffDoesNotSleepPastDeadline(t *testing.T) {
 	t.Parallel()
-	e := start(t)
-	e.put(t, "k", []byte("body"), "text/plain", "")
-	e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Status: http.StatusServiceUnavailable})
+	e := startFaulty(t, s3local.Fault{Status: http.StatusServiceUnavailable})
 	// Backoff grows to a 1 s cap, so a loop that slept past the deadline
 	// would overshoot it by far more than the 100 ms allowed here.
 	ctx := ctxTimeout(t, 400*time.Millisecond)
@@ -291,9 +289,7 @@ func TestBackoffDoesNotSleepPastDeadline(t *testing.T) {
 
 func TestPerAttemptTimeoutRetries(t *testing.T) {
 	t.Parallel()
-	e := start(t)
-	e.put(t, "k", []byte("body"), "text/plain", "")
-	e.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/tiles/k"), Delay: time.Minute, Times: 1})
+	e := startFaulty(t, s3local.Fault{Delay: time.Minute, Times: 1})
 	got, err := e.client(origin.Config{Timeout: 200 * time.Millisecond}).Get(ctxTimeout(t, 5*time.Second), "k", "")
 	if err != nil || string(got.Body) != "body" {
 		t.Fatalf("got %v, %v, want the body from the second attempt", got, err)
@@ -455,13 +451,8 @@ func TestValidate(t *testing.T) {
 func TestNewFromEnvironment(t *testing.T) {
 	e := start(t)
 	e.put(t, "env/1.png", []byte("png"), "image/png", "")
-	t.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	s3localtest.IsolateEnv(t)
+	s3localtest.EnvCredentials(t)
 	t.Setenv("AWS_ENDPOINT_URL", "")
 
 	if _, err := origin.New(context.Background(), origin.Config{}); err == nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/sources"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 // routerEnv is one endpoint with three buckets: the default ("tiles", under
@@ -26,22 +26,12 @@ func routerEnv(t *testing.T) (*origin.Router, *counter, func(bucket, key, body s
 
 func routerEnvTB(t testing.TB) (*origin.Router, *counter, func(bucket, key, body string)) {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles", "other", "paid"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := &counter{}
-	payer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/paid") && r.Method != http.MethodPut && r.Header.Get("X-Amz-Request-Payer") != "requester" {
-			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
-			return
-		}
-		srv.Handler().ServeHTTP(w, r)
+	payer := s3localtest.RequesterPays("paid", nil)
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{"tiles", "other", "paid"}}, func(h http.Handler) http.Handler {
+		return req.wrap(payer(h))
 	})
-	hs := httptest.NewServer(req.wrap(payer))
-	t.Cleanup(hs.Close)
-	api := srv.Client(hs.URL)
+	api := ep.Client
 	def := origin.NewWithS3(api, origin.Config{Bucket: "tiles", Prefix: "tiles/"})
 	table := sources.New(sources.Default{Bucket: "tiles", Prefix: "tiles/"}, []sources.Source{
 		{Name: "osm", Bucket: "other", Prefix: "maps/osm/"},

@@ -105,10 +105,7 @@ func TestReaderEveryCompression(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				b := pmtilestest.Build(tiles, o)
-				r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := pmtilestest.Open(t, b)
 				if got := r.Header().LeafDirectoryLength > 0; got != leaves {
 					t.Fatalf("leaves: got %v, want %v", got, leaves)
 				}

@@ -42,59 +42,66 @@ func ParseDirectory(b []byte) ([]Entry, error) {
 		return nil, invalid("directory: %d entries cannot fit in %d bytes", n, len(b))
 	}
 	entries := make([]Entry, n)
-	var id uint64
-	for i := range entries {
-		d, err := r.next("tile id")
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 && d == 0 {
-			return nil, invalid("directory: entry %d repeats tile id %d", i, id)
-		}
-		if id+d < id {
-			return nil, invalid("directory: entry %d: tile id overflows", i)
-		}
-		id += d
-		entries[i].TileID = id
-	}
-	for i := range entries {
-		v, err := r.next("run length")
-		if err != nil {
-			return nil, err
-		}
-		if v > math.MaxUint32 {
-			return nil, invalid("directory: entry %d: run length %d above 32 bits", i, v)
-		}
-		entries[i].RunLength = uint32(v)
-	}
-	for i := range entries {
-		v, err := r.next("length")
-		if err != nil {
-			return nil, err
-		}
-		if v == 0 || v > math.MaxUint32 {
-			return nil, invalid("directory: entry %d: length %d, want 1 to 2^32-1", i, v)
-		}
-		entries[i].Length = uint32(v)
-	}
-	for i := range entries {
-		v, err := r.next("offset")
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case v != 0:
-			entries[i].Offset = v - 1
-		case i == 0:
-			return nil, invalid("directory: entry 0 has a contiguous offset and no entry before it")
-		default:
-			// 0 means "right after the previous entry's bytes".
-			p := entries[i-1]
-			o, ok := end(p.Offset, uint64(p.Length))
-			if !ok {
-				return nil, invalid("directory: entry %d: offset overflows", i)
+	// The format stores the entries column by column, in this order.
+	columns := []struct {
+		name string
+		set  func(i int, v uint64) error
+	}{
+		{"tile id", func(i int, d uint64) error {
+			var id uint64
+			if i > 0 {
+				id = entries[i-1].TileID
+				if d == 0 {
+					return invalid("directory: entry %d repeats tile id %d", i, id)
+				}
 			}
-			entries[i].Offset = o
+			if id+d < id {
+				return invalid("directory: entry %d: tile id overflows", i)
+			}
+			entries[i].TileID = id + d
+			return nil
+		}},
+		{"run length", func(i int, v uint64) error {
+			if v > math.MaxUint32 {
+				return invalid("directory: entry %d: run length %d above 32 bits", i, v)
+			}
+			entries[i].RunLength = uint32(v)
+			return nil
+		}},
+		{"length", func(i int, v uint64) error {
+			if v == 0 || v > math.MaxUint32 {
+				return invalid("directory: entry %d: length %d, want 1 to 2^32-1", i, v)
+			}
+			entries[i].Length = uint32(v)
+			return nil
+		}},
+		{"offset", func(i int, v uint64) error {
+			switch {
+			case v != 0:
+				entries[i].Offset = v - 1
+			case i == 0:
+				return invalid("directory: entry 0 has a contiguous offset and no entry before it")
+			default:
+				// 0 means "right after the previous entry's bytes".
+				p := entries[i-1]
+				o, ok := end(p.Offset, uint64(p.Length))
+				if !ok {
+					return invalid("directory: entry %d: offset overflows", i)
+				}
+				entries[i].Offset = o
+			}
+			return nil
+		}},
+	}
+	for _, c := range columns {
+		for i := range entries {
+			v, err := r.next(c.name)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.set(i, v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if r.off != len(b) {

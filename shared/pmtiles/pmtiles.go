@@ -64,11 +64,14 @@ var compressionNames = [...]string{
 	CompressionBrotli: "br", CompressionZstd: "zstd",
 }
 
-func (c Compression) String() string {
-	if int(c) < len(compressionNames) {
-		return compressionNames[c]
+func (c Compression) String() string { return enumName(compressionNames[:], uint8(c), "compression") }
+
+// enumName is names[v], or kind(v) for a value the format does not name.
+func enumName(names []string, v uint8, kind string) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("compression(%d)", uint8(c))
+	return fmt.Sprintf("%s(%d)", kind, v)
 }
 
 // ContentEncoding is the HTTP Content-Encoding of bytes stored with c: ""
@@ -100,12 +103,7 @@ var tileTypeNames = [...]string{
 	TileTypeWebP: "webp", TileTypeAVIF: "avif", TileTypeMLT: "mlt",
 }
 
-func (t TileType) String() string {
-	if int(t) < len(tileTypeNames) {
-		return tileTypeNames[t]
-	}
-	return fmt.Sprintf("tiletype(%d)", uint8(t))
-}
+func (t TileType) String() string { return enumName(tileTypeNames[:], uint8(t), "tiletype") }
 
 // Ext is the file extension tiles of this type are served under, without a
 // dot: "pbf" for MVT (what tippecanoe and MapLibre styles use), "" when the

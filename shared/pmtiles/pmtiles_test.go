@@ -544,6 +544,29 @@ func TestMetadata(t *testing.T) {
 	}
 }
 
+func TestEnumNames(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		v    fmt.Stringer
+		want string
+	}{
+		{pmtiles.CompressionUnknown, "unknown"},
+		{pmtiles.CompressionBrotli, "br"},
+		{pmtiles.CompressionZstd, "zstd"},
+		{pmtiles.Compression(5), "compression(5)"},
+		{pmtiles.TileTypeMVT, "mvt"},
+		{pmtiles.TileTypeMLT, "mlt"},
+		{pmtiles.TileType(7), "tiletype(7)"},
+		{pmtiles.TileType(255), "tiletype(255)"},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			if got := c.v.String(); got != c.want {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
 func TestTileTypes(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -39,27 +38,18 @@ func TestJournalConcurrentWritersNoSilentLoss(t *testing.T) {
 			e := newEnv(t)
 			e.srv.SetIgnoreWriteConditions(st.ignore)
 			const writers, each = 2, 30
-			var wg sync.WaitGroup
 			var mu sync.Mutex  // guards landed and errs
 			var landed []Entry // the appends that reported success
 			var errs []error
-			for w := range writers {
-				j := e.journal(JournalOptions{})
-				wg.Go(func() {
-					for i := range each {
-						p := fmt.Sprintf("w%d/%d/", w, i)
-						en, err := j.Append(context.Background(), []string{p}, "test")
-						mu.Lock()
-						if err != nil {
-							errs = append(errs, err)
-						} else {
-							landed = append(landed, en)
-						}
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
+			e.appendConcurrently(writers, each, func(_ string, en Entry, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					landed = append(landed, en)
+				}
+			})
 			head, err := e.journal(JournalOptions{}).Read(context.Background(), "")
 			if err != nil {
 				t.Fatal(err)
@@ -277,14 +267,9 @@ func TestJournalVerifyOnce(t *testing.T) {
 // BenchmarkJournalProbe is the once-per-process cost of Verify against the
 // in-process endpoint: its requests and its time.
 func BenchmarkJournalProbe(b *testing.B) {
-	srv, err := s3local.New(s3local.Config{Buckets: []string{testBucket}})
-	if err != nil {
-		b.Fatal(err)
-	}
 	reqs := &requestLog{}
-	hs := httptest.NewServer(counting(reqs, srv.Handler()))
-	defer hs.Close()
-	j := NewJournal(srv.Client(hs.URL), testBucket, testJournalPrefix, JournalOptions{})
+	ep := s3localtest.StartBehind(b, s3local.Config{Buckets: []string{testBucket}}, reqs.counting)
+	j := NewJournal(ep.Client, testBucket, testJournalPrefix, JournalOptions{})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := j.Probe(context.Background()); err != nil {

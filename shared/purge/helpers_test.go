@@ -1,9 +1,10 @@
 package purge
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 const testBucket = "tiles"
@@ -50,19 +52,33 @@ func (l *requestLog) count() int { return int(l.n.Load()) }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{testBucket}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &requestLog{}
-	hs := httptest.NewServer(counting(log, srv.Handler()))
-	t.Cleanup(hs.Close)
-	return &env{srv: srv, api: srv.Client(hs.URL), reqs: log}
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{testBucket}}, log.counting)
+	return &env{srv: ep.Server, api: ep.Client, reqs: log}
 }
 
-func counting(log *requestLog, h http.Handler) http.Handler {
+// appendConcurrently runs writers writers, each with a Journal of its own
+// (as if in a process of its own), each appending each entries of one prefix
+// ("wW/I/"); fn sees every append's outcome, from the writer's goroutine.
+func (e *env) appendConcurrently(writers, each int, fn func(prefix string, en Entry, err error)) {
+	var wg sync.WaitGroup
+	for w := range writers {
+		j := e.journal(JournalOptions{})
+		wg.Go(func() {
+			for i := range each {
+				p := fmt.Sprintf("w%d/%d/", w, i)
+				en, err := j.Append(context.Background(), []string{p}, "test")
+				fn(p, en, err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// counting serves h, logging every request first.
+func (l *requestLog) counting(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		log.add(r)
+		l.add(r)
 		h.ServeHTTP(w, r)
 	})
 }

@@ -161,29 +161,20 @@ func TestJournalConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const writers, each = 4, 15
-	var wg sync.WaitGroup
-	var mu sync.Mutex
+	var mu sync.Mutex // guards got
 	got := map[uint64]string{}
-	for w := range writers {
-		j := e.journal(JournalOptions{})
-		wg.Go(func() {
-			for i := range each {
-				p := fmt.Sprintf("w%d/%d/", w, i)
-				en, err := j.Append(context.Background(), []string{p}, "test")
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				if prev, dup := got[en.Seq]; dup {
-					t.Errorf("seq %d handed out twice: %s and %s", en.Seq, prev, p)
-				}
-				got[en.Seq] = p
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	e.appendConcurrently(writers, each, func(p string, en Entry, err error) {
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if prev, dup := got[en.Seq]; dup {
+			t.Errorf("seq %d handed out twice: %s and %s", en.Seq, prev, p)
+		}
+		got[en.Seq] = p
+	})
 	s := read(t, e.journal(JournalOptions{}))
 	if s.Seq != writers*each || len(s.Entries) != writers*each {
 		t.Fatalf("head at %d with %d entries, want %d", s.Seq, len(s.Entries), writers*each)

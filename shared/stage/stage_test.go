@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/stage"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -73,15 +73,10 @@ type env struct {
 
 func start(t testing.TB) *env {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := &counter{ranged: map[string]int{}, plain: map[string]int{}}
-	hs := httptest.NewServer(req.wrap(srv.Handler()))
-	t.Cleanup(hs.Close)
-	api := srv.Client(hs.URL)
-	return &env{srv: srv, api: api, req: req, o: origin.NewWithS3(api, origin.Config{Bucket: "tiles", Prefix: "v1/", MaxAttempts: 2})}
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{"tiles"}}, req.wrap)
+	api := ep.Client
+	return &env{srv: ep.Server, api: api, req: req, o: origin.NewWithS3(api, origin.Config{Bucket: "tiles", Prefix: "v1/", MaxAttempts: 2})}
 }
 
 func (e *env) put(t testing.TB, objectKey string, body []byte, ct, ce string) string {

@@ -81,17 +81,14 @@ func Rewrite(stored []byte, base, name string) ([]byte, error) {
 	var reps []replacement
 	var version, sources, layers bool
 	for _, m := range top {
-		raw := stored[m.start:m.end]
-		switch m.key {
+		raw := stored[m.Start:m.End]
+		switch m.Key {
 		case "version":
 			var v float64
 			version = json.Unmarshal(raw, &v) == nil && v == 8
 		case "layers":
 			layers = raw[0] == '[' // the document is valid JSON: an array, not decoded again
 		case "sources":
-			if raw[0] != '{' {
-				return nil, fmt.Errorf("style: sources is not an object: %w", ErrStyle)
-			}
 			sources = true
 			if reps, err = rw.sources(stored, m, reps); err != nil {
 				return nil, err
@@ -140,34 +137,28 @@ type rewriter struct {
 }
 
 func (rw rewriter) sources(doc []byte, m member, reps []replacement) ([]replacement, error) {
-	srcs, err := members(doc[:m.end], m.start)
+	srcs, err := object(doc, m, "sources")
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range srcs {
-		if doc[s.start] != '{' {
-			return nil, fmt.Errorf("style: source %q is not an object: %w", s.key, ErrStyle)
-		}
-		fields, err := members(doc[:s.end], s.start)
+		fields, err := object(doc, s, fmt.Sprintf("source %q", s.Key))
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range fields {
-			switch f.key {
+			switch f.Key {
 			case "url":
-				if reps, err = rw.str(doc, f, "source "+s.key+" url", reps); err != nil {
+				if reps, err = rw.str(doc, f, "source "+s.Key+" url", reps); err != nil {
 					return nil, err
 				}
 			case "tiles":
-				if doc[f.start] != '[' {
-					return nil, fmt.Errorf("style: source %q tiles is not an array: %w", s.key, ErrStyle)
-				}
-				els, err := elements(doc[:f.end], f.start)
+				els, err := array(doc, f, fmt.Sprintf("source %q tiles", s.Key))
 				if err != nil {
 					return nil, err
 				}
 				for _, e := range els {
-					if reps, err = rw.str(doc, e, "source "+s.key+" tiles", reps); err != nil {
+					if reps, err = rw.str(doc, e, "source "+s.Key+" tiles", reps); err != nil {
 						return nil, err
 					}
 				}
@@ -179,24 +170,21 @@ func (rw rewriter) sources(doc []byte, m member, reps []replacement) ([]replacem
 
 // sprite rewrites "sprite": a URL, or MapLibre 4's array of {id, url}.
 func (rw rewriter) sprite(doc []byte, m member, reps []replacement) ([]replacement, error) {
-	if doc[m.start] != '[' {
+	if doc[m.Start] != '[' {
 		return rw.str(doc, m, "sprite", reps)
 	}
-	els, err := elements(doc[:m.end], m.start)
+	els, err := array(doc, m, "sprite")
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range els {
-		if doc[e.start] != '{' {
-			return nil, fmt.Errorf("style: sprite array holds a non-object: %w", ErrStyle)
-		}
-		fields, err := members(doc[:e.end], e.start)
+		fields, err := object(doc, e, "a sprite array element")
 		if err != nil {
 			return nil, err
 		}
 		found := false
 		for _, f := range fields {
-			if f.key == "url" {
+			if f.Key == "url" {
 				found = true
 				if reps, err = rw.str(doc, f, "sprite url", reps); err != nil {
 					return nil, err
@@ -213,14 +201,14 @@ func (rw rewriter) sprite(doc []byte, m member, reps []replacement) ([]replaceme
 // str adds the replacement of the string value m when it is a URL of ours.
 func (rw rewriter) str(doc []byte, m member, what string, reps []replacement) ([]replacement, error) {
 	var s string
-	if doc[m.start] != '"' || json.Unmarshal(doc[m.start:m.end], &s) != nil {
+	if doc[m.Start] != '"' || json.Unmarshal(doc[m.Start:m.End], &s) != nil {
 		return nil, fmt.Errorf("style: %s is not a string: %w", what, ErrStyle)
 	}
 	u := rw.rewrite(s)
 	if u == s {
 		return reps, nil
 	}
-	return append(reps, replacement{m.start, m.end, jsonString(u)}), nil
+	return append(reps, replacement{m.Start, m.End, jsonString(u)}), nil
 }
 
 // rewrite is s under the base when it is ours, else s.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"runtime"
 	"slices"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 )
 
@@ -34,13 +34,8 @@ type env struct {
 
 func newEnv(t testing.TB, fsync bool, cfg tiers.Config) *env {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{bucket}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	e := &env{t: t, api: srv.Client(hs.URL)}
+	e := &env{t: t, api: s3localtest.Start(t, bucket).Client}
+	var err error
 	if e.mem, err = cache.New(cache.Config{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package tiers_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 )
 
@@ -21,13 +21,7 @@ import (
 // vouched window the check runs first (fail closed).
 func TestFollowerBuiltWithTheEngine(t *testing.T) {
 	t.Parallel()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{bucket}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	api := srv.Client(hs.URL)
+	api := s3localtest.Start(t, bucket).Client
 	clock := fakeclock.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
 	if err != nil {

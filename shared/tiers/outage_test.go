@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 )
 
@@ -36,23 +36,19 @@ type outageRig struct {
 
 func newOutageRig(t testing.TB) *outageRig {
 	t.Helper()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{bucket}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &outageRig{t: t, srv: srv, clock: fakeclock.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)), dir: t.TempDir()}
-	h := srv.Handler()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		switch {
-		case strings.HasSuffix(req.URL.Path, "/head.json"):
-			r.journalIO.Add(1)
-		case req.Method == http.MethodGet && strings.HasPrefix(req.URL.Path, "/"+bucket+"/tiles/"):
-			r.tileGets.Add(1)
-		}
-		h.ServeHTTP(w, req)
-	}))
-	t.Cleanup(hs.Close)
-	r.api = srv.Client(hs.URL)
+	r := &outageRig{t: t, clock: fakeclock.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)), dir: t.TempDir()}
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{bucket}}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			switch {
+			case strings.HasSuffix(req.URL.Path, "/head.json"):
+				r.journalIO.Add(1)
+			case req.Method == http.MethodGet && strings.HasPrefix(req.URL.Path, "/"+bucket+"/tiles/"):
+				r.tileGets.Add(1)
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	r.srv, r.api = ep.Server, ep.Client
 	return r
 }
 

@@ -1,7 +1,6 @@
 package tileset_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,10 +141,7 @@ func TestFromArchive(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := pmtilestest.Build(tiles, pmtilestest.Options{Clustered: true, TileType: c.tt, Metadata: c.meta, InternalCompression: pmtiles.CompressionGzip,
 				Edit: func(h *pmtiles.Header) { h.CenterLonE7, h.CenterLatE7, h.CenterZoom = 100000000, -200000000, 4 }})
-			r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := pmtilestest.Open(t, b)
 			meta, err := r.Metadata(context.Background())
 			if err != nil {
 				t.Fatal(err)

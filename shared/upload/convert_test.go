@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/upload"
 )
@@ -87,11 +88,7 @@ func sqliteTiles(t *testing.T, db string) map[tileKey][]byte {
 // readArchive opens an archive's bytes with the product's reader.
 func readArchive(t *testing.T, b []byte) *pmtiles.Reader {
 	t.Helper()
-	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)), pmtiles.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return pmtilestest.Open(t, b)
 }
 
 func gunzip(t *testing.T, b []byte) []byte {

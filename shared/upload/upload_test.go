@@ -32,13 +32,7 @@ import (
 
 const bucket = "tiles"
 
-func gz(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	return buf.Bytes()
-}
+func gz(b []byte) []byte { return pmtilestest.Compress(b, pmtiles.CompressionGzip) }
 
 func writeFiles(t *testing.T, dir string, files map[string][]byte) {
 	t.Helper()

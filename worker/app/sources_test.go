@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,24 +20,9 @@ import (
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/worker/app"
 )
-
-// requesterPays refuses reads of bucket that do not accept the charge
-// (x-amz-request-payer: requester), as S3 refuses another account's reads
-// of a requester-pays bucket. The bucket owner's writes need no header.
-func requesterPays(bucket string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-		if b == bucket && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("X-Amz-Request-Payer") != "requester" {
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
 
 // workerTarget delivers the notifications to the worker's Lambda handler.
 type workerTarget struct{ a *app.App }
@@ -70,7 +54,7 @@ func TestTwoSourcesPurgedByTheirOwnEvents(t *testing.T) {
 		}
 		return aws.ToInt64(out.ContentLength), aws.ToString(out.ETag), nil
 	}
-	notifier := s3notify.New(requesterPays("beta-open", srv.Handler()), stat, targetFunc(func(ctx context.Context, ev json.RawMessage) (any, error) {
+	notifier := s3notify.New(s3localtest.RequesterPays("beta-open", nil)(srv.Handler()), stat, targetFunc(func(ctx context.Context, ev json.RawMessage) (any, error) {
 		return workerTarget{worker}.Handle(ctx, ev)
 	}), s3notify.Config{Region: s3local.DefaultRegion}, nil)
 	notifier.SetEnabled(false) // until the worker is built

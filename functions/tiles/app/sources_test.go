@@ -5,10 +5,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 // TestArchiveSources: a source that names one archive serves it as its
@@ -29,23 +28,9 @@ import (
 func TestArchiveSources(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, err := s3local.New(s3local.Config{Buckets: []string{"tiles", "maps-archive"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var refused atomic.Int64
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// As S3 refuses another account's reads of a requester-pays bucket.
-		if strings.HasPrefix(r.URL.Path, "/maps-archive") && r.Method != http.MethodPut && r.Header.Get("X-Amz-Request-Payer") != "requester" {
-			refused.Add(1)
-			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
-			return
-		}
-		srv.Handler().ServeHTTP(w, r)
-	}))
-	t.Cleanup(hs.Close)
-	api := srv.Client(hs.URL)
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{"tiles", "maps-archive"}}, s3localtest.RequesterPays("maps-archive", &refused))
+	api := ep.Client
 	mb, mbTiles := writeMBTiles(t)
 	tiles := map[pmtiles.ZXY][]byte{}
 	for x := range uint32(2) {

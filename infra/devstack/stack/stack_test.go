@@ -8,7 +8,6 @@ import (
 	"image/png"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -379,12 +378,9 @@ func TestViewerAtRootDoesNotShadowTiles(t *testing.T) {
 func TestExternalS3FromTheEnvironment(t *testing.T) {
 	s3e := s3localtest.Start(t, "other")
 	// The AWS SDK reads credentials from the process environment.
-	t.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
+	s3localtest.IsolateEnv(t)
+	s3localtest.EnvCredentials(t)
 	t.Setenv("AWS_REGION", s3local.DefaultRegion)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
 	env := mapEnv(map[string]string{
 		"AWS_ENDPOINT_URL":    s3e.URL,
 		"TILES_BUCKET":        "other",
@@ -485,9 +481,7 @@ func TestExternalS3NeedsRegionAndCredentials(t *testing.T) {
 	for _, v := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
 		t.Setenv(v, "")
 	}
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	s3localtest.IsolateEnv(t)
 	env := mapEnv(map[string]string{"AWS_ENDPOINT_URL": s3e.URL, "TILES_BUCKET": "other", "S3_FORCE_PATH_STYLE": "true", "DISK_CACHE_BYTES": "0"})
 	for _, tc := range []struct {
 		name    string

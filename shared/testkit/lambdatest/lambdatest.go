@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 )
 
@@ -173,4 +174,26 @@ func Env(kv ...string) []string {
 		out = append(out, fmt.Sprintf("%s=%s", kv[i], kv[i+1]))
 	}
 	return out
+}
+
+// Bootstrap is Build for a test that runs the bootstrap: skipped in -short
+// mode, and, as RequireEmulator says, before anything is built on a machine
+// without the emulator.
+func Bootstrap(t testing.TB, pkg string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs a binary")
+	}
+	return Build(t, pkg)
+}
+
+// S3Env is the environment (KEY=VALUE) under which a bootstrap speaks to the
+// s3local endpoint at url, path-style, with s3local's region and
+// credentials, and reads none of the machine's AWS configuration.
+func S3Env(url string) []string {
+	return Env(
+		"AWS_ENDPOINT_URL", url, "S3_FORCE_PATH_STYLE", "true", "AWS_REGION", s3local.DefaultRegion,
+		"AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey, "AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey,
+		"AWS_EC2_METADATA_DISABLED", "true", "AWS_CONFIG_FILE", os.DevNull, "AWS_SHARED_CREDENTIALS_FILE", os.DevNull,
+	)
 }

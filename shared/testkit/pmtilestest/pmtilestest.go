@@ -11,10 +11,12 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
+	"testing"
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
@@ -224,4 +226,15 @@ func Compress(b []byte, c pmtiles.Compression) []byte {
 		panic(err)
 	}
 	return buf.Bytes()
+}
+
+// Open opens archive, held in memory, with the product's reader and default
+// options; an archive that does not open fails the test.
+func Open(tb testing.TB, archive []byte) *pmtiles.Reader {
+	tb.Helper()
+	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(archive)), int64(len(archive)), pmtiles.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
 }

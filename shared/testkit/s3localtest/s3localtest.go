@@ -3,7 +3,11 @@
 package s3localtest
 
 import (
+	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -28,11 +32,67 @@ func Start(tb testing.TB, buckets ...string) *Endpoint {
 // ends.
 func StartConfig(tb testing.TB, cfg s3local.Config) *Endpoint {
 	tb.Helper()
+	return StartBehind(tb, cfg, nil)
+}
+
+// StartBehind is StartConfig with the endpoint served by front(the server's
+// handler): a test's check, count or fault in front of S3. A nil front
+// serves the handler itself.
+func StartBehind(tb testing.TB, cfg s3local.Config, front func(http.Handler) http.Handler) *Endpoint {
+	tb.Helper()
 	srv, err := s3local.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	h := srv.Handler()
+	if front != nil {
+		h = front(h)
+	}
+	hs := httptest.NewServer(h)
 	tb.Cleanup(hs.Close)
 	return &Endpoint{Server: srv, URL: hs.URL, Client: srv.Client(hs.URL)}
+}
+
+// IsolateEnv sets the environment, until the test ends, so that the SDK's
+// default chain reads nothing of the machine's: no profile or session token,
+// no config or credentials file, no instance metadata. The test then sets
+// what it means the SDK to see (EnvCredentials, AWS_REGION, ...).
+func IsolateEnv(tb testing.TB) {
+	tb.Helper()
+	none := filepath.Join(tb.TempDir(), "none")
+	tb.Setenv("AWS_SESSION_TOKEN", "")
+	tb.Setenv("AWS_PROFILE", "")
+	tb.Setenv("AWS_CONFIG_FILE", none)
+	tb.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
+	tb.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}
+
+// EnvCredentials sets s3local's access key and secret as the environment's
+// credentials until the test ends.
+func EnvCredentials(tb testing.TB) {
+	tb.Helper()
+	tb.Setenv("AWS_ACCESS_KEY_ID", s3local.DefaultAccessKey)
+	tb.Setenv("AWS_SECRET_ACCESS_KEY", s3local.DefaultSecretKey)
+}
+
+// RequesterPays is a front (StartBehind) that refuses with 403 AccessDenied
+// every read (GET, HEAD) of bucket that does not accept the charge
+// (x-amz-request-payer: requester), as S3 refuses another account's reads of
+// a requester-pays bucket. refused, when not nil, counts the refusals.
+func RequesterPays(bucket string, refused *atomic.Int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+			if b == bucket && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("X-Amz-Request-Payer") != "requester" {
+				if refused != nil {
+					refused.Add(1)
+				}
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusForbidden)
+				w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
