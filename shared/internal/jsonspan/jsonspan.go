@@ -4,13 +4,15 @@
 //
 // It checks the document once (when start is 0) and reads only the level it
 // is asked for; deeper values are spans, not decoded. Every error it returns
-// means the bytes are not the JSON asked for; callers wrap it with their own
-// sentinel.
+// means the bytes are not the JSON asked for. Its text has no package
+// prefix: callers wrap it with their own sentinel and name, so a user reads
+// "style: not JSON", not the name of a helper.
 package jsonspan
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -35,11 +37,11 @@ func Elements(doc []byte, start int) ([]Span, error) {
 
 func list(doc []byte, start int, delim json.Delim) ([]Span, error) {
 	if start == 0 && !json.Valid(doc) {
-		return nil, fmt.Errorf("jsonspan: not JSON")
+		return nil, errors.New("not JSON")
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc[start:]))
 	if tok, err := dec.Token(); err != nil || tok != delim {
-		return nil, fmt.Errorf("jsonspan: want a JSON %v", kind(delim))
+		return nil, fmt.Errorf("want a JSON %v", kind(delim))
 	}
 	var out []Span
 	for dec.More() {
@@ -47,7 +49,7 @@ func list(doc []byte, start int, delim json.Delim) ([]Span, error) {
 		if delim == '{' {
 			tok, err := dec.Token()
 			if err != nil {
-				return nil, fmt.Errorf("jsonspan: %w", err)
+				return nil, err
 			}
 			key, _ = tok.(string)
 		}
@@ -74,7 +76,7 @@ func value(dec *json.Decoder, doc []byte, off int) (Span, error) {
 	start := off + int(dec.InputOffset())
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		return Span{}, fmt.Errorf("jsonspan: %w", err)
+		return Span{}, err
 	}
 	// The value starts after the colon or comma and any whitespace.
 	for start < len(doc) && (doc[start] == ':' || doc[start] == ',' || isSpace(doc[start])) {
