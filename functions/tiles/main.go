@@ -143,7 +143,7 @@ func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
 // the 404 flood of docs/BENCHMARKS.md section 6), and the other half keeps
 // that overshoot inside the bound. GOMEMLIMIT, when set, wins; on Lambda
 // setMemoryLimit has set the limit from the function's memory. The leaf
-// directory cache of archives (tileserver.DefaultDirectoryBytes) is not
+// directory cache of archives (archive.DefaultDirectoryBytes) is not
 // counted: it holds nothing until archives are read.
 func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
 	if cfg.FunctionMemoryBytes != 0 || os.Getenv("GOMEMLIMIT") != "" || cfg.MemBytes <= 0 {
