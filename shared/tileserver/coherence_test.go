@@ -108,6 +108,16 @@ func newFleetTimeout(t *testing.T, n int, memBytes int64, timeout time.Duration)
 	return f
 }
 
+// newFleetV1 is where the single-instance cases start: one instance, key
+// written with v1 and its purge applied.
+func newFleetV1(t *testing.T, key string) *fleet {
+	t.Helper()
+	f := newFleet(t, 1, 16<<20)
+	f.change(key, []byte("v1"))
+	f.catchUp()
+	return f
+}
+
 // start (re)starts an instance over its disk directory, as app.New does:
 // open the disk tier, read the journal before trusting it, then stage
 // (when stageKeys is not nil), then read the journal again.
@@ -316,10 +326,8 @@ func TestRestartWithKeptDisk(t *testing.T) {
 // revalidates each copy with S3.
 func TestRestartWithKeptDiskJournalDown(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 1, 16<<20)
 	const key = "osm/3/1/1.png"
-	f.change(key, []byte("v1"))
-	f.catchUp()
+	f := newFleetV1(t, key)
 	f.expect(0, key, 200, "v1", "MISS")
 	if _, ok := f.instances[0].disk.Get(key); !ok {
 		t.Fatal("v1 not on disk")
@@ -344,9 +352,7 @@ func TestStagingRacesAPurge(t *testing.T) {
 	// Staging's GET of the tile is answered with v1, and v2 is uploaded and
 	// its purge recorded before the answer arrives.
 	f.s3.Faults().Add(s3local.Fault{
-		Match: func(r *http.Request) bool {
-			return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/tiles/"+key)
-		},
+		Match: s3local.MatchGet("/tiles/" + key),
 		Times: 1,
 		Hold: func() {
 			f.put(key, []byte("v2"))
@@ -364,10 +370,8 @@ func TestStagingRacesAPurge(t *testing.T) {
 // after a purge of its key must not join a fetch that began before it.
 func TestJoinerAfterAPurge(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 1, 16<<20)
 	const key = "osm/3/1/1.png"
-	f.change(key, []byte("v1"))
-	f.catchUp()
+	f := newFleetV1(t, key)
 	type answer struct {
 		code     int
 		body, xc string
@@ -375,9 +379,7 @@ func TestJoinerAfterAPurge(t *testing.T) {
 	// The first fetch gets v1 from S3; its answer is held until released.
 	answered, release := make(chan struct{}), make(chan struct{})
 	f.s3.Faults().Add(s3local.Fault{
-		Match: func(r *http.Request) bool {
-			return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/tiles/"+key)
-		},
+		Match: s3local.MatchGet("/tiles/" + key),
 		Times: 1,
 		Hold:  func() { close(answered); <-release },
 	})
@@ -418,10 +420,8 @@ func TestJoinerAfterAPurge(t *testing.T) {
 // journal GET and one tile GET.
 func TestIdleWakeUpBehind1000(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 1, 16<<20)
 	const key = "osm/3/1/1.png"
-	f.change(key, []byte("v1"))
-	f.catchUp()
+	f := newFleetV1(t, key)
 	f.expect(0, key, 200, "v1", "MISS")
 	for i := range 999 {
 		f.notify(0, fmt.Sprintf("other/%d/0/0.png", i), false)
@@ -478,10 +478,8 @@ func TestJournalSlowOrFailing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFleet(t, 1, 16<<20)
 			const key = "osm/3/1/1.png"
-			f.change(key, []byte("v1"))
-			f.catchUp()
+			f := newFleetV1(t, key)
 			f.expect(0, key, 200, "v1", "MISS")
 			f.expect(0, key, 200, "v1", "HIT-MEMORY")
 			tc.fault(f)
