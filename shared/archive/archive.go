@@ -67,6 +67,9 @@ type Config struct {
 	TTL           time.Duration // see DefaultTTL; zero: DefaultTTL
 	OriginTimeout time.Duration // bounds one probe of a name; zero: tiers.DefaultOriginTimeout
 	Now           func() time.Time
+	// MaxNames bounds the tileset names remembered; zero: MaxNames. Tests
+	// set a small one to reach the bound with few requests.
+	MaxNames int
 }
 
 // Deps are the parts the archive origin reads through. Next and Store are
@@ -114,6 +117,7 @@ type Origin struct {
 	names map[string]*archive
 	// nextPrune is the size of names at which lookup prunes it next.
 	nextPrune int
+	maxNames  int                  // Config.MaxNames
 	local     map[string]localCopy // staged archives, by name
 	stager    Stager               // stages NAME.mbtiles; nil: MBTiles are off
 }
@@ -166,8 +170,10 @@ func New(cfg Config, d Deps) (*Origin, error) {
 		next: d.Next, store: d.Store, dirs: dirs, stager: d.Stager,
 		ttl: cmp.Or(cfg.TTL, DefaultTTL), originTimeout: cmp.Or(cfg.OriginTimeout, tiers.DefaultOriginTimeout),
 		now: cfg.Now, decode: d.Decode, purgeTiers: d.Purge, log: d.Logger,
-		names: map[string]*archive{}, nextPrune: maxNames, local: map[string]localCopy{},
+		names: map[string]*archive{}, local: map[string]localCopy{},
+		maxNames: defaults.Positive(cfg.MaxNames, maxNames),
 	}
+	a.nextPrune = a.maxNames
 	if a.ttl < 0 {
 		a.ttl = DefaultTTL
 	}
@@ -193,7 +199,8 @@ func (a *Origin) Store() Store { return a.store }
 // MBTiles reports whether databases (NAME.mbtiles) are served.
 func (a *Origin) MBTiles() bool { return a.stager != nil }
 
-// Names is how many tileset names the origin remembers (at most MaxNames).
+// Names is how many tileset names the origin remembers (at most
+// Config.MaxNames).
 func (a *Origin) Names() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -357,14 +364,14 @@ func (a *Origin) prune() {
 		}
 	}
 	for n, ar := range a.names {
-		if len(a.names) <= maxNames-maxNames/4 {
+		if len(a.names) <= a.maxNames-a.maxNames/4 {
 			break
 		}
 		if settled(ar) {
 			delete(a.names, n)
 		}
 	}
-	a.nextPrune = max(maxNames, len(a.names)+maxNames/4)
+	a.nextPrune = max(a.maxNames, len(a.names)+a.maxNames/4)
 }
 
 // probe opens name's archive: detached from any one request (others wait

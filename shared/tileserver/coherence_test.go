@@ -41,15 +41,21 @@ const (
 // Instances keep their disk tier in a directory of their own, so one can be
 // killed and restarted over it, as Lambda does with /tmp.
 type fleet struct {
-	t         *testing.T
-	clock     *clock
-	s3        *s3local.Server
-	api       *s3.Client
-	s3Reqs    atomic.Int64 // requests that reached S3
-	workers   []*purge.Worker
-	instances []*instance
-	memBytes  int64
-	seq       int // S3's sequencer, rising per event
+	t      *testing.T
+	clock  *clock
+	s3     *s3local.Server
+	api    *s3.Client   // the instances'
+	s3Reqs atomic.Int64 // requests that reached S3
+	// workerHost is the address the workers reach S3 at: a slow journal
+	// (slowJournal) is slow for the instances' checks only, since a worker
+	// has no deadline of its own and would wait each delay out in real
+	// time without changing what the fleet's clock shows.
+	workerHost string
+	timeout    time.Duration // SYNC_TIMEOUT: syncTimeout unless newFleetTimeout
+	workers    []*purge.Worker
+	instances  []*instance
+	memBytes   int64
+	seq        int // S3's sequencer, rising per event
 }
 
 type instance struct {
@@ -64,22 +70,34 @@ type instance struct {
 
 func newFleet(t *testing.T, n int, memBytes int64) *fleet {
 	t.Helper()
-	f := &fleet{t: t, clock: newClock(), memBytes: memBytes}
+	return newFleetTimeout(t, n, memBytes, syncTimeout)
+}
+
+// newFleetTimeout is newFleet with instances whose checks wait at most
+// timeout (SYNC_TIMEOUT).
+func newFleetTimeout(t *testing.T, n int, memBytes int64, timeout time.Duration) *fleet {
+	t.Helper()
+	f := &fleet{t: t, clock: newClock(), memBytes: memBytes, timeout: timeout}
 	srv, err := s3local.New(s3local.Config{Buckets: []string{bucket}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.s3 = srv
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.s3Reqs.Add(1)
 		srv.Handler().ServeHTTP(w, r)
-	}))
+	})
+	hs := httptest.NewServer(counted)
 	t.Cleanup(hs.Close)
 	f.api = srv.Client(hs.URL)
+	hw := httptest.NewServer(counted)
+	t.Cleanup(hw.Close)
+	f.workerHost = strings.TrimPrefix(hw.URL, "http://")
+	workerAPI := srv.Client(hw.URL)
 	// Two workers with journals of their own: concurrent writers, each
 	// with its own (possibly lagging) idea of the head.
 	for range 2 {
-		j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
+		j := purge.NewJournal(workerAPI, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
 		f.workers = append(f.workers, purge.NewWorker(purge.WorkerConfig{Bucket: bucket, TilesPrefix: "tiles/"}, purge.NewPurger(j, purge.PurgerConfig{}, nil), nil))
 	}
 	for range n {
@@ -87,6 +105,16 @@ func newFleet(t *testing.T, n int, memBytes int64) *fleet {
 		f.instances = append(f.instances, in)
 		f.start(in, nil)
 	}
+	return f
+}
+
+// newFleetV1 is where the single-instance cases start: one instance, key
+// written with v1 and its purge applied.
+func newFleetV1(t *testing.T, key string) *fleet {
+	t.Helper()
+	f := newFleet(t, 1, 16<<20)
+	f.change(key, []byte("v1"))
+	f.catchUp()
 	return f
 }
 
@@ -114,7 +142,7 @@ func (f *fleet) startWith(in *instance, stagePrefixes []string, archives bool) {
 	j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
 	follow := func(eng *tiers.Engine) tiers.Syncer {
 		in.follower = purge.NewFollower(j, eng, purge.FollowerConfig{
-			Interval: syncInterval, Timeout: syncTimeout, Now: f.clock.Now,
+			Interval: syncInterval, Timeout: f.timeout, Now: f.clock.Now,
 			Position: purge.PositionFile{Path: filepath.Join(in.dir, purge.PositionFileName)},
 		}, nil)
 		return in.follower
@@ -217,12 +245,24 @@ func (f *fleet) expect(i int, key string, code int, body, xcache string) {
 	}
 }
 
-// journalFault makes the journal head fail or lag for every reader.
-func (f *fleet) journalFault(fault s3local.Fault) {
-	fault.Match = func(r *http.Request) bool {
+// bound is the promise of this fleet's instances (see the constant).
+func (f *fleet) bound() time.Duration { return syncInterval + f.timeout }
+
+// journalFault makes the journal head fail for every reader.
+func (f *fleet) journalFault(status int) {
+	f.s3.Faults().Add(s3local.Fault{Status: status, Match: func(r *http.Request) bool {
 		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/head.json")
-	}
-	f.s3.Faults().Add(fault)
+	}})
+}
+
+// slowJournal makes the journal head slower than an instance's check may
+// wait: twice its deadline, a margin for a loaded machine's timers (S3
+// starts the delay after the check starts its deadline). The workers'
+// reads are not delayed (see workerHost).
+func (f *fleet) slowJournal() {
+	f.s3.Faults().Add(s3local.Fault{Delay: 2 * f.timeout, Match: func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/head.json") && r.Host != f.workerHost
+	}})
 }
 
 // TestUploadReachesEveryInstance: new bytes under a cached key, the worker
@@ -299,16 +339,14 @@ func TestRestartWithKeptDisk(t *testing.T) {
 // revalidates each copy with S3.
 func TestRestartWithKeptDiskJournalDown(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 1, 16<<20)
 	const key = "osm/3/1/1.png"
-	f.change(key, []byte("v1"))
-	f.catchUp()
+	f := newFleetV1(t, key)
 	f.expect(0, key, 200, "v1", "MISS")
 	if _, ok := f.instances[0].disk.Get(key); !ok {
 		t.Fatal("v1 not on disk")
 	}
 	f.change(key, []byte("v2"))
-	f.journalFault(s3local.Fault{Status: http.StatusServiceUnavailable})
+	f.journalFault(http.StatusServiceUnavailable)
 	f.clock.Advance(time.Minute)
 	f.start(f.instances[0], nil)
 	if f.instances[0].startErr == nil {
@@ -327,9 +365,7 @@ func TestStagingRacesAPurge(t *testing.T) {
 	// Staging's GET of the tile is answered with v1, and v2 is uploaded and
 	// its purge recorded before the answer arrives.
 	f.s3.Faults().Add(s3local.Fault{
-		Match: func(r *http.Request) bool {
-			return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/tiles/"+key)
-		},
+		Match: s3local.MatchGet("/tiles/" + key),
 		Times: 1,
 		Hold: func() {
 			f.put(key, []byte("v2"))
@@ -347,10 +383,8 @@ func TestStagingRacesAPurge(t *testing.T) {
 // after a purge of its key must not join a fetch that began before it.
 func TestJoinerAfterAPurge(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 1, 16<<20)
 	const key = "osm/3/1/1.png"
-	f.change(key, []byte("v1"))
-	f.catchUp()
+	f := newFleetV1(t, key)
 	type answer struct {
 		code     int
 		body, xc string
@@ -358,9 +392,7 @@ func TestJoinerAfterAPurge(t *testing.T) {
 	// The first fetch gets v1 from S3; its answer is held until released.
 	answered, release := make(chan struct{}), make(chan struct{})
 	f.s3.Faults().Add(s3local.Fault{
-		Match: func(r *http.Request) bool {
-			return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/tiles/"+key)
-		},
+		Match: s3local.MatchGet("/tiles/" + key),
 		Times: 1,
 		Hold:  func() { close(answered); <-release },
 	})
@@ -401,10 +433,8 @@ func TestJoinerAfterAPurge(t *testing.T) {
 // journal GET and one tile GET.
 func TestIdleWakeUpBehind1000(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 1, 16<<20)
 	const key = "osm/3/1/1.png"
-	f.change(key, []byte("v1"))
-	f.catchUp()
+	f := newFleetV1(t, key)
 	f.expect(0, key, 200, "v1", "MISS")
 	for i := range 999 {
 		f.notify(0, fmt.Sprintf("other/%d/0/0.png", i), false)
@@ -454,20 +484,18 @@ func TestJournalSlowOrFailing(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		fault s3local.Fault
+		fault func(*fleet)
 	}{
-		{"slower than the timeout", s3local.Fault{Delay: 6 * syncTimeout}},
-		{"failing", s3local.Fault{Status: http.StatusInternalServerError}},
+		{"slower than the timeout", (*fleet).slowJournal},
+		{"failing", func(f *fleet) { f.journalFault(http.StatusInternalServerError) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFleet(t, 1, 16<<20)
 			const key = "osm/3/1/1.png"
-			f.change(key, []byte("v1"))
-			f.catchUp()
+			f := newFleetV1(t, key)
 			f.expect(0, key, 200, "v1", "MISS")
 			f.expect(0, key, 200, "v1", "HIT-MEMORY")
-			f.journalFault(tc.fault)
+			tc.fault(f)
 			f.change(key, []byte("v2"))
 			f.clock.Advance(bound)
 			f.expect(0, key, 200, "v2", "MISS")
@@ -502,7 +530,12 @@ func TestRandomCoherence(t *testing.T) {
 		rounds = 200 // the inner loop's share; the full run is `go test` without -short
 	}
 	// A small memory tier, so eviction and the disk tier take part too.
-	f := newFleet(t, instances, 2<<10+12*cache.EntryOverhead)
+	// Checks wait half the other tests' SYNC_TIMEOUT: each one in a slow
+	// journal period waits it out in real time, and a healthy check that
+	// misses it on a loaded machine is one more failed check, which the
+	// promise (and so the checker) allows for.
+	f := newFleetTimeout(t, instances, 2<<10+12*cache.EntryOverhead, syncTimeout/2)
+	bound := f.bound()
 	rng := rand.New(rand.NewPCG(1, 2))
 	type write struct {
 		at   time.Time // when the worker recorded it; zero while its event is undelivered
@@ -565,9 +598,9 @@ func TestRandomCoherence(t *testing.T) {
 			if faulty {
 				faults++
 				if rng.IntN(2) == 0 {
-					f.journalFault(s3local.Fault{Delay: 4 * syncTimeout})
+					f.slowJournal()
 				} else {
-					f.journalFault(s3local.Fault{Status: http.StatusServiceUnavailable})
+					f.journalFault(http.StatusServiceUnavailable)
 				}
 			}
 		case op < 46: // an idle period

@@ -74,6 +74,9 @@ type Config struct {
 	// archive, and how long an archive's ETag counts as checked when its
 	// tiles are revalidated; default archive.DefaultTTL.
 	ArchiveTTL time.Duration
+	// ArchiveMaxNames bounds the tileset names remembered; zero:
+	// archive.MaxNames.
+	ArchiveMaxNames int
 	// MaxTileBytes (MAX_TILE_BYTES) also bounds a tile decoded for a client
 	// without its coding; zero or negative: the decoder's own bounds only.
 	MaxTileBytes int64
@@ -188,7 +191,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.staleCacheControl = []string{cfg.StaleCacheControl}
 	var err error
 	if d.Archives != nil {
-		s.archives, err = archive.New(archive.Config{TTL: cfg.ArchiveTTL, OriginTimeout: cfg.OriginTimeout, Now: now}, archive.Deps{
+		s.archives, err = archive.New(archive.Config{TTL: cfg.ArchiveTTL, OriginTimeout: cfg.OriginTimeout, Now: now, MaxNames: cfg.ArchiveMaxNames}, archive.Deps{
 			Next: s.origin, Store: d.Archives, Stager: d.Stager, Directories: d.Directories,
 			Decode: decodeStored, Logger: log,
 			// The engine is built below, over the archives; an archive
