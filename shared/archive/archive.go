@@ -90,8 +90,14 @@ type Deps struct {
 	// whose archive changed under a read. The purge must reach Forget, as
 	// the tiers' purge hook does, so the new version is opened; nil:
 	// nothing is dropped.
-	Purge  func(prefix string)
-	Logger *slog.Logger
+	Purge func(prefix string)
+	// Trusted reports whether what S3 said at storedAt may still be relied
+	// on at now: the tier engine's journal follower vouches for it
+	// (tiers.Engine.Trusted). A version checked when the follower no
+	// longer vouches for is checked again before a revalidation is
+	// answered from it, whatever the TTL; nil: the TTL alone decides.
+	Trusted func(storedAt, now time.Time) bool
+	Logger  *slog.Logger
 }
 
 // Origin is the origin the tier engine reads from when archives are on: a
@@ -111,6 +117,7 @@ type Origin struct {
 	now           func() time.Time
 	decode        func(enc string, b []byte) ([]byte, error)
 	purgeTiers    func(prefix string)
+	trusted       func(storedAt, now time.Time) bool
 	log           *slog.Logger
 
 	mu    sync.Mutex // guards names, nextPrune and local
@@ -169,7 +176,7 @@ func New(cfg Config, d Deps) (*Origin, error) {
 	a := &Origin{
 		next: d.Next, store: d.Store, dirs: dirs, stager: d.Stager,
 		ttl: cmp.Or(cfg.TTL, DefaultTTL), originTimeout: cmp.Or(cfg.OriginTimeout, tiers.DefaultOriginTimeout),
-		now: cfg.Now, decode: d.Decode, purgeTiers: d.Purge, log: d.Logger,
+		now: cfg.Now, decode: d.Decode, purgeTiers: d.Purge, trusted: d.Trusted, log: d.Logger,
 		names: map[string]*archive{}, local: map[string]localCopy{},
 		maxNames: defaults.Positive(cfg.MaxNames, maxNames),
 	}
@@ -253,6 +260,19 @@ func (a *Origin) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, 
 		ar, obj, err := a.resolve(ctx, name, func(ctx context.Context) (*tile.Tile, error) { return a.next.Get(ctx, key, ifNoneMatch) })
 		if err != nil || ar == nil {
 			return obj, err
+		}
+		if ifNoneMatch == "" && a.trusted != nil && !a.trusted(a.checkedAt(ar), a.now()) {
+			// The journal no longer vouches for the version checked: a
+			// staged copy is read without asking S3, so S3 is asked
+			// first whether it is still the archive's (a revalidation
+			// asks in notModified).
+			if _, err := a.current(ctx, ar); err != nil {
+				if attempt == 0 && errors.Is(err, origin.ErrPreconditionFailed) {
+					a.changed(ar)
+					continue
+				}
+				return nil, err
+			}
 		}
 		t, err := a.readTile(ctx, ar, z, x, y, ext, ifNoneMatch)
 		if attempt == 0 && errors.Is(err, origin.ErrPreconditionFailed) {
@@ -508,7 +528,7 @@ func (a *Origin) Forget(prefix string) {
 // TTL: an older one is checked again (its first bytes, pinned to its ETag).
 // It is how revalidation asks "is the archive's ETag still the same".
 func (a *Origin) current(ctx context.Context, ar *archive) (*archive, error) {
-	if a.now().Sub(a.checkedAt(ar)) < a.ttl {
+	if now, checked := a.now(), a.checkedAt(ar); now.Sub(checked) < a.ttl && (a.trusted == nil || a.trusted(checked, now)) {
 		return ar, nil
 	}
 	_, err := a.store.GetRange(ctx, a.store.ObjectKey(ar.objectKey()), 0, 1, ar.etag)

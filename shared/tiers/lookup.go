@@ -70,5 +70,13 @@ func (e *Engine) fresh(t *tile.Tile, now time.Time) bool {
 }
 
 func (e *Engine) trusted(t *tile.Tile, now time.Time) bool {
-	return e.sy == nil || e.sy.Trusted(t.StoredAt, now)
+	return e.Trusted(t.StoredAt, now)
+}
+
+// Trusted reports whether what S3 said at storedAt may be answered with at
+// now without asking S3 again: always without a follower, else when the
+// follower vouches for it (Syncer.Trusted). An origin that keeps its own
+// knowledge of S3 (an archive's version) asks it too.
+func (e *Engine) Trusted(storedAt, now time.Time) bool {
+	return e.sy == nil || e.sy.Trusted(storedAt, now)
 }

@@ -1,12 +1,17 @@
 package tileserver_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
@@ -281,6 +286,55 @@ func TestArchiveReuploadReachesEveryInstance(t *testing.T) {
 			t.Fatalf("instance %d: TileJSON %+v after the re-upload", i, tj)
 		}
 	}
+}
+
+// TestArchiveReuploadReachesAnInstanceWhoseJournalFails: as above, with the
+// journal failing for the instance after the worker recorded the purge.
+// Past the bound its copies are revalidated with S3, and so is the
+// archive's version: an ETag checked before the purge may be the one the
+// purge replaced, so it is not trusted for the archive's TTL.
+func TestArchiveReuploadReachesAnInstanceWhoseJournalFails(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 1, 8<<20)
+	startWithArchives(f, f.instances[0])
+	v1, v2 := pyramid(2, 1), pyramid(2, 2)
+	f.put("a.pmtiles", pmtilestest.Build(v1, pmtilestest.Options{Clustered: true}))
+	zxy := pmtiles.ZXY{Z: 2, X: 3, Y: 0}
+	key := fmt.Sprintf("a/%d/%d/%d.png", zxy.Z, zxy.X, zxy.Y)
+	f.expect(0, key, 200, string(v1[zxy]), "MISS")
+	f.put("a.pmtiles", pmtilestest.Build(v2, pmtilestest.Options{}))
+	f.notify(0, "a.pmtiles", false)
+	f.journalFault(http.StatusServiceUnavailable)
+	f.clock.Advance(bound)
+	f.expect(0, key, 200, string(v2[zxy]), "")
+}
+
+// TestStagedArchiveReuploadReachesAnInstanceWhoseJournalFails: the same
+// with the archive's copy staged on local disk, whose reads never ask S3:
+// past the bound a tile not yet in the tiers is read only once S3 has said
+// the copy's version is still the archive's.
+func TestStagedArchiveReuploadReachesAnInstanceWhoseJournalFails(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 1, 8<<20)
+	in := f.instances[0]
+	startWithArchives(f, in)
+	v1, v2 := pyramid(2, 1), pyramid(2, 2)
+	b1 := pmtilestest.Build(v1, pmtilestest.Options{Clustered: true})
+	f.put("a.pmtiles", b1)
+	h, err := f.api.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("tiles/a.pmtiles")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.srv.UseLocalArchive("a", aws.ToString(h.ETag), pmtiles.ReaderAt(bytes.NewReader(b1)))
+	first, later := pmtiles.ZXY{Z: 2, X: 3, Y: 0}, pmtiles.ZXY{Z: 2, X: 1, Y: 2}
+	keyOf := func(z pmtiles.ZXY) string { return fmt.Sprintf("a/%d/%d/%d.png", z.Z, z.X, z.Y) }
+	f.expect(0, keyOf(first), 200, string(v1[first]), "MISS")
+	f.put("a.pmtiles", pmtilestest.Build(v2, pmtilestest.Options{}))
+	f.notify(0, "a.pmtiles", false)
+	f.journalFault(http.StatusServiceUnavailable)
+	f.clock.Advance(bound)
+	f.expect(0, keyOf(later), 200, string(v2[later]), "")
+	f.expect(0, keyOf(first), 200, string(v2[first]), "")
 }
 
 // startWithArchives restarts an instance of the fleet with archives on.

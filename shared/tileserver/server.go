@@ -196,7 +196,8 @@ func New(cfg Config, d Deps) (*Server, error) {
 			Decode: decodeStored, Logger: log,
 			// The engine is built below, over the archives; an archive
 			// changes under a read only once requests run.
-			Purge: func(prefix string) { _, _ = s.eng.Purge(prefix) },
+			Purge:   func(prefix string) { _, _ = s.eng.Purge(prefix) },
+			Trusted: func(storedAt, now time.Time) bool { return s.eng.Trusted(storedAt, now) },
 		})
 		if err != nil {
 			return nil, err

@@ -174,10 +174,9 @@ func renderEmulator(p func(string, ...any), r EmulatorResult) {
 			waited = waited || l.MemoryDurMax >= EmuS3Latency
 		}
 		if waited {
-			p("A memory;dur of S3's latency or more is a hit that found a check due: none had started within its lead (four times the last check's duration, at most half the Interval), " +
-				"as happens when the shared machine leaves the process without a core for longer than the lead, and it waits for that check, as the bound after an upload asks " +
-				"(on Lambda a check not waited for may be frozen with the process until the next invocation). " +
-				"`go test -run '^$' -bench BenchmarkMemoryHitJournal20ms ./shared/tiers/` shows the same in process: its slowest hits are those that found the check due.\n\n")
+			p("A memory;dur of S3's latency or more is a hit that waited for the journal check: a check due runs beside every answer the last good check still vouches for, " +
+				"so only a request past that window (SYNC_INTERVAL + SYNC_TIMEOUT without a good check) waits for it (fail closed). " +
+				"`go test -run '^$' -bench BenchmarkMemoryHitJournal20ms ./shared/tiers/` measures the same in process.\n\n")
 		}
 	}
 	if r.LoadBefore != "" {
