@@ -603,3 +603,29 @@ func TestDemoActionsShowEveryTier(t *testing.T) {
 		}
 	})
 }
+
+// TestDemoInTheCatalog: a plain `make run` (the seeded embedded stack)
+// lists the demo tileset in the catalog the banner advertises, with a
+// TileJSON that answers though the demo has no metadata.json.
+func TestDemoInTheCatalog(t *testing.T) {
+	t.Parallel()
+	st := startEmbedded(t, nil)
+	a := get(t, st.URL+"/_tilesieve/catalog")
+	if a.status != http.StatusOK {
+		t.Fatalf("catalog: got %d, want 200", a.status)
+	}
+	var cat struct {
+		Tilesets []struct{ Name, Kind, TileJSON string } `json:"tilesets"`
+	}
+	if err := json.Unmarshal(a.body, &cat); err != nil {
+		t.Fatalf("catalog %s: %v", a.body, err)
+	}
+	i := slices.IndexFunc(cat.Tilesets, func(e struct{ Name, Kind, TileJSON string }) bool { return e.Name == demotiles.Tileset })
+	if i < 0 {
+		t.Fatalf("catalog %s: no %s tileset", a.body, demotiles.Tileset)
+	}
+	tj := get(t, cat.Tilesets[i].TileJSON)
+	if tj.status != http.StatusOK || !bytes.Contains(tj.body, []byte(`"tiles"`)) {
+		t.Fatalf("TileJSON %s: got %d %s, want 200 with tile URLs", cat.Tilesets[i].TileJSON, tj.status, tj.body)
+	}
+}
