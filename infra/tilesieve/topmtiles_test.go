@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -20,24 +19,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 )
-
-// tool returns the path of a command-line tool fixtures are made with,
-// skipping the test when it is missing (failing it with
-// TILESIEVE_REQUIRE_SQLITE3=1, as CI installs the tools).
-func tool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s not installed (apt-get install %s)", name, pkg)
-	if os.Getenv("TILESIEVE_REQUIRE_SQLITE3") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
 
 func runTool(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
@@ -55,7 +38,7 @@ func runTool(t *testing.T, stdin string, args ...string) string {
 // → bytes.
 func sqliteTiles(t *testing.T, db string) map[string][]byte {
 	t.Helper()
-	out := runTool(t, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n", tool(t, "sqlite3", "sqlite3"), "-batch", db)
+	out := runTool(t, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n", sqlitetest.Need(t, "sqlite3", "sqlite3"), "-batch", db)
 	tiles := map[string][]byte{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := append(strings.Fields(line), "")
@@ -90,11 +73,11 @@ func TestUploadToPMTilesServed(t *testing.T) {
 			}
 		}
 		s.WriteString("COMMIT;\n")
-		runTool(t, s.String(), tool(t, "sqlite3", "sqlite3"), "-batch", db)
+		runTool(t, s.String(), sqlitetest.Need(t, "sqlite3", "sqlite3"), "-batch", db)
 		return db, "pbf"
 	}
 	gdalDB := func(t *testing.T) (string, string) {
-		create, translate := tool(t, "gdal_create", "gdal-bin"), tool(t, "gdal_translate", "gdal-bin")
+		create, translate := sqlitetest.Need(t, "gdal_create", "gdal-bin"), sqlitetest.Need(t, "gdal_translate", "gdal-bin")
 		tif, db := filepath.Join(dir, "in.tif"), filepath.Join(dir, "sat.mbtiles")
 		runTool(t, "", create, "-of", "GTiff", "-outsize", "512", "512", "-bands", "3", "-burn", "200", "-burn", "100", "-burn", "50",
 			"-a_srs", "EPSG:3857", "-a_ullr", "-20037508.34", "20037508.34", "20037508.34", "-20037508.34", tif)

@@ -19,37 +19,8 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/mbtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 )
-
-// need returns the path of a command-line tool the test builds fixtures
-// with, skipping the test with one line when it is missing, or failing it
-// when TILESIEVE_REQUIRE_SQLITE3=1 (CI installs the tools).
-func need(t *testing.T, tool, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s not installed (apt-get install %s)", tool, pkg)
-	if os.Getenv("TILESIEVE_REQUIRE_SQLITE3") == "1" {
-		t.Fatal(msg + "; TILESIEVE_REQUIRE_SQLITE3=1 requires it")
-	}
-	t.Skip(msg + "; set TILESIEVE_REQUIRE_SQLITE3=1 to fail instead")
-	return ""
-}
-
-// sqlite3 runs script through the sqlite3 tool on db and returns its output.
-func sqlite3(t *testing.T, db, script string) string {
-	t.Helper()
-	cmd := exec.Command(need(t, "sqlite3", "sqlite3"), "-batch", db)
-	cmd.Stdin = strings.NewReader(script)
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
-		t.Fatalf("sqlite3 %s: %v: %s", db, err, stderr.String())
-	}
-	return out.String()
-}
 
 type zxy struct{ z, x, y int } // y in TMS rows, as stored
 
@@ -131,7 +102,7 @@ func writeDB(t *testing.T, layout string, tiles map[zxy][]byte, meta map[string]
 		t.Fatalf("layout %q", layout)
 	}
 	s.WriteString("COMMIT;\n")
-	sqlite3(t, db, s.String())
+	sqlitetest.Run(t, db, s.String())
 	return db
 }
 
@@ -149,7 +120,7 @@ func openDB(t *testing.T, path string) *mbtiles.DB {
 
 func sqliteTiles(t *testing.T, db string) map[zxy][]byte {
 	t.Helper()
-	out := sqlite3(t, db, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n")
+	out := sqlitetest.Run(t, db, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n")
 	tiles := map[zxy][]byte{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(line)
@@ -194,7 +165,7 @@ func checkAgainstSQLite(t *testing.T, db string) int {
 }
 
 func TestTilesMatchSQLite(t *testing.T) {
-	need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
+	sqlitetest.Need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
 	for _, layout := range []string{"table", "view"} {
 		for _, pbf := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/pbf=%v", layout, pbf), func(t *testing.T) {
@@ -257,7 +228,7 @@ func TestTileNotFound(t *testing.T) {
 }
 
 func TestMetadata(t *testing.T) {
-	need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
+	sqlitetest.Need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
 	layers := `[{"id":"roads","fields":{"kind":"String"},"minzoom":0,"maxzoom":2}]`
 	for _, c := range []struct {
 		name  string
@@ -322,7 +293,7 @@ func TestMetadata(t *testing.T) {
 }
 
 func TestMetadataRefusesBadRows(t *testing.T) {
-	need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
+	sqlitetest.Need(t, "sqlite3", "sqlite3") // skip once, not in every subtest
 	for _, c := range []struct {
 		name string
 		meta map[string]string
@@ -390,7 +361,7 @@ func TestOpenRefuses(t *testing.T) {
 	}
 	bare := func(name, script string) string {
 		p := filepath.Join(dir, name)
-		sqlite3(t, p, script)
+		sqlitetest.Run(t, p, script)
 		return p
 	}
 	for _, c := range []struct {
@@ -488,8 +459,8 @@ func TestConcurrentReaders(t *testing.T) {
 
 // TestGDALDatabase reads a database written by GDAL's MBTiles driver.
 func TestGDALDatabase(t *testing.T) {
-	create := need(t, "gdal_create", "gdal-bin")
-	translate := need(t, "gdal_translate", "gdal-bin")
+	create := sqlitetest.Need(t, "gdal_create", "gdal-bin")
+	translate := sqlitetest.Need(t, "gdal_translate", "gdal-bin")
 	dir := t.TempDir()
 	tif, db := filepath.Join(dir, "in.tif"), filepath.Join(dir, "gdal.mbtiles")
 	for _, args := range [][]string{
@@ -517,7 +488,7 @@ func TestGDALDatabase(t *testing.T) {
 // TestEachMatchesSQLite walks every tile and compares it with sqlite3's
 // reading, rows flipped to XYZ.
 func TestEachMatchesSQLite(t *testing.T) {
-	need(t, "sqlite3", "sqlite3")
+	sqlitetest.Need(t, "sqlite3", "sqlite3")
 	for _, layout := range []string{"table", "view"} {
 		t.Run(layout, func(t *testing.T) {
 			t.Parallel()
@@ -544,12 +515,12 @@ func TestEachMatchesSQLite(t *testing.T) {
 // TestFormatSniffedPastEmptyTiles: without a format row the format comes
 // from a stored tile, and an empty tile (or NULL) stored first tells nothing.
 func TestFormatSniffedPastEmptyTiles(t *testing.T) {
-	need(t, "sqlite3", "sqlite3")
+	sqlitetest.Need(t, "sqlite3", "sqlite3")
 	for _, empty := range []string{"X''", "NULL"} {
 		t.Run(empty, func(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "e.mbtiles")
-			sqlite3(t, db, "CREATE TABLE metadata (name text, value text);\n"+
+			sqlitetest.Run(t, db, "CREATE TABLE metadata (name text, value text);\n"+
 				"CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);\n"+
 				"INSERT INTO tiles VALUES (1, 0, 0, "+empty+");\n"+
 				"INSERT INTO tiles VALUES (0, 0, 0, X'89504e470d0a1a0a');\n")

@@ -26,6 +26,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/stage"
+	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -122,7 +123,7 @@ func writeMBTiles(t *testing.T, maxZ int, seed uint64, prefix []byte, meta map[s
 	}
 	s.WriteString("COMMIT;\n")
 	db := filepath.Join(t.TempDir(), "x.mbtiles")
-	runSQLite(t, db, s.String())
+	sqlitetest.Run(t, db, s.String())
 	return db
 }
 
@@ -139,26 +140,10 @@ func gzBytes(t *testing.T, b []byte) []byte {
 	return out.Bytes()
 }
 
-func runSQLite(t *testing.T, db, script string) string {
-	t.Helper()
-	bin, err := exec.LookPath("sqlite3")
-	if err != nil {
-		t.Skip("sqlite3 not installed (Debian: sqlite3)")
-	}
-	cmd := exec.Command(bin, "-batch", db)
-	cmd.Stdin = strings.NewReader(script)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("sqlite3 %s: %v: %s", db, err, stderr.String())
-	}
-	return stdout.String()
-}
-
 // sqliteRead is every tile of db as the sqlite3 tool reads it.
 func sqliteRead(t *testing.T, db string) map[tms][]byte {
 	t.Helper()
-	out := runSQLite(t, db, "SELECT zoom_level, tile_column, tile_row, hex(tile_data) FROM tiles;\n")
+	out := sqlitetest.Run(t, db, "SELECT zoom_level, tile_column, tile_row, hex(tile_data) FROM tiles;\n")
 	tiles := map[tms][]byte{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(line, "|")

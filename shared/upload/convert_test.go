@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,29 +18,9 @@ import (
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 	"github.com/tilesieve/tilesieve/shared/upload"
 )
-
-// sqlite3 runs script through the sqlite3 tool on db, skipping the test
-// when the tool is missing (failing it with TILESIEVE_REQUIRE_SQLITE3=1).
-func sqlite3(t *testing.T, db, script string) string {
-	t.Helper()
-	p, err := exec.LookPath("sqlite3")
-	if err != nil {
-		if os.Getenv("TILESIEVE_REQUIRE_SQLITE3") == "1" {
-			t.Fatal("sqlite3 not installed (apt-get install sqlite3)")
-		}
-		t.Skip("sqlite3 not installed (apt-get install sqlite3)")
-	}
-	cmd := exec.Command(p, "-batch", db)
-	cmd.Stdin = strings.NewReader(script)
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
-		t.Fatalf("sqlite3 %s: %v: %s", db, err, stderr.String())
-	}
-	return out.String()
-}
 
 type tileKey struct {
 	z    uint8
@@ -62,14 +41,14 @@ func sqliteDB(t *testing.T, path string, tiles map[tileKey][]byte, meta map[stri
 		fmt.Fprintf(&s, "INSERT INTO tiles VALUES (%d, %d, %d, X'%x');\n", k.z, k.x, (1<<k.z-1)-k.y, b)
 	}
 	s.WriteString("COMMIT;\n")
-	sqlite3(t, path, s.String())
+	sqlitetest.Run(t, path, s.String())
 }
 
 // sqliteTiles is every tile of db as the sqlite3 tool reads it, keyed by
 // XYZ rows.
 func sqliteTiles(t *testing.T, db string) map[tileKey][]byte {
 	t.Helper()
-	out := sqlite3(t, db, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n")
+	out := sqlitetest.Run(t, db, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n")
 	tiles := map[tileKey][]byte{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := append(strings.Fields(line), "")

@@ -21,6 +21,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 )
 
 func setup(t *testing.T, env map[string]string, tiles int) (*s3local.Server, config.Tiles, *origin.Client) {
@@ -184,10 +185,7 @@ func TestOriginSettingsReachTheServer(t *testing.T) {
 // and returns its bytes and its tiles by XYZ path.
 func writeMBTiles(t *testing.T) ([]byte, map[string][]byte) {
 	t.Helper()
-	bin, err := exec.LookPath("sqlite3")
-	if err != nil {
-		t.Skip("sqlite3 not installed (Debian: sqlite3)")
-	}
+	bin := sqlitetest.Need(t, "sqlite3", "sqlite3")
 	script := "CREATE TABLE metadata (name text, value text);\nCREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);\nINSERT INTO metadata VALUES ('format', 'png');\n"
 	tiles := map[string][]byte{}
 	for x := range 2 {

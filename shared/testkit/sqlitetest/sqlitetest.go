@@ -1,0 +1,43 @@
+// Package sqlitetest finds and runs the command-line tools the MBTiles tests
+// build and read their fixtures with: Debian's sqlite3 and gdal-bin. A test
+// whose tool is missing is skipped with one line, or failed when
+// TILESIEVE_REQUIRE_SQLITE3=1 (CI installs the tools and sets it).
+package sqlitetest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Need returns the path of tool, from the Debian package pkg.
+func Need(t testing.TB, tool, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s not installed (apt-get install %s)", tool, pkg)
+	if os.Getenv("TILESIEVE_REQUIRE_SQLITE3") == "1" {
+		t.Fatal(msg + "; TILESIEVE_REQUIRE_SQLITE3=1 requires it")
+	}
+	t.Skip(msg + "; set TILESIEVE_REQUIRE_SQLITE3=1 to fail instead")
+	return ""
+}
+
+// Run runs script through the sqlite3 tool on db and returns what it
+// printed; an error, or anything on its stderr, fails the test.
+func Run(t testing.TB, db, script string) string {
+	t.Helper()
+	cmd := exec.Command(Need(t, "sqlite3", "sqlite3"), "-batch", db)
+	cmd.Stdin = strings.NewReader(script)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+		t.Fatalf("sqlite3 %s: %v: %s", db, err, stderr.String())
+	}
+	return out.String()
+}
