@@ -47,7 +47,7 @@ func TestStorageSmoke(t *testing.T) {
 
 func TestPurgeStagingSmoke(t *testing.T) {
 	if os.Getenv("E2E_SMOKE") != "purge" {
-		t.Skip("set E2E_SMOKE=purge")
+		t.Skip("set E2E_SMOKE=purge (make test does)")
 	}
 	r, err := RunPurge(context.Background(), 4, 250*time.Millisecond, 20*time.Millisecond, 5)
 	if err != nil {
@@ -63,7 +63,7 @@ func TestPurgeStagingSmoke(t *testing.T) {
 
 func TestPurgeScenariosSmoke(t *testing.T) {
 	if os.Getenv("E2E_SMOKE") != "purge" {
-		t.Skip("set E2E_SMOKE=purge")
+		t.Skip("set E2E_SMOKE=purge (make test does)")
 	}
 	ctx := context.Background()
 	c, err := RunCheckCost(ctx, 100*time.Millisecond, []int{1, 10, 100}, 2)
