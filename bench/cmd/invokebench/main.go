@@ -121,6 +121,9 @@ func run(o options) error {
 			return err
 		}
 	}
+	if o.render && res.Emulator != nil {
+		res.Emulator.summarize() // the targets as this code states them
+	}
 	if err := docsection.Write(o.out, "invoke", Render(res)); err != nil {
 		return err
 	}
