@@ -86,6 +86,17 @@ func goroutineStart(ctr *atomic.Uint32) int {
 	return int(ctr.Add(1)*104729) & (TraceLen - 1)
 }
 
+// runTrace runs loop in b.RunParallel goroutines, each from its own start
+// in the trace, and keeps the last tile each loop saw alive. The loop owns
+// its pb.Next() iteration, so the measured operations are not behind a
+// function call.
+func runTrace(b *testing.B, loop func(pb *testing.PB, i int) *tile.Tile) {
+	var ctr atomic.Uint32
+	b.RunParallel(func(pb *testing.PB) {
+		sinkTile.Store(loop(pb, goroutineStart(&ctr)))
+	})
+}
+
 func build(b *testing.B, im Impl, maxBytes int64, w *Workload) Cache {
 	b.Helper()
 	c, err := im.New(maxBytes, w.MeanWeight())
@@ -153,9 +164,7 @@ func warm(c Cache, w *Workload, tr []int32, n int) {
 func BenchmarkGet(b *testing.B) {
 	w, tr := setup()
 	forEach(b, fullBudget*w.TotalBytes, func(c Cache) { fillAll(c, w) }, func(b *testing.B, c Cache) {
-		var ctr atomic.Uint32
-		b.RunParallel(func(pb *testing.PB) {
-			i := goroutineStart(&ctr)
+		runTrace(b, func(pb *testing.PB, i int) *tile.Tile {
 			var last *tile.Tile
 			for pb.Next() {
 				t, _ := c.Get(w.Keys[tr[i]])
@@ -164,7 +173,7 @@ func BenchmarkGet(b *testing.B) {
 				}
 				i = (i + 1) & (TraceLen - 1)
 			}
-			sinkTile.Store(last)
+			return last
 		})
 	})
 }
@@ -173,9 +182,7 @@ func BenchmarkGetSet7525(b *testing.B) {
 	w, tr := setup()
 	budget := int64(evictQuarter * float64(w.TotalBytes))
 	forEach(b, budget, func(c Cache) { warm(c, w, tr, TraceLen/4) }, func(b *testing.B, c Cache) {
-		var ctr atomic.Uint32
-		b.RunParallel(func(pb *testing.PB) {
-			i := goroutineStart(&ctr)
+		runTrace(b, func(pb *testing.PB, i int) *tile.Tile {
 			var last *tile.Tile
 			for pb.Next() {
 				k := tr[i]
@@ -186,7 +193,7 @@ func BenchmarkGetSet7525(b *testing.B) {
 				}
 				i = (i + 1) & (TraceLen - 1)
 			}
-			sinkTile.Store(last)
+			return last
 		})
 	})
 }
@@ -194,9 +201,7 @@ func BenchmarkGetSet7525(b *testing.B) {
 func BenchmarkMixed702010(b *testing.B) {
 	w, tr := setup()
 	forEach(b, fullBudget*w.TotalBytes, func(c Cache) { fillAll(c, w) }, func(b *testing.B, c Cache) {
-		var ctr atomic.Uint32
-		b.RunParallel(func(pb *testing.PB) {
-			i := goroutineStart(&ctr)
+		runTrace(b, func(pb *testing.PB, i int) *tile.Tile {
 			var last *tile.Tile
 			for pb.Next() {
 				k := tr[i]
@@ -212,7 +217,7 @@ func BenchmarkMixed702010(b *testing.B) {
 				}
 				i = (i + 1) & (TraceLen - 1)
 			}
-			sinkTile.Store(last)
+			return last
 		})
 	})
 }
