@@ -28,7 +28,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -133,15 +132,4 @@ func run(o options) error {
 
 func logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "invokebench: "+format+"\n", a...)
-}
-
-func shellQuote(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if strings.ContainsAny(a, " ^$|()*'\"") {
-			a = "'" + a + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
 }
