@@ -45,7 +45,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	configured := time.Since(began)
-	a, err := app.New(ctx, cfg, log, app.WithMetrics(out))
+	a, err := app.New(ctx, memTierConfig(cfg), log, app.WithMetrics(out))
 	if err != nil {
 		return err
 	}
@@ -128,23 +128,24 @@ func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
 }
 
 // setMemoryLimitOffLambda keeps the process within what it was configured
-// to hold, once init is done: MEM_CACHE_BYTES with a tenth more (the tier's
-// per-entry overhead and the answers in flight), plus the Go memory the
-// idle process already uses (measured now, after init: the runtime, the
-// disk tier's index, the handler's pools; after a collection that returns
-// init's garbage to the system, which would otherwise count as base and
-// leave that much more room to the heap). Without a limit the collector
-// lets the heap grow to twice the live bytes (GOGC=100), so a flood of
-// requests for missing tiles, each a few short-lived allocations, takes the
-// process to several times the configured cache. The collector is given
-// half of that tenth: it overshoots its limit (by 1.4 MiB at the peak of
-// the 404 flood of docs/BENCHMARKS.md section 6), and the other half keeps
-// that overshoot inside the bound. GOMEMLIMIT, when set, wins; on Lambda
+// to hold, once init is done: MEM_CACHE_BYTES with a tenth more, plus the Go
+// memory the idle process already uses (measured now, after init: the
+// runtime, the disk tier's index, the handler's pools; after a collection
+// that returns init's garbage to the system, which would otherwise count as
+// base and leave that much more room to the heap). Without a limit the
+// collector lets the heap grow to twice the live bytes (GOGC=100), so a
+// flood of requests for missing tiles, each a few short-lived allocations,
+// takes the process to several times the configured cache. The collector is
+// given half of that tenth: it overshoots its limit (by 1.4 MiB at the peak
+// of the 404 flood of docs/BENCHMARKS.md section 6), and the other half
+// keeps that overshoot inside the bound. Under this limit the memory tier
+// holds less than MEM_CACHE_BYTES (see memTierConfig), so that a full tier
+// leaves the collector room. GOMEMLIMIT, when set, wins; on Lambda
 // setMemoryLimit has set the limit from the function's memory. The leaf
 // directory cache of archives (archive.DefaultDirectoryBytes) is not
 // counted: it holds nothing until archives are read.
 func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
-	if cfg.FunctionMemoryBytes != 0 || os.Getenv("GOMEMLIMIT") != "" || cfg.MemBytes <= 0 {
+	if !limitedOffLambda(cfg) {
 		return
 	}
 	debug.FreeOSMemory()
@@ -152,6 +153,32 @@ func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
 	limit := cfg.MemBytes + cfg.MemBytes/20 + base
 	debug.SetMemoryLimit(limit)
 	log.Info("Go memory limit set from MEM_CACHE_BYTES", "limit_bytes", limit, "base_bytes", base)
+}
+
+// limitedOffLambda reports whether setMemoryLimitOffLambda sets a limit.
+func limitedOffLambda(cfg config.Tiles) bool {
+	return cfg.FunctionMemoryBytes == 0 && os.Getenv("GOMEMLIMIT") == "" && cfg.MemBytes > 0
+}
+
+// memTierRoom is the share of MEM_CACHE_BYTES the memory tier leaves to the
+// collector under setMemoryLimitOffLambda's limit: 1/memTierRoom.
+const memTierRoom = 8
+
+// memTierConfig is cfg as the memory tier is built from it. Under the limit
+// of setMemoryLimitOffLambda the tier holds MEM_CACHE_BYTES less an eighth.
+// A tier filled to the whole of MEM_CACHE_BYTES leaves the collector no
+// room under that limit: the runtime keeps 3% of a limit back from its heap
+// goal, and its own memory (span metadata, partly used spans of a tier that
+// evicts and refills) grows with the heap, so the goal falls to the live
+// heap and the collector runs back to back (over 100 cycles a second and
+// a third of the requests per second of memory hits at 64 MiB, section 8 of
+// docs/BENCHMARKS.md). On Lambda, and with GOMEMLIMIT set, the tier holds
+// MEM_CACHE_BYTES: the limit there is not derived from it.
+func memTierConfig(cfg config.Tiles) config.Tiles {
+	if limitedOffLambda(cfg) {
+		cfg.MemBytes -= cfg.MemBytes / memTierRoom
+	}
+	return cfg
 }
 
 // goMemoryInUse is the memory the Go runtime has mapped and not returned to

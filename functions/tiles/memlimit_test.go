@@ -1,12 +1,21 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 
+	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 // TestMemoryLimit: on Lambda the Go memory limit is 90% of the function's
@@ -67,5 +76,59 @@ func TestMemoryLimit(t *testing.T) {
 				t.Errorf("got limit %d, want within [%d, %d]", got, min, max)
 			}
 		})
+	}
+}
+
+// sink keeps the test's garbage from being optimised away.
+var sink []byte
+
+// TestFullMemoryTierLeavesCollectorRoom: off Lambda, once the memory tier
+// is full and has evicted and refilled, the collector still has room under
+// the memory limit: after a collection its heap goal lies at least
+// MEM_CACHE_BYTES/16 above the live heap. The tier is the one the tile
+// function builds (its config from memTierConfig), filled to three times
+// its bound with tiles of 10–60 KB, each beside a fetch's worth of garbage.
+// When the tier held the whole of MEM_CACHE_BYTES, the goal was the live
+// heap itself (the runtime keeps 3% of the limit back, and its own memory
+// grows with the heap), so every allocation brought the next collection.
+func TestFullMemoryTierLeavesCollectorRoom(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	t.Setenv("GOMEMLIMIT", "")
+	env := map[string]string{"TILES_BUCKET": "tiles", "MEM_CACHE_BYTES": "32MiB", "DISK_CACHE_BYTES": "0", "SYNC_INTERVAL": "1h"}
+	cfg, err := config.LoadTiles(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3e := s3localtest.Start(t, "tiles")
+	log := slog.New(slog.DiscardHandler)
+	debug.SetMemoryLimit(math.MaxInt64)
+	a, err := app.NewWithOrigin(context.Background(), memTierConfig(cfg), origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles"}), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setMemoryLimitOffLambda(cfg, log)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i, filled := 0, int64(0); filled < 3*cfg.MemBytes; i++ {
+		n := 10<<10 + rng.IntN(50<<10)
+		// A fetch's own garbage (the SDK's buffers, the response), of
+		// sizes that share the bodies' size classes.
+		for range 4 {
+			sink = make([]byte, 1<<10+rng.IntN(63<<10))
+		}
+		a.Memory.Set(fmt.Sprintf("osm/%d.jpg", i), &tile.Tile{Body: make([]byte, n), ContentType: "image/jpeg", ETag: `"e"`})
+		filled += int64(n)
+	}
+	sink = nil
+	if got, want := a.Memory.Bytes(), a.Memory.Stats().MaxBytes-cfg.MemBytes/16; got < want {
+		t.Fatalf("memory tier holds %d bytes, want it full (at least %d)", got, want)
+	}
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	goal, live := int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
+	runtime.KeepAlive(a) // the tier is live through the collection
+	if got, want := goal-live, cfg.MemBytes/16; got < want {
+		t.Errorf("got %d bytes between the heap goal (%d) and the live heap (%d) beside a full memory tier, want at least %d", got, goal, live, want)
 	}
 }
