@@ -248,7 +248,7 @@ func (f *Follower) Sync(ctx context.Context) error {
 // served at now without asking S3: whether every purge recorded up to
 // now−(Interval+Timeout) is known to have been applied to it. That holds
 // when the last good check started after that time, or when the copy was
-// fetched after it. It costs an atomic load.
+// fetched after it. It costs a few atomic loads.
 func (f *Follower) Trusted(storedAt, now time.Time) bool {
 	if f.pending.Load() && !f.looked.Load() {
 		f.looked.Store(true) // every lookup asks before it fills (see Defer)
