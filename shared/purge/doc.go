@@ -8,7 +8,8 @@
 //     lose each other's entries and a reader catches up in one GET. It
 //     refuses to write to a bucket that does not honour the conditions.
 //   - Follower keeps one function instance in step with the journal: at most
-//     one cheap check per interval, riding on requests.
+//     one cheap check per interval, riding on requests. Over tiers that
+//     start empty its first check need not hold up init (Follower.Defer).
 //   - Purger is the one purge pipeline, the same for every source: one
 //     journal entry, then, after the settle delay that lets every instance
 //     apply it, a CDN invalidation within the CDN's budget of paths in

@@ -65,6 +65,12 @@ const (
 	DefaultTimeout  = time.Second
 )
 
+// ClockMargin is how far behind this instance's clock a journal writer's
+// may run: the first check of a deferred follower (Defer) applies every
+// entry recorded since it began, less this margin, as entries carry the
+// writer's clock.
+const ClockMargin = time.Minute
+
 // Follower keeps one function instance in step with the journal. Lambda
 // freezes idle instances, so there is no background loop: checks ride on
 // requests through MaybeSync, at most one per Interval. A check is one GET
@@ -84,8 +90,12 @@ type Follower struct {
 	next    atomic.Int64  // unix ns at which a check is due
 	took    atomic.Int64  // ns the last successful check took (on the follower's clock)
 	lastOK  atomic.Int64  // unix ns at which the last successful check started; 0: none yet
+	vouched atomic.Int64  // unix ns up to which every purge recorded is applied: lastOK, or Defer's start before any check succeeded
 	applied atomic.Uint64 // mirrors pos.Seq for Stats
 	failing atomic.Bool   // the last check failed
+	// pending is set by Defer until a check succeeds; looked records that
+	// a lookup asked Trusted meanwhile (so a fill may have begun).
+	pending, looked atomic.Bool
 
 	checks, unchanged, failures, purgeAlls atomic.Uint64
 
@@ -95,6 +105,8 @@ type Follower struct {
 	etag       string     // the head's version when last read
 	diskBehind bool       // a purge did not fully reach the disk: pos is not saved until a purge of everything does
 	fresh      bool       // during Start without a disk tier: the tiers are empty, nothing to apply
+	deferred   bool       // begun by Defer: the first good check applies what was recorded since began
+	began      time.Time  // when Defer was called
 }
 
 // NewFollower returns a follower of j that purges t.
@@ -132,6 +144,34 @@ func (f *Follower) Start(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
 	return f.check(cctx, now)
+}
+
+// Defer begins a follower whose tiers hold nothing yet (no disk tier, or an
+// empty one with no saved position, and no staging) without reading the
+// journal: call it instead of Start, so that init does not wait for S3, and
+// start the first check beside init (tiers.Engine.CheckBeside); it is due at
+// once. Until a check succeeds, copies are vouched for as after a check
+// that began at now: every one was fetched since.
+//
+// When no lookup began before the first good check read the head, that
+// check takes the head as its position, as Start does over empty tiers.
+// Otherwise it cannot: a fill whose GET began before the read may hold
+// bytes that an entry at or below the head purges (the object replaced
+// after the GET began, the entry recorded before the head was read), and
+// nothing would ever apply that entry. So it applies every entry recorded
+// since now − ClockMargin: such an entry was recorded after the fill's GET
+// began, so after now. When the head no longer holds every entry since then
+// (a busy journal's window), it drops both tiers instead. Either way a fill
+// still under way leaves its bytes in no tier (the engine's purge rule).
+// The cost is refilling what the tiers took in before the first check
+// under those entries' prefixes.
+func (f *Follower) Defer(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.known, f.deferred, f.began = true, true, now
+	f.vouched.Store(now.UnixNano())
+	f.next.Store(now.UnixNano())
+	f.pending.Store(true)
 }
 
 // MaybeSync checks the journal if a check is soon due (Soon) and no other
@@ -208,8 +248,11 @@ func (f *Follower) Sync(ctx context.Context) error {
 // served at now without asking S3: whether every purge recorded up to
 // now−(Interval+Timeout) is known to have been applied to it. That holds
 // when the last good check started after that time, or when the copy was
-// fetched after it. It costs an atomic load.
+// fetched after it. It costs a few atomic loads.
 func (f *Follower) Trusted(storedAt, now time.Time) bool {
+	if f.pending.Load() && !f.looked.Load() {
+		f.looked.Store(true) // every lookup asks before it fills (see Defer)
+	}
 	return f.checkedRecently(now) || storedAt.UnixNano() > f.horizon(now)
 }
 
@@ -220,7 +263,7 @@ func (f *Follower) horizon(now time.Time) int64 {
 // checkedRecently reports whether the last good check is recent enough to vouch
 // for every cached copy.
 func (f *Follower) checkedRecently(now time.Time) bool {
-	ok := f.lastOK.Load()
+	ok := f.vouched.Load()
 	return ok != 0 && ok > f.horizon(now)
 }
 
@@ -278,6 +321,7 @@ func (f *Follower) check(ctx context.Context, start time.Time) (err error) {
 		f.etag = snap.ETag
 	}
 	f.lastOK.Store(start.UnixNano())
+	f.vouched.Store(start.UnixNano())
 	f.took.Store(int64(max(0, f.cfg.Now().Sub(start))))
 	f.failing.Store(false)
 	return nil
@@ -324,12 +368,21 @@ func (f *Follower) applySnapshot(snap Snapshot) {
 		f.applied.Store(next.Seq)
 		return
 	}
-	if next == f.pos && drop == "" {
+	if !f.deferred && next == f.pos && drop == "" {
 		return
 	}
 	ok := true
 	applied := appliedCount{}
-	if drop != "" {
+	switch {
+	case f.deferred:
+		// looked is read after the head: a lookup that had not asked by
+		// now begins its GET after the head was read.
+		f.deferred = false
+		if f.looked.Load() {
+			ok = f.applySince(snap, f.began.Add(-ClockMargin), &applied)
+		}
+		f.pending.Store(false)
+	case drop != "":
 		f.log.Warn("purge follower dropping both tiers", "reason", drop, "position", f.pos, "journal", next)
 		ok = f.purgeAll(&applied)
 		sameJournal := f.known && f.pos.Journal == snap.Journal
@@ -338,23 +391,11 @@ func (f *Follower) applySnapshot(snap Snapshot) {
 				applied.entry(e)
 			}
 		}
-	} else {
+	default:
 		for _, e := range snap.Entries {
-			if e.Seq <= f.pos.Seq {
-				continue
+			if e.Seq > f.pos.Seq {
+				ok = f.apply(e, &applied) && ok
 			}
-			for _, p := range e.Prefixes {
-				if p == "" {
-					ok = f.purgeAll(&applied) && ok
-					continue
-				}
-				if err := f.purgePrefix(p, &applied); err != nil {
-					f.log.Warn("purge not fully applied on disk; it is applied again after a restart", "seq", e.Seq, "prefix", p, "err", err)
-					f.diskBehind, ok = true, false
-				}
-			}
-			applied.entry(e)
-			f.log.Debug("purge applied", "seq", e.Seq, "prefixes", e.Prefixes, "source", e.Source)
 		}
 	}
 	if f.cfg.Observer != nil && applied.entries > 0 {
@@ -371,6 +412,57 @@ func (f *Follower) applySnapshot(snap Snapshot) {
 		f.save()
 	}
 }
+
+// apply purges one entry's prefixes and reports whether the disk let go of
+// every file. f.mu is held.
+func (f *Follower) apply(e Entry, a *appliedCount) bool {
+	ok := true
+	for _, p := range e.Prefixes {
+		if p == "" {
+			ok = f.purgeAll(a) && ok
+			continue
+		}
+		if err := f.purgePrefix(p, a); err != nil {
+			f.log.Warn("purge not fully applied on disk; it is applied again after a restart", "seq", e.Seq, "prefix", p, "err", err)
+			f.diskBehind, ok = true, false
+		}
+	}
+	a.entry(e)
+	f.log.Debug("purge applied", "seq", e.Seq, "prefixes", e.Prefixes, "source", e.Source)
+	return ok
+}
+
+// applySince is the first good check of a deferred follower after a lookup
+// began (see Defer): it applies every entry of snap recorded since since,
+// or drops both tiers when snap may not hold all of them. A missing head
+// has nothing to apply, as for a follower that never saw a journal. f.mu
+// is held.
+func (f *Follower) applySince(snap Snapshot, since time.Time, a *appliedCount) bool {
+	// Every entry since since is held when the oldest one held is older,
+	// or when the head holds the journal from its first entry.
+	held := snap.Oldest() <= 1 || len(snap.Entries) > 0 && !snap.Entries[0].Time.IsZero() && snap.Entries[0].Time.Before(since)
+	if !held {
+		f.log.Debug("purge follower dropping what the tiers took in before the first check: the journal's head no longer holds every entry since this instance began")
+		ok := f.purgeAll(a)
+		for _, e := range snap.Entries {
+			if recordedSince(e, since) {
+				a.entry(e)
+			}
+		}
+		return ok
+	}
+	ok := true
+	for _, e := range snap.Entries {
+		if recordedSince(e, since) {
+			ok = f.apply(e, a) && ok
+		}
+	}
+	return ok
+}
+
+// recordedSince reports whether e was recorded at or after t by its
+// writer's clock; an entry without a time counts as recorded since.
+func recordedSince(e Entry, t time.Time) bool { return e.Time.IsZero() || !e.Time.Before(t) }
 
 // appliedCount is what one check applied, for the Observer.
 type appliedCount struct {

@@ -325,6 +325,16 @@ func (e *Engine) syncDetached(ctx context.Context) {
 	})
 }
 
+// CheckBeside starts the follower's check without waiting for it (at most
+// one at a time; Drain waits for it): a follower begun without reading the
+// journal (purge.Follower.Defer) reads it beside init. Without a follower
+// it does nothing.
+func (e *Engine) CheckBeside(ctx context.Context) {
+	if e.sy != nil {
+		e.syncDetached(ctx)
+	}
+}
+
 // Check runs the follower's check for a request that reads no tile: when
 // the follower vouches for no cached copy, and, with ifDue, when a check is
 // due. Without a follower it does nothing.

@@ -182,7 +182,11 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin,
 		log: log, now: now, metrics: d.Metrics,
-		empty: makeEmptyTiles(),
+	}
+	if cfg.MissingTile == "empty" {
+		// Encoding them takes over a millisecond of a cold start that
+		// answers no missing tile with one otherwise.
+		s.empty = makeEmptyTiles()
 	}
 	s.base = docs.Base{PublicURL: cfg.PublicURL, CDNSecret: cfg.CDNSecret}
 	s.cors, _ = parseCORS(cfg.CORSAllowOrigins) // validated above

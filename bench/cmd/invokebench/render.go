@@ -131,7 +131,7 @@ func renderEmulator(p func(string, ...any), r EmulatorResult) {
 		p("| %s | %.0f | %.0f | %.2fx | %s | %d / %d |\n", s.Size, s.Tilesieve, s.Floor, s.Ratio, strings.Join(rr, ", "), s.TSPayload, s.FloorPayload)
 	}
 	p("\nCold start, from starting the emulator's process to the first answer (the emulator's own start, the bootstrap's start and init, and the first invocation; "+
-		"for the tile function that first answer is a miss fetched from S3, after the journal is read at init), median of the rounds: "+
+		"for the tile function that first answer is a miss fetched from S3, with the journal read beside init and that miss, as its tiers start empty), median of the rounds: "+
 		"tilesieve %s, floor %s; tilesieve over the floor in each round (the two started one after the other) %s, median %.2fx.\n\n",
 		durStr(r.ColdStart["tilesieve"]), durStr(r.ColdStart["floor"]), ratioList(r.ColdRatios), r.ColdRatio)
 	if len(r.Bootstrap) > 0 {

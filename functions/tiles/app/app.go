@@ -193,18 +193,6 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	}
 	a.Server = srv
 
-	// The journal is read before the disk tier is trusted or staging begins:
-	// a disk tier kept from an earlier process gets every purge it missed
-	// (or is dropped), and the position saved with it moves on with it.
-	began := time.Now()
-	err = a.Follower.Start(ctx)
-	a.Init.JournalHead = time.Since(began)
-	if err != nil {
-		// Until a check succeeds, cached copies are trusted only for
-		// SYNC_INTERVAL + SYNC_TIMEOUT after they were fetched; older ones
-		// are revalidated with S3.
-		log.Warn("purge journal not read at start; cached copies are revalidated until it is", "err", err)
-	}
 	// A STAGE_PREFIXES entry NAME.pmtiles or NAME.mbtiles names a tileset
 	// archive: copied whole beside the disk tier, and its tiles then read
 	// from the copy.
@@ -216,7 +204,30 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 			tilePrefixes = append(tilePrefixes, p)
 		}
 	}
-	if a.Disk != nil && (len(tilePrefixes) > 0 || cfg.StageManifest != "" || len(archiveKeys) > 0) {
+	staging := a.Disk != nil && (len(tilePrefixes) > 0 || cfg.StageManifest != "" || len(archiveKeys) > 0)
+	if !staging && emptyTiers(a.Disk, fcfg.Position) {
+		// Tiers that hold nothing need no purge before the first answer:
+		// the first check runs beside init and the first requests instead
+		// of holding them up (see purge.Follower.Defer for why that keeps
+		// every purge).
+		a.Follower.Defer(time.Now())
+		srv.Engine().CheckBeside(ctx)
+	} else {
+		// The journal is read before the disk tier is trusted or staging
+		// begins: a disk tier kept from an earlier process gets every purge
+		// it missed (or is dropped), and the position saved with it moves
+		// on with it.
+		began := time.Now()
+		err = a.Follower.Start(ctx)
+		a.Init.JournalHead = time.Since(began)
+		if err != nil {
+			// Until a check succeeds, cached copies are trusted only for
+			// SYNC_INTERVAL + SYNC_TIMEOUT after they were fetched; older
+			// ones are revalidated with S3.
+			log.Warn("purge journal not read at start; cached copies are revalidated until it is", "err", err)
+		}
+	}
+	if staging {
 		began := time.Now()
 		budget := cmp.Or(cfg.StageBudget, stage.DefaultBudget)
 		a.stageArchives(ctx, budget, archiveKeys, log)
@@ -234,6 +245,22 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	}
 	a.Handler = srv
 	return a, nil
+}
+
+// emptyTiers reports whether the tiers start with nothing a purge could
+// concern: no disk tier, or one that holds no tile and no saved journal
+// position (a position file means a disk tier kept from an earlier
+// process, which is read against the journal first, as is one that cannot
+// be read).
+func emptyTiers(d *disk.Store, pos purge.PositionStore) bool {
+	if d == nil {
+		return true
+	}
+	if d.Len() > 0 || pos == nil {
+		return false
+	}
+	_, saved, err := pos.Load()
+	return err == nil && !saved
 }
 
 // stageArchives copies the named archives beside the disk tier within the

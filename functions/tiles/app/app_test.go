@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
@@ -295,5 +297,86 @@ func TestStagedArchiveRefusedAtStart(t *testing.T) {
 	}
 	if n := refused(); n != 1 {
 		t.Fatalf("log after a tile: got %d lines 'archive refused', want still 1", n)
+	}
+}
+
+// TestJournalReadAtInitOnlyWhenNeeded: tiers that start with nothing a purge
+// could concern (no disk tier, or an empty one without a saved position)
+// do not wait for the journal at init: with S3 holding the journal's head,
+// init ends and the first request is answered; the check then completes
+// beside them. A disk tier kept with its position, or staging, reads the
+// journal first, as before (here until SYNC_TIMEOUT).
+func TestJournalReadAtInitOnlyWhenNeeded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		position bool // a journal position saved in the disk tier's directory
+		waits    bool // init waits for the journal
+	}{
+		{name: "no disk tier", env: map[string]string{"DISK_CACHE_BYTES": "0"}},
+		{name: "empty disk tier"},
+		{name: "kept disk tier", position: true, waits: true},
+		{name: "staging", env: map[string]string{"STAGE_PREFIXES": "demo/5/"}, waits: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"SYNC_TIMEOUT": "100ms"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			srv, cfg, o := setup(t, env, 2)
+			ctx := context.Background()
+			// A purge recorded just before the start, of other tiles.
+			j := purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{})
+			if _, err := j.Append(ctx, []string{"other/"}, "test"); err != nil {
+				t.Fatal(err)
+			}
+			var heads atomic.Int64
+			release := make(chan struct{})
+			srv.Faults().Add(s3local.Fault{Match: func(r *http.Request) bool {
+				if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/head.json") {
+					heads.Add(1)
+					return true
+				}
+				return false
+			}, Hold: func() { <-release }})
+			if tc.position {
+				p := purge.PositionFile{Path: filepath.Join(cfg.DiskDir, purge.PositionFileName)}
+				if err := p.Save(purge.Position{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a, err := app.NewWithOrigin(ctx, cfg, o, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := a.Init.JournalHead >= 100*time.Millisecond, tc.waits; got != want {
+				t.Errorf("init waited for the journal (%v): got %v, want %v", a.Init.JournalHead, got, want)
+			}
+			if tc.waits && heads.Load() == 0 {
+				t.Error("init read no journal head")
+			}
+			serve := func() (int, string) {
+				rec := httptest.NewRecorder()
+				a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/demo/5/1/0.png", nil))
+				return rec.Code, rec.Header().Get("X-Cache")
+			}
+			if !tc.waits {
+				if code, x := serve(); code != http.StatusOK || x != "MISS" {
+					t.Fatalf("first request, the journal's head held: got %v %s, want %v MISS", code, x, http.StatusOK)
+				}
+			}
+			close(release)
+			a.Server.Drain()
+			if !tc.waits {
+				if s := a.Follower.Stats(); s.LastOK.IsZero() {
+					t.Errorf("follower after the first request: got %+v, want a good check", s)
+				}
+				if code, x := serve(); code != http.StatusOK || x != "HIT-MEMORY" {
+					t.Errorf("second request: got %v %s, want %v HIT-MEMORY", code, x, http.StatusOK)
+				}
+			}
+		})
 	}
 }
