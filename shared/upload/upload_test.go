@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 	"github.com/tilesieve/tilesieve/shared/upload"
 )
 
@@ -167,66 +167,64 @@ func TestDirectory(t *testing.T) {
 	}
 }
 
-func TestArchive(t *testing.T) {
+// TestWholeFile: an archive or a database goes up whole, as NAME.pmtiles
+// or NAME.mbtiles whether the destination names it with its extension or
+// without, with its Content-Type and its bytes' SHA-256; a second run
+// finds it unchanged and skips it.
+func TestWholeFile(t *testing.T) {
 	t.Parallel()
-	ep := s3localtest.Start(t, bucket)
-	// One incompressible 6 MiB tile makes the archive a multipart upload
-	// with 5 MiB parts, whose ETag is no MD5 of the bytes.
-	big := make([]byte, 6<<20)
-	rand.Read(big)
-	archive := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("root"), {Z: 1, X: 1}: big}, pmtilestest.Options{Clustered: true})
-	path := filepath.Join(t.TempDir(), "sat.pmtiles")
-	if err := os.WriteFile(path, archive, 0o644); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		file, ctype string
+		opts        upload.Options
+		write       func(t *testing.T, path string) []byte
+	}{
+		{"sat.pmtiles", "application/vnd.pmtiles", upload.Options{PartSize: 5 << 20}, func(t *testing.T, path string) []byte {
+			// One incompressible 6 MiB tile makes the archive a multipart
+			// upload with 5 MiB parts, whose ETag is no MD5 of the bytes.
+			big := make([]byte, 6<<20)
+			rand.Read(big)
+			archive := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("root"), {Z: 1, X: 1}: big}, pmtilestest.Options{Clustered: true})
+			if err := os.WriteFile(path, archive, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return archive
+		}},
+		{"roads.mbtiles", "application/vnd.sqlite3", upload.Options{}, func(t *testing.T, path string) []byte {
+			return sqlitetest.Write(t, path, mbtilesSchema...)
+		}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			ep := s3localtest.Start(t, bucket)
+			path := filepath.Join(t.TempDir(), tc.file)
+			want := tc.write(t, path)
+			name := strings.TrimSuffix(tc.file, filepath.Ext(tc.file))
+			for run, target := range []string{"s3://tiles/tiles/" + name, "s3://tiles/tiles/" + tc.file} {
+				dst, err := upload.ParseDestination(target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep, err := upload.Run(context.Background(), ep.Client, path, dst, tc.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if run == 0 && rep.Uploaded != 1 {
+					t.Errorf("first run: got %+v, want 1 uploaded", rep)
+				}
+				if run == 1 && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
+					t.Errorf("second run: got %+v, want it skipped as unchanged", rep)
+				}
+			}
+			o := get(t, ep.Client, "tiles/"+tc.file)
+			if o.ctype != tc.ctype || o.cenc != "" || !bytes.Equal(o.body, want) || o.sha256hex != sum(want) {
+				t.Errorf("got Content-Type %q, Content-Encoding %q, %d bytes, sha256 %s, want %s, none, %d bytes, %s",
+					o.ctype, o.cenc, len(o.body), o.sha256hex, tc.ctype, len(want), sum(want))
+			}
+			if got := keys(t, ep.Client); len(got) != 1 {
+				t.Errorf("objects: got %v, want only tiles/%s", got, tc.file)
+			}
+		})
 	}
-	for _, target := range []string{"s3://tiles/tiles/sat", "s3://tiles/tiles/sat.pmtiles"} {
-		dst, err := upload.ParseDestination(target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := upload.Run(context.Background(), ep.Client, path, dst, upload.Options{PartSize: 5 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if target == "s3://tiles/tiles/sat" && rep.Uploaded != 1 {
-			t.Errorf("first run: got %+v, want 1 uploaded", rep)
-		}
-		if target == "s3://tiles/tiles/sat.pmtiles" && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
-			t.Errorf("second run: got %+v, want it skipped as unchanged", rep)
-		}
-	}
-	o := get(t, ep.Client, "tiles/sat.pmtiles")
-	if o.ctype != "application/vnd.pmtiles" || o.cenc != "" || !bytes.Equal(o.body, archive) || o.sha256hex != sum(archive) {
-		t.Errorf("got Content-Type %q, Content-Encoding %q, %d bytes, sha256 %s, want application/vnd.pmtiles, none, %d bytes, %s",
-			o.ctype, o.cenc, len(o.body), o.sha256hex, len(archive), sum(archive))
-	}
-	if got := keys(t, ep.Client); len(got) != 1 {
-		t.Errorf("objects: got %v, want only tiles/sat.pmtiles", got)
-	}
-}
-
-// writeMBTiles writes a small MBTiles database with the SQLite library the
-// tile function reads it with.
-func writeMBTiles(t *testing.T, path string, stmts ...string) []byte {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 var mbtilesSchema = []string{
@@ -234,37 +232,6 @@ var mbtilesSchema = []string{
 	`INSERT INTO metadata VALUES ('format', 'png')`,
 	`CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob)`,
 	`INSERT INTO tiles VALUES (0, 0, 0, X'89504e470d0a1a0a')`,
-}
-
-func TestDatabase(t *testing.T) {
-	t.Parallel()
-	ep := s3localtest.Start(t, bucket)
-	path := filepath.Join(t.TempDir(), "roads.mbtiles")
-	db := writeMBTiles(t, path, mbtilesSchema...)
-	for _, target := range []string{"s3://tiles/tiles/roads", "s3://tiles/tiles/roads.mbtiles"} {
-		dst, err := upload.ParseDestination(target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := upload.Run(context.Background(), ep.Client, path, dst, upload.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if target == "s3://tiles/tiles/roads" && rep.Uploaded != 1 {
-			t.Errorf("first run: got %+v, want 1 uploaded", rep)
-		}
-		if target == "s3://tiles/tiles/roads.mbtiles" && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
-			t.Errorf("second run: got %+v, want it skipped as unchanged", rep)
-		}
-	}
-	o := get(t, ep.Client, "tiles/roads.mbtiles")
-	if o.ctype != "application/vnd.sqlite3" || o.cenc != "" || !bytes.Equal(o.body, db) || o.sha256hex != sum(db) {
-		t.Errorf("got Content-Type %q, Content-Encoding %q, %d bytes, sha256 %s, want application/vnd.sqlite3, none, %d bytes, %s",
-			o.ctype, o.cenc, len(o.body), o.sha256hex, len(db), sum(db))
-	}
-	if got := keys(t, ep.Client); len(got) != 1 {
-		t.Errorf("objects: got %v, want only tiles/roads.mbtiles", got)
-	}
 }
 
 func TestBadSource(t *testing.T) {
@@ -297,8 +264,8 @@ func TestBadSource(t *testing.T) {
 	os.Mkdir(empty, 0o755)
 	writeFiles(t, dir, map[string][]byte{"fake.mbtiles": []byte(strings.Repeat("not SQLite ", 100))})
 	noTiles := filepath.Join(dir, "notiles.mbtiles")
-	writeMBTiles(t, noTiles, mbtilesSchema[:2]...)
-	whole := writeMBTiles(t, filepath.Join(dir, "whole.mbtiles"), mbtilesSchema...)
+	sqlitetest.Write(t, noTiles, mbtilesSchema[:2]...)
+	whole := sqlitetest.Write(t, filepath.Join(dir, "whole.mbtiles"), mbtilesSchema...)
 	truncated := filepath.Join(dir, "truncated.mbtiles")
 	writeFiles(t, dir, map[string][]byte{"truncated.mbtiles": whole[:len(whole)-512]})
 	dst := upload.Destination{Bucket: bucket, Name: "x"}
