@@ -2,7 +2,6 @@ package mbtiles_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -19,23 +18,12 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/mbtiles"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 )
 
 type zxy struct{ z, x, y int } // y in TMS rows, as stored
-
-func gz(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
-	if _, err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // fixtureTiles are distinct tiles at zooms 0-2, so a wrong row flip reads
 // another tile's bytes.
@@ -51,7 +39,7 @@ func fixtureTiles(t *testing.T, pbf bool) map[zxy][]byte {
 					b[i] = byte(r.Uint32())
 				}
 				if pbf {
-					b = gz(t, b)
+					b = pmtilestest.Compress(b, pmtiles.CompressionGzip)
 				} else {
 					b = append([]byte("\x89PNG\r\n\x1a\n"), b...)
 				}

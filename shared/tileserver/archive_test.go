@@ -2,7 +2,6 @@ package tileserver_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -164,11 +163,7 @@ func TestArchiveGzipVector(t *testing.T) {
 	stored := map[pmtiles.ZXY][]byte{}
 	for zxy, b := range pyramid(2, 3) {
 		raw[zxy] = b
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		zw.Write(b)
-		zw.Close()
-		stored[zxy] = buf.Bytes()
+		stored[zxy] = gz(b)
 	}
 	e.put("v.pmtiles", pmtilestest.Build(stored, pmtilestest.Options{Clustered: true, TileType: pmtiles.TileTypeMVT, TileCompression: pmtiles.CompressionGzip}), "", "")
 	zxy := pmtiles.ZXY{Z: 2, X: 3, Y: 1}

@@ -2,7 +2,6 @@ package tileserver_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -115,7 +114,7 @@ func writeMBTiles(t *testing.T, maxZ int, seed uint64, prefix []byte, meta map[s
 					b = append(b, byte(rng.Uint32()))
 				}
 				if bytes.HasPrefix(prefix, []byte{0x1f, 0x8b}) {
-					b = gzBytes(t, b[len(prefix):])
+					b = gz(b[len(prefix):])
 				}
 				fmt.Fprintf(&s, "INSERT INTO tiles VALUES (%d, %d, %d, X'%s');\n", z, x, y, hex.EncodeToString(b))
 			}
@@ -125,19 +124,6 @@ func writeMBTiles(t *testing.T, maxZ int, seed uint64, prefix []byte, meta map[s
 	db := filepath.Join(t.TempDir(), "x.mbtiles")
 	sqlitetest.Run(t, db, s.String())
 	return db
-}
-
-func gzBytes(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
 }
 
 // sqliteRead is every tile of db as the sqlite3 tool reads it.

@@ -2,7 +2,6 @@ package tileserver_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -25,8 +24,10 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
@@ -248,19 +249,15 @@ func TestConditionalRangeHead(t *testing.T) {
 	}
 }
 
-func gz(t *testing.T, s string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	zw.Write([]byte(s))
-	zw.Close()
-	return b.Bytes()
+// gz is b gzipped, as a tile is stored with Content-Encoding: gzip.
+func gz[T string | []byte](b T) []byte {
+	return pmtilestest.Compress([]byte(b), pmtiles.CompressionGzip)
 }
 
 func TestGzipPassThroughAndDecode(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	stored := gz(t, "vector tile bytes")
+	stored := gz("vector tile bytes")
 	etag := e.put("v/3/1/2.pbf", stored, "application/x-protobuf", "gzip")
 
 	r := e.do("GET", "/v/3/1/2.pbf", "Accept-Encoding", "br, gzip")
@@ -827,7 +824,7 @@ func TestHitAnswersMatchTheGeneralPath(t *testing.T) {
 	for _, cors := range []string{"*", "none", "https://app.example"} {
 		e := newEnv(t, withConfig(func(c *tileserver.Config) { c.CORSAllowOrigins = cors }))
 		e.put("h/1/0/0.png", []byte("png bytes"), "image/png", "")
-		e.put("h/1/0/0.pbf", gz(t, "vector bytes"), "application/x-protobuf", "gzip")
+		e.put("h/1/0/0.pbf", gz("vector bytes"), "application/x-protobuf", "gzip")
 		for _, key := range []string{"h/1/0/0.png", "h/1/0/0.pbf"} {
 			for _, method := range []string{"GET", "HEAD"} {
 				serve := func(memory bool, hdr ...string) (*tileserver.Response, []tileserver.Field) {
