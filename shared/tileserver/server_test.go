@@ -176,6 +176,18 @@ func body(t *testing.T, r *http.Response) string {
 	return string(b)
 }
 
+// expectBody is expect, and r's body is want.
+func expectBody(t *testing.T, r *http.Response, status int, xcache, want string) {
+	t.Helper()
+	expect(t, r, status, xcache)
+	if got := body(t, r); got != want {
+		if len(got) > 64 || len(want) > 64 {
+			t.Fatalf("body: got %d bytes, want %d bytes (X-Cache %s)", len(got), len(want), xcache)
+		}
+		t.Fatalf("body: got %q, want %q (X-Cache %s)", got, want, xcache)
+	}
+}
+
 func expect(t *testing.T, r *http.Response, status int, xcache string) {
 	t.Helper()
 	if r.StatusCode != status {
@@ -192,10 +204,7 @@ func TestTiersMissMemoryDisk(t *testing.T) {
 	etag := e.put("osm/1/0/0.png", []byte("tile-100"), "image/png", "")
 
 	r := e.do("GET", "/osm/1/0/0.png")
-	expect(t, r, 200, "MISS")
-	if got := body(t, r); got != "tile-100" {
-		t.Fatalf("body: got %q", got)
-	}
+	expectBody(t, r, 200, "MISS", "tile-100")
 	for _, h := range []string{"Content-Type", "Content-Length", "Etag", "Last-Modified", "Cache-Control", "Server-Timing"} {
 		if r.Header.Get(h) == "" {
 			t.Errorf("missing header %s", h)
@@ -211,10 +220,7 @@ func TestTiersMissMemoryDisk(t *testing.T) {
 	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "HIT-MEMORY")
 	e.mem.DeletePrefix("")
 	r = e.do("GET", "/osm/1/0/0.png")
-	expect(t, r, 200, "HIT-DISK")
-	if got := body(t, r); got != "tile-100" {
-		t.Fatalf("disk body: got %q", got)
-	}
+	expectBody(t, r, 200, "HIT-DISK", "tile-100")
 	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "HIT-MEMORY")
 	if n := e.s3Gets.Load(); n != 1 {
 		t.Fatalf("S3 GETs: got %d, want 1", n)
@@ -319,10 +325,7 @@ func TestRevalidation(t *testing.T) {
 
 	e.clock.Advance(2 * time.Hour)
 	r := e.do("GET", "/r/1/1/1.png")
-	expect(t, r, 200, "REVALIDATED")
-	if got := body(t, r); got != "v1" {
-		t.Fatalf("got %q", got)
-	}
+	expectBody(t, r, 200, "REVALIDATED", "v1")
 	expect(t, e.do("GET", "/r/1/1/1.png"), 200, "HIT-MEMORY")
 	// The disk copy was renewed too: read back from disk, it is fresh.
 	e.mem.DeletePrefix("")
@@ -334,10 +337,7 @@ func TestRevalidation(t *testing.T) {
 	e.put("r/1/1/1.png", []byte("v2"), "image/png", "")
 	e.clock.Advance(2 * time.Hour)
 	r = e.do("GET", "/r/1/1/1.png")
-	expect(t, r, 200, "MISS")
-	if got := body(t, r); got != "v2" {
-		t.Fatalf("after change: got %q, want v2", got)
-	}
+	expectBody(t, r, 200, "MISS", "v2")
 }
 
 func TestPurgePrefixBothTiers(t *testing.T) {
@@ -547,10 +547,7 @@ func TestPurgeRaceFillNotReinserted(t *testing.T) {
 		t.Fatal("the old fill was written to disk after the purge")
 	}
 	r = e.do("GET", "/race/1/1/1.png")
-	expect(t, r, 200, "MISS")
-	if got := body(t, r); got != "new" {
-		t.Fatalf("after purge: got %q, want new", got)
-	}
+	expectBody(t, r, 200, "MISS", "new")
 	if e.srv.Stats().Handler.DroppedFills != 1 {
 		t.Fatalf("dropped fills: %+v", e.srv.Stats().Handler)
 	}
