@@ -3,7 +3,6 @@ package mbtiles_test
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -94,7 +92,6 @@ func writeDB(t *testing.T, layout string, tiles map[zxy][]byte, meta map[string]
 	return db
 }
 
-// sqliteTiles is every tile of db as the sqlite3 tool reads it.
 // openDB opens the database at path, closed when the test ends.
 func openDB(t *testing.T, path string) *mbtiles.DB {
 	t.Helper()
@@ -106,30 +103,12 @@ func openDB(t *testing.T, path string) *mbtiles.DB {
 	return d
 }
 
+// sqliteTiles is every tile of db as the sqlite3 tool reads it.
 func sqliteTiles(t *testing.T, db string) map[zxy][]byte {
 	t.Helper()
-	out := sqlitetest.Run(t, db, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n")
 	tiles := map[zxy][]byte{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 3 {
-			f = append(f, "")
-		}
-		if len(f) != 4 {
-			t.Fatalf("sqlite3 line %q", line)
-		}
-		var k zxy
-		var err error
-		for i, dst := range []*int{&k.z, &k.x, &k.y} {
-			if *dst, err = strconv.Atoi(f[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		b, err := hex.DecodeString(f[3])
-		if err != nil {
-			t.Fatal(err)
-		}
-		tiles[k] = b
+	for k, b := range sqlitetest.Tiles(t, db) {
+		tiles[zxy{k.Z, k.X, k.Row}] = b
 	}
 	return tiles
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,23 +128,9 @@ func writeMBTiles(t *testing.T, maxZ int, seed uint64, prefix []byte, meta map[s
 // sqliteRead is every tile of db as the sqlite3 tool reads it.
 func sqliteRead(t *testing.T, db string) map[tms][]byte {
 	t.Helper()
-	out := sqlitetest.Run(t, db, "SELECT zoom_level, tile_column, tile_row, hex(tile_data) FROM tiles;\n")
 	tiles := map[tms][]byte{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Split(line, "|")
-		if len(f) != 4 {
-			t.Fatalf("sqlite3 line %q", line)
-		}
-		var k tms
-		var err error
-		for i, p := range []*int{&k.z, &k.x, &k.row} {
-			if *p, err = strconv.Atoi(f[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if tiles[k], err = hex.DecodeString(f[3]); err != nil {
-			t.Fatal(err)
-		}
+	for k, b := range sqlitetest.Tiles(t, db) {
+		tiles[tms{k.Z, k.X, k.Row}] = b
 	}
 	return tiles
 }

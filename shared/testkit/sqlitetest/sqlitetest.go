@@ -9,9 +9,11 @@ package sqlitetest
 import (
 	"bytes"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,4 +71,33 @@ func Write(t testing.TB, path string, stmts ...string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Tile is a tile's place as MBTiles stores it: the row counted from the
+// bottom (TMS), not flipped to XYZ.
+type Tile struct{ Z, X, Row int }
+
+// Tiles is every tile of the database at db as the sqlite3 tool reads it
+// from its tiles table or view.
+func Tiles(t testing.TB, db string) map[Tile][]byte {
+	t.Helper()
+	out := Run(t, db, "SELECT zoom_level, tile_column, tile_row, hex(tile_data) FROM tiles;\n")
+	tiles := map[Tile][]byte{}
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 4 {
+			t.Fatalf("sqlite3 line %q", line)
+		}
+		var k Tile
+		var err error
+		for i, p := range []*int{&k.Z, &k.X, &k.Row} {
+			if *p, err = strconv.Atoi(f[i]); err != nil {
+				t.Fatalf("sqlite3 line %q: %v", line, err)
+			}
+		}
+		if tiles[k], err = hex.DecodeString(f[3]); err != nil {
+			t.Fatalf("sqlite3 line %q: %v", line, err)
+		}
+	}
+	return tiles
 }
