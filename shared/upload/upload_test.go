@@ -52,6 +52,16 @@ type object struct {
 	ctype, cenc, sha256hex string
 }
 
+// run uploads src to dst and returns the report; an error fails the test.
+func run(t *testing.T, c *s3.Client, src string, dst upload.Destination, opts upload.Options) upload.Report {
+	t.Helper()
+	rep, err := upload.Run(context.Background(), c, src, dst, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 func get(t *testing.T, c *s3.Client, key string) object {
 	t.Helper()
 	out, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
@@ -103,10 +113,7 @@ func TestDirectory(t *testing.T) {
 	}
 	writeFiles(t, dir, files)
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "city"}
-	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{Concurrency: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run(t, ep.Client, dir, dst, upload.Options{Concurrency: 3})
 	if rep.Uploaded != 8 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 4 {
 		t.Errorf("first run: got %+v, want 8 uploaded, 4 not tiles", rep)
 	}
@@ -137,10 +144,7 @@ func TestDirectory(t *testing.T) {
 	}
 
 	// A second run uploads nothing.
-	rep, err = upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep = run(t, ep.Client, dir, dst, upload.Options{})
 	if rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 8 {
 		t.Errorf("second run: got %+v, want 0 uploaded, 8 unchanged", rep)
 	}
@@ -152,10 +156,7 @@ func TestDirectory(t *testing.T) {
 	if _, err := s3local.Put(context.Background(), ep.Client, bucket, "tiles/city/2/3/3.webp", files["2/3/3.webp"], "application/octet-stream", ""); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep = run(t, ep.Client, dir, dst, upload.Options{})
 	if rep.Uploaded != 2 || rep.Skips[upload.SkipUnchanged] != 6 {
 		t.Errorf("third run: got %+v, want 2 uploaded, 6 unchanged", rep)
 	}
@@ -199,19 +200,16 @@ func TestWholeFile(t *testing.T) {
 			path := filepath.Join(t.TempDir(), tc.file)
 			want := tc.write(t, path)
 			name := strings.TrimSuffix(tc.file, filepath.Ext(tc.file))
-			for run, target := range []string{"s3://tiles/tiles/" + name, "s3://tiles/tiles/" + tc.file} {
+			for i, target := range []string{"s3://tiles/tiles/" + name, "s3://tiles/tiles/" + tc.file} {
 				dst, err := upload.ParseDestination(target)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep, err := upload.Run(context.Background(), ep.Client, path, dst, tc.opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if run == 0 && rep.Uploaded != 1 {
+				rep := run(t, ep.Client, path, dst, tc.opts)
+				if i == 0 && rep.Uploaded != 1 {
 					t.Errorf("first run: got %+v, want 1 uploaded", rep)
 				}
-				if run == 1 && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
+				if i == 1 && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
 					t.Errorf("second run: got %+v, want it skipped as unchanged", rep)
 				}
 			}
@@ -418,10 +416,7 @@ func TestDirectoryStyle(t *testing.T) {
 	}
 	writeFiles(t, dir, files)
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "osm"}
-	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{Concurrency: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run(t, ep.Client, dir, dst, upload.Options{Concurrency: 2})
 	if rep.Uploaded != 10 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 6 {
 		t.Errorf("got %+v, want 10 uploaded, 6 not tiles", rep)
 	}
@@ -453,10 +448,7 @@ func TestDirectoryFonts(t *testing.T) {
 	ep := s3localtest.Start(t, bucket)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string][]byte{"Noto Sans Regular/0-255.pbf": []byte("\x0a\x00")})
-	rep, err := upload.Run(context.Background(), ep.Client, dir, upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "fonts"}, upload.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run(t, ep.Client, dir, upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "fonts"}, upload.Options{})
 	if rep.Uploaded != 1 {
 		t.Errorf("got %+v, want 1 uploaded", rep)
 	}
@@ -484,10 +476,7 @@ func TestGzipVectorTiles(t *testing.T) {
 	})
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "vec"}
 	opts := upload.Options{GzipVectorTiles: true}
-	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run(t, ep.Client, dir, dst, opts)
 	if rep.Uploaded != 5 {
 		t.Fatalf("first run: got %+v, want 5 uploaded", rep)
 	}
@@ -522,10 +511,7 @@ func TestGzipVectorTiles(t *testing.T) {
 			t.Errorf("%s: stored %d bytes, want fewer than the %d uncompressed", c.rel, len(o.body), len(mvt))
 		}
 	}
-	rep, err = upload.Run(context.Background(), ep.Client, dir, dst, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep = run(t, ep.Client, dir, dst, opts)
 	if rep.Uploaded != 0 || rep.Skipped != 5 {
 		t.Errorf("second run: got %+v, want 0 uploaded, 5 skipped as unchanged", rep)
 	}
