@@ -85,13 +85,11 @@ func (me *mbEnv) start() {
 }
 
 // tms is a tile's place as MBTiles stores it: row counted from the bottom.
-type tms struct {
-	z, x, row int
-}
+type tms = sqlitetest.Tile
 
-// xyzPath is the URL path of a stored tile (rows flipped to XYZ).
-func (k tms) xyzPath(name, ext string) string {
-	return fmt.Sprintf("/%s/%d/%d/%d.%s", name, k.z, k.x, (1<<k.z)-1-k.row, ext)
+// xyzPath is the URL path of the tile stored at k (rows flipped to XYZ).
+func xyzPath(k tms, name, ext string) string {
+	return fmt.Sprintf("/%s/%d/%d/%d.%s", name, k.Z, k.X, (1<<k.Z)-1-k.Row, ext)
 }
 
 // writeMBTiles writes an MBTiles database of zooms 0..maxZ with the sqlite3
@@ -125,16 +123,6 @@ func writeMBTiles(t *testing.T, maxZ int, seed uint64, prefix []byte, meta map[s
 	return db
 }
 
-// sqliteRead is every tile of db as the sqlite3 tool reads it.
-func sqliteRead(t *testing.T, db string) map[tms][]byte {
-	t.Helper()
-	tiles := map[tms][]byte{}
-	for k, b := range sqlitetest.Tiles(t, db) {
-		tiles[tms{k.Z, k.X, k.Row}] = b
-	}
-	return tiles
-}
-
 func (me *mbEnv) upload(name, db string) string {
 	me.t.Helper()
 	b, err := os.ReadFile(db)
@@ -149,13 +137,13 @@ func (me *mbEnv) upload(name, db string) string {
 func (me *mbEnv) checkTiles(t *testing.T, name, ext, enc string, want map[tms][]byte, xcache string) {
 	t.Helper()
 	for k, b := range want {
-		r := me.do("GET", k.xyzPath(name, ext), "Accept-Encoding", "gzip")
+		r := me.do("GET", xyzPath(k, name, ext), "Accept-Encoding", "gzip")
 		expect(t, r, 200, xcache)
 		if got := body(t, r); got != string(b) {
-			t.Fatalf("%s: got %d bytes %x..., want sqlite3's %d bytes", k.xyzPath(name, ext), len(got), got[:min(8, len(got))], len(b))
+			t.Fatalf("%s: got %d bytes %x..., want sqlite3's %d bytes", xyzPath(k, name, ext), len(got), got[:min(8, len(got))], len(b))
 		}
 		if got := r.Header.Get("Content-Encoding"); got != enc {
-			t.Fatalf("%s: Content-Encoding: got %q, want %q", k.xyzPath(name, ext), got, enc)
+			t.Fatalf("%s: Content-Encoding: got %q, want %q", xyzPath(k, name, ext), got, enc)
 		}
 	}
 }
@@ -180,7 +168,7 @@ func TestMBTilesServed(t *testing.T) {
 			t.Parallel()
 			me := newMBEnv(t)
 			db := writeMBTiles(t, 3, 11, tt.prefix, tt.meta)
-			want := sqliteRead(t, db)
+			want := sqlitetest.Tiles(t, db)
 			if len(want) != 85 {
 				t.Fatalf("got %d tiles from sqlite3, want 85", len(want))
 			}
@@ -191,7 +179,7 @@ func TestMBTilesServed(t *testing.T) {
 				k0 = k
 				break
 			}
-			r := me.do("GET", k0.xyzPath("topo", tt.ext))
+			r := me.do("GET", xyzPath(k0, "topo", tt.ext))
 			expect(t, r, 200, "MISS")
 			if got := r.Header.Get("Content-Type"); got != tt.ctype {
 				t.Errorf("Content-Type: got %q, want %q", got, tt.ctype)
@@ -266,7 +254,7 @@ func TestMBTilesReupload(t *testing.T) {
 			png := []byte("\x89PNG\r\n\x1a\n")
 			meta := map[string]string{"name": "v", "format": "png"}
 			v1, v2 := writeMBTiles(t, 2, 1, png, meta), writeMBTiles(t, 2, 2, png, meta)
-			old, fresh := sqliteRead(t, v1), sqliteRead(t, v2)
+			old, fresh := sqlitetest.Tiles(t, v1), sqlitetest.Tiles(t, v2)
 			me.upload("topo", v1)
 			me.checkTiles(t, "topo", "png", "", old, "")
 			me.upload("topo", v2)
@@ -331,7 +319,7 @@ func TestMBTilesTooLarge(t *testing.T) {
 	}
 	me.room.Store(st.Size())
 	me.clock.Advance(2 * time.Minute) // past the archive TTL
-	me.checkTiles(t, "topo", "png", "", sqliteRead(t, db), "")
+	me.checkTiles(t, "topo", "png", "", sqlitetest.Tiles(t, db), "")
 }
 
 // TestMBTilesConcurrentFirstRequests: requests that arrive together for a
@@ -340,7 +328,7 @@ func TestMBTilesConcurrentFirstRequests(t *testing.T) {
 	t.Parallel()
 	me := newMBEnv(t)
 	db := writeMBTiles(t, 3, 9, []byte("\x89PNG\r\n\x1a\n"), map[string]string{"format": "png"})
-	want := sqliteRead(t, db)
+	want := sqlitetest.Tiles(t, db)
 	me.upload("topo", db)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(want))
@@ -350,11 +338,11 @@ func TestMBTilesConcurrentFirstRequests(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			r := me.do("GET", k.xyzPath("topo", "png"))
+			r := me.do("GET", xyzPath(k, "topo", "png"))
 			got := new(bytes.Buffer)
 			_, _ = got.ReadFrom(r.Body)
 			if r.StatusCode != 200 || !bytes.Equal(got.Bytes(), b) {
-				errs <- fmt.Errorf("%s: got %d and %d bytes, want 200 and %d bytes", k.xyzPath("topo", "png"), r.StatusCode, got.Len(), len(b))
+				errs <- fmt.Errorf("%s: got %d and %d bytes, want 200 and %d bytes", xyzPath(k, "topo", "png"), r.StatusCode, got.Len(), len(b))
 			}
 		}()
 	}
@@ -390,7 +378,7 @@ func TestStageMBTilesAtStart(t *testing.T) {
 	if got := me.copies.Load(); got != 1 {
 		t.Fatalf("downloads at start: got %d, want 1", got)
 	}
-	me.checkTiles(t, "topo", "png", "", sqliteRead(t, db), "MISS")
+	me.checkTiles(t, "topo", "png", "", sqlitetest.Tiles(t, db), "MISS")
 	if got := me.copies.Load(); got != 1 {
 		t.Errorf("downloads after the first requests: got %d, want 1", got)
 	}
@@ -420,7 +408,7 @@ func TestMBTilesFromGDAL(t *testing.T) {
 			t.Fatalf("%s: %v: %s", filepath.Base(args[0]), err, out)
 		}
 	}
-	want := sqliteRead(t, db)
+	want := sqlitetest.Tiles(t, db)
 	if len(want) == 0 {
 		t.Fatal("got no tiles from sqlite3")
 	}
