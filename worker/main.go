@@ -35,9 +35,7 @@ func main() {
 		os.Exit(1)
 	}
 	// Log lines and metric lines share stdout, a line at a time.
-	out := &obs.LineWriter{W: os.Stdout}
-	env := obs.NewEnvironment()
-	log := slog.New(env.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
+	out, env, log := obs.NewOutput(os.Stdout, cfg.LogLevel)
 	a, err := app.New(context.Background(), cfg, app.Options{Logger: log, MetricsOut: out})
 	if err != nil {
 		log.Error("sync worker: init", "err", err)

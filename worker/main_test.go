@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/tilesieve/tilesieve/events"
+	fixtures "github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/config"
@@ -98,9 +98,7 @@ func TestInvocationLogsAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	out := &obs.LineWriter{W: &buf}
-	env := obs.NewEnvironment()
-	log := slog.New(env.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
+	out, env, log := obs.NewOutput(&buf, cfg.LogLevel)
 	w, err := app.New(context.Background(), cfg, app.Options{Logger: log, MetricsOut: out, AWS: awsclient.Settings{Region: s3local.DefaultRegion, Credentials: s3e.Credentials()}})
 	if err != nil {
 		t.Fatal(err)

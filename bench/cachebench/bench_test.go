@@ -86,6 +86,19 @@ func goroutineStart(ctr *atomic.Uint32) int {
 	return int(ctr.Add(1)*104729) & (TraceLen - 1)
 }
 
+// forEachTrace runs loop, per implementation (see forEach), in
+// b.RunParallel goroutines, each from its own start in the trace, and keeps
+// the last tile each loop saw alive. The loop owns its pb.Next() iteration,
+// so the measured operations are not behind a function call.
+func forEachTrace(b *testing.B, maxBytes int64, prepare func(Cache), loop func(c Cache, pb *testing.PB, i int) *tile.Tile) {
+	forEach(b, maxBytes, prepare, func(b *testing.B, c Cache) {
+		var ctr atomic.Uint32
+		b.RunParallel(func(pb *testing.PB) {
+			sinkTile.Store(loop(c, pb, goroutineStart(&ctr)))
+		})
+	})
+}
+
 func build(b *testing.B, im Impl, maxBytes int64, w *Workload) Cache {
 	b.Helper()
 	c, err := im.New(maxBytes, w.MeanWeight())
@@ -152,68 +165,56 @@ func warm(c Cache, w *Workload, tr []int32, n int) {
 
 func BenchmarkGet(b *testing.B) {
 	w, tr := setup()
-	forEach(b, fullBudget*w.TotalBytes, func(c Cache) { fillAll(c, w) }, func(b *testing.B, c Cache) {
-		var ctr atomic.Uint32
-		b.RunParallel(func(pb *testing.PB) {
-			i := goroutineStart(&ctr)
-			var last *tile.Tile
-			for pb.Next() {
-				t, _ := c.Get(w.Keys[tr[i]])
-				if t != nil {
-					last = t
-				}
-				i = (i + 1) & (TraceLen - 1)
+	forEachTrace(b, fullBudget*w.TotalBytes, func(c Cache) { fillAll(c, w) }, func(c Cache, pb *testing.PB, i int) *tile.Tile {
+		var last *tile.Tile
+		for pb.Next() {
+			t, _ := c.Get(w.Keys[tr[i]])
+			if t != nil {
+				last = t
 			}
-			sinkTile.Store(last)
-		})
+			i = (i + 1) & (TraceLen - 1)
+		}
+		return last
 	})
 }
 
 func BenchmarkGetSet7525(b *testing.B) {
 	w, tr := setup()
 	budget := int64(evictQuarter * float64(w.TotalBytes))
-	forEach(b, budget, func(c Cache) { warm(c, w, tr, TraceLen/4) }, func(b *testing.B, c Cache) {
-		var ctr atomic.Uint32
-		b.RunParallel(func(pb *testing.PB) {
-			i := goroutineStart(&ctr)
-			var last *tile.Tile
-			for pb.Next() {
-				k := tr[i]
-				if i&3 == 3 {
-					c.Set(w.Keys[k], w.Tiles[k], w.Weights[k])
-				} else if t, _ := c.Get(w.Keys[k]); t != nil {
-					last = t
-				}
-				i = (i + 1) & (TraceLen - 1)
+	forEachTrace(b, budget, func(c Cache) { warm(c, w, tr, TraceLen/4) }, func(c Cache, pb *testing.PB, i int) *tile.Tile {
+		var last *tile.Tile
+		for pb.Next() {
+			k := tr[i]
+			if i&3 == 3 {
+				c.Set(w.Keys[k], w.Tiles[k], w.Weights[k])
+			} else if t, _ := c.Get(w.Keys[k]); t != nil {
+				last = t
 			}
-			sinkTile.Store(last)
-		})
+			i = (i + 1) & (TraceLen - 1)
+		}
+		return last
 	})
 }
 
 func BenchmarkMixed702010(b *testing.B) {
 	w, tr := setup()
-	forEach(b, fullBudget*w.TotalBytes, func(c Cache) { fillAll(c, w) }, func(b *testing.B, c Cache) {
-		var ctr atomic.Uint32
-		b.RunParallel(func(pb *testing.PB) {
-			i := goroutineStart(&ctr)
-			var last *tile.Tile
-			for pb.Next() {
-				k := tr[i]
-				switch op := i % 10; {
-				case op < 7:
-					if t, _ := c.Get(w.Keys[k]); t != nil {
-						last = t
-					}
-				case op < 9:
-					c.Set(w.Keys[k], w.Tiles[k], w.Weights[k])
-				default:
-					c.DeletePrefix(w.MixedPrefixes[prefixChoice[i&(prefixPicks-1)]])
+	forEachTrace(b, fullBudget*w.TotalBytes, func(c Cache) { fillAll(c, w) }, func(c Cache, pb *testing.PB, i int) *tile.Tile {
+		var last *tile.Tile
+		for pb.Next() {
+			k := tr[i]
+			switch op := i % 10; {
+			case op < 7:
+				if t, _ := c.Get(w.Keys[k]); t != nil {
+					last = t
 				}
-				i = (i + 1) & (TraceLen - 1)
+			case op < 9:
+				c.Set(w.Keys[k], w.Tiles[k], w.Weights[k])
+			default:
+				c.DeletePrefix(w.MixedPrefixes[prefixChoice[i&(prefixPicks-1)]])
 			}
-			sinkTile.Store(last)
-		})
+			i = (i + 1) & (TraceLen - 1)
+		}
+		return last
 	})
 }
 

@@ -49,3 +49,18 @@ func Write(path, name, body string) error {
 	}
 	return os.WriteFile(path, []byte(doc), 0o644)
 }
+
+// Command prints args as one shell command line for a section to name:
+// each argument with a space or a character the shell would read (a
+// pattern's ^$|()*, a quote) is single-quoted, with its own single quotes
+// escaped.
+func Command(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " ^$|()*'\"") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}

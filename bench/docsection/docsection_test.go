@@ -29,3 +29,20 @@ func TestWrite(t *testing.T) {
 		t.Fatal("unbalanced markers accepted")
 	}
 }
+
+func TestCommand(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"test", "-run", "^$", "./x/"}, `test -run '^$' ./x/`},
+		{[]string{"-bench", "^Benchmark(Get|Set)$"}, `-bench '^Benchmark(Get|Set)$'`},
+		{[]string{"-flag", "it's"}, `-flag 'it'\''s'`},
+		{nil, ""},
+	} {
+		if got := Command(tc.args); got != tc.want {
+			t.Errorf("Command(%q): got %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}

@@ -9,11 +9,6 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
-	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
-	"github.com/tilesieve/tilesieve/functions/tiles/app"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/config"
-	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 )
@@ -73,10 +68,7 @@ func RunCheckCost(ctx context.Context, interval time.Duration, backlogs []int, r
 		return CheckCost{}, err
 	}
 	defer l.Close()
-	pool := tileset.NewPool(1, 128, 8_000, 8_000, 9)
-	put := func(v int) (string, error) {
-		return s3local.Put(ctx, l.Client, Bucket, purgeKey, tileset.WithComment(pool[0], fmt.Sprintf("version %d", v)), "image/jpeg", "")
-	}
+	put := purgeTilePut(ctx, l)
 	if _, err := put(0); err != nil {
 		return CheckCost{}, err
 	}
@@ -85,27 +77,14 @@ func RunCheckCost(ctx context.Context, interval time.Duration, backlogs []int, r
 		return CheckCost{}, err
 	}
 	defer os.RemoveAll(tmp)
-	env := map[string]string{
-		"TILES_BUCKET": Bucket, "MEM_CACHE_BYTES": "64MiB", "DISK_CACHE_DIR": tmp, "DISK_CACHE_BYTES": "64MiB",
-		"SYNC_INTERVAL": interval.String(),
-	}
-	cfg, err := config.LoadTiles(func(k string) string { return env[k] })
-	if err != nil {
-		return CheckCost{}, err
-	}
-	front := NewS3Counter(l.S3.Handler())
-	defer front.Close()
 	log := slog.New(slog.DiscardHandler)
-	a, err := app.NewWithOrigin(ctx, cfg, origin.NewWithS3(newS3Client(front.URL(), l.S3), origin.Config{Bucket: Bucket}), log)
+	inst, err := startPurgeInstance(ctx, l, tmp, interval, 0, log)
 	if err != nil {
 		return CheckCost{}, err
 	}
-	url, stop, err := Serve(a.Handler)
-	if err != nil {
-		return CheckCost{}, err
-	}
-	defer stop()
-	w := purge.NewWorker(purge.WorkerConfig{Bucket: Bucket}, purge.NewPurger(purge.NewJournal(l.Client, Bucket, "_tilesieve/journal/", purge.JournalOptions{}), purge.PurgerConfig{}, log), log)
+	defer inst.Close()
+	url, front := inst.URL, inst.Front
+	w := newPurgeWorker(l.Client, log)
 	c := HTTPClient()
 	var last time.Time // when the last request was sent
 	get := func() (string, time.Duration, error) {

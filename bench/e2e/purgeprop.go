@@ -14,13 +14,8 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
-	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
-	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
-	"github.com/tilesieve/tilesieve/shared/config"
-	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/purge"
 )
 
 // PurgeSpec is one scenario of section 5.
@@ -102,10 +97,7 @@ func RunPurgeSpec(ctx context.Context, sp PurgeSpec) (PurgeRun, error) {
 	if sp.HeadDelay > 0 {
 		l.S3.Faults().Add(s3local.Fault{Match: s3local.MatchGet(JournalHead), Delay: sp.HeadDelay})
 	}
-	pool := tileset.NewPool(1, 128, 8_000, 8_000, 9)
-	put := func(v int) (string, error) {
-		return s3local.Put(ctx, l.Client, Bucket, purgeKey, tileset.WithComment(pool[0], fmt.Sprintf("version %d", v)), "image/jpeg", "")
-	}
+	put := purgeTilePut(ctx, l)
 	etag, err := put(0)
 	if err != nil {
 		return PurgeRun{}, err
@@ -121,40 +113,18 @@ func RunPurgeSpec(ctx context.Context, sp PurgeSpec) (PurgeRun, error) {
 	fronts := make([]*S3Counter, n)
 	timeout := sp.SyncTimeout
 	for i := range n {
-		// The defaults of everything else (journal prefix, Cache-Control,
-		// missing tiles, revalidation, origin timeout) are the product's.
-		env := map[string]string{
-			"TILES_BUCKET":     Bucket,
-			"MEM_CACHE_BYTES":  "64MiB",
-			"DISK_CACHE_DIR":   filepath.Join(tmp, fmt.Sprint(i)),
-			"DISK_CACHE_BYTES": "64MiB",
-			"SYNC_INTERVAL":    sp.SyncInterval.String(),
-		}
-		if sp.SyncTimeout > 0 {
-			env["SYNC_TIMEOUT"] = sp.SyncTimeout.String()
-		}
-		cfg, err := config.LoadTiles(func(k string) string { return env[k] })
+		inst, err := startPurgeInstance(ctx, l, filepath.Join(tmp, fmt.Sprint(i)), sp.SyncInterval, sp.SyncTimeout, log)
 		if err != nil {
 			return PurgeRun{}, err
 		}
-		timeout = cfg.SyncTimeout
-		fronts[i] = NewS3Counter(l.S3.Handler())
-		defer fronts[i].Close()
-		o := origin.NewWithS3(newS3Client(fronts[i].URL(), l.S3), origin.Config{Bucket: Bucket})
-		a, err := app.NewWithOrigin(ctx, cfg, o, log)
-		if err != nil {
-			return PurgeRun{}, err
-		}
-		url, stop, err := Serve(a.Handler)
-		if err != nil {
-			return PurgeRun{}, err
-		}
-		defer stop()
-		urls[i] = url
+		defer inst.Close()
+		timeout = inst.Cfg.SyncTimeout
+		fronts[i] = inst.Front
+		urls[i] = inst.URL
 	}
 	wfront := NewS3Counter(l.S3.Handler())
 	defer wfront.Close()
-	w := purge.NewWorker(purge.WorkerConfig{Bucket: Bucket}, purge.NewPurger(purge.NewJournal(newS3Client(wfront.URL(), l.S3), Bucket, "_tilesieve/journal/", purge.JournalOptions{}), purge.PurgerConfig{}, log), log)
+	w := newPurgeWorker(newS3Client(wfront.URL(), l.S3), log)
 	bound := sp.SyncInterval + timeout
 
 	// Pollers: each instance's own client, one GET every poll.

@@ -74,6 +74,13 @@ func targetRows(b *strings.Builder, section string, ts []Target) {
 	}
 }
 
+// targetTable writes a section's own table of its targets, after a blank
+// line.
+func targetTable(b *strings.Builder, ts []Target) {
+	b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
+	targetRows(b, "", ts)
+}
+
 // Render writes the e2e markdown section and the plots (into plotDir, linked
 // as plotLink/<name>.png).
 func Render(a All, plotDir, plotLink string) (string, error) {
@@ -145,8 +152,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			fmt.Fprintf(&b, "| %s | %.0f | %d | %d | %s |\n", r.Mode, r.NsPerOp, r.AllocsPerOp, r.BytesPerOp, x(r.VsStatic))
 			cats, vals = append(cats, r.Mode), append(vals, r.NsPerOp)
 		}
-		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, "", h.Targets)
+		targetTable(&b, h.Targets)
 		b.WriteString(plot("handler.png", func(p string) error {
 			return BarPlot(p, "BenchmarkServe: ns per request (log scale)", "ns/op", cats, []Series{{Name: "ns/op", Values: vals}}, true)
 		}))
@@ -173,8 +179,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			}
 			series[row.Scenario] = append(series[row.Scenario], ms(row.Total))
 		}
-		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, "", r.Targets)
+		targetTable(&b, r.Targets)
 		var ss []Series
 		for _, sc := range Scenarios {
 			ss = append(ss, Series{Name: sc, Values: series[sc]})
@@ -221,8 +226,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 				abv = append(abv, ab)
 			}
 		}
-		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, "", s.Targets)
+		targetTable(&b, s.Targets)
 		b.WriteString(plot("storage.png", func(p string) error {
 			return BarPlot(p, "Serving from storage: requests per second", "req/s", cats, []Series{{Name: "ab -k (one tile)", Values: abv}, {Name: "wrk (every tile)", Values: wrkv}}, false)
 		}))
@@ -243,8 +247,8 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		for i, ratio := range r.Ratios {
 			fmt.Fprintf(&b, "\nAt %d ms: origin fetch mean ÷ disk hit mean = %s.", int(Latencies[i]/time.Millisecond), x(ratio))
 		}
-		b.WriteString("\n\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, "", r.Targets)
+		b.WriteString("\n")
+		targetTable(&b, r.Targets)
 		b.WriteString("\n")
 	}
 
@@ -258,8 +262,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		for _, row := range r.Rows {
 			fmt.Fprintf(&b, "| %s | %d ms | %d | %s | %s |\n", row.Method, row.LatencyMs, row.Objects, mib(row.Bytes), d(row.Elapsed))
 		}
-		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, "", r.Targets)
+		targetTable(&b, r.Targets)
 		b.WriteString("\n")
 	}
 
@@ -323,8 +326,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 					row.MeanHeadBytes(), d(row.Latency.P50), d(row.Latency.Max), row.Fresh, len(row.Reps))
 			}
 		}
-		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, "", r.Targets)
+		targetTable(&b, r.Targets)
 		b.WriteString(plot("purge.png", func(p string) error {
 			return CDFPlot(p, "S3 PUT → every instance fresh (dashed: SYNC_INTERVAL)", names, samples, marks)
 		}))
@@ -341,8 +343,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		for _, m := range s.Memory {
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %s | %s |\n", m.Config, mib(m.Budget), mib(m.CacheUsed), m.Requests, m.MemHits, m.DiskHits, m.Misses, mib(m.VmHWM), mib(m.VmRSS))
 		}
-		b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-		targetRows(&b, "", s.MemTargets)
+		targetTable(&b, s.MemTargets)
 		b.WriteString("\n")
 	}
 	if r := a.RSS; r != nil {
@@ -446,7 +447,6 @@ func renderEqual(b *strings.Builder, e *EqualResult, memBudget int64) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %s | %.1f µs | %s | %d | %s |\n", c.Server, c.Tool, c.Conns, c.Median, vs, stats.MedianFloat(slices.Clone(c.CPU))/1e3, vsCPU, c.Errors, note)
 	}
-	b.WriteString("\n| target | want | got | verdict | note |\n|---|---|---|---|---|\n")
-	targetRows(b, "", e.targets())
+	targetTable(b, e.targets())
 	b.WriteString("\n")
 }

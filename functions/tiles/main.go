@@ -39,9 +39,7 @@ func run() error {
 	}
 	// Logs and metric lines share stdout, one whole line per write; every
 	// line of an invocation carries its request and trace ids.
-	out := &obs.LineWriter{W: os.Stdout}
-	env := obs.NewEnvironment()
-	log := slog.New(env.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
+	out, env, log := obs.NewOutput(os.Stdout, cfg.LogLevel)
 	setMemoryLimit(cfg, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -36,9 +35,7 @@ func TestMetricsAndLogsOfAKnownWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	out := &obs.LineWriter{W: &stdout}
-	oenv := obs.NewEnvironment()
-	log := slog.New(oenv.Handler(obs.NewJSONHandler(out, cfg.LogLevel)))
+	out, oenv, log := obs.NewOutput(&stdout, cfg.LogLevel)
 	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3srv.Client(url), origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log, app.WithMetrics(out))
 	if err != nil {
 		t.Fatal(err)

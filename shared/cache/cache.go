@@ -50,6 +50,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tilesieve/tilesieve/shared/internal/chunk"
 	"github.com/tilesieve/tilesieve/shared/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -501,31 +502,17 @@ type Item struct {
 // between chunks may or may not be seen.
 func (c *Cache) Scan(prefix string, limit int, fn func(Item) bool) {
 	var buf [scanChunk]Item
-	after, started, delivered := "", false, 0
-	for {
-		want := scanChunk
-		if limit > 0 {
-			want = min(want, limit-delivered)
-		}
-		items := buf[:0]
+	next := func(items []Item, after string, first bool, want int) []Item {
 		c.mu.Lock()
-		c.walkFrom(prefix, after, started, func(n *node) bool {
+		defer c.mu.Unlock()
+		c.walkFrom(prefix, after, !first, func(n *node) bool {
 			t := n.Value().tile.Load()
 			items = append(items, Item{Key: n.Key(), Size: t.Size(), ETag: t.ETag})
 			return len(items) < want
 		})
-		c.mu.Unlock()
-		for _, it := range items {
-			if !fn(it) {
-				return
-			}
-		}
-		delivered += len(items)
-		if len(items) < want || (limit > 0 && delivered >= limit) {
-			return
-		}
-		after, started = items[len(items)-1].Key, true
+		return items
 	}
+	chunk.Scan(buf[:0], limit, func(it Item) string { return it.Key }, next, fn)
 }
 
 // Stats is a snapshot of the counters.
@@ -635,15 +622,23 @@ func (c *Cache) dropBatch(batch []*node) int64 {
 }
 
 // pushHead enqueues n as the newest entry. c.mu is held.
-func (c *Cache) pushHead(n *node) {
+func (c *Cache) pushHead(n *node) { c.link(n, c.head, nil) }
+
+// link puts n into the queue between older and newer, neighbours (or an
+// end of the queue, nil). c.mu is held.
+func (c *Cache) link(n, older, newer *node) {
 	e := n.Value()
-	e.older, e.newer = c.head, nil
-	if c.head != nil {
-		c.head.Value().newer = n
+	e.older, e.newer = older, newer
+	if older != nil {
+		older.Value().newer = n
 	} else {
 		c.tail = n
 	}
-	c.head = n
+	if newer != nil {
+		newer.Value().older = n
+	} else {
+		c.head = n
+	}
 }
 
 // unlink takes n off the queue. If the hand is on n it moves to n's newer
@@ -852,18 +847,10 @@ func (g *ghost) add(h uint32, capacity int) {
 // entry under the hand (or as the tail), with the hand on n. c.mu is held
 // and the queue is not empty.
 func (c *Cache) pushHand(n *node) {
-	e := n.Value()
 	at := c.hand
 	if at == nil {
 		at = c.tail
 	}
-	a := at.Value()
-	e.older, e.newer = a.older, at
-	if a.older != nil {
-		a.older.Value().newer = n
-	} else {
-		c.tail = n
-	}
-	a.older = n
+	c.link(n, at.Value().older, at)
 	c.hand = n
 }

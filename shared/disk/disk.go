@@ -54,6 +54,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/internal/chunk"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -112,9 +114,7 @@ type Config struct {
 // Validate reports every problem with the configuration at once.
 func (c Config) Validate() error {
 	var errs []error
-	if c.MaxBytes < 0 {
-		errs = append(errs, fmt.Errorf("disk: MaxBytes %d is negative", c.MaxBytes))
-	}
+	errs = append(errs, defaults.NotNegative("disk", "MaxBytes", c.MaxBytes))
 	if strings.ContainsRune(c.Dir, 0) {
 		errs = append(errs, fmt.Errorf("disk: Dir %q contains a NUL byte", c.Dir))
 	}
@@ -851,32 +851,16 @@ func (s *Store) DeletePrefix(prefix string) (entries int, bytes int64, err error
 // chunk at a time, so writers are never held up for long; entries changed
 // during a scan may or may not be seen.
 func (s *Store) Scan(prefix string, limit int, fn func(Item) bool) {
-	after := ""
-	seen := 0
-	buf := make([]Item, 0, scanChunk)
-	for {
-		want := scanChunk
-		if limit > 0 {
-			want = min(want, limit-seen)
-		}
-		buf = buf[:0]
+	next := func(items []Item, after string, _ bool, want int) []Item {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		s.index.WalkPrefixFrom(prefix, after, func(_ string, e *entry) bool {
-			buf = append(buf, Item{Key: e.key, Size: e.bodySize, ETag: e.etag})
-			return len(buf) < want
+			items = append(items, Item{Key: e.key, Size: e.bodySize, ETag: e.etag})
+			return len(items) < want
 		})
-		s.mu.Unlock()
-		for _, it := range buf {
-			if !fn(it) {
-				return
-			}
-		}
-		seen += len(buf)
-		if len(buf) < want || (limit > 0 && seen >= limit) {
-			return
-		}
-		after = buf[len(buf)-1].Key
+		return items
 	}
+	chunk.Scan(make([]Item, 0, scanChunk), limit, func(it Item) string { return it.Key }, next, fn)
 }
 
 // Stats returns the counters.

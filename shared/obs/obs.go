@@ -89,3 +89,13 @@ func (l *LineWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.W.Write(p)
 }
+
+// NewOutput sets up a function's stdout w as its logs and metrics share it:
+// lines, which writes one whole line at a time, for the metrics; the
+// function's Environment; and a JSON logger at level over lines whose every
+// line logged within an invocation carries its ids.
+func NewOutput(w io.Writer, level string) (lines *LineWriter, env *Environment, log *slog.Logger) {
+	lines = &LineWriter{W: w}
+	env = NewEnvironment()
+	return lines, env, slog.New(env.Handler(NewJSONHandler(lines, level)))
+}

@@ -145,15 +145,10 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("origin: Endpoint %q is not an http(s) URL", c.Endpoint))
 		}
 	}
-	if c.MaxAttempts < 0 {
-		errs = append(errs, fmt.Errorf("origin: MaxAttempts %d is negative", c.MaxAttempts))
-	}
-	if c.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("origin: Timeout %v is negative", c.Timeout))
-	}
-	if c.BodyGrace < 0 {
-		errs = append(errs, fmt.Errorf("origin: BodyGrace %v is negative", c.BodyGrace))
-	}
+	errs = append(errs,
+		defaults.NotNegative("origin", "MaxAttempts", c.MaxAttempts),
+		defaults.NotNegative("origin", "Timeout", c.Timeout),
+		defaults.NotNegative("origin", "BodyGrace", c.BodyGrace))
 	return errors.Join(errs...)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/sources"
 	"github.com/tilesieve/tilesieve/shared/tile"
@@ -330,8 +331,5 @@ func (c WorkerConfig) Validate() error {
 
 // Validate checks a PurgerConfig.
 func (c PurgerConfig) Validate() error {
-	if c.SettleDelay < 0 {
-		return errors.New("purge: settle delay is negative")
-	}
-	return nil
+	return defaults.NotNegative("purge", "SettleDelay", c.SettleDelay)
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/transfer"
@@ -83,20 +84,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("stage: Prefixes: %w", err))
 		}
 	}
-	for _, f := range []struct {
-		name     string
-		negative bool
-		value    any
-	}{
-		{"Budget", c.Budget < 0, c.Budget},
-		{"Concurrency", c.Concurrency < 0, c.Concurrency},
-		{"LargeObject", c.LargeObject < 0, c.LargeObject},
-		{"PartSize", c.PartSize < 0, c.PartSize},
-	} {
-		if f.negative {
-			errs = append(errs, fmt.Errorf("stage: %s %v is negative", f.name, f.value))
-		}
-	}
+	errs = append(errs,
+		defaults.NotNegative("stage", "Budget", c.Budget),
+		defaults.NotNegative("stage", "Concurrency", c.Concurrency),
+		defaults.NotNegative("stage", "LargeObject", c.LargeObject),
+		defaults.NotNegative("stage", "PartSize", c.PartSize))
 	return errors.Join(errs...)
 }
 

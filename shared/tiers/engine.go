@@ -38,7 +38,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -120,14 +119,12 @@ type Config struct {
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.RevalidateAfter < 0 || c.OriginTimeout < 0 || c.StaleIfError < 0 || c.NegativeTTL < 0 {
-		errs = append(errs, errors.New("tiers: durations must not be negative"))
-	}
-	if c.MaxOriginFetches < 0 {
-		errs = append(errs, fmt.Errorf("tiers: MaxOriginFetches %d is negative", c.MaxOriginFetches))
-	}
-	return errors.Join(errs...)
+	return errors.Join(
+		defaults.NotNegative("tiers", "RevalidateAfter", c.RevalidateAfter),
+		defaults.NotNegative("tiers", "OriginTimeout", c.OriginTimeout),
+		defaults.NotNegative("tiers", "StaleIfError", c.StaleIfError),
+		defaults.NotNegative("tiers", "NegativeTTL", c.NegativeTTL),
+		defaults.NotNegative("tiers", "MaxOriginFetches", c.MaxOriginFetches))
 }
 
 // Deps are the parts the engine composes. Memory and Origin are required;

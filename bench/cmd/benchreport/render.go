@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/cachebench"
+	"github.com/tilesieve/tilesieve/bench/docsection"
 )
 
 type report struct {
@@ -41,14 +42,14 @@ func (r *report) render() string {
 	p("Regenerate with `make bench-cache`, which runs `cd bench && go run ./cmd/benchreport -out ../docs/BENCHMARKS.md`. ")
 	p("That runs, in the separate `bench/` module:\n\n```\n")
 	for _, c := range r.cmds {
-		p("go %s\n", shellJoin(c))
+		p("go %s\n", docsection.Command(c))
 	}
 	p("```\n\n%d times over, in rounds (each round runs every implementation, so a noisy spell on this shared machine falls on all of them), ", r.opts.count)
 	p("then the hit-ratio simulation and the memory checks in-process. Table ratios compare the medians of the %d rounds. ", r.opts.count)
 	if len(r.pairs) > 0 {
 		p("The speed targets against otter come from paired runs: the test binary, built once, runs tilesieve and otter back to back in one process per -cpu value, ")
 		p("`cachebench.test %s`, %d times per -cpu value, alternating which of the two goes first; a target is the median of the pairs' ratios.\n\n",
-			shellJoin(pairCommand(r.opts, "N", "tilesieve|otter")), len(r.pairs[key{"Get", "otter", r.pairs.procs()[0]}]["ns/op"]))
+			docsection.Command(pairCommand(r.opts, "N", "tilesieve|otter")), len(r.pairs[key{"Get", "otter", r.pairs.procs()[0]}]["ns/op"]))
 	} else {
 		p("Speed targets are the median of the same-round ratios.\n\n")
 	}
@@ -437,15 +438,4 @@ func fmtX(v float64) string {
 	default:
 		return fmt.Sprintf("%.2fx", v)
 	}
-}
-
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if strings.ContainsAny(a, "^$|()* ") {
-			a = "'" + a + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
 }

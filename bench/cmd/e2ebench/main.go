@@ -103,152 +103,139 @@ func run() error {
 	if !*render {
 		p = pool()
 	}
+	// handler, iiif and disk repeat their measurement reps times.
+	reps := 5
+	if *quick {
+		reps = 1
+	}
 	err := func() error {
-		if err := step("handler", func() error {
-			runs := 5
-			if *quick {
-				runs = 1
-			}
-			set := tileset.Build(e2e.IIIFKeys("bench"), p)
-			r, err := e2e.RunHandler(ctx, set, runs)
-			all.Handler = &r
-			return err
-		}); err != nil {
-			return err
-		}
-		if err := step("iiif", func() error {
-			reps := 5
-			if *quick {
-				reps = 1
-			}
-			r, err := e2e.RunIIIF(ctx, p, reps)
-			all.IIIF = &r
-			return err
-		}); err != nil {
-			return err
-		}
-		if err := step("disk", func() error {
-			reps := 5
-			if *quick {
-				reps = 1
-			}
-			r, err := e2e.RunDisk(ctx, p, reps, 6)
-			all.Disk = &r
-			return err
-		}); err != nil {
-			return err
-		}
-		if err := step("stage", func() error {
-			n, big := 10_000, int64(256<<20)
-			if *quick {
-				n, big = 500, 16<<20
-			}
-			r, err := e2e.RunStaging(ctx, n, big, []time.Duration{0, 5 * time.Millisecond})
-			all.Staging = &r
-			return err
-		}); err != nil {
-			return err
-		}
-		if err := step("purge", func() error {
-			const poll = 20 * time.Millisecond
-			plan := []e2e.PurgeSpec{
-				{Name: "steady", SyncInterval: 250 * time.Millisecond, Trials: 200},
-				{Name: "steady", SyncInterval: time.Second, Trials: 40},
-				{Name: "backlog", SyncInterval: time.Second, Trials: 12, Backlog: 1000},
-				{Name: "journal +300 ms", SyncInterval: time.Second, Trials: 20, HeadDelay: 300 * time.Millisecond},
-				{Name: "journal +300 ms, SYNC_TIMEOUT 200ms", SyncInterval: time.Second, SyncTimeout: 200 * time.Millisecond, Trials: 20, HeadDelay: 300 * time.Millisecond},
-			}
-			backlogs, reps := []int{1, 10, 100, 1000}, 5
-			if *quick {
-				for i := range plan {
-					plan[i].Trials = 3
+		for _, s := range []struct {
+			name string
+			run  func() error
+		}{
+			{"handler", func() error {
+				set := tileset.Build(e2e.IIIFKeys("bench"), p)
+				r, err := e2e.RunHandler(ctx, set, reps)
+				all.Handler = &r
+				return err
+			}},
+			{"iiif", func() error {
+				r, err := e2e.RunIIIF(ctx, p, reps)
+				all.IIIF = &r
+				return err
+			}},
+			{"disk", func() error {
+				r, err := e2e.RunDisk(ctx, p, reps, 6)
+				all.Disk = &r
+				return err
+			}},
+			{"stage", func() error {
+				n, big := 10_000, int64(256<<20)
+				if *quick {
+					n, big = 500, 16<<20
 				}
-				plan[2].Backlog, backlogs, reps = 100, []int{1, 10, 100}, 2
-			}
-			r := e2e.PurgeResult{Instances: 4}
-			for _, sp := range plan {
-				sp.Instances, sp.Poll = r.Instances, poll
-				if sp.Backlog > 0 {
-					sp.Name = fmt.Sprintf("backlog %d", sp.Backlog)
+				r, err := e2e.RunStaging(ctx, n, big, []time.Duration{0, 5 * time.Millisecond})
+				all.Staging = &r
+				return err
+			}},
+			{"purge", func() error {
+				const poll = 20 * time.Millisecond
+				plan := []e2e.PurgeSpec{
+					{Name: "steady", SyncInterval: 250 * time.Millisecond, Trials: 200},
+					{Name: "steady", SyncInterval: time.Second, Trials: 40},
+					{Name: "backlog", SyncInterval: time.Second, Trials: 12, Backlog: 1000},
+					{Name: "journal +300 ms", SyncInterval: time.Second, Trials: 20, HeadDelay: 300 * time.Millisecond},
+					{Name: "journal +300 ms, SYNC_TIMEOUT 200ms", SyncInterval: time.Second, SyncTimeout: 200 * time.Millisecond, Trials: 20, HeadDelay: 300 * time.Millisecond},
 				}
-				run, err := e2e.RunPurgeSpec(ctx, sp)
+				backlogs, checkReps := []int{1, 10, 100, 1000}, 5
+				if *quick {
+					for i := range plan {
+						plan[i].Trials = 3
+					}
+					plan[2].Backlog, backlogs, checkReps = 100, []int{1, 10, 100}, 2
+				}
+				r := e2e.PurgeResult{Instances: 4}
+				for _, sp := range plan {
+					sp.Instances, sp.Poll = r.Instances, poll
+					if sp.Backlog > 0 {
+						sp.Name = fmt.Sprintf("backlog %d", sp.Backlog)
+					}
+					run, err := e2e.RunPurgeSpec(ctx, sp)
+					if err != nil {
+						return fmt.Errorf("%s: %w", sp.Name, err)
+					}
+					r.Runs = append(r.Runs, run)
+					r.Targets = append(r.Targets, e2e.PurgeTargets(run)...)
+				}
+				c, err := e2e.RunCheckCost(ctx, 250*time.Millisecond, backlogs, checkReps)
 				if err != nil {
-					return fmt.Errorf("%s: %w", sp.Name, err)
+					return fmt.Errorf("checks: %w", err)
 				}
-				r.Runs = append(r.Runs, run)
-				r.Targets = append(r.Targets, e2e.PurgeTargets(run)...)
-			}
-			c, err := e2e.RunCheckCost(ctx, 250*time.Millisecond, backlogs, reps)
-			if err != nil {
-				return fmt.Errorf("checks: %w", err)
-			}
-			r.Checks = &c
-			r.Targets = append(r.Targets, e2e.CheckTargets(c)...)
-			all.Purge = &r
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := step("storage", func() error {
-			wd, _ := os.Getwd()
-			sp := e2e.StorageParams{RepoRoot: filepath.Dir(wd), BenchDir: wd, MaxZoom: 5, ABN: 20000, ABC: 20,
-				WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/5/10/12.jpg", Rounds: 3,
-				Equal: e2e.EqualParams{Bytes: 12 << 10, Conns: []int{1, 20}, ABN: 8000, WrkDur: time.Second, Rounds: 15}}
-			if *quick {
-				sp.MaxZoom, sp.ABN, sp.WrkDur, sp.ABPath, sp.Rounds = 3, 2000, 2*time.Second, "/osm/3/2/2.jpg", 2
-				sp.Equal.ABN, sp.Equal.WrkDur, sp.Equal.Rounds = 2000, time.Second, 2
-			}
-			for _, tool := range []string{"ab", "wrk", "nginx"} {
-				if _, err := exec.LookPath(tool); err != nil {
-					return fmt.Errorf("%s not found: run bench/e2e/install-tools.sh", tool)
+				r.Checks = &c
+				r.Targets = append(r.Targets, e2e.CheckTargets(c)...)
+				all.Purge = &r
+				return nil
+			}},
+			{"storage", func() error {
+				wd, _ := os.Getwd()
+				sp := e2e.StorageParams{RepoRoot: filepath.Dir(wd), BenchDir: wd, MaxZoom: 5, ABN: 20000, ABC: 20,
+					WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/5/10/12.jpg", Rounds: 3,
+					Equal: e2e.EqualParams{Bytes: 12 << 10, Conns: []int{1, 20}, ABN: 8000, WrkDur: time.Second, Rounds: 15}}
+				if *quick {
+					sp.MaxZoom, sp.ABN, sp.WrkDur, sp.ABPath, sp.Rounds = 3, 2000, 2*time.Second, "/osm/3/2/2.jpg", 2
+					sp.Equal.ABN, sp.Equal.WrkDur, sp.Equal.Rounds = 2000, time.Second, 2
 				}
-			}
-			r, err := e2e.RunStorage(ctx, p, sp)
-			all.Storage = &r
-			return err
-		}); err != nil {
-			return err
-		}
-		if err := step("rss", func() error {
-			wd, _ := os.Getwd()
-			r, err := e2e.RunRSS(ctx, e2e.DefaultRSSParams(filepath.Dir(wd), wd, *quick))
-			all.RSS = &r
-			return err
-		}); err != nil {
-			return err
-		}
-		if err := step("archive", func() error {
-			wd, _ := os.Getwd()
-			r, err := e2e.RunArchive(ctx, p, e2e.DefaultArchiveParams(filepath.Dir(wd), wd, *quick))
-			all.Archive = &r
-			return err
-		}); err != nil {
-			return err
-		}
-		return step("cost", func() error {
-			cp := e2e.CostParams{Catalog: 1_000_000, ZipfS: 1.0, ViewerRates: []float64{10, 100, 1_000, 10_000}, Window: time.Hour, CDNHitRatio: 0.9,
-				MemBytes: 512 << 20, TilesieveMemGB: 1.0, NoCacheMemGB: 0.5, HitMs: 1, MissMs: 25, SyncInterval: time.Second, MaxSimulated: 1_000_000}
-			if *quick {
-				cp.Catalog, cp.MaxSimulated = 100_000, 100_000
-			}
-			hit, miss := "assumed: section 0 is not in these results", "assumed: section 3 is not in these results"
-			if all.Handler != nil && len(all.Handler.Modes) > 0 {
-				cp.HitMs = math.Max(1, math.Ceil(all.Handler.Modes[0].NsPerOp/1e6))
-				hit = "measured: section 0's memory hit, rounded up"
-			}
-			if all.Disk != nil {
-				for _, row := range all.Disk.Rows {
-					if row.Tier == "origin fetch" && row.LatencyMs == 20 {
-						cp.MissMs = math.Ceil(float64(row.Mean) / float64(time.Millisecond))
-						miss = "measured: section 3's origin fetch mean at 20 ms injected S3 latency, rounded up"
+				for _, tool := range []string{"ab", "wrk", "nginx"} {
+					if _, err := exec.LookPath(tool); err != nil {
+						return fmt.Errorf("%s not found: run bench/e2e/install-tools.sh", tool)
 					}
 				}
+				r, err := e2e.RunStorage(ctx, p, sp)
+				all.Storage = &r
+				return err
+			}},
+			{"rss", func() error {
+				wd, _ := os.Getwd()
+				r, err := e2e.RunRSS(ctx, e2e.DefaultRSSParams(filepath.Dir(wd), wd, *quick))
+				all.RSS = &r
+				return err
+			}},
+			{"archive", func() error {
+				wd, _ := os.Getwd()
+				r, err := e2e.RunArchive(ctx, p, e2e.DefaultArchiveParams(filepath.Dir(wd), wd, *quick))
+				all.Archive = &r
+				return err
+			}},
+			{"cost", func() error {
+				cp := e2e.CostParams{Catalog: 1_000_000, ZipfS: 1.0, ViewerRates: []float64{10, 100, 1_000, 10_000}, Window: time.Hour, CDNHitRatio: 0.9,
+					MemBytes: 512 << 20, TilesieveMemGB: 1.0, NoCacheMemGB: 0.5, HitMs: 1, MissMs: 25, SyncInterval: time.Second, MaxSimulated: 1_000_000}
+				if *quick {
+					cp.Catalog, cp.MaxSimulated = 100_000, 100_000
+				}
+				hit, miss := "assumed: section 0 is not in these results", "assumed: section 3 is not in these results"
+				if all.Handler != nil && len(all.Handler.Modes) > 0 {
+					cp.HitMs = math.Max(1, math.Ceil(all.Handler.Modes[0].NsPerOp/1e6))
+					hit = "measured: section 0's memory hit, rounded up"
+				}
+				if all.Disk != nil {
+					for _, row := range all.Disk.Rows {
+						if row.Tier == "origin fetch" && row.LatencyMs == 20 {
+							cp.MissMs = math.Ceil(float64(row.Mean) / float64(time.Millisecond))
+							miss = "measured: section 3's origin fetch mean at 20 ms injected S3 latency, rounded up"
+						}
+					}
+				}
+				cp.DurationsFrom = "hit " + hit + "; fetch " + miss
+				r, err := e2e.RunCost(cp, e2e.DefaultPrices)
+				all.Cost = &r
+				return err
+			}},
+		} {
+			if err := step(s.name, s.run); err != nil {
+				return err
 			}
-			cp.DurationsFrom = "hit " + hit + "; fetch " + miss
-			r, err := e2e.RunCost(cp, e2e.DefaultPrices)
-			all.Cost = &r
-			return err
-		})
+		}
+		return nil
 	}()
 	if !*render {
 		all.Elapsed = time.Since(start)

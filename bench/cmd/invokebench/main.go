@@ -28,7 +28,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -121,6 +120,9 @@ func run(o options) error {
 			return err
 		}
 	}
+	if o.render && res.Emulator != nil {
+		res.Emulator.summarize() // the targets as this code states them
+	}
 	if err := docsection.Write(o.out, "invoke", Render(res)); err != nil {
 		return err
 	}
@@ -130,15 +132,4 @@ func run(o options) error {
 
 func logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "invokebench: "+format+"\n", a...)
-}
-
-func shellQuote(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if strings.ContainsAny(a, " ^$|()*'\"") {
-			a = "'" + a + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tilesieve/tilesieve/bench/docsection"
 	"github.com/tilesieve/tilesieve/bench/e2e"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
@@ -131,7 +132,7 @@ func RunMicro(ctx context.Context, root string, o options) (MicroResult, error) 
 	if err != nil {
 		return MicroResult{}, err
 	}
-	r := MicroResult{Command: "go " + shellQuote(MicroArgs(o.benchtime)), Rounds: len(rounds), Samples: map[string]map[string]Sample{},
+	r := MicroResult{Command: "go " + docsection.Command(MicroArgs(o.benchtime)), Rounds: len(rounds), Samples: map[string]map[string]Sample{},
 		Ratios: map[string]map[string]float64{}, Metrics: map[string][]float64{}}
 	for _, m := range Modes {
 		r.Samples[m.Bench] = map[string]Sample{}

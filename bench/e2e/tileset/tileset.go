@@ -23,11 +23,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 // Pool is a set of distinct encoded JPEGs.
@@ -200,13 +202,11 @@ func (s Set) SizeRange() (lo, hi int) {
 	return sizes[0], sizes[len(sizes)-1]
 }
 
-// ContentType is what the tiles are stored as.
+// ContentType is what the tiles are stored as: the product's type for the
+// key's extension, application/octet-stream for one it does not serve.
 func ContentType(key string) string {
-	switch filepath.Ext(key) {
-	case ".jpg":
-		return "image/jpeg"
-	case ".json":
-		return "application/json"
+	if ct := tile.ContentTypeOfExt(strings.TrimPrefix(filepath.Ext(key), ".")); ct != "" {
+		return ct
 	}
 	return "application/octet-stream"
 }

@@ -85,3 +85,18 @@ func TestGenerated(t *testing.T) {
 		t.Errorf("end %d", end)
 	}
 }
+
+func TestContentType(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ key, want string }{
+		{"osm/1/0/0.jpg", "image/jpeg"},
+		{"img/info.json", "application/json"},
+		{"x/0/0/0.PNG", "image/png"}, // the product's table, any case
+		{"notes.txt", "application/octet-stream"},
+		{"noext", "application/octet-stream"},
+	} {
+		if got := ContentType(tc.key); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.key, got, tc.want)
+		}
+	}
+}

@@ -44,18 +44,31 @@ func setup(t *testing.T, env map[string]string, tiles int) (*s3local.Server, con
 	return s3e.Server, cfg, origin.NewWithS3(api, origin.Config{Bucket: "tiles", Prefix: "tiles/"})
 }
 
-func TestStagesAtStart(t *testing.T) {
-	t.Parallel()
-	_, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "demo/5/"}, 20)
+// newApp assembles an app from cfg over o, its logs discarded.
+func newApp(t *testing.T, cfg config.Tiles, o *origin.Client) *app.App {
+	t.Helper()
 	a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// get answers GET path from a.
+func get(a *app.App, path string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	return rec
+}
+
+func TestStagesAtStart(t *testing.T) {
+	t.Parallel()
+	_, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "demo/5/"}, 20)
+	a := newApp(t, cfg, o)
 	if a.Staged.Staged != 20 || a.Disk.Len() != 20 {
 		t.Fatalf("staged %+v, disk holds %d", a.Staged, a.Disk.Len())
 	}
-	rec := httptest.NewRecorder()
-	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/demo/5/3/0.png", nil))
+	rec := get(a, "/demo/5/3/0.png")
 	if rec.Code != 200 || rec.Header().Get("X-Cache") != "HIT-DISK" {
 		t.Fatalf("staged tile: %d %s", rec.Code, rec.Header().Get("X-Cache"))
 	}
@@ -80,8 +93,7 @@ func TestStagingOutOfBudgetStillStarts(t *testing.T) {
 		t.Fatalf("staging report %+v: want the budget exhausted", a.Staged)
 	}
 	srv.Faults().Reset()
-	rec := httptest.NewRecorder()
-	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/demo/5/7/0.png", nil))
+	rec := get(a, "/demo/5/7/0.png")
 	if rec.Code != 200 {
 		t.Fatalf("after a short staging: %d", rec.Code)
 	}
@@ -95,15 +107,11 @@ func TestDiskThatCannotOpenStillStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, cfg, o := setup(t, map[string]string{"DISK_CACHE_DIR": notADir + "/tiles"}, 1)
-	a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newApp(t, cfg, o)
 	if a.Disk != nil {
 		t.Fatal("disk tier opened under a regular file")
 	}
-	rec := httptest.NewRecorder()
-	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/demo/5/0/0.png", nil))
+	rec := get(a, "/demo/5/0/0.png")
 	if rec.Code != 200 || rec.Header().Get("X-Cache") != "MISS" {
 		t.Fatalf("without a disk tier: %d %s", rec.Code, rec.Header().Get("X-Cache"))
 	}
@@ -127,10 +135,7 @@ func TestStagesAnArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := range 2 {
-		a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := newApp(t, cfg, o)
 		if len(a.StagedArchives) != 1 {
 			t.Fatalf("round %d: staged archives %v", round, a.StagedArchives)
 		}
@@ -140,8 +145,7 @@ func TestStagesAnArchive(t *testing.T) {
 			return r.Method == http.MethodGet && rg != "" && !strings.HasPrefix(rg, "bytes=0-")
 		}, Status: http.StatusInternalServerError})
 		for zxy, want := range tiles {
-			rec := httptest.NewRecorder()
-			a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", fmt.Sprintf("/arch/%d/%d/%d.png", zxy.Z, zxy.X, zxy.Y), nil))
+			rec := get(a, fmt.Sprintf("/arch/%d/%d/%d.png", zxy.Z, zxy.X, zxy.Y))
 			if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), want) {
 				t.Fatalf("round %d: tile %v: %d %q", round, zxy, rec.Code, rec.Body.String())
 			}
@@ -159,10 +163,7 @@ func TestStagesAnArchive(t *testing.T) {
 func TestOriginSettingsReachTheServer(t *testing.T) {
 	t.Parallel()
 	srv, cfg, o := setup(t, map[string]string{"MAX_ORIGIN_FETCHES": "2", "DISK_CACHE_BYTES": "0"}, 10)
-	a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newApp(t, cfg, o)
 	srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/demo/"), Delay: time.Hour})
 	done := make(chan struct{})
 	for i := range 10 {
@@ -244,8 +245,7 @@ func TestStagesAnMBTiles(t *testing.T) {
 					return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".mbtiles") && r.Header.Get("Range") != "bytes=0-0"
 				}, Status: http.StatusInternalServerError})
 				for p, want := range tiles {
-					rec := httptest.NewRecorder()
-					a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+					rec := get(a, p)
 					switch {
 					case tt.staged && (rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), want)):
 						t.Fatalf("round %d: %s: got %d %q, want 200 %q", round, p, rec.Code, rec.Body.String(), want)
@@ -289,8 +289,7 @@ func TestStagedArchiveRefusedAtStart(t *testing.T) {
 	if len(a.StagedArchives) != 0 {
 		t.Fatalf("staged archives: got %v, want none (the archive is refused)", a.StagedArchives)
 	}
-	rec := httptest.NewRecorder()
-	a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/bad/0/0/0.png", nil))
+	rec := get(a, "/bad/0/0/0.png")
 	if rec.Code != http.StatusBadGateway {
 		t.Fatalf("tile of a refused archive: got %d, want 502", rec.Code)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -79,8 +78,7 @@ func TestArchiveSources(t *testing.T) {
 		want[p] = b
 	}
 	for p, body := range want {
-		rec := httptest.NewRecorder()
-		a.Handler.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+		rec := get(a, p)
 		if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), body) {
 			t.Errorf("GET %s: got %d %q, want 200 %q", p, rec.Code, rec.Body, body)
 		}

@@ -390,11 +390,7 @@ func TestExternalS3FromTheEnvironment(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Env: env, Embedded: false, Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(context.Background())
+	st := startStack(ctx, t, stack.Options{Env: env, Embedded: false, Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1})
 	if st.S3URL != "" || st.Notifier != nil || st.Seeded != 5 {
 		t.Fatalf("got S3URL %q, notifier %v, %d seeded; want no embedded endpoint and 5 tiles", st.S3URL, st.Notifier != nil, st.Seeded)
 	}
@@ -454,14 +450,10 @@ func TestEmbeddedIgnoresExportedS3Variables(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{
+	st := startStack(ctx, t, stack.Options{
 		Env:      mapEnv(map[string]string{"TILES_BUCKET": "production-tiles", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}),
 		Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(context.Background())
 	if st.S3URL == "" || st.Tiles.Bucket != stack.DefaultBucket || st.Tiles.Endpoint != st.S3URL {
 		t.Fatalf("got S3URL %q, bucket %q, endpoint %q; want the embedded endpoint and bucket %q", st.S3URL, st.Tiles.Bucket, st.Tiles.Endpoint, stack.DefaultBucket)
 	}
@@ -553,14 +545,10 @@ func TestDemoActionsShowEveryTier(t *testing.T) {
 		// the tile server's default hour).
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		st, err := stack.Start(ctx, stack.Options{
+		st := startStack(ctx, t, stack.Options{
 			Env: mapEnv(map[string]string{"REVALIDATE_AFTER": "1ns"}), Embedded: true,
 			S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Seed: true, SeedMaxZoom: 1,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close(context.Background())
 		u := st.TileURL(1, 1, 0)
 		first := get(t, u)
 		if a := get(t, u); a.cache != "REVALIDATED" || !bytes.Equal(a.body, first.body) {

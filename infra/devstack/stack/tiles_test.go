@@ -40,15 +40,7 @@ func TestLoadTiles(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Env: mapEnv(nil), Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Tiles: []string{dir, archive}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		st.Close(ctx)
-	})
+	st := startStack(ctx, t, stack.Options{Env: mapEnv(nil), Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Tiles: []string{dir, archive}})
 	for path, want := range map[string][]byte{"/mine/1/0/1.png": pngTile, "/arch/2/1/3.png": archiveTile} {
 		if a := get(t, st.URL+path); a.status != 200 || string(a.body) != string(want) {
 			t.Errorf("%s: %d %q", path, a.status, a.body)

@@ -1,10 +1,13 @@
 // Package defaults fills a configuration's unset fields, one line a field:
 // a number that is not positive takes its default (Positive), a nil clock
-// reads the wall clock (Clock), a nil logger discards (Logger). The
-// defaults themselves live with their packages and in shared/config.
+// reads the wall clock (Clock), a nil logger discards (Logger). It also
+// states the one rule every package's Validate applies to such a number
+// (NotNegative). The defaults themselves live with their packages and in
+// shared/config.
 package defaults
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -36,4 +39,14 @@ func Logger(l *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return l
+}
+
+// NotNegative is nil when v is zero or more (zero takes the default), else
+// an error naming pkg's setting: "origin: Timeout -1s is negative". A
+// Validate joins them with errors.Join, which drops the nils.
+func NotNegative[T Number](pkg, name string, v T) error {
+	if v >= 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s %v is negative", pkg, name, v)
 }

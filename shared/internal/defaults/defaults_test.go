@@ -42,3 +42,27 @@ func TestClockAndLogger(t *testing.T) {
 		t.Errorf("Logger(nil): got %v, want a logger that discards", got)
 	}
 }
+
+func TestNotNegative(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"zero", NotNegative("origin", "Timeout", time.Duration(0)), ""},
+		{"positive", NotNegative("disk", "MaxBytes", int64(1)), ""},
+		{"negative duration", NotNegative("origin", "Timeout", -time.Second), "origin: Timeout -1s is negative"},
+		{"negative count", NotNegative("stage", "Concurrency", -2), "stage: Concurrency -2 is negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if tc.err != nil {
+				got = tc.err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
