@@ -21,7 +21,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 )
 
-type zxy = sqlitetest.Tile // Row in TMS rows, as stored
+type zxy struct{ z, x, y int } // y in TMS rows, as stored
 
 // fixtureTiles are distinct tiles at zooms 0-2, so a wrong row flip reads
 // another tile's bytes.
@@ -41,12 +41,12 @@ func fixtureTiles(t *testing.T, pbf bool) map[zxy][]byte {
 				} else {
 					b = append([]byte("\x89PNG\r\n\x1a\n"), b...)
 				}
-				tiles[zxy{Z: z, X: x, Row: y}] = b
+				tiles[zxy{z, x, y}] = b
 			}
 		}
 	}
 	// One tile, stored twice in the deduplicated layout.
-	tiles[zxy{Z: 2, X: 3, Row: 3}] = tiles[zxy{Z: 2, X: 0, Row: 0}]
+	tiles[zxy{2, 3, 3}] = tiles[zxy{2, 0, 0}]
 	return tiles
 }
 
@@ -67,7 +67,7 @@ func writeDB(t *testing.T, layout string, tiles map[zxy][]byte, meta map[string]
 		s.WriteString("CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);\n")
 		s.WriteString("CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);\n")
 		for k, b := range tiles {
-			fmt.Fprintf(&s, "INSERT INTO tiles VALUES (%d, %d, %d, X'%x');\n", k.Z, k.X, k.Row, b)
+			fmt.Fprintf(&s, "INSERT INTO tiles VALUES (%d, %d, %d, X'%x');\n", k.z, k.x, k.y, b)
 		}
 	case "view":
 		s.WriteString("CREATE TABLE map (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_id TEXT);\n")
@@ -76,7 +76,7 @@ func writeDB(t *testing.T, layout string, tiles map[zxy][]byte, meta map[string]
 		ids := map[string]bool{}
 		for k, b := range tiles {
 			id := fmt.Sprintf("%x", b)[:24]
-			fmt.Fprintf(&s, "INSERT INTO map VALUES (%d, %d, %d, '%s');\n", k.Z, k.X, k.Row, id)
+			fmt.Fprintf(&s, "INSERT INTO map VALUES (%d, %d, %d, '%s');\n", k.z, k.x, k.y, id)
 			if !ids[id] {
 				ids[id] = true
 				fmt.Fprintf(&s, "INSERT INTO images VALUES (X'%x', '%s');\n", b, id)
@@ -106,16 +106,15 @@ func openDB(t *testing.T, path string) *mbtiles.DB {
 // checkAgainstSQLite reads every tile sqlite3 sees through Tile, by XYZ.
 func checkAgainstSQLite(t *testing.T, db string) int {
 	t.Helper()
-	want := sqlitetest.Tiles(t, db)
+	want := sqlitetest.ReadTiles(t, db)
 	d := openDB(t, db)
 	for k, b := range want {
-		y := (1<<k.Z - 1) - k.Row
-		got, err := d.Tile(context.Background(), uint8(k.Z), uint32(k.X), uint32(y))
+		got, err := d.Tile(context.Background(), k.Z, k.X, k.Y)
 		if err != nil {
-			t.Fatalf("tile %d/%d/%d: %v", k.Z, k.X, y, err)
+			t.Fatalf("tile %v: %v", k, err)
 		}
 		if !bytes.Equal(got, b) {
-			t.Errorf("tile %d/%d/%d (TMS row %d): got %d bytes %x..., want sqlite3's %d bytes", k.Z, k.X, y, k.Row, len(got), got[:min(8, len(got))], len(b))
+			t.Errorf("tile %v (TMS row %d): got %d bytes %x..., want sqlite3's %d bytes", k, 1<<k.Z-1-k.Y, len(got), got[:min(8, len(got))], len(b))
 		}
 	}
 	return len(want)
@@ -146,16 +145,16 @@ func TestTileFlipsRows(t *testing.T) {
 		x, y   uint32
 		stored zxy
 	}{
-		{0, 0, 0, zxy{Z: 0, X: 0, Row: 0}},
-		{1, 0, 0, zxy{Z: 1, X: 0, Row: 1}},
-		{1, 1, 1, zxy{Z: 1, X: 1, Row: 0}},
-		{2, 1, 0, zxy{Z: 2, X: 1, Row: 3}},
-		{2, 2, 3, zxy{Z: 2, X: 2, Row: 0}},
+		{0, 0, 0, zxy{0, 0, 0}},
+		{1, 0, 0, zxy{1, 0, 1}},
+		{1, 1, 1, zxy{1, 1, 0}},
+		{2, 1, 0, zxy{2, 1, 3}},
+		{2, 2, 3, zxy{2, 2, 0}},
 	} {
 		t.Run(fmt.Sprintf("%d/%d/%d", c.z, c.x, c.y), func(t *testing.T) {
 			got, err := d.Tile(context.Background(), c.z, c.x, c.y)
 			if err != nil || !bytes.Equal(got, tiles[c.stored]) {
-				t.Errorf("got %x, %v, want the tile stored at TMS row %d", got[:min(8, len(got))], err, c.stored.Row)
+				t.Errorf("got %x, %v, want the tile stored at TMS row %d", got[:min(8, len(got))], err, c.stored.y)
 			}
 		})
 	}
@@ -400,7 +399,7 @@ func TestConcurrentReaders(t *testing.T) {
 				z := r.IntN(3)
 				x, y := r.IntN(1<<z), r.IntN(1<<z)
 				got, err := d.Tile(context.Background(), uint8(z), uint32(x), uint32(y))
-				if want := tiles[zxy{Z: z, X: x, Row: 1<<z - 1 - y}]; err != nil || !bytes.Equal(got, want) {
+				if want := tiles[zxy{z, x, 1<<z - 1 - y}]; err != nil || !bytes.Equal(got, want) {
 					errs <- fmt.Errorf("tile %d/%d/%d: got %d bytes, %v, want %d bytes", z, x, y, len(got), err, len(want))
 					return
 				}
@@ -450,11 +449,11 @@ func TestEachMatchesSQLite(t *testing.T) {
 		t.Run(layout, func(t *testing.T) {
 			t.Parallel()
 			db := writeDB(t, layout, fixtureTiles(t, true), map[string]string{"format": "pbf"})
-			want := sqlitetest.Tiles(t, db)
+			want := sqlitetest.ReadTiles(t, db)
 			d := openDB(t, db)
-			got := map[zxy][]byte{}
+			got := map[pmtiles.ZXY][]byte{}
 			err := d.Each(context.Background(), func(z uint8, x, y uint32, b []byte) error {
-				got[zxy{Z: int(z), X: int(x), Row: (1<<z - 1) - int(y)}] = b
+				got[pmtiles.ZXY{Z: z, X: x, Y: y}] = b
 				return nil
 			})
 			if err != nil || !reflect.DeepEqual(got, want) {

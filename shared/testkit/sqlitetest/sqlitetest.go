@@ -1,19 +1,17 @@
 // Package sqlitetest builds and reads the MBTiles tests' fixtures. Write
 // needs no outside tool: it uses the SQLite library the product reads
-// MBTiles with. Need and Run find and run the command-line tools, Debian's
-// sqlite3 and gdal-bin; a test whose tool is missing is skipped with one
-// line, or failed when TILESIEVE_REQUIRE_SQLITE3=1 (CI installs the tools
-// and sets it).
+// MBTiles with. Need, Run and ReadTiles find and run the command-line
+// tools, Debian's sqlite3 and gdal-bin; a test whose tool is missing is
+// skipped with one line, or failed when TILESIEVE_REQUIRE_SQLITE3=1 (CI
+// installs the tools and sets it).
 package sqlitetest
 
 import (
 	"bytes"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -55,49 +53,20 @@ func Write(t testing.TB, path string, stmts ...string) []byte {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("sqlitetest: %s: %v", path, err)
 	}
 	defer db.Close()
 	for _, s := range stmts {
 		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
+			t.Fatalf("sqlitetest: %s: %s: %v", path, s, err)
 		}
 	}
 	if err := db.Close(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("sqlitetest: %s: %v", path, err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("sqlitetest: %v", err)
 	}
 	return b
-}
-
-// Tile is a tile's place as MBTiles stores it: the row counted from the
-// bottom (TMS), not flipped to XYZ.
-type Tile struct{ Z, X, Row int }
-
-// Tiles is every tile of the database at db as the sqlite3 tool reads it
-// from its tiles table or view.
-func Tiles(t testing.TB, db string) map[Tile][]byte {
-	t.Helper()
-	out := Run(t, db, "SELECT zoom_level, tile_column, tile_row, hex(tile_data) FROM tiles;\n")
-	tiles := map[Tile][]byte{}
-	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
-		f := strings.Split(line, "|")
-		if len(f) != 4 {
-			t.Fatalf("sqlite3 line %q", line)
-		}
-		var k Tile
-		var err error
-		for i, p := range []*int{&k.Z, &k.X, &k.Row} {
-			if *p, err = strconv.Atoi(f[i]); err != nil {
-				t.Fatalf("sqlite3 line %q: %v", line, err)
-			}
-		}
-		if tiles[k], err = hex.DecodeString(f[3]); err != nil {
-			t.Fatalf("sqlite3 line %q: %v", line, err)
-		}
-	}
-	return tiles
 }
