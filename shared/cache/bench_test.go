@@ -102,14 +102,20 @@ func benchCache(b *testing.B, keys []string) *Cache {
 	return c
 }
 
-func BenchmarkGet(b *testing.B) {
-	keys := tileKeys(100_000)
-	c := benchCache(b, keys)
+// runParallel resets the timer and runs body on b.RunParallel's goroutines,
+// each from its own start i in the keys (steps of a prime apart), reporting
+// allocations. body keeps its own pb.Next loop, so an op costs no call more.
+func runParallel(b *testing.B, body func(pb *testing.PB, i int)) {
 	var seq atomic.Uint64
 	b.ReportAllocs()
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := int(seq.Add(1) * 7919)
+	b.RunParallel(func(pb *testing.PB) { body(pb, int(seq.Add(1)*7919)) })
+}
+
+func BenchmarkGet(b *testing.B) {
+	keys := tileKeys(100_000)
+	c := benchCache(b, keys)
+	runParallel(b, func(pb *testing.PB, i int) {
 		for pb.Next() {
 			i++
 			if _, ok := c.Get(keys[i%len(keys)]); !ok {
@@ -128,11 +134,7 @@ func BenchmarkSet(b *testing.B) {
 	for _, k := range keys[:100_000] {
 		c.Set(k, tl)
 	}
-	var seq atomic.Uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := int(seq.Add(1) * 7919)
+	runParallel(b, func(pb *testing.PB, i int) {
 		for pb.Next() {
 			i++
 			c.Set(keys[i%len(keys)], tl)
@@ -145,11 +147,7 @@ func BenchmarkGetSet(b *testing.B) {
 	keys := tileKeys(100_000)
 	c := benchCache(b, keys)
 	tl := &tile.Tile{Body: make([]byte, 100)}
-	var seq atomic.Uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := int(seq.Add(1) * 7919)
+	runParallel(b, func(pb *testing.PB, i int) {
 		for pb.Next() {
 			i++
 			k := keys[(i*31)%len(keys)]

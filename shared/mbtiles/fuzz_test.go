@@ -2,24 +2,18 @@ package mbtiles_test
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/mbtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 )
 
 // seedDB writes a small valid database with the package's own SQLite
 // library, so the seed corpus needs no outside tool.
 func seedDB(f *testing.F, layout string) []byte {
 	f.Helper()
-	p := filepath.Join(f.TempDir(), "seed.mbtiles")
-	db, err := sql.Open("sqlite", p)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer db.Close()
 	script := []string{
 		`CREATE TABLE metadata (name text, value text)`,
 		`INSERT INTO metadata VALUES ('format', 'pbf'), ('minzoom', '0'), ('maxzoom', '1'), ('json', '{"vector_layers":[]}')`,
@@ -37,19 +31,7 @@ func seedDB(f *testing.F, layout string) []byte {
 			`CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row)`,
 			`INSERT INTO tiles VALUES (0, 0, 0, X'89504e470d0a1a0a'), (1, 0, 1, X'ffd8ff')`)
 	}
-	for _, s := range script {
-		if _, err := db.Exec(s); err != nil {
-			f.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		f.Fatal(err)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		f.Fatal(err)
-	}
-	return b
+	return sqlitetest.Write(f, filepath.Join(f.TempDir(), "seed.mbtiles"), script...)
 }
 
 // FuzzOpen: whatever the bytes, Open and the reads after it return errors,

@@ -2,9 +2,7 @@ package mbtiles_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,29 +11,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/mbtiles"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 )
 
 type zxy struct{ z, x, y int } // y in TMS rows, as stored
-
-func gz(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
-	if _, err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // fixtureTiles are distinct tiles at zooms 0-2, so a wrong row flip reads
 // another tile's bytes.
@@ -51,7 +37,7 @@ func fixtureTiles(t *testing.T, pbf bool) map[zxy][]byte {
 					b[i] = byte(r.Uint32())
 				}
 				if pbf {
-					b = gz(t, b)
+					b = pmtilestest.Compress(b, pmtiles.CompressionGzip)
 				} else {
 					b = append([]byte("\x89PNG\r\n\x1a\n"), b...)
 				}
@@ -106,7 +92,6 @@ func writeDB(t *testing.T, layout string, tiles map[zxy][]byte, meta map[string]
 	return db
 }
 
-// sqliteTiles is every tile of db as the sqlite3 tool reads it.
 // openDB opens the database at path, closed when the test ends.
 func openDB(t *testing.T, path string) *mbtiles.DB {
 	t.Helper()
@@ -118,47 +103,18 @@ func openDB(t *testing.T, path string) *mbtiles.DB {
 	return d
 }
 
-func sqliteTiles(t *testing.T, db string) map[zxy][]byte {
-	t.Helper()
-	out := sqlitetest.Run(t, db, "SELECT zoom_level || ' ' || tile_column || ' ' || tile_row || ' ' || hex(tile_data) FROM tiles;\n")
-	tiles := map[zxy][]byte{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 3 {
-			f = append(f, "")
-		}
-		if len(f) != 4 {
-			t.Fatalf("sqlite3 line %q", line)
-		}
-		var k zxy
-		var err error
-		for i, dst := range []*int{&k.z, &k.x, &k.y} {
-			if *dst, err = strconv.Atoi(f[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		b, err := hex.DecodeString(f[3])
-		if err != nil {
-			t.Fatal(err)
-		}
-		tiles[k] = b
-	}
-	return tiles
-}
-
 // checkAgainstSQLite reads every tile sqlite3 sees through Tile, by XYZ.
 func checkAgainstSQLite(t *testing.T, db string) int {
 	t.Helper()
-	want := sqliteTiles(t, db)
+	want := sqlitetest.ReadTiles(t, db)
 	d := openDB(t, db)
 	for k, b := range want {
-		y := (1<<k.z - 1) - k.y
-		got, err := d.Tile(context.Background(), uint8(k.z), uint32(k.x), uint32(y))
+		got, err := d.Tile(context.Background(), k.Z, k.X, k.Y)
 		if err != nil {
-			t.Fatalf("tile %d/%d/%d: %v", k.z, k.x, y, err)
+			t.Fatalf("tile %v: %v", k, err)
 		}
 		if !bytes.Equal(got, b) {
-			t.Errorf("tile %d/%d/%d (TMS row %d): got %d bytes %x..., want sqlite3's %d bytes", k.z, k.x, y, k.y, len(got), got[:min(8, len(got))], len(b))
+			t.Errorf("tile %v (TMS row %d): got %d bytes %x..., want sqlite3's %d bytes", k, 1<<k.Z-1-k.Y, len(got), got[:min(8, len(got))], len(b))
 		}
 	}
 	return len(want)
@@ -493,11 +449,11 @@ func TestEachMatchesSQLite(t *testing.T) {
 		t.Run(layout, func(t *testing.T) {
 			t.Parallel()
 			db := writeDB(t, layout, fixtureTiles(t, true), map[string]string{"format": "pbf"})
-			want := sqliteTiles(t, db)
+			want := sqlitetest.ReadTiles(t, db)
 			d := openDB(t, db)
-			got := map[zxy][]byte{}
+			got := map[pmtiles.ZXY][]byte{}
 			err := d.Each(context.Background(), func(z uint8, x, y uint32, b []byte) error {
-				got[zxy{int(z), int(x), (1<<z - 1) - int(y)}] = b
+				got[pmtiles.ZXY{Z: z, X: x, Y: y}] = b
 				return nil
 			})
 			if err != nil || !reflect.DeepEqual(got, want) {

@@ -251,39 +251,41 @@ func TestServerErrorForeverGivesUp(t *testing.T) {
 	}
 }
 
-func TestDelayPastDeadlineIsPromptTimeout(t *testing.T) {
+// TestGetReturnsAtTheDeadline: whether S3 hangs or answers with errors to
+// retry, Get returns promptly at the caller's deadline, with the cause.
+func TestGetReturnsAtTheDeadline(t *testing.T) {
 	t.Parallel()
-	e := startFaulty(t, s3local.Fault{Delay: time.Minute})
-	ctx := ctxTimeout(t, 300*time.Millisecond)
-	deadline, _ := ctx.Deadline()
-
-	_, err := e.client(origin.Config{}).Get(ctx, "k", "")
-	late := time.Since(deadline)
-	if !errors.Is(err, context.DeadlineExceeded) || !origin.IsTimeout(err) {
-		t.Fatalf("got %v, want a timeout", err)
-	}
-	if late > 250*time.Millisecond {
-		t.Errorf("returned %v after the deadline, want promptly", late)
-	}
-}
-
-func TestBackoffDoesNotSleepPastDeadline(t *testing.T) {
-	t.Parallel()
-	e := startFaulty(t, s3local.Fault{Status: http.StatusServiceUnavailable})
-	// Backoff grows to a 1 s cap, so a loop that slept past the deadline
-	// would overshoot it by far more than the 100 ms allowed here.
-	ctx := ctxTimeout(t, 400*time.Millisecond)
-	deadline, _ := ctx.Deadline()
-
-	_, err := e.client(origin.Config{MaxAttempts: 1000}).Get(ctx, "k", "")
-	if err == nil {
-		t.Fatal("got no error")
-	}
-	if time.Now().After(deadline.Add(100 * time.Millisecond)) {
-		t.Errorf("returned %v after the deadline", time.Since(deadline))
-	}
-	if !strings.Contains(err.Error(), "SlowDown") && !strings.Contains(err.Error(), "503") {
-		t.Errorf("error %q does not carry the last cause", err)
+	for _, tc := range []struct {
+		name    string
+		fault   s3local.Fault
+		cfg     origin.Config
+		timeout time.Duration
+		slack   time.Duration // how long after the deadline Get may return
+		cause   func(err error) bool
+	}{
+		{"delay past the deadline is a timeout", s3local.Fault{Delay: time.Minute}, origin.Config{}, 300 * time.Millisecond, 250 * time.Millisecond,
+			func(err error) bool { return errors.Is(err, context.DeadlineExceeded) && origin.IsTimeout(err) }},
+		// Backoff grows to a 1 s cap, so a loop that slept past the deadline
+		// would overshoot it by far more than the slack.
+		{"backoff does not sleep past the deadline", s3local.Fault{Status: http.StatusServiceUnavailable}, origin.Config{MaxAttempts: 1000}, 400 * time.Millisecond, 100 * time.Millisecond,
+			func(err error) bool {
+				return strings.Contains(err.Error(), "SlowDown") || strings.Contains(err.Error(), "503")
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := startFaulty(t, tc.fault)
+			ctx := ctxTimeout(t, tc.timeout)
+			deadline, _ := ctx.Deadline()
+			_, err := e.client(tc.cfg).Get(ctx, "k", "")
+			late := time.Since(deadline)
+			if err == nil || !tc.cause(err) {
+				t.Fatalf("got %v, want an error with its cause", err)
+			}
+			if late > tc.slack {
+				t.Errorf("returned %v after the deadline, want within %v", late, tc.slack)
+			}
+		})
 	}
 }
 

@@ -2,7 +2,6 @@ package pmtiles_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -527,19 +526,12 @@ func TestMetadata(t *testing.T) {
 			}
 		})
 	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write([]byte(`[1,2]`))
-	zw.Close()
-	if _, err := pmtiles.DecodeMetadata(gz.Bytes(), pmtiles.CompressionGzip, 100); !errors.Is(err, pmtiles.ErrInvalid) {
+	array := pmtilestest.Compress([]byte(`[1,2]`), pmtiles.CompressionGzip)
+	if _, err := pmtiles.DecodeMetadata(array, pmtiles.CompressionGzip, 100); !errors.Is(err, pmtiles.ErrInvalid) {
 		t.Errorf("array metadata: got %v, want %v", err, pmtiles.ErrInvalid)
 	}
-	bomb := make([]byte, 1<<20)
-	gz.Reset()
-	zw = gzip.NewWriter(&gz)
-	zw.Write(bomb)
-	zw.Close()
-	if _, err := pmtiles.DecodeMetadata(gz.Bytes(), pmtiles.CompressionGzip, 1000); !errors.Is(err, pmtiles.ErrInvalid) {
+	bomb := pmtilestest.Compress(make([]byte, 1<<20), pmtiles.CompressionGzip)
+	if _, err := pmtiles.DecodeMetadata(bomb, pmtiles.CompressionGzip, 1000); !errors.Is(err, pmtiles.ErrInvalid) {
 		t.Errorf("gzip bomb: got %v, want %v", err, pmtiles.ErrInvalid)
 	}
 }

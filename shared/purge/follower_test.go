@@ -40,8 +40,6 @@ func (fe *followerEnv) append(t *testing.T, prefixes ...string) {
 	}
 }
 
-// restart is a new follower of the same journal over the same position
-// file: a process restarted over a kept disk tier.
 // startAt restarts the follower with its position saved at pos, and
 // starts it.
 func (fe *followerEnv) startAt(t *testing.T, pos PositionFile) {
@@ -52,6 +50,20 @@ func (fe *followerEnv) startAt(t *testing.T, pos PositionFile) {
 	}
 }
 
+// syncAfter lets d pass and has the follower check the journal, as a
+// request would.
+func (fe *followerEnv) syncAfter(ctx context.Context, d time.Duration) {
+	fe.clock.Advance(d)
+	fe.f.MaybeSync(ctx)
+}
+
+// tempPosition is a position file of the test's own, not yet written.
+func tempPosition(t *testing.T) PositionFile {
+	return PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
+}
+
+// restart is a new follower of the same journal over the same position
+// file: a process restarted over a kept disk tier.
 func (fe *followerEnv) restart(cfg FollowerConfig) {
 	cfg.Now = fe.clock.Now
 	fe.rec = &recorder{}
@@ -72,8 +84,7 @@ func TestFollowerAppliesInOrder(t *testing.T) {
 	fe.append(t, "osm/12/")
 	fe.append(t, "a/1.png", "b/")
 	fe.append(t, "c/")
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, time.Second)
 	want := []string{"prefix osm/12/", "prefix a/1.png", "prefix b/", "prefix c/"}
 	if got := fe.rec.take(); !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
@@ -94,13 +105,11 @@ func TestFollowerRateLimited(t *testing.T) {
 	}
 	fe.append(t, "a/")
 	n := fe.reqs.count()
-	fe.clock.Advance(999 * time.Millisecond)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, 999*time.Millisecond)
 	if fe.reqs.count() != n || len(fe.rec.take()) != 0 {
 		t.Fatal("checked before the interval passed")
 	}
-	fe.clock.Advance(time.Millisecond)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, time.Millisecond)
 	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/"}) {
 		t.Fatalf("got %q", got)
 	}
@@ -213,22 +222,19 @@ func TestFollowerJournalWiped(t *testing.T) {
 		t.Fatal(err)
 	}
 	fe.deleteHead(t)
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, time.Second)
 	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
 		t.Fatalf("after the wipe: %q, want everything dropped", got)
 	}
 	fe.append(t, "b/") // a new journal, seq 1
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, time.Second)
 	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix b/"}) {
 		t.Fatalf("first entry of the new journal: %q, want it applied", got)
 	}
 	// Wiped and written again between two checks: a new id.
 	fe.deleteHead(t)
 	fe.append(t, "c/")
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, time.Second)
 	if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
 		t.Fatalf("new journal id: %q, want everything dropped", got)
 	}
@@ -260,8 +266,7 @@ func TestFollowerFailClosed(t *testing.T) {
 			cached := fe.clock.Now()
 			fe.append(t, "a/")
 			fe.srv.Faults().Add(tc.fault)
-			fe.clock.Advance(time.Second)
-			fe.f.MaybeSync(ctx)
+			fe.syncAfter(ctx, time.Second)
 			if !fe.f.Trusted(cached, fe.clock.Now()) {
 				t.Fatal("distrusted within Interval+Timeout of the last good check")
 			}
@@ -277,8 +282,7 @@ func TestFollowerFailClosed(t *testing.T) {
 				t.Errorf("stats %+v", s)
 			}
 			fe.srv.Faults().Reset()
-			fe.clock.Advance(time.Second)
-			fe.f.MaybeSync(ctx)
+			fe.syncAfter(ctx, time.Second)
 			if !fe.f.Trusted(cached, fe.clock.Now()) || fe.f.Applied() != 1 {
 				t.Errorf("after a good check: trusted %v, applied %d", fe.f.Trusted(cached, fe.clock.Now()), fe.f.Applied())
 			}
@@ -307,8 +311,7 @@ func TestFollowerStartFailed(t *testing.T) {
 		t.Error("an unverified copy is trusted")
 	}
 	fe.append(t, "a/")
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, time.Second)
 	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/"}) {
 		t.Errorf("got %q, want the entry applied", got)
 	}
@@ -320,7 +323,7 @@ func TestFollowerStartFailed(t *testing.T) {
 func TestFollowerRestartWithKeptDisk(t *testing.T) {
 	t.Parallel()
 	fe := newFollowerEnv(t, FollowerConfig{})
-	pos := PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
+	pos := tempPosition(t)
 	ctx := context.Background()
 	fe.append(t, "before/")
 	fe.startAt(t, pos)
@@ -329,8 +332,7 @@ func TestFollowerRestartWithKeptDisk(t *testing.T) {
 		t.Fatalf("first start: %q, want the kept disk dropped", got)
 	}
 	fe.append(t, "seen/")
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, time.Second)
 	fe.rec.take()
 	// The process dies; two purges are recorded while it is down.
 	fe.append(t, "missed/1/")
@@ -350,14 +352,13 @@ func TestFollowerRestartWithKeptDisk(t *testing.T) {
 func TestFollowerUnlinkFailureNotSaved(t *testing.T) {
 	t.Parallel()
 	fe := newFollowerEnv(t, FollowerConfig{})
-	pos := PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
+	pos := tempPosition(t)
 	ctx := context.Background()
 	fe.startAt(t, pos)
 	fe.append(t, "ro/")
 	fe.append(t, "later/")
 	fe.rec.setFail(true)
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, time.Second)
 	if p, _, _ := pos.Load(); p.Seq != 0 {
 		t.Fatalf("saved position %d after a purge that left files, want 0", p.Seq)
 	}

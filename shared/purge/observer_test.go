@@ -93,8 +93,7 @@ func TestFollowerObserver(t *testing.T) {
 		t.Errorf("start: observed %+v, want one good check of %v", got, rtt)
 	}
 
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx) // 304
+	fe.syncAfter(ctx, time.Second) // 304
 	if got := obsv.take(); len(got) != 1 || !got[0].check || got[0].err != nil || got[0].elapsed != rtt {
 		t.Errorf("unchanged: observed %+v, want one good check", got)
 	}
@@ -105,8 +104,7 @@ func TestFollowerObserver(t *testing.T) {
 	fe.append(t, "a/", "b/1.png")
 	fe.clock.Advance(500 * time.Millisecond)
 	fe.append(t, "c/")
-	fe.clock.Advance(1500 * time.Millisecond)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, 1500*time.Millisecond)
 	// The newest entry was recorded 1.5s before the check, which took rtt.
 	want := []observed{{purges: 2, age: 1500*time.Millisecond + rtt}, {check: true, elapsed: rtt}}
 	if got := obsv.take(); !slices.Equal(got, want) {
@@ -114,8 +112,7 @@ func TestFollowerObserver(t *testing.T) {
 	}
 
 	fe.srv.Faults().Add(s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Times: 1, Status: http.StatusServiceUnavailable})
-	fe.clock.Advance(time.Second)
-	fe.f.MaybeSync(ctx)
+	fe.syncAfter(ctx, time.Second)
 	got := obsv.take()
 	if len(got) != 1 || !got[0].check || got[0].err == nil {
 		t.Errorf("failed: observed %+v, want one failed check", got)

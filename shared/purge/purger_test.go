@@ -25,6 +25,12 @@ func TestPrefixRequestTargets(t *testing.T) {
 		{"osm/", []string{"osm.json", "osm/"}, []string{"osm.json*", "osm/"}},
 		{"osm.", []string{"osm.", "osm/"}, []string{"osm.*", "osm/"}}, // osm.json is under osm., osm/ is not
 		{"", []string{""}, []string{""}},
+		// A font purge reaches the stacks composed with the font: its font
+		// directory, and a top-level one's TileJSON too.
+		{"fonts/Noto Sans Regular/", []string{"fonts/"}, []string{"fonts/"}},
+		{"fonts/Noto", []string{"fonts/"}, []string{"fonts/"}},
+		{"fonts/", []string{"fonts.json", "fonts/"}, []string{"fonts.json*", "fonts/"}},
+		{"osm/1/", []string{"osm/1/"}, []string{"osm/1/"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.prefix, func(t *testing.T) {

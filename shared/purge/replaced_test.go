@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -68,14 +67,12 @@ func TestFollowerReplacedEntry(t *testing.T) {
 			fe.append(t, "a/")
 			fe.append(t, "b/")
 			fe.append(t, "mine/")
-			fe.clock.Advance(time.Second)
-			fe.f.MaybeSync(ctx)
+			fe.syncAfter(ctx, time.Second)
 			if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/", "prefix b/", "prefix mine/"}) {
 				t.Fatalf("before: got %q", got)
 			}
 			fe.replaceHead(t, 3, tc.prefix, tc.extend)
-			fe.clock.Advance(time.Second)
-			fe.f.MaybeSync(ctx)
+			fe.syncAfter(ctx, time.Second)
 			if got := fe.rec.take(); !slices.Equal(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
@@ -112,13 +109,12 @@ func TestFollowerRestartReplacedEntry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			fe := newFollowerEnv(t, FollowerConfig{})
-			pos := PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
+			pos := tempPosition(t)
 			ctx := context.Background()
 			fe.startAt(t, pos)
 			fe.append(t, "a/")
 			fe.append(t, "mine/")
-			fe.clock.Advance(time.Second)
-			fe.f.MaybeSync(ctx)
+			fe.syncAfter(ctx, time.Second)
 			fe.rec.take()
 			saved, ok, err := pos.Load()
 			if err != nil || !ok || saved.Seq != 2 || saved.Entry != EntryDigest(read(t, fe.w).Entries[1]) {
@@ -159,7 +155,7 @@ func TestPositionFileCompatible(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
-			p := PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
+			p := tempPosition(t)
 			if err := os.WriteFile(p.Path, []byte(tc.file), 0o600); err != nil {
 				t.Fatal(err)
 			}

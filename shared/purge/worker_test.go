@@ -154,6 +154,18 @@ func decodeFixture(t testing.TB, name string) s3event.Batch {
 	return b
 }
 
+// handle has the worker handle the event in fixture, as Lambda would call
+// it, and returns the IDs of the messages it reported failed; an error
+// fails the test.
+func (we *workerEnv) handle(t *testing.T, fixture string) []string {
+	t.Helper()
+	out, err := we.w.Handle(context.Background(), readFixture(t, fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return failedIDs(t, out)
+}
+
 func failedIDs(t *testing.T, out Result) []string {
 	t.Helper()
 	return append([]string{}, out.Failed...)
@@ -233,11 +245,7 @@ func TestWorkerFixtures(t *testing.T) {
 func TestWorkerHandleResponses(t *testing.T) {
 	t.Parallel()
 	we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{})
-	out, err := we.w.Handle(context.Background(), readFixture(t, "sqs-s3.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := failedIDs(t, out); !slices.Equal(got, sqsFixtureMalformed) {
+	if got := we.handle(t, "sqs-s3.json"); !slices.Equal(got, sqsFixtureMalformed) {
 		t.Errorf("SQS failures: got %q, want %q", got, sqsFixtureMalformed)
 	}
 	for _, f := range []string{"s3-put.json", "eventbridge-created.json", "s3-malformed.json", "s3-test-event.json"} {
@@ -253,13 +261,9 @@ func TestWorkerJournalFailure(t *testing.T) {
 		t.Parallel()
 		we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{})
 		we.failJournalWrites()
-		out, err := we.w.Handle(context.Background(), readFixture(t, "sqs-s3.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
 		// Every message with a change, and the malformed ones, in batch
 		// order; not the TestEvent nor the keys outside the tiles.
-		if got := failedIDs(t, out); !slices.Equal(got, sqsFixtureWithChanges) {
+		if got := we.handle(t, "sqs-s3.json"); !slices.Equal(got, sqsFixtureWithChanges) {
 			t.Errorf("failures: got %q, want %q", got, sqsFixtureWithChanges)
 		}
 		if len(we.cf.Requests()) != 0 {
@@ -282,11 +286,7 @@ func TestWorkerCDNFailure(t *testing.T) {
 	t.Parallel()
 	we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{})
 	we.cf.Fail(cdntest.TooMany, cdntest.TooMany, cdntest.TooMany)
-	out, err := we.w.Handle(context.Background(), readFixture(t, "sqs-s3.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := failedIDs(t, out); !slices.Equal(got, sqsFixtureWithChanges) {
+	if got := we.handle(t, "sqs-s3.json"); !slices.Equal(got, sqsFixtureWithChanges) {
 		t.Errorf("failures: got %q, want the messages with changes or problems", got)
 	}
 	// Recorded for the instances all the same.
@@ -294,11 +294,7 @@ func TestWorkerCDNFailure(t *testing.T) {
 		t.Errorf("journal entries: %d", n)
 	}
 	// Redelivered: another (harmless) entry, and now the CDN.
-	out, err = we.w.Handle(context.Background(), readFixture(t, "sqs-s3.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := failedIDs(t, out); !slices.Equal(got, sqsFixtureMalformed) {
+	if got := we.handle(t, "sqs-s3.json"); !slices.Equal(got, sqsFixtureMalformed) {
 		t.Errorf("failures after recovery: got %q", got)
 	}
 	if n := we.head(t); n != 2 {
@@ -312,9 +308,7 @@ func TestWorkerRedelivery(t *testing.T) {
 	t.Parallel()
 	we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{})
 	for range 2 {
-		if _, err := we.w.Handle(context.Background(), readFixture(t, "sqs-s3.json")); err != nil {
-			t.Fatal(err)
-		}
+		we.handle(t, "sqs-s3.json")
 	}
 	reqs := we.cf.Requests()
 	if len(reqs) != 2 || reqs[0].CallerReference != reqs[1].CallerReference {
@@ -324,9 +318,7 @@ func TestWorkerRedelivery(t *testing.T) {
 		t.Errorf("invalidations: got %d, want 1", we.cf.Invalidations())
 	}
 	// Another change to the same keys is another invalidation.
-	if _, err := we.w.Handle(context.Background(), readFixture(t, "s3-delete.json")); err != nil {
-		t.Fatal(err)
-	}
+	we.handle(t, "s3-delete.json")
 	if we.cf.Invalidations() != 2 {
 		t.Errorf("invalidations: got %d, want 2", we.cf.Invalidations())
 	}
@@ -535,9 +527,7 @@ func TestWorkerIgnoresOwnJournal(t *testing.T) {
 func TestWorkerOtherBucketAndStale(t *testing.T) {
 	t.Parallel()
 	we := newWorkerEnv(t, WorkerConfig{Bucket: "other", TilesPrefix: "tiles/"}, workerOpts{})
-	if _, err := we.w.Handle(context.Background(), readFixture(t, "sqs-s3.json")); err != nil {
-		t.Fatal(err)
-	}
+	we.handle(t, "sqs-s3.json")
 	if n := we.head(t); n != 0 {
 		t.Errorf("purged another bucket's keys: %d entries", n)
 	}
@@ -590,9 +580,7 @@ func TestWorkerSettleDelay(t *testing.T) {
 	// A wait that runs out: the CDN follows.
 	sl := newFakeSleep()
 	we2 := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{settle: time.Hour, sleep: sl.Sleep})
-	if _, err := we2.w.Handle(context.Background(), readFixture(t, "s3-put.json")); err != nil {
-		t.Fatal(err)
-	}
+	we2.handle(t, "s3-put.json")
 	if len(sl.waits) != 1 || sl.waits[0] != time.Hour || len(we2.cf.Requests()) != 1 {
 		t.Errorf("waits %v, CDN calls %d: want one wait of 1h, then the CDN", sl.waits, len(we2.cf.Requests()))
 	}
@@ -640,11 +628,13 @@ func processOne(t *testing.T, event, key string, prefixes, paths []string) (*wor
 	return we, res
 }
 
-// TestWorkerArchivePurgesTileset: an upload or a deletion of NAME.pmtiles
-// or NAME.mbtiles
-// purges the tileset NAME/ and its TileJSON NAME.json, in the journal and
-// on the CDN; a change of NAME/metadata.json purges NAME.json.
-func TestWorkerArchivePurgesTileset(t *testing.T) {
+// TestWorkerPurgesDerivedNames: a change of one key purges, in the journal
+// and on the CDN, what is served from it under other names. An upload or a
+// deletion of NAME.pmtiles or NAME.mbtiles purges the tileset NAME/ and its
+// TileJSON NAME.json; a change of NAME/metadata.json purges NAME.json; a
+// change of one font's glyph range purges its font directory, so the font
+// stacks composed with that font (DIR/A,FONT/…) are purged with it.
+func TestWorkerPurgesDerivedNames(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		event, key string
@@ -657,6 +647,9 @@ func TestWorkerArchivePurgesTileset(t *testing.T) {
 		{"ObjectRemoved:Delete", "topo.mbtiles", []string{"topo.json", "topo.mbtiles", "topo/"}, []string{"/topo.json", "/topo.mbtiles", "/topo/*"}},
 		{"ObjectCreated:Put", "sat/metadata.json", []string{"sat.json", "sat/metadata.json"}, []string{"/sat.json", "/sat/metadata.json"}},
 		{"ObjectCreated:Put", "deep/a.pmtiles", []string{"deep/a.pmtiles"}, []string{"/deep/a.pmtiles"}},
+		{"ObjectCreated:Put", "fonts/Noto Sans Regular/0-255.pbf", []string{"fonts/"}, []string{"/fonts/*"}},
+		{"ObjectRemoved:Delete", "osm/glyphs/Open Sans/256-511.pbf", []string{"osm/glyphs/"}, []string{"/osm/glyphs/*"}},
+		{"ObjectCreated:Put", "osm/1/0/0.pbf", []string{"osm/1/0/0.pbf"}, []string{"/osm/1/0/0.pbf"}},
 	} {
 		t.Run(tt.event+" "+tt.key, func(t *testing.T) {
 			t.Parallel()

@@ -16,45 +16,42 @@ import (
 
 const base = "https://d1.cloudfront.net"
 
+// TestRewriteStyle rewrites whole styles from testdata: absolute URLs of
+// another host onto the base, and relative and root-relative ones resolved
+// against the style's own URL; nothing else in the document changes.
 func TestRewriteStyle(t *testing.T) {
 	t.Parallel()
-	in, err := os.ReadFile("testdata/osm-style.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := style.Rewrite(in, base+"/", "osm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := strings.NewReplacer(
-		`"http://127.0.0.1:8080/osm.json"`, `"`+base+`/osm.json"`,
-		`"http://127.0.0.1:8080/osm/hillshade/{z}/{x}/{y}.png"`, `"`+base+`/osm/hillshade/{z}/{x}/{y}.png"`,
-		`"http://127.0.0.1:8080/osm/sprite"`, `"`+base+`/osm/sprite"`,
-		`"http://127.0.0.1:8080/osm/fonts/{fontstack}/{range}.pbf"`, `"`+base+`/osm/fonts/{fontstack}/{range}.pbf"`,
-	).Replace(string(in))
-	if string(got) != want {
-		t.Errorf("got %s\nwant %s", got, want)
-	}
-}
-
-func TestRewriteRelativeAndForeign(t *testing.T) {
-	t.Parallel()
-	in, err := os.ReadFile("testdata/relative-style.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := style.Rewrite(in, base, "maps/osm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := strings.NewReplacer(
-		`"../osm.json"`, `"`+base+`/maps/osm.json"`,
-		`"/roads.json"`, `"`+base+`/roads.json"`,
-		`"url":"sprite"`, `"url":"`+base+`/maps/osm/sprite"`,
-		`"fonts/{fontstack}/{range}.pbf"`, `"`+base+`/maps/osm/fonts/{fontstack}/{range}.pbf"`,
-	).Replace(string(in))
-	if string(got) != want {
-		t.Errorf("got %s\nwant %s", got, want)
+	for _, c := range []struct {
+		file, base, tileset string
+		replace             []string // old, new pairs: the input with these replaced is the output
+	}{
+		{"osm-style.json", base + "/", "osm", []string{
+			`"http://127.0.0.1:8080/osm.json"`, `"` + base + `/osm.json"`,
+			`"http://127.0.0.1:8080/osm/hillshade/{z}/{x}/{y}.png"`, `"` + base + `/osm/hillshade/{z}/{x}/{y}.png"`,
+			`"http://127.0.0.1:8080/osm/sprite"`, `"` + base + `/osm/sprite"`,
+			`"http://127.0.0.1:8080/osm/fonts/{fontstack}/{range}.pbf"`, `"` + base + `/osm/fonts/{fontstack}/{range}.pbf"`,
+		}},
+		{"relative-style.json", base, "maps/osm", []string{
+			`"../osm.json"`, `"` + base + `/maps/osm.json"`,
+			`"/roads.json"`, `"` + base + `/roads.json"`,
+			`"url":"sprite"`, `"url":"` + base + `/maps/osm/sprite"`,
+			`"fonts/{fontstack}/{range}.pbf"`, `"` + base + `/maps/osm/fonts/{fontstack}/{range}.pbf"`,
+		}},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			t.Parallel()
+			in, err := os.ReadFile(filepath.Join("testdata", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := style.Rewrite(in, c.base, c.tileset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.NewReplacer(c.replace...).Replace(string(in)); string(got) != want {
+				t.Errorf("got %s\nwant %s", got, want)
+			}
+		})
 	}
 }
 

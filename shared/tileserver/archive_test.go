@@ -2,7 +2,6 @@ package tileserver_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -164,11 +163,7 @@ func TestArchiveGzipVector(t *testing.T) {
 	stored := map[pmtiles.ZXY][]byte{}
 	for zxy, b := range pyramid(2, 3) {
 		raw[zxy] = b
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		zw.Write(b)
-		zw.Close()
-		stored[zxy] = buf.Bytes()
+		stored[zxy] = gz(b)
 	}
 	e.put("v.pmtiles", pmtilestest.Build(stored, pmtilestest.Options{Clustered: true, TileType: pmtiles.TileTypeMVT, TileCompression: pmtiles.CompressionGzip}), "", "")
 	zxy := pmtiles.ZXY{Z: 2, X: 3, Y: 1}
@@ -248,16 +243,9 @@ func TestArchiveReplacedUnderRead(t *testing.T) {
 		t.Fatal("v1 bytes")
 	}
 	e.put("a.pmtiles", pmtilestest.Build(v2, pmtilestest.Options{MaxRootBytes: 60, LeafEntries: 16}), "", "")
-	r := e.do("GET", path("a", b, "png"))
-	expect(t, r, 200, "MISS")
-	if got := body(t, r); got != string(v2[b]) {
-		t.Fatal("after the replacement: not the new bytes")
-	}
-	r = e.do("GET", path("a", a, "png"))
-	expect(t, r, 200, "MISS")
-	if got := body(t, r); got != string(v2[a]) {
-		t.Fatal("a tile cached before the replacement: not dropped")
-	}
+	expectBody(t, e.do("GET", path("a", b, "png")), 200, "MISS", string(v2[b]))
+	// A tile cached before the replacement is dropped with the tileset.
+	expectBody(t, e.do("GET", path("a", a, "png")), 200, "MISS", string(v2[a]))
 }
 
 // TestArchiveRevalidation: an aged archive tile is revalidated by checking
@@ -282,11 +270,7 @@ func TestArchiveRevalidation(t *testing.T) {
 	}
 	e.put("a.pmtiles", pmtilestest.Build(v2, pmtilestest.Options{Clustered: true}), "", "")
 	e.clock.Advance(2 * time.Hour)
-	r = e.do("GET", path("a", zxy, "png"))
-	expect(t, r, 200, "MISS")
-	if body(t, r) != string(v2[zxy]) {
-		t.Fatal("revalidation after a replacement: not the new bytes")
-	}
+	expectBody(t, e.do("GET", path("a", zxy, "png")), 200, "MISS", string(v2[zxy]))
 }
 
 // TestArchiveRequestsPerTile counts S3 requests: a cold archive costs one

@@ -222,11 +222,29 @@ func (f *fleet) catchUp() {
 
 // expectDue is the answer of instance i at a due check: the copy the last
 // check vouches for (stale), at once, with the check run beside it; then,
-// once that check has ended, code/body (fresh).
+// once that check has ended, code/body (fresh). S3 holds the check's
+// journal answer until the stale answer is out, so a check that outruns
+// the answer cannot make it fresh; were the answer to wait for the check,
+// the hold gives up after a minute and the answer is fresh, not stale.
 func (f *fleet) expectDue(i int, key string, staleCode int, stale string, code int, body, xcache string) {
 	f.t.Helper()
+	release := make(chan struct{})
+	var held atomic.Bool
+	f.s3.Faults().Add(s3local.Fault{Times: 1, Match: func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/head.json") && r.Host != f.workerHost
+	}, Hold: func() {
+		held.Store(true)
+		select {
+		case <-release:
+		case <-time.After(time.Minute):
+		}
+	}})
 	f.expect(i, key, staleCode, stale, "")
+	close(release)
 	f.instances[i].srv.Drain()
+	if !held.Load() {
+		f.t.Fatalf("instance %d %s: no journal check beside the answer", i, key)
+	}
 	f.expect(i, key, code, body, xcache)
 }
 

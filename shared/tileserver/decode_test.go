@@ -150,7 +150,7 @@ func TestDecodedVariantPurgedWithItsTile(t *testing.T) {
 		t.Run("prefix="+prefix, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			e.put("v/3/1/2.pbf", gz(t, "version one"), "application/x-protobuf", "gzip")
+			e.put("v/3/1/2.pbf", gz("version one"), "application/x-protobuf", "gzip")
 			if got := body(t, e.do("GET", "/v/3/1/2.pbf")); got != "version one" {
 				t.Fatalf("got %q, want %q", got, "version one")
 			}
@@ -161,7 +161,7 @@ func TestDecodedVariantPurgedWithItsTile(t *testing.T) {
 			if n := strings.Count(keys, `"tier":"memory"`); n != 1 {
 				t.Fatalf("got %d memory keys listed, want 1: %s", n, keys)
 			}
-			e.put("v/3/1/2.pbf", gz(t, "version two"), "application/x-protobuf", "gzip")
+			e.put("v/3/1/2.pbf", gz("version two"), "application/x-protobuf", "gzip")
 			e.srv.Engine().Purge(prefix)
 			if got := e.mem.Len(); got != 0 {
 				t.Fatalf("after the purge: got %d memory entries, want 0", got)
@@ -179,16 +179,16 @@ func TestDecodedVariantPurgedWithItsTile(t *testing.T) {
 func TestDecodedVariantNewVersion(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.put("v/3/1/2.pbf", gz(t, "version one"), "application/x-protobuf", "gzip")
+	e.put("v/3/1/2.pbf", gz("version one"), "application/x-protobuf", "gzip")
 	if got := body(t, e.do("GET", "/v/3/1/2.pbf")); got != "version one" {
 		t.Fatalf("got %q, want %q", got, "version one")
 	}
 	// The tile alone is replaced in the memory tier, as a revalidation
 	// that found a new version does.
-	etag := e.put("v/3/1/2.pbf", gz(t, "version two"), "application/x-protobuf", "gzip")
+	etag := e.put("v/3/1/2.pbf", gz("version two"), "application/x-protobuf", "gzip")
 	old, _ := e.mem.Get("v/3/1/2.pbf")
 	nt := *old
-	nt.Body, nt.ETag, nt.Prepared = gz(t, "version two"), etag, nil
+	nt.Body, nt.ETag, nt.Prepared = gz("version two"), etag, nil
 	e.mem.Set("v/3/1/2.pbf", &nt)
 	before := e.srv.Decodes()
 	if got := body(t, e.do("GET", "/v/3/1/2.pbf")); got != "version two" {

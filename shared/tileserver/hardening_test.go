@@ -276,11 +276,7 @@ func TestTileTooBigForMemoryIsStreamed(t *testing.T) {
 		t.Errorf("streamed range: %d bytes", len(b))
 	}
 	// Stored gzip, decoded as it streams for a client without gzip.
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(big)
-	zw.Close()
-	e.put("big/1/0/1.pbf", gz.Bytes(), "application/vnd.mapbox-vector-tile", "gzip")
+	e.put("big/1/0/1.pbf", gz(big), "application/vnd.mapbox-vector-tile", "gzip")
 	expect(t, e.do("GET", "/big/1/0/1.pbf", "Accept-Encoding", "gzip"), http.StatusOK, "MISS")
 	r = e.do("GET", "/big/1/0/1.pbf")
 	if b := body(t, r); r.StatusCode != 200 || b != string(big) || r.Header.Get("Content-Encoding") != "" || r.Header.Get("X-Cache") != "HIT-DISK" {

@@ -2,7 +2,6 @@ package tileserver_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +22,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/stage"
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
@@ -86,16 +85,6 @@ func (me *mbEnv) start() {
 	}
 }
 
-// tms is a tile's place as MBTiles stores it: row counted from the bottom.
-type tms struct {
-	z, x, row int
-}
-
-// xyzPath is the URL path of a stored tile (rows flipped to XYZ).
-func (k tms) xyzPath(name, ext string) string {
-	return fmt.Sprintf("/%s/%d/%d/%d.%s", name, k.z, k.x, (1<<k.z)-1-k.row, ext)
-}
-
 // writeMBTiles writes an MBTiles database of zooms 0..maxZ with the sqlite3
 // tool: every tile random bytes after prefix, distinct per seed, gzip'd
 // whole when prefix is the gzip magic.
@@ -115,7 +104,7 @@ func writeMBTiles(t *testing.T, maxZ int, seed uint64, prefix []byte, meta map[s
 					b = append(b, byte(rng.Uint32()))
 				}
 				if bytes.HasPrefix(prefix, []byte{0x1f, 0x8b}) {
-					b = gzBytes(t, b[len(prefix):])
+					b = gz(b[len(prefix):])
 				}
 				fmt.Fprintf(&s, "INSERT INTO tiles VALUES (%d, %d, %d, X'%s');\n", z, x, y, hex.EncodeToString(b))
 			}
@@ -125,43 +114,6 @@ func writeMBTiles(t *testing.T, maxZ int, seed uint64, prefix []byte, meta map[s
 	db := filepath.Join(t.TempDir(), "x.mbtiles")
 	sqlitetest.Run(t, db, s.String())
 	return db
-}
-
-func gzBytes(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
-}
-
-// sqliteRead is every tile of db as the sqlite3 tool reads it.
-func sqliteRead(t *testing.T, db string) map[tms][]byte {
-	t.Helper()
-	out := sqlitetest.Run(t, db, "SELECT zoom_level, tile_column, tile_row, hex(tile_data) FROM tiles;\n")
-	tiles := map[tms][]byte{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Split(line, "|")
-		if len(f) != 4 {
-			t.Fatalf("sqlite3 line %q", line)
-		}
-		var k tms
-		var err error
-		for i, p := range []*int{&k.z, &k.x, &k.row} {
-			if *p, err = strconv.Atoi(f[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if tiles[k], err = hex.DecodeString(f[3]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return tiles
 }
 
 func (me *mbEnv) upload(name, db string) string {
@@ -175,16 +127,16 @@ func (me *mbEnv) upload(name, db string) string {
 
 // checkTiles gets every tile and compares it with sqlite3's reading;
 // xcache is the X-Cache every answer must carry.
-func (me *mbEnv) checkTiles(t *testing.T, name, ext, enc string, want map[tms][]byte, xcache string) {
+func (me *mbEnv) checkTiles(t *testing.T, name, ext, enc string, want map[pmtiles.ZXY][]byte, xcache string) {
 	t.Helper()
 	for k, b := range want {
-		r := me.do("GET", k.xyzPath(name, ext), "Accept-Encoding", "gzip")
+		r := me.do("GET", path(name, k, ext), "Accept-Encoding", "gzip")
 		expect(t, r, 200, xcache)
 		if got := body(t, r); got != string(b) {
-			t.Fatalf("%s: got %d bytes %x..., want sqlite3's %d bytes", k.xyzPath(name, ext), len(got), got[:min(8, len(got))], len(b))
+			t.Fatalf("%s: got %d bytes %x..., want sqlite3's %d bytes", path(name, k, ext), len(got), got[:min(8, len(got))], len(b))
 		}
 		if got := r.Header.Get("Content-Encoding"); got != enc {
-			t.Fatalf("%s: Content-Encoding: got %q, want %q", k.xyzPath(name, ext), got, enc)
+			t.Fatalf("%s: Content-Encoding: got %q, want %q", path(name, k, ext), got, enc)
 		}
 	}
 }
@@ -209,18 +161,18 @@ func TestMBTilesServed(t *testing.T) {
 			t.Parallel()
 			me := newMBEnv(t)
 			db := writeMBTiles(t, 3, 11, tt.prefix, tt.meta)
-			want := sqliteRead(t, db)
+			want := sqlitetest.ReadTiles(t, db)
 			if len(want) != 85 {
 				t.Fatalf("got %d tiles from sqlite3, want 85", len(want))
 			}
 			me.upload("topo", db)
 
-			var k0 tms
+			var k0 pmtiles.ZXY
 			for k := range want {
 				k0 = k
 				break
 			}
-			r := me.do("GET", k0.xyzPath("topo", tt.ext))
+			r := me.do("GET", path("topo", k0, tt.ext))
 			expect(t, r, 200, "MISS")
 			if got := r.Header.Get("Content-Type"); got != tt.ctype {
 				t.Errorf("Content-Type: got %q, want %q", got, tt.ctype)
@@ -295,7 +247,7 @@ func TestMBTilesReupload(t *testing.T) {
 			png := []byte("\x89PNG\r\n\x1a\n")
 			meta := map[string]string{"name": "v", "format": "png"}
 			v1, v2 := writeMBTiles(t, 2, 1, png, meta), writeMBTiles(t, 2, 2, png, meta)
-			old, fresh := sqliteRead(t, v1), sqliteRead(t, v2)
+			old, fresh := sqlitetest.ReadTiles(t, v1), sqlitetest.ReadTiles(t, v2)
 			me.upload("topo", v1)
 			me.checkTiles(t, "topo", "png", "", old, "")
 			me.upload("topo", v2)
@@ -360,7 +312,7 @@ func TestMBTilesTooLarge(t *testing.T) {
 	}
 	me.room.Store(st.Size())
 	me.clock.Advance(2 * time.Minute) // past the archive TTL
-	me.checkTiles(t, "topo", "png", "", sqliteRead(t, db), "")
+	me.checkTiles(t, "topo", "png", "", sqlitetest.ReadTiles(t, db), "")
 }
 
 // TestMBTilesConcurrentFirstRequests: requests that arrive together for a
@@ -369,7 +321,7 @@ func TestMBTilesConcurrentFirstRequests(t *testing.T) {
 	t.Parallel()
 	me := newMBEnv(t)
 	db := writeMBTiles(t, 3, 9, []byte("\x89PNG\r\n\x1a\n"), map[string]string{"format": "png"})
-	want := sqliteRead(t, db)
+	want := sqlitetest.ReadTiles(t, db)
 	me.upload("topo", db)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(want))
@@ -379,11 +331,11 @@ func TestMBTilesConcurrentFirstRequests(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			r := me.do("GET", k.xyzPath("topo", "png"))
+			r := me.do("GET", path("topo", k, "png"))
 			got := new(bytes.Buffer)
 			_, _ = got.ReadFrom(r.Body)
 			if r.StatusCode != 200 || !bytes.Equal(got.Bytes(), b) {
-				errs <- fmt.Errorf("%s: got %d and %d bytes, want 200 and %d bytes", k.xyzPath("topo", "png"), r.StatusCode, got.Len(), len(b))
+				errs <- fmt.Errorf("%s: got %d and %d bytes, want 200 and %d bytes", path("topo", k, "png"), r.StatusCode, got.Len(), len(b))
 			}
 		}()
 	}
@@ -419,7 +371,7 @@ func TestStageMBTilesAtStart(t *testing.T) {
 	if got := me.copies.Load(); got != 1 {
 		t.Fatalf("downloads at start: got %d, want 1", got)
 	}
-	me.checkTiles(t, "topo", "png", "", sqliteRead(t, db), "MISS")
+	me.checkTiles(t, "topo", "png", "", sqlitetest.ReadTiles(t, db), "MISS")
 	if got := me.copies.Load(); got != 1 {
 		t.Errorf("downloads after the first requests: got %d, want 1", got)
 	}
@@ -449,7 +401,7 @@ func TestMBTilesFromGDAL(t *testing.T) {
 			t.Fatalf("%s: %v: %s", filepath.Base(args[0]), err, out)
 		}
 	}
-	want := sqliteRead(t, db)
+	want := sqlitetest.ReadTiles(t, db)
 	if len(want) == 0 {
 		t.Fatal("got no tiles from sqlite3")
 	}

@@ -2,7 +2,6 @@ package tileserver_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -25,8 +24,10 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
@@ -175,6 +176,18 @@ func body(t *testing.T, r *http.Response) string {
 	return string(b)
 }
 
+// expectBody is expect, and r's body is want.
+func expectBody(t *testing.T, r *http.Response, status int, xcache, want string) {
+	t.Helper()
+	expect(t, r, status, xcache)
+	if got := body(t, r); got != want {
+		if len(got) > 64 || len(want) > 64 {
+			t.Fatalf("body: got %d bytes, want %d bytes (X-Cache %s)", len(got), len(want), xcache)
+		}
+		t.Fatalf("body: got %q, want %q (X-Cache %s)", got, want, xcache)
+	}
+}
+
 func expect(t *testing.T, r *http.Response, status int, xcache string) {
 	t.Helper()
 	if r.StatusCode != status {
@@ -191,10 +204,7 @@ func TestTiersMissMemoryDisk(t *testing.T) {
 	etag := e.put("osm/1/0/0.png", []byte("tile-100"), "image/png", "")
 
 	r := e.do("GET", "/osm/1/0/0.png")
-	expect(t, r, 200, "MISS")
-	if got := body(t, r); got != "tile-100" {
-		t.Fatalf("body: got %q", got)
-	}
+	expectBody(t, r, 200, "MISS", "tile-100")
 	for _, h := range []string{"Content-Type", "Content-Length", "Etag", "Last-Modified", "Cache-Control", "Server-Timing"} {
 		if r.Header.Get(h) == "" {
 			t.Errorf("missing header %s", h)
@@ -210,10 +220,7 @@ func TestTiersMissMemoryDisk(t *testing.T) {
 	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "HIT-MEMORY")
 	e.mem.DeletePrefix("")
 	r = e.do("GET", "/osm/1/0/0.png")
-	expect(t, r, 200, "HIT-DISK")
-	if got := body(t, r); got != "tile-100" {
-		t.Fatalf("disk body: got %q", got)
-	}
+	expectBody(t, r, 200, "HIT-DISK", "tile-100")
 	expect(t, e.do("GET", "/osm/1/0/0.png"), 200, "HIT-MEMORY")
 	if n := e.s3Gets.Load(); n != 1 {
 		t.Fatalf("S3 GETs: got %d, want 1", n)
@@ -248,19 +255,15 @@ func TestConditionalRangeHead(t *testing.T) {
 	}
 }
 
-func gz(t *testing.T, s string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	zw.Write([]byte(s))
-	zw.Close()
-	return b.Bytes()
+// gz is b gzipped, as a tile is stored with Content-Encoding: gzip.
+func gz[T string | []byte](b T) []byte {
+	return pmtilestest.Compress([]byte(b), pmtiles.CompressionGzip)
 }
 
 func TestGzipPassThroughAndDecode(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	stored := gz(t, "vector tile bytes")
+	stored := gz("vector tile bytes")
 	etag := e.put("v/3/1/2.pbf", stored, "application/x-protobuf", "gzip")
 
 	r := e.do("GET", "/v/3/1/2.pbf", "Accept-Encoding", "br, gzip")
@@ -322,10 +325,7 @@ func TestRevalidation(t *testing.T) {
 
 	e.clock.Advance(2 * time.Hour)
 	r := e.do("GET", "/r/1/1/1.png")
-	expect(t, r, 200, "REVALIDATED")
-	if got := body(t, r); got != "v1" {
-		t.Fatalf("got %q", got)
-	}
+	expectBody(t, r, 200, "REVALIDATED", "v1")
 	expect(t, e.do("GET", "/r/1/1/1.png"), 200, "HIT-MEMORY")
 	// The disk copy was renewed too: read back from disk, it is fresh.
 	e.mem.DeletePrefix("")
@@ -337,10 +337,7 @@ func TestRevalidation(t *testing.T) {
 	e.put("r/1/1/1.png", []byte("v2"), "image/png", "")
 	e.clock.Advance(2 * time.Hour)
 	r = e.do("GET", "/r/1/1/1.png")
-	expect(t, r, 200, "MISS")
-	if got := body(t, r); got != "v2" {
-		t.Fatalf("after change: got %q, want v2", got)
-	}
+	expectBody(t, r, 200, "MISS", "v2")
 }
 
 func TestPurgePrefixBothTiers(t *testing.T) {
@@ -550,10 +547,7 @@ func TestPurgeRaceFillNotReinserted(t *testing.T) {
 		t.Fatal("the old fill was written to disk after the purge")
 	}
 	r = e.do("GET", "/race/1/1/1.png")
-	expect(t, r, 200, "MISS")
-	if got := body(t, r); got != "new" {
-		t.Fatalf("after purge: got %q, want new", got)
-	}
+	expectBody(t, r, 200, "MISS", "new")
 	if e.srv.Stats().Handler.DroppedFills != 1 {
 		t.Fatalf("dropped fills: %+v", e.srv.Stats().Handler)
 	}
@@ -827,7 +821,7 @@ func TestHitAnswersMatchTheGeneralPath(t *testing.T) {
 	for _, cors := range []string{"*", "none", "https://app.example"} {
 		e := newEnv(t, withConfig(func(c *tileserver.Config) { c.CORSAllowOrigins = cors }))
 		e.put("h/1/0/0.png", []byte("png bytes"), "image/png", "")
-		e.put("h/1/0/0.pbf", gz(t, "vector bytes"), "application/x-protobuf", "gzip")
+		e.put("h/1/0/0.pbf", gz("vector bytes"), "application/x-protobuf", "gzip")
 		for _, key := range []string{"h/1/0/0.png", "h/1/0/0.pbf"} {
 			for _, method := range []string{"GET", "HEAD"} {
 				serve := func(memory bool, hdr ...string) (*tileserver.Response, []tileserver.Field) {

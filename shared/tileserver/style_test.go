@@ -53,7 +53,7 @@ func TestStyleRewritten(t *testing.T) {
 		`"other":{"type":"vector","url":"https://elsewhere.example/x.json"}},` +
 		`"sprite":"http://127.0.0.1:8080/osm/sprite","glyphs":"/fonts/{fontstack}/{range}.pbf","layers":[]}`
 	e.put("osm/style.json", []byte(stored), "application/json", "")
-	e.put("gz/style.json", gz(t, `{"version":8,"sources":{},"sprite":"sprite","layers":[]}`), "application/json", "gzip")
+	e.put("gz/style.json", gz(`{"version":8,"sources":{},"sprite":"sprite","layers":[]}`), "application/json", "gzip")
 	want := func(base string) string {
 		return `{"version":8,"sources":{"osm":{"type":"vector","url":"` + base + `/osm.json"},` +
 			`"other":{"type":"vector","url":"https://elsewhere.example/x.json"}},` +
@@ -140,7 +140,7 @@ func TestGlyphStacksComposed(t *testing.T) {
 	a := fontRange("A", 1, 32, 65)
 	b := fontRange("B", 2, 65, 66)
 	e.put("fonts/A/0-255.pbf", a, "", "")
-	e.put("fonts/B/0-255.pbf", gz(t, string(b)), "application/x-protobuf", "gzip")
+	e.put("fonts/B/0-255.pbf", gz(string(b)), "application/x-protobuf", "gzip")
 	e.put("fonts/A,C/0-255.pbf", []byte("stored stack"), "application/x-protobuf", "")
 	compose := func(key string, pbfs ...[]byte) string {
 		r, err := glyphs.ParseKey(key)

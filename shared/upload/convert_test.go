@@ -139,10 +139,7 @@ func TestToPMTilesDatabase(t *testing.T) {
 			tmp := t.TempDir()
 			dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "roads"}
 			var progress bytes.Buffer
-			rep, err := upload.Run(context.Background(), ep.Client, path, dst, upload.Options{ToPMTiles: true, TempDir: tmp, Progress: &progress})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := run(t, ep.Client, path, dst, upload.Options{ToPMTiles: true, TempDir: tmp, Progress: &progress})
 			if rep.Uploaded != 1 || rep.Converted == nil || rep.Converted.Stats.Contents != tc.wantContents || rep.Converted.Stats.Empty != tc.wantEmpty {
 				t.Errorf("got %+v (converted %+v), want 1 uploaded, %d distinct tiles, %d empty", rep, rep.Converted, tc.wantContents, tc.wantEmpty)
 			}
@@ -207,10 +204,7 @@ func TestToPMTilesDirectory(t *testing.T) {
 	}
 	writeFiles(t, dir, files)
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "osm"}
-	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{ToPMTiles: true, GzipVectorTiles: true, TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run(t, ep.Client, dir, dst, upload.Options{ToPMTiles: true, GzipVectorTiles: true, TempDir: t.TempDir()})
 	if got, want := strings.Join(keys(t, ep.Client), " "), "tiles/osm.pmtiles tiles/osm/sprite.png tiles/osm/style.json"; got != want || rep.Uploaded != 3 {
 		t.Fatalf("objects: got %v (%d uploaded), want %v", got, rep.Uploaded, want)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 	"github.com/tilesieve/tilesieve/shared/upload"
 )
 
@@ -50,6 +50,16 @@ func writeFiles(t *testing.T, dir string, files map[string][]byte) {
 type object struct {
 	body                   []byte
 	ctype, cenc, sha256hex string
+}
+
+// run uploads src to dst and returns the report; an error fails the test.
+func run(t *testing.T, c *s3.Client, src string, dst upload.Destination, opts upload.Options) upload.Report {
+	t.Helper()
+	rep, err := upload.Run(context.Background(), c, src, dst, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 func get(t *testing.T, c *s3.Client, key string) object {
@@ -103,10 +113,7 @@ func TestDirectory(t *testing.T) {
 	}
 	writeFiles(t, dir, files)
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "city"}
-	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{Concurrency: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run(t, ep.Client, dir, dst, upload.Options{Concurrency: 3})
 	if rep.Uploaded != 8 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 4 {
 		t.Errorf("first run: got %+v, want 8 uploaded, 4 not tiles", rep)
 	}
@@ -137,10 +144,7 @@ func TestDirectory(t *testing.T) {
 	}
 
 	// A second run uploads nothing.
-	rep, err = upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep = run(t, ep.Client, dir, dst, upload.Options{})
 	if rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 8 {
 		t.Errorf("second run: got %+v, want 0 uploaded, 8 unchanged", rep)
 	}
@@ -152,10 +156,7 @@ func TestDirectory(t *testing.T) {
 	if _, err := s3local.Put(context.Background(), ep.Client, bucket, "tiles/city/2/3/3.webp", files["2/3/3.webp"], "application/octet-stream", ""); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep = run(t, ep.Client, dir, dst, upload.Options{})
 	if rep.Uploaded != 2 || rep.Skips[upload.SkipUnchanged] != 6 {
 		t.Errorf("third run: got %+v, want 2 uploaded, 6 unchanged", rep)
 	}
@@ -167,66 +168,61 @@ func TestDirectory(t *testing.T) {
 	}
 }
 
-func TestArchive(t *testing.T) {
+// TestWholeFile: an archive or a database goes up whole, as NAME.pmtiles
+// or NAME.mbtiles whether the destination names it with its extension or
+// without, with its Content-Type and its bytes' SHA-256; a second run
+// finds it unchanged and skips it.
+func TestWholeFile(t *testing.T) {
 	t.Parallel()
-	ep := s3localtest.Start(t, bucket)
-	// One incompressible 6 MiB tile makes the archive a multipart upload
-	// with 5 MiB parts, whose ETag is no MD5 of the bytes.
-	big := make([]byte, 6<<20)
-	rand.Read(big)
-	archive := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("root"), {Z: 1, X: 1}: big}, pmtilestest.Options{Clustered: true})
-	path := filepath.Join(t.TempDir(), "sat.pmtiles")
-	if err := os.WriteFile(path, archive, 0o644); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		file, ctype string
+		opts        upload.Options
+		write       func(t *testing.T, path string) []byte
+	}{
+		{"sat.pmtiles", "application/vnd.pmtiles", upload.Options{PartSize: 5 << 20}, func(t *testing.T, path string) []byte {
+			// One incompressible 6 MiB tile makes the archive a multipart
+			// upload with 5 MiB parts, whose ETag is no MD5 of the bytes.
+			big := make([]byte, 6<<20)
+			rand.Read(big)
+			archive := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("root"), {Z: 1, X: 1}: big}, pmtilestest.Options{Clustered: true})
+			if err := os.WriteFile(path, archive, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return archive
+		}},
+		{"roads.mbtiles", "application/vnd.sqlite3", upload.Options{}, func(t *testing.T, path string) []byte {
+			return sqlitetest.Write(t, path, mbtilesSchema...)
+		}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			ep := s3localtest.Start(t, bucket)
+			path := filepath.Join(t.TempDir(), tc.file)
+			want := tc.write(t, path)
+			name := strings.TrimSuffix(tc.file, filepath.Ext(tc.file))
+			for i, target := range []string{"s3://tiles/tiles/" + name, "s3://tiles/tiles/" + tc.file} {
+				dst, err := upload.ParseDestination(target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep := run(t, ep.Client, path, dst, tc.opts)
+				if i == 0 && rep.Uploaded != 1 {
+					t.Errorf("first run: got %+v, want 1 uploaded", rep)
+				}
+				if i == 1 && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
+					t.Errorf("second run: got %+v, want it skipped as unchanged", rep)
+				}
+			}
+			o := get(t, ep.Client, "tiles/"+tc.file)
+			if o.ctype != tc.ctype || o.cenc != "" || !bytes.Equal(o.body, want) || o.sha256hex != sum(want) {
+				t.Errorf("got Content-Type %q, Content-Encoding %q, %d bytes, sha256 %s, want %s, none, %d bytes, %s",
+					o.ctype, o.cenc, len(o.body), o.sha256hex, tc.ctype, len(want), sum(want))
+			}
+			if got := keys(t, ep.Client); len(got) != 1 {
+				t.Errorf("objects: got %v, want only tiles/%s", got, tc.file)
+			}
+		})
 	}
-	for _, target := range []string{"s3://tiles/tiles/sat", "s3://tiles/tiles/sat.pmtiles"} {
-		dst, err := upload.ParseDestination(target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := upload.Run(context.Background(), ep.Client, path, dst, upload.Options{PartSize: 5 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if target == "s3://tiles/tiles/sat" && rep.Uploaded != 1 {
-			t.Errorf("first run: got %+v, want 1 uploaded", rep)
-		}
-		if target == "s3://tiles/tiles/sat.pmtiles" && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
-			t.Errorf("second run: got %+v, want it skipped as unchanged", rep)
-		}
-	}
-	o := get(t, ep.Client, "tiles/sat.pmtiles")
-	if o.ctype != "application/vnd.pmtiles" || o.cenc != "" || !bytes.Equal(o.body, archive) || o.sha256hex != sum(archive) {
-		t.Errorf("got Content-Type %q, Content-Encoding %q, %d bytes, sha256 %s, want application/vnd.pmtiles, none, %d bytes, %s",
-			o.ctype, o.cenc, len(o.body), o.sha256hex, len(archive), sum(archive))
-	}
-	if got := keys(t, ep.Client); len(got) != 1 {
-		t.Errorf("objects: got %v, want only tiles/sat.pmtiles", got)
-	}
-}
-
-// writeMBTiles writes a small MBTiles database with the SQLite library the
-// tile function reads it with.
-func writeMBTiles(t *testing.T, path string, stmts ...string) []byte {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 var mbtilesSchema = []string{
@@ -234,37 +230,6 @@ var mbtilesSchema = []string{
 	`INSERT INTO metadata VALUES ('format', 'png')`,
 	`CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob)`,
 	`INSERT INTO tiles VALUES (0, 0, 0, X'89504e470d0a1a0a')`,
-}
-
-func TestDatabase(t *testing.T) {
-	t.Parallel()
-	ep := s3localtest.Start(t, bucket)
-	path := filepath.Join(t.TempDir(), "roads.mbtiles")
-	db := writeMBTiles(t, path, mbtilesSchema...)
-	for _, target := range []string{"s3://tiles/tiles/roads", "s3://tiles/tiles/roads.mbtiles"} {
-		dst, err := upload.ParseDestination(target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := upload.Run(context.Background(), ep.Client, path, dst, upload.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if target == "s3://tiles/tiles/roads" && rep.Uploaded != 1 {
-			t.Errorf("first run: got %+v, want 1 uploaded", rep)
-		}
-		if target == "s3://tiles/tiles/roads.mbtiles" && (rep.Uploaded != 0 || rep.Skips[upload.SkipUnchanged] != 1) {
-			t.Errorf("second run: got %+v, want it skipped as unchanged", rep)
-		}
-	}
-	o := get(t, ep.Client, "tiles/roads.mbtiles")
-	if o.ctype != "application/vnd.sqlite3" || o.cenc != "" || !bytes.Equal(o.body, db) || o.sha256hex != sum(db) {
-		t.Errorf("got Content-Type %q, Content-Encoding %q, %d bytes, sha256 %s, want application/vnd.sqlite3, none, %d bytes, %s",
-			o.ctype, o.cenc, len(o.body), o.sha256hex, len(db), sum(db))
-	}
-	if got := keys(t, ep.Client); len(got) != 1 {
-		t.Errorf("objects: got %v, want only tiles/roads.mbtiles", got)
-	}
 }
 
 func TestBadSource(t *testing.T) {
@@ -297,8 +262,8 @@ func TestBadSource(t *testing.T) {
 	os.Mkdir(empty, 0o755)
 	writeFiles(t, dir, map[string][]byte{"fake.mbtiles": []byte(strings.Repeat("not SQLite ", 100))})
 	noTiles := filepath.Join(dir, "notiles.mbtiles")
-	writeMBTiles(t, noTiles, mbtilesSchema[:2]...)
-	whole := writeMBTiles(t, filepath.Join(dir, "whole.mbtiles"), mbtilesSchema...)
+	sqlitetest.Write(t, noTiles, mbtilesSchema[:2]...)
+	whole := sqlitetest.Write(t, filepath.Join(dir, "whole.mbtiles"), mbtilesSchema...)
 	truncated := filepath.Join(dir, "truncated.mbtiles")
 	writeFiles(t, dir, map[string][]byte{"truncated.mbtiles": whole[:len(whole)-512]})
 	dst := upload.Destination{Bucket: bucket, Name: "x"}
@@ -451,10 +416,7 @@ func TestDirectoryStyle(t *testing.T) {
 	}
 	writeFiles(t, dir, files)
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "osm"}
-	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, upload.Options{Concurrency: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run(t, ep.Client, dir, dst, upload.Options{Concurrency: 2})
 	if rep.Uploaded != 10 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 6 {
 		t.Errorf("got %+v, want 10 uploaded, 6 not tiles", rep)
 	}
@@ -486,10 +448,7 @@ func TestDirectoryFonts(t *testing.T) {
 	ep := s3localtest.Start(t, bucket)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string][]byte{"Noto Sans Regular/0-255.pbf": []byte("\x0a\x00")})
-	rep, err := upload.Run(context.Background(), ep.Client, dir, upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "fonts"}, upload.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run(t, ep.Client, dir, upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "fonts"}, upload.Options{})
 	if rep.Uploaded != 1 {
 		t.Errorf("got %+v, want 1 uploaded", rep)
 	}
@@ -517,10 +476,7 @@ func TestGzipVectorTiles(t *testing.T) {
 	})
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "vec"}
 	opts := upload.Options{GzipVectorTiles: true}
-	rep, err := upload.Run(context.Background(), ep.Client, dir, dst, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run(t, ep.Client, dir, dst, opts)
 	if rep.Uploaded != 5 {
 		t.Fatalf("first run: got %+v, want 5 uploaded", rep)
 	}
@@ -555,10 +511,7 @@ func TestGzipVectorTiles(t *testing.T) {
 			t.Errorf("%s: stored %d bytes, want fewer than the %d uncompressed", c.rel, len(o.body), len(mvt))
 		}
 	}
-	rep, err = upload.Run(context.Background(), ep.Client, dir, dst, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep = run(t, ep.Client, dir, dst, opts)
 	if rep.Uploaded != 0 || rep.Skipped != 5 {
 		t.Errorf("second run: got %+v, want 0 uploaded, 5 skipped as unchanged", rep)
 	}

@@ -1,16 +1,21 @@
-// Package sqlitetest finds and runs the command-line tools the MBTiles tests
-// build and read their fixtures with: Debian's sqlite3 and gdal-bin. A test
-// whose tool is missing is skipped with one line, or failed when
-// TILESIEVE_REQUIRE_SQLITE3=1 (CI installs the tools and sets it).
+// Package sqlitetest builds and reads the MBTiles tests' fixtures. Write
+// needs no outside tool: it uses the SQLite library the product reads
+// MBTiles with. Need, Run and ReadTiles find and run the command-line
+// tools, Debian's sqlite3 and gdal-bin; a test whose tool is missing is
+// skipped with one line, or failed when TILESIEVE_REQUIRE_SQLITE3=1 (CI
+// installs the tools and sets it).
 package sqlitetest
 
 import (
 	"bytes"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver, as the product's mbtiles package registers it
 )
 
 // Need returns the path of tool, from the Debian package pkg.
@@ -40,4 +45,28 @@ func Run(t testing.TB, db, script string) string {
 		t.Fatalf("sqlite3 %s: %v: %s", db, err, stderr.String())
 	}
 	return out.String()
+}
+
+// Write creates the database at path by executing stmts in order, closes
+// it, and returns its bytes; a statement that fails fails the test.
+func Write(t testing.TB, path string, stmts ...string) []byte {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatalf("sqlitetest: %s: %v", path, err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("sqlitetest: %s: %s: %v", path, s, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("sqlitetest: %s: %v", path, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("sqlitetest: %v", err)
+	}
+	return b
 }
