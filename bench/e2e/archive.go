@@ -22,7 +22,6 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/mbtiles" // also registers the "sqlite" driver writeMBTiles uses
 )
 
@@ -143,16 +142,10 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 	defer s3p.Stop()
 	tilesCmd := func(port int, s3url, mem, disk string) *exec.Cmd {
 		c := exec.Command(filepath.Join(bin, "tiles"))
-		c.Env = []string{
-			"PATH=" + os.Getenv("PATH"), "HOME=" + tmp,
-			"TILES_BUCKET=" + Bucket, "AWS_ENDPOINT_URL=" + s3url, "S3_FORCE_PATH_STYLE=true",
-			"AWS_REGION=" + s3local.DefaultRegion, "AWS_ACCESS_KEY_ID=" + s3local.DefaultAccessKey,
-			"AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey, "AWS_EC2_METADATA_DISABLED=true",
-			"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
-			"PORT=" + strconv.Itoa(port), "LISTEN_ADDR=127.0.0.1", "LOG_LEVEL=warn", "ADMIN_TOKEN=" + adminToken,
-			"MEM_CACHE_BYTES=" + mem, "DISK_CACHE_DIR=" + filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES=" + disk,
+		c.Env = tilesEnv(tmp, s3url, port,
+			"MEM_CACHE_BYTES="+mem, "DISK_CACHE_DIR="+filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES="+disk,
 			"SYNC_INTERVAL=1h", // the journal check is section 5's cost, not this one's
-		}
+		)
 		return c
 	}
 

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -139,3 +140,26 @@ func HTTPClient() *http.Client {
 
 // TempDir makes a directory under the system temp dir.
 func TempDir(pattern string) (string, error) { return os.MkdirTemp("", "tilesieve-e2e-"+pattern+"-") }
+
+// S3Env is the environment (KEY=VALUE) under which a tile or worker binary
+// speaks to the local S3 endpoint at url, path-style, with s3local's region
+// and credentials, and reads none of the machine's AWS configuration.
+func S3Env(url string) []string {
+	return []string{
+		"AWS_ENDPOINT_URL=" + url, "S3_FORCE_PATH_STYLE=true",
+		"AWS_REGION=" + s3local.DefaultRegion, "AWS_ACCESS_KEY_ID=" + s3local.DefaultAccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey, "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
+	}
+}
+
+// tilesEnv is the environment of a local tile function process serving
+// Bucket from the S3 endpoint at s3URL on 127.0.0.1:port, its home under
+// tmp, with the admin API on; extra follows.
+func tilesEnv(tmp, s3URL string, port int, extra ...string) []string {
+	env := append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "TILES_BUCKET=" + Bucket,
+		"PORT=" + strconv.Itoa(port), "LISTEN_ADDR=127.0.0.1", "LOG_LEVEL=warn", "ADMIN_TOKEN=" + adminToken,
+	}, S3Env(s3URL)...)
+	return append(env, extra...)
+}

@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/archive"
 )
 
@@ -257,15 +256,9 @@ func startTiles(ctx context.Context, name, tmp, bin, logs, s3URL string, mem int
 		return nil, err
 	}
 	c := exec.Command(filepath.Join(bin, "tiles"))
-	c.Env = append([]string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + tmp,
-		"TILES_BUCKET=" + Bucket, "AWS_ENDPOINT_URL=" + s3URL, "S3_FORCE_PATH_STYLE=true",
-		"AWS_REGION=" + s3local.DefaultRegion, "AWS_ACCESS_KEY_ID=" + s3local.DefaultAccessKey,
-		"AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey, "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
-		"PORT=" + strconv.Itoa(port), "LISTEN_ADDR=127.0.0.1", "LOG_LEVEL=warn", "ADMIN_TOKEN=" + adminToken,
-		"MEM_CACHE_BYTES=" + strconv.FormatInt(mem, 10), "DISK_CACHE_DIR=" + filepath.Join(tmp, "disk-"+name), "DISK_CACHE_BYTES=0",
-	}, extra...)
+	c.Env = append(tilesEnv(tmp, s3URL, port,
+		"MEM_CACHE_BYTES="+strconv.FormatInt(mem, 10), "DISK_CACHE_DIR="+filepath.Join(tmp, "disk-"+name), "DISK_CACHE_BYTES=0",
+	), extra...)
 	url := "http://127.0.0.1:" + strconv.Itoa(port)
 	proc, err := StartProc(ctx, "tiles-"+name, c, url, "/_tilesieve/health", logs)
 	if err != nil {
@@ -308,8 +301,8 @@ func runFlood(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string) (R
 	defer client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, p.FloodDuration)
 	defer cancel()
-	var sent, notFound, other atomic.Int64
-	var firstErr atomic.Value
+	var sent atomic.Int64
+	var answers tally // 404s wanted
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range p.FloodClients {
@@ -318,32 +311,15 @@ func runFlood(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string) (R
 			for ctx.Err() == nil && sent.Add(1) <= int64(p.FloodRequests) {
 				z := 12 + rng.IntN(7)
 				key := fmt.Sprintf("/flood/%d/%d/%d.png", z, rng.IntN(1<<z), rng.IntN(1<<z))
-				resp, err := client.Get(tp.url + key)
-				if err != nil {
-					if ctx.Err() == nil {
-						other.Add(1)
-						firstErr.CompareAndSwap(nil, err.Error())
-					}
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusNotFound {
-					notFound.Add(1)
-				} else {
-					other.Add(1)
-					firstErr.CompareAndSwap(nil, resp.Status)
-				}
+				answers.expect(ctx, client, tp.url+key, http.StatusNotFound)
 			}
 		})
 	}
 	wg.Wait()
 	row.Elapsed = time.Since(start)
-	row.Requests = int(notFound.Load() + other.Load())
-	row.Answered = fmt.Sprintf("%d 404, %d other", notFound.Load(), other.Load())
-	if e, ok := firstErr.Load().(string); ok {
-		row.Note = "first other answer: " + e
-	}
+	row.Requests = int(answers.ok.Load() + answers.other.Load())
+	row.Answered = fmt.Sprintf("%d 404, %d other", answers.ok.Load(), answers.other.Load())
+	row.Note = answers.note("first other answer: ")
 	return row, tp.finish(&row)
 }
 
@@ -385,36 +361,27 @@ func runBigTile(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL, wantSum
 	} else if xc != "MISS" {
 		return row, fmt.Errorf("first read: X-Cache %s, want MISS", xc)
 	}
-	var ok, disk, bad atomic.Int64
-	var firstErr atomic.Value
-	for range p.BigRounds {
-		var wg sync.WaitGroup
-		for i := range p.BigReaders {
-			wg.Go(func() {
-				xc, err := get(i == 0)
-				switch {
-				case err != nil:
-					bad.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-				case xc == "HIT-DISK":
-					ok.Add(1)
-					disk.Add(1)
-				default:
-					ok.Add(1)
-				}
-			})
+	var answers tally // whole 200s wanted
+	var disk atomic.Int64
+	err = inRounds(ctx, p.BigRounds, p.BigReaders, func(i int) {
+		xc, err := get(i == 0)
+		switch {
+		case err != nil:
+			answers.miss(err.Error())
+		case xc == "HIT-DISK":
+			answers.ok.Add(1)
+			disk.Add(1)
+		default:
+			answers.ok.Add(1)
 		}
-		wg.Wait()
-		if ctx.Err() != nil {
-			return row, ctx.Err()
-		}
+	})
+	if err != nil {
+		return row, err
 	}
 	row.Elapsed = time.Since(start)
 	row.Requests = 1 + p.BigRounds*p.BigReaders
-	row.Answered = fmt.Sprintf("1 MISS (fills the disk tier), then %d whole 200 (%d HIT-DISK), %d failed", ok.Load(), disk.Load(), bad.Load())
-	if e, ok := firstErr.Load().(string); ok {
-		row.Note = "first failure: " + e
-	}
+	row.Answered = fmt.Sprintf("1 MISS (fills the disk tier), then %d whole 200 (%d HIT-DISK), %d failed", answers.ok.Load(), disk.Load(), answers.other.Load())
+	row.Note = answers.note("first failure: ")
 	return row, tp.finish(&row)
 }
 

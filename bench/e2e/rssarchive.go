@@ -73,30 +73,21 @@ func runOversizeArchive(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL 
 		_, err = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, err
 	}
-	var refused, other atomic.Int64
-	var firstErr atomic.Value
+	var answers tally // 502s wanted
 	start := time.Now()
-	for range p.ArchiveRounds {
-		var wg sync.WaitGroup
-		for i := range p.ArchiveClients {
-			wg.Go(func() {
-				code, err := get(fmt.Sprintf("/%s/6/%d/0.png", oversizeArchive, i))
-				switch {
-				case err != nil:
-					other.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-				case code == http.StatusBadGateway:
-					refused.Add(1)
-				default:
-					other.Add(1)
-					firstErr.CompareAndSwap(nil, http.StatusText(code))
-				}
-			})
+	err = inRounds(ctx, p.ArchiveRounds, p.ArchiveClients, func(i int) {
+		code, err := get(fmt.Sprintf("/%s/6/%d/0.png", oversizeArchive, i))
+		switch {
+		case err != nil:
+			answers.miss(err.Error())
+		case code == http.StatusBadGateway:
+			answers.ok.Add(1)
+		default:
+			answers.miss(http.StatusText(code))
 		}
-		wg.Wait()
-		if ctx.Err() != nil {
-			return row, ctx.Err()
-		}
+	})
+	if err != nil {
+		return row, err
 	}
 	code, err := get("/" + oversizeArchive + "/0/0/0.png")
 	if err != nil {
@@ -104,10 +95,8 @@ func runOversizeArchive(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL 
 	}
 	row.Elapsed = time.Since(start)
 	row.Requests = p.ArchiveRounds*p.ArchiveClients + 1
-	row.Answered = fmt.Sprintf("%d refused 502, %d other; then the archive's small tile %d", refused.Load(), other.Load(), code)
-	if e, ok := firstErr.Load().(string); ok {
-		row.Note = "first other answer: " + e
-	}
+	row.Answered = fmt.Sprintf("%d refused 502, %d other; then the archive's small tile %d", answers.ok.Load(), answers.other.Load(), code)
+	row.Note = answers.note("first other answer: ")
 	return row, tp.finish(&row)
 }
 
@@ -130,8 +119,8 @@ func runNames(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string, s3
 	}
 	client := HTTPClient()
 	defer client.CloseIdleConnections()
-	var next, notFound, other atomic.Int64
-	var firstErr atomic.Value
+	var next atomic.Int64
+	var answers tally // 404s wanted
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range p.NamesClients {
@@ -141,20 +130,7 @@ func runNames(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string, s3
 				if i >= int64(p.Names) {
 					return
 				}
-				resp, err := client.Get(fmt.Sprintf("%s/n%d/0/0/0.png", tp.url, i))
-				if err != nil {
-					other.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusNotFound {
-					notFound.Add(1)
-				} else {
-					other.Add(1)
-					firstErr.CompareAndSwap(nil, resp.Status)
-				}
+				answers.expect(ctx, client, fmt.Sprintf("%s/n%d/0/0/0.png", tp.url, i), http.StatusNotFound)
 			}
 		})
 	}
@@ -167,11 +143,9 @@ func runNames(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string, s3
 		return row, err
 	}
 	row.Elapsed = time.Since(start)
-	row.Requests = int(notFound.Load() + other.Load())
-	row.Answered = fmt.Sprintf("%d 404, %d other; %.2f S3 requests each", notFound.Load(), other.Load(),
+	row.Requests = int(answers.ok.Load() + answers.other.Load())
+	row.Answered = fmt.Sprintf("%d 404, %d other; %.2f S3 requests each", answers.ok.Load(), answers.other.Load(),
 		float64(after.Requests-before.Requests)/float64(max(1, row.Requests)))
-	if e, ok := firstErr.Load().(string); ok {
-		row.Note = "first other answer: " + e
-	}
+	row.Note = answers.note("first other answer: ")
 	return row, tp.finish(&row)
 }

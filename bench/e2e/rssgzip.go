@@ -9,8 +9,6 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
@@ -67,43 +65,31 @@ func runGzipAmplifier(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL st
 	tr := &http.Transport{MaxIdleConnsPerHost: p.GzipClients, MaxIdleConns: p.GzipClients, DisableCompression: true}
 	client := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
 	defer tr.CloseIdleConnections()
-	var ok, bad atomic.Int64
-	var firstErr atomic.Value
+	var answers tally // whole decoded 200s wanted
 	start := time.Now()
-	for range p.GzipRounds {
-		var wg sync.WaitGroup
-		for range p.GzipClients {
-			wg.Go(func() {
-				resp, err := client.Get(tp.url + "/" + key)
-				if err != nil {
-					bad.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					return
-				}
-				n, err := io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				switch {
-				case err != nil:
-					bad.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-				case resp.StatusCode != http.StatusOK || n != int64(decoded) || resp.Header.Get("Content-Encoding") != "":
-					bad.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("%s, %d bytes, Content-Encoding %q", resp.Status, n, resp.Header.Get("Content-Encoding")))
-				default:
-					ok.Add(1)
-				}
-			})
+	err = inRounds(ctx, p.GzipRounds, p.GzipClients, func(int) {
+		resp, err := client.Get(tp.url + "/" + key)
+		if err != nil {
+			answers.miss(err.Error())
+			return
 		}
-		wg.Wait()
-		if ctx.Err() != nil {
-			return row, ctx.Err()
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			answers.miss(err.Error())
+		case resp.StatusCode != http.StatusOK || n != int64(decoded) || resp.Header.Get("Content-Encoding") != "":
+			answers.miss(fmt.Sprintf("%s, %d bytes, Content-Encoding %q", resp.Status, n, resp.Header.Get("Content-Encoding")))
+		default:
+			answers.ok.Add(1)
 		}
+	})
+	if err != nil {
+		return row, err
 	}
 	row.Elapsed = time.Since(start)
 	row.Requests = p.GzipRounds * p.GzipClients
-	row.Answered = fmt.Sprintf("%d whole decoded 200, %d other", ok.Load(), bad.Load())
-	if e, ok := firstErr.Load().(string); ok {
-		row.Note = "first other answer: " + e
-	}
+	row.Answered = fmt.Sprintf("%d whole decoded 200, %d other", answers.ok.Load(), answers.other.Load())
+	row.Note = answers.note("first other answer: ")
 	return row, tp.finish(&row)
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/admin"
 )
 
@@ -140,15 +139,7 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		paths[i] = "/" + k
 	}
 	tilesEnv := func(port int, mem string, disk string, extra ...string) []string {
-		env := []string{
-			"PATH=" + os.Getenv("PATH"), "HOME=" + tmp,
-			"TILES_BUCKET=" + Bucket, "AWS_ENDPOINT_URL=" + s3p.URL, "S3_FORCE_PATH_STYLE=true",
-			"AWS_REGION=" + s3local.DefaultRegion, "AWS_ACCESS_KEY_ID=" + s3local.DefaultAccessKey,
-			"AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey, "AWS_EC2_METADATA_DISABLED=true",
-			"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
-			"PORT=" + strconv.Itoa(port), "LISTEN_ADDR=127.0.0.1", "LOG_LEVEL=warn", "ADMIN_TOKEN=" + adminToken,
-			"DISK_CACHE_DIR=" + filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES=" + disk,
-		}
+		env := tilesEnv(tmp, s3p.URL, port, "DISK_CACHE_DIR="+filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES="+disk)
 		if mem != "" { // else the default bound
 			env = append(env, "MEM_CACHE_BYTES="+mem)
 		}

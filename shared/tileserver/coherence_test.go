@@ -129,6 +129,12 @@ func (f *fleet) start(in *instance, stagePrefixes []string) {
 // startWith is start, with archives on when archives is set.
 func (f *fleet) startWith(in *instance, stagePrefixes []string, archives bool) {
 	f.t.Helper()
+	if in.srv != nil {
+		// A restart: the killed process wrote nothing more, so its checks
+		// still running beside answers end before the next one opens the
+		// directory.
+		in.srv.Drain()
+	}
 	var err error
 	in.mem, err = cache.New(cache.Config{MaxBytes: f.memBytes})
 	if err != nil {
@@ -155,6 +161,9 @@ func (f *fleet) startWith(in *instance, stagePrefixes []string, archives bool) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	// Checks started beside the last answers end before the test's
+	// directories are removed.
+	f.t.Cleanup(in.srv.Drain)
 	in.startErr = in.follower.Start(context.Background())
 	if stagePrefixes != nil {
 		stage.Run(context.Background(), stage.Config{Prefixes: stagePrefixes, Budget: 10 * time.Second}, o, in.disk, nil)

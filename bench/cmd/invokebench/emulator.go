@@ -201,13 +201,8 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 		for _, fn := range order {
 			env := []string{"FLOOR_TILES_DIR=" + floorDir}
 			if fn == "tilesieve" {
-				env = []string{
-					"TILES_BUCKET=tiles", "TILES_PREFIX=",
-					"AWS_ENDPOINT_URL=" + s3URL, "S3_FORCE_PATH_STYLE=true", "AWS_REGION=" + s3local.DefaultRegion,
-					"AWS_ACCESS_KEY_ID=" + s3local.DefaultAccessKey, "AWS_SECRET_ACCESS_KEY=" + s3local.DefaultSecretKey,
-					"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
-					"DISK_CACHE_DIR=" + filepath.Join(tmp, fmt.Sprintf("disk-%d", round)), "DISK_CACHE_BYTES=64MiB",
-				}
+				env = append(e2e.S3Env(s3URL), "TILES_BUCKET=tiles", "TILES_PREFIX=",
+					"DISK_CACHE_DIR="+filepath.Join(tmp, fmt.Sprintf("disk-%d", round)), "DISK_CACHE_BYTES=64MiB")
 			}
 			logf("emulator round %d/%d: %s", round+1, o.rounds, fn)
 			run, err := runFunction(ctx, rie, bins[fn], env, filepath.Join(tmp, fmt.Sprintf("%s-%d.log", fn, round)), evs, o, s3srv.Faults().SetLatency)
