@@ -277,8 +277,10 @@ type Result struct {
 // check is done before it is due, and a purge reaches the answers within
 // Interval and the check's duration; with no request in between, within
 // Interval + Timeout, the bound. When the follower vouches for no copy at
-// all, Get waits for the check first (fail closed), unless neither the
-// journal nor S3 answered moments ago (Config.StrictOutage).
+// all, Get waits for the check first (fail closed), unless the last check
+// failed (the copy is then revalidated with S3 while the next check runs
+// beside it) or neither the journal nor S3 answered moments ago
+// (Config.StrictOutage).
 //
 // On Lambda the process may be frozen as soon as the invocation returns,
 // with a check started beside it still in flight. Correctness never
@@ -300,6 +302,13 @@ func (e *Engine) Get(ctx context.Context, key string, now time.Time) (Result, er
 			// Neither the journal nor S3 answered moments ago: what the
 			// tiers hold goes out stale at once, and the check runs beside
 			// it for the requests that follow.
+			e.syncDetached(ctx)
+		case sy.Unreachable():
+			// The last check failed: waiting for the next would cost up to
+			// its whole timeout and most likely vouch for nothing. It runs
+			// beside the request instead, and every copy the follower no
+			// longer vouches for is revalidated with S3 (fail closed all
+			// the same), which S3's answer makes as fresh as a check would.
 			e.syncDetached(ctx)
 		default:
 			sy.MaybeSync(ctx)

@@ -2,6 +2,7 @@ package tiers_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -268,5 +269,82 @@ func benchMemoryHits(b *testing.B, follow bool) {
 	b.ReportMetric(at(0.99)/max(at(0.5), 1), "p99/p50")
 	if fol != nil {
 		b.ReportMetric(float64(fol.Stats().Checks), "checks")
+	}
+}
+
+// TestFailedCheckNotWaitedFor: past the vouched window, a request waits for
+// the journal check only while the journal answers. Once the last check
+// failed, waiting for the next would cost its whole timeout and most
+// likely vouch for nothing, so the check runs beside the request and the
+// copy is revalidated with S3: the answer returns while S3 holds the
+// journal GET.
+func TestFailedCheckNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	r := newOutageRig(t)
+	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: r.clock.Now})
+	var fol *purge.Follower
+	eng, err := tiers.New(tiers.Config{Now: r.clock.Now, RevalidateAfter: 24 * time.Hour}, tiers.Deps{
+		Memory: mem,
+		Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: r.clock.Now}),
+		Follow: func(e *tiers.Engine) tiers.Syncer {
+			fol = purge.NewFollower(j, e, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: r.clock.Now}, nil)
+			return fol
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := fol.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const key = "a/1/0/0.png"
+	r.put(key, "v1")
+	if _, err := eng.Get(ctx, key, r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// A due check, beside a vouched hit, fails.
+	r.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/head.json"), Times: 1, Status: http.StatusServiceUnavailable})
+	r.clock.Advance(1100 * time.Millisecond)
+	if _, err := eng.Get(ctx, key, r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	eng.Drain()
+	if !fol.Unreachable() {
+		t.Fatal("the failing check was not recorded")
+	}
+	// Past the vouched window (Interval + Timeout, 11s), with the journal
+	// GET held by S3 until the test ends.
+	r.clock.Advance(11 * time.Second)
+	held, release := make(chan struct{}), make(chan struct{})
+	r.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/head.json"), Times: 1, Hold: func() { close(held); <-release }})
+	t.Cleanup(eng.Drain)
+	t.Cleanup(func() { close(release) })
+	type answer struct {
+		res tiers.Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := eng.Get(ctx, key, r.clock.Now())
+		done <- answer{res, err}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request waited for the held journal check after the last one failed")
+	}
+	if a.err != nil || a.res.Source != tiers.Revalidated || string(a.res.Tile.Body) != "v1" {
+		t.Fatalf("got %v %v %q, want %v v1", a.res.Source, a.err, a.res.Tile.Body, tiers.Revalidated)
+	}
+	select {
+	case <-held: // the check runs beside the answer
+	case <-time.After(10 * time.Second):
+		t.Fatal("no check started beside the answer")
 	}
 }
