@@ -120,23 +120,7 @@ func TestCheckAheadOfTheAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := newOutageRig(t)
-			mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: r.clock.Now})
-			var fol *purge.Follower
-			eng, err := tiers.New(tiers.Config{Now: r.clock.Now, RevalidateAfter: 24 * time.Hour}, tiers.Deps{
-				Memory: mem,
-				Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: r.clock.Now}),
-				Follow: func(e *tiers.Engine) tiers.Syncer {
-					fol = purge.NewFollower(j, e, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: r.clock.Now}, nil)
-					return fol
-				},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			eng, fol := followedEngine(t, r)
 			ctx := context.Background()
 			// The check at start takes 300ms on the engine's clock.
 			r.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/head.json"), Times: 1, Hold: func() { r.clock.Advance(300 * time.Millisecond) }})
@@ -281,23 +265,7 @@ func benchMemoryHits(b *testing.B, follow bool) {
 func TestFailedCheckNotWaitedFor(t *testing.T) {
 	t.Parallel()
 	r := newOutageRig(t)
-	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: r.clock.Now})
-	var fol *purge.Follower
-	eng, err := tiers.New(tiers.Config{Now: r.clock.Now, RevalidateAfter: 24 * time.Hour}, tiers.Deps{
-		Memory: mem,
-		Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: r.clock.Now}),
-		Follow: func(e *tiers.Engine) tiers.Syncer {
-			fol = purge.NewFollower(j, e, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: r.clock.Now}, nil)
-			return fol
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, fol := followedEngine(t, r)
 	ctx := context.Background()
 	if err := fol.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -347,4 +315,28 @@ func TestFailedCheckNotWaitedFor(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no check started beside the answer")
 	}
+}
+
+// followedEngine is an engine over a memory tier and the rig's S3, with a
+// follower of the rig's journal (Interval 1s, Timeout 10s) not yet started.
+func followedEngine(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower) {
+	t.Helper()
+	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: r.clock.Now})
+	var fol *purge.Follower
+	eng, err := tiers.New(tiers.Config{Now: r.clock.Now, RevalidateAfter: 24 * time.Hour}, tiers.Deps{
+		Memory: mem,
+		Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: r.clock.Now}),
+		Follow: func(e *tiers.Engine) tiers.Syncer {
+			fol = purge.NewFollower(j, e, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: r.clock.Now}, nil)
+			return fol
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng, fol
 }
