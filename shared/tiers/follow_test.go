@@ -11,8 +11,6 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 )
 
@@ -22,29 +20,10 @@ import (
 // vouched window the check runs first (fail closed).
 func TestFollowerBuiltWithTheEngine(t *testing.T) {
 	t.Parallel()
-	api := s3localtest.Start(t, bucket).Client
-	clock := fakeclock.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := purge.NewJournal(api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: clock.Now})
-	var fol *purge.Follower
-	eng, err := tiers.New(tiers.Config{Now: clock.Now, RevalidateAfter: 24 * time.Hour}, tiers.Deps{
-		Memory: mem,
-		Origin: origin.NewWithS3(api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: clock.Now}),
-		Follow: func(e *tiers.Engine) tiers.Syncer {
-			fol = purge.NewFollower(j, e, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: clock.Now}, nil)
-			return fol
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newOutageRig(t)
+	api, clock := r.api, r.clock
+	eng, fol, j := followedEngine(t, r)
 	ctx := context.Background()
-	if err := fol.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	put := func(body string) {
 		t.Helper()
 		if _, err := s3local.Put(ctx, api, bucket, "tiles/a/1/0/0.png", []byte(body), "image/png", ""); err != nil {
@@ -120,18 +99,10 @@ func TestCheckAheadOfTheAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := newOutageRig(t)
-			eng, fol := followedEngine(t, r)
-			ctx := context.Background()
 			// The check at start takes 300ms on the engine's clock.
 			r.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/head.json"), Times: 1, Hold: func() { r.clock.Advance(300 * time.Millisecond) }})
-			if err := fol.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			const key = "a/1/0/0.png"
-			r.put(key, "v1")
-			if _, err := eng.Get(ctx, key, r.clock.Now()); err != nil {
-				t.Fatal(err)
-			}
+			eng, fol := followedHit(t, r)
+			ctx, key := context.Background(), followedKey
 			r.clock.Advance(tc.advance)
 			// S3 reads the journal head and holds its answer until release.
 			held, release := make(chan struct{}), make(chan struct{})
@@ -265,16 +236,8 @@ func benchMemoryHits(b *testing.B, follow bool) {
 func TestFailedCheckNotWaitedFor(t *testing.T) {
 	t.Parallel()
 	r := newOutageRig(t)
-	eng, fol := followedEngine(t, r)
-	ctx := context.Background()
-	if err := fol.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	const key = "a/1/0/0.png"
-	r.put(key, "v1")
-	if _, err := eng.Get(ctx, key, r.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	eng, fol := followedHit(t, r)
+	ctx, key := context.Background(), followedKey
 	// A due check, beside a vouched hit, fails.
 	r.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/head.json"), Times: 1, Status: http.StatusServiceUnavailable})
 	r.clock.Advance(1100 * time.Millisecond)
@@ -317,9 +280,24 @@ func TestFailedCheckNotWaitedFor(t *testing.T) {
 	}
 }
 
+// followedKey is the tile followedHit puts and reads.
+const followedKey = "a/1/0/0.png"
+
+// followedHit is followedEngine with v1 of followedKey in S3 and, read
+// once, in the memory tier.
+func followedHit(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower) {
+	t.Helper()
+	eng, fol, _ := followedEngine(t, r)
+	r.put(followedKey, "v1")
+	if _, err := eng.Get(context.Background(), followedKey, r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return eng, fol
+}
+
 // followedEngine is an engine over a memory tier and the rig's S3, with a
-// follower of the rig's journal (Interval 1s, Timeout 10s) not yet started.
-func followedEngine(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower) {
+// follower of the rig's journal j (Interval 1s, Timeout 10s), started.
+func followedEngine(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower, *purge.Journal) {
 	t.Helper()
 	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
 	if err != nil {
@@ -338,5 +316,8 @@ func followedEngine(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return eng, fol
+	if err := fol.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return eng, fol, j
 }
