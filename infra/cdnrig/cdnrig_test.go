@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/cdnrig"
-	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
@@ -497,7 +497,7 @@ func TestInvalidationsThroughThePathPrefix(t *testing.T) {
 	p := cdnrig.Policy{DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour, AllowedMethods: []string{"GET", "HEAD"}, CachedMethods: []string{"GET", "HEAD"}}
 	rig := cdnrig.Start(t, cdnrig.Options{Origin: strings.TrimPrefix(o.URL, "http://"), Policy: p, PathPrefix: "/maps/"})
 	cf := rig.Invalidations(t, cdntest.Options{})
-	inv := cdn.New(cf.Client(), cdn.Config{DistributionID: "E1", PathPrefix: "maps/"}, nil)
+	inv := cloudfront.New(cf.Client(), cloudfront.Config{DistributionID: "E1", PathPrefix: "maps/"}, nil)
 
 	viewed := []string{"/maps/a/1.png", "/maps/a/2.png", "/maps/my%20b/1.png", "/maps/c/1.png"}
 	for _, u := range viewed {

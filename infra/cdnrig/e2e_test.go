@@ -16,7 +16,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/shared/admin"
-	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
@@ -73,7 +73,7 @@ func startLoop(t *testing.T) *loop {
 			return r.BanPaths(paths)
 		},
 	})
-	inv := cdn.New(cf.Client(), cdn.Config{
+	inv := cloudfront.New(cf.Client(), cloudfront.Config{
 		DistributionID: distribution,
 		// Quick retries: the stand-in completes in completeAfter, not in
 		// CloudFront's minutes.

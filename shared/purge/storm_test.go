@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
@@ -37,7 +38,7 @@ func TestWorkerStormAsDeployed(t *testing.T) {
 	we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{
 		settle: 2 * time.Second,
 		cf:     cdntest.Options{Now: sl.clock.Now, CompleteAfter: time.Minute},
-		cdn:    cdn.Config{BudgetWait: 45 * time.Second, BaseDelay: 500 * time.Millisecond},
+		cdn:    cloudfront.Config{BudgetWait: 45 * time.Second, BaseDelay: 500 * time.Millisecond},
 		sleep:  sl.Sleep,
 	})
 

@@ -17,9 +17,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/tilesieve/tilesieve/events"
+	fixtures "github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
@@ -43,9 +44,9 @@ type workerEnv struct {
 }
 
 type workerOpts struct {
-	cdn    cdn.Config      // DistributionID, MaxAttempts and BaseDelay get test defaults
-	cf     cdntest.Options // the stand-in's
-	settle time.Duration   // the Purger's SettleDelay
+	cdn    cloudfront.Config // DistributionID, MaxAttempts and BaseDelay get test defaults
+	cf     cdntest.Options   // the stand-in's
+	settle time.Duration     // the Purger's SettleDelay
 	// sleep is the CDN's and the Purger's wait; settleSleep, when set, the
 	// Purger's alone.
 	sleep       func(context.Context, time.Duration) error
@@ -90,7 +91,7 @@ func newWorkerEnv(t *testing.T, cfg WorkerConfig, o workerOpts) *workerEnv {
 	if c.Sleep == nil {
 		c.Sleep = o.sleep
 	}
-	inv := cdn.New(cf.Client(), c, o.log)
+	inv := cloudfront.New(cf.Client(), c, o.log)
 	ps := o.settleSleep
 	if ps == nil {
 		ps = o.sleep
@@ -458,7 +459,7 @@ func TestWorkerCDNBudgetAcrossInvocations(t *testing.T) {
 	sl := newFakeSleep()
 	we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{
 		cf:    cdntest.Options{Manual: true},
-		cdn:   cdn.Config{BudgetWait: 30 * time.Second},
+		cdn:   cloudfront.Config{BudgetWait: 30 * time.Second},
 		sleep: sl.Sleep,
 	})
 	ctx := context.Background()
@@ -587,7 +588,7 @@ func TestWorkerSettleDelay(t *testing.T) {
 
 	// No distribution: no wait at all.
 	s3e := s3localtest.Start(t, workerBucket)
-	var none *cdn.Invalidator
+	var none *cloudfront.Invalidator
 	never := func(context.Context, time.Duration) error { t.Error("waited without a CDN"); return nil }
 	p := NewPurger(NewJournal(s3e.Client, workerBucket, workerJournal, JournalOptions{}), PurgerConfig{SettleDelay: time.Hour, Sleep: never, CDN: none}, nil)
 	w := testWorker{NewWorker(WorkerConfig{Bucket: workerBucket, TilesPrefix: "tiles/"}, p, nil)}

@@ -20,11 +20,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/shared/awsclient"
-	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -54,7 +53,7 @@ type Options struct {
 	// CDN, when set, is the CDN to invalidate instead of one built from
 	// DISTRIBUTION_ID (the local stack's tests put a cache and a CloudFront
 	// stand-in there).
-	CDN *cdn.Invalidator
+	CDN *cloudfront.Invalidator
 	// Logger receives the worker's logs; nil discards.
 	Logger *slog.Logger
 }
@@ -64,7 +63,7 @@ type App struct {
 	Worker  *purge.Worker
 	Purger  *purge.Purger
 	Journal *purge.Journal
-	CDN     *cdn.Invalidator // nil without DISTRIBUTION_ID
+	CDN     *cloudfront.Invalidator // nil without DISTRIBUTION_ID
 	Metrics *obs.WorkerMetrics
 	// Settle is the delay between a journal entry and its CDN invalidation.
 	Settle time.Duration
@@ -91,7 +90,7 @@ func New(ctx context.Context, cfg config.Worker, o Options) (*App, error) {
 			s3c = awsclient.S3(awsCfg, cfg.Endpoint, cfg.PathStyle)
 		}
 		if cfg.DistributionID != "" {
-			a.CDN = cdn.New(cloudfront.NewFromConfig(awsCfg), cdn.Config{
+			a.CDN = cloudfront.NewFromConfig(awsCfg, cloudfront.Config{
 				DistributionID: cfg.DistributionID,
 				PathPrefix:     cfg.CDNPathPrefix,
 				Sleep:          o.Sleep,

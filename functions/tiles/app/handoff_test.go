@@ -21,14 +21,25 @@ import (
 )
 
 // sqsStandIn answers SendMessage as SQS does (AWS JSON 1.0), keeping the
-// bodies, or fails every call with status when it is set.
+// bodies. Its first answers are failures with the statuses in fail (500 and
+// 503: an internal error, 400: a queue that does not exist, 429: throttled),
+// then it takes every message; badMD5 answers with another body's digest.
 type sqsStandIn struct {
-	mu     sync.Mutex // guards sent
-	sent   []sentMessage
-	status int
+	mu       sync.Mutex // guards sent, requests and fail
+	sent     []sentMessage
+	requests int
+	fail     []int
+	badMD5   bool
 }
 
-type sentMessage struct{ Queue, Body, Target, Auth string }
+type sentMessage struct{ Queue, Body, Target, Auth, Token, ContentType string }
+
+var sqsFailures = map[int]string{
+	http.StatusBadRequest:          `{"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"The specified queue does not exist."}`,
+	http.StatusTooManyRequests:     `{"__type":"com.amazonaws.sqs#ThrottlingException","message":"Rate exceeded"}`,
+	http.StatusInternalServerError: `{"__type":"com.amazonaws.sqs#InternalError","message":"internal error"}`,
+	http.StatusServiceUnavailable:  `{"__type":"com.amazonaws.sqs#ServiceUnavailable","message":"try again"}`,
+}
 
 func (s *sqsStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var in struct{ QueueUrl, MessageBody string }
@@ -36,62 +47,92 @@ func (s *sqsStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if s.status != 0 {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		w.WriteHeader(s.status)
-		w.Write([]byte(`{"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"The specified queue does not exist."}`))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests++
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	if len(s.fail) > 0 {
+		status := s.fail[0]
+		s.fail = s.fail[1:]
+		w.WriteHeader(status)
+		w.Write([]byte(sqsFailures[status]))
 		return
 	}
-	s.mu.Lock()
-	s.sent = append(s.sent, sentMessage{in.QueueUrl, in.MessageBody, r.Header.Get("X-Amz-Target"), r.Header.Get("Authorization")})
-	s.mu.Unlock()
-	sum := md5.Sum([]byte(in.MessageBody))
-	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	s.sent = append(s.sent, sentMessage{in.QueueUrl, in.MessageBody, r.Header.Get("X-Amz-Target"), r.Header.Get("Authorization"),
+		r.Header.Get("X-Amz-Security-Token"), r.Header.Get("Content-Type")})
+	body := in.MessageBody
+	if s.badMD5 {
+		body += "x"
+	}
+	sum := md5.Sum([]byte(body))
 	json.NewEncoder(w).Encode(map[string]string{"MessageId": "m-1", "MD5OfMessageBody": hex.EncodeToString(sum[:])})
 }
 
 // TestQueueHandoff: an admin purge's invalidation goes to the worker's queue
-// as one signed SendMessage whose body the worker's decoder recognises; a
-// refused send is an error of the app package.
+// as one signed SendMessage in SQS's JSON protocol whose body the worker's
+// decoder recognises. Throttling, 5xx answers and a wrong MD5OfMessageBody
+// are retried within the attempts; a refusal (no such queue) is not, and a
+// send that fails is an error of the app package carrying SQS's code.
 func TestQueueHandoff(t *testing.T) {
 	t.Parallel()
 	const queue = "https://sqs.eu-west-1.amazonaws.com/123456789012/tilesieve-TileEventsQueue"
 	inv := purge.Invalidation{Targets: []string{"osm.json*", "osm/"}, BatchID: "admin:osm/:1", Seq: 4, Source: "admin"}
 	for _, tt := range []struct {
-		name   string
-		status int
-	}{{"sent", 0}, {"refused", http.StatusBadRequest}} {
+		name         string
+		fail         []int
+		badMD5       bool
+		attempts     int
+		token        string
+		wantRequests int
+		wantErr      string // "" : the message is taken
+	}{
+		{name: "sent", wantRequests: 1},
+		{name: "session token signed", token: "session-token", wantRequests: 1},
+		{name: "throttled, then sent", fail: []int{http.StatusTooManyRequests}, wantRequests: 2},
+		{name: "5xx twice, then sent", fail: []int{http.StatusInternalServerError, http.StatusServiceUnavailable}, wantRequests: 3},
+		{name: "5xx past the attempts", fail: []int{500, 500, 500, 500}, wantRequests: 3, wantErr: "InternalError"},
+		{name: "one attempt", fail: []int{503}, attempts: 1, wantRequests: 1, wantErr: "ServiceUnavailable"},
+		{name: "no such queue: not retried", fail: []int{http.StatusBadRequest}, wantRequests: 1, wantErr: "QueueDoesNotExist"},
+		{name: "wrong MD5 of the body", badMD5: true, attempts: 2, wantRequests: 2, wantErr: "MD5OfMessageBody"},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			stand := &sqsStandIn{status: tt.status}
+			stand := &sqsStandIn{fail: tt.fail, badMD5: tt.badMD5}
 			hs := httptest.NewServer(stand)
 			t.Cleanup(hs.Close)
 			h, err := app.NewQueueHandoff(context.Background(), queue, awsclient.Settings{
-				Region: "eu-west-1", BaseEndpoint: hs.URL, RetryMaxAttempts: 1,
-				Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
+				Region: "eu-west-1", BaseEndpoint: hs.URL, RetryMaxAttempts: tt.attempts,
+				Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", tt.token),
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = h.Hand(context.Background(), inv)
-			if tt.status != 0 {
-				if err == nil || !strings.HasPrefix(err.Error(), "app: ") || !strings.Contains(err.Error(), "QueueDoesNotExist") {
-					t.Errorf("got %v, want the app package's error carrying SQS's", err)
+			stand.mu.Lock()
+			sent, requests := slices.Clone(stand.sent), stand.requests
+			stand.mu.Unlock()
+			if requests != tt.wantRequests {
+				t.Errorf("got %d requests, want %d", requests, tt.wantRequests)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), "app: ") || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("got %v, want the app package's error carrying %q", err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			stand.mu.Lock()
-			sent := slices.Clone(stand.sent)
-			stand.mu.Unlock()
 			if len(sent) != 1 {
 				t.Fatalf("sent %d messages, want 1", len(sent))
 			}
 			m := sent[0]
-			if m.Queue != queue || m.Target != "AmazonSQS.SendMessage" || !strings.HasPrefix(m.Auth, "AWS4-HMAC-SHA256 ") {
-				t.Errorf("request %+v: want a signed SendMessage to %s", m, queue)
+			if m.Queue != queue || m.Target != "AmazonSQS.SendMessage" || m.ContentType != "application/x-amz-json-1.0" ||
+				!strings.HasPrefix(m.Auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(m.Auth, "/eu-west-1/sqs/aws4_request") {
+				t.Errorf("request %+v: want a SendMessage to %s signed for sqs in eu-west-1", m, queue)
+			}
+			if m.Token != tt.token || (tt.token != "" && !strings.Contains(m.Auth, "x-amz-security-token")) {
+				t.Errorf("security token %q (auth %s), want %q, signed", m.Token, m.Auth, tt.token)
 			}
 			// The worker's queue delivers it; its decoder finds the invalidation.
 			raw, _ := json.Marshal(map[string]any{"Records": []any{map[string]string{"eventSource": "aws:sqs", "messageId": "m-1", "body": m.Body}}})
@@ -104,5 +145,34 @@ func TestQueueHandoff(t *testing.T) {
 				t.Errorf("worker got %+v, %v; want %+v", got, err, inv)
 			}
 		})
+	}
+}
+
+// TestQueueHandoffEndpoint: without an endpoint override the request goes
+// to the queue URL's own host, SQS's regional endpoint; a queue URL that is
+// not one is refused at init.
+func TestQueueHandoffEndpoint(t *testing.T) {
+	t.Parallel()
+	stand := &sqsStandIn{}
+	hs := httptest.NewServer(stand)
+	t.Cleanup(hs.Close)
+	queue := hs.URL + "/123456789012/q"
+	h, err := app.NewQueueHandoff(context.Background(), queue, awsclient.Settings{
+		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Hand(context.Background(), purge.Invalidation{Targets: []string{"osm/"}, BatchID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(stand.sent) != 1 || stand.sent[0].Queue != queue {
+		t.Errorf("got %+v, want one message for %s", stand.sent, queue)
+	}
+	for _, bad := range []string{"", "sqs.us-east-1.amazonaws.com/1/q", "ftp://h/q", "https:///q"} {
+		if _, err := app.NewQueueHandoff(context.Background(), bad, awsclient.Settings{Region: "us-east-1",
+			Credentials: credentials.NewStaticCredentialsProvider("a", "b", "")}); err == nil || !strings.HasPrefix(err.Error(), "app: ") {
+			t.Errorf("queue URL %q: got %v, want the app package's error", bad, err)
+		}
 	}
 }

@@ -41,7 +41,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
-	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -103,7 +103,7 @@ type Options struct {
 	// a cache and a CloudFront stand-in there). The worker then waits
 	// SYNC_INTERVAL + SYNC_TIMEOUT between the journal and the CDN, as the
 	// deployed worker does.
-	CDN *cdn.Invalidator
+	CDN *cloudfront.Invalidator
 	// EventBatch above 1 delivers the notifications to the worker as SQS
 	// batches of up to that many, as the deployed queue does; default one
 	// notification per invocation.

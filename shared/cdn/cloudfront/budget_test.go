@@ -1,4 +1,4 @@
-package cdn_test
+package cloudfront_test
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
+	cfapi "github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 )
@@ -72,13 +73,13 @@ func fill(t *testing.T, srv *cdntest.Server, n int, tag string) {
 // create makes one invalidation of paths on the stand-in straight through
 // the CloudFront API, as another worker would, with no budget of its own.
 func create(srv *cdntest.Server, ref string, paths ...string) error {
-	_, err := srv.Client().CreateInvalidation(context.Background(), &cloudfront.CreateInvalidationInput{
+	_, err := srv.Client().CreateInvalidation(context.Background(), &cfapi.CreateInvalidationInput{
 		DistributionId: aws.String(dist),
 		InvalidationBatch: &types.InvalidationBatch{
 			CallerReference: aws.String(ref),
 			Paths:           &types.Paths{Quantity: aws.Int32(int32(len(paths))), Items: paths},
 		},
-	}, func(o *cloudfront.Options) { o.Retryer = aws.NopRetryer{} })
+	}, func(o *cfapi.Options) { o.Retryer = aws.NopRetryer{} })
 	return err
 }
 
@@ -96,7 +97,7 @@ func dirs(n int) []string {
 func TestStandInRefusesPastTheLimits(t *testing.T) {
 	t.Parallel()
 	srv := cdntest.NewWithOptions(t, cdntest.Options{Manual: true})
-	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, MaxAttempts: 1}, nil)
+	inv := cloudfront.New(srv.Client(), cloudfront.Config{DistributionID: dist, MaxAttempts: 1}, nil)
 	ctx := context.Background()
 	if err := create(srv, "a", cdn.Paths("", dirs(15))...); err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestInProgressCountsAndCaches(t *testing.T) {
 	srv := cdntest.NewWithOptions(t, cdntest.Options{Manual: true})
 	fill(t, srv, 4, "a")
 	fill(t, srv, 3, "b")
-	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist}, nil)
+	inv := cloudfront.New(srv.Client(), cloudfront.Config{DistributionID: dist}, nil)
 	ctx := context.Background()
 	u, err := inv.InProgress(ctx)
 	if err != nil {
@@ -183,7 +184,7 @@ func TestInProgressBoundsListPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, MaxListPages: 1}, nil)
+	inv := cloudfront.New(srv.Client(), cloudfront.Config{DistributionID: dist, MaxListPages: 1}, nil)
 	u, err := inv.InProgress(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func TestInvalidateTargetsCoalescesToFit(t *testing.T) {
 	t.Parallel()
 	srv := cdntest.NewWithOptions(t, cdntest.Options{Manual: true})
 	fill(t, srv, 10, "a")
-	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist}, nil)
+	inv := cloudfront.New(srv.Client(), cloudfront.Config{DistributionID: dist}, nil)
 	out, err := inv.InvalidateTargets(context.Background(), dirs(8), "b", truncate)
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +232,7 @@ func TestInvalidateTargetsWaitsForCompletion(t *testing.T) {
 	srv := cdntest.NewWithOptions(t, cdntest.Options{Now: clock.Now, CompleteAfter: time.Minute})
 	fill(t, srv, 15, "a")
 	sl := &sleeper{clock: clock}
-	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, Sleep: sl.Sleep}, nil)
+	inv := cloudfront.New(srv.Client(), cloudfront.Config{DistributionID: dist, Sleep: sl.Sleep}, nil)
 	out, err := inv.InvalidateTargets(context.Background(), dirs(3), "b", truncate)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +253,7 @@ func TestInvalidateTargetsGivesUp(t *testing.T) {
 	srv := cdntest.NewWithOptions(t, cdntest.Options{Manual: true})
 	fill(t, srv, 15, "a")
 	sl := &sleeper{clock: newClock()}
-	inv := cdn.New(srv.Client(), cdn.Config{DistributionID: dist, Sleep: sl.Sleep, BudgetWait: 30 * time.Second}, nil)
+	inv := cloudfront.New(srv.Client(), cloudfront.Config{DistributionID: dist, Sleep: sl.Sleep, BudgetWait: 30 * time.Second}, nil)
 	out, err := inv.InvalidateTargets(context.Background(), dirs(2), "b", truncate)
 	if !errors.Is(err, cdn.ErrNoBudget) {
 		t.Fatalf("got %v, want ErrNoBudget", err)
@@ -269,7 +270,7 @@ func TestInvalidateTargetsGivesUp(t *testing.T) {
 
 	// A deadline closer than Reserve: no wait at all.
 	sl2 := &sleeper{clock: newClock()}
-	inv = cdn.New(srv.Client(), cdn.Config{DistributionID: dist, Sleep: sl2.Sleep, Reserve: time.Hour}, nil)
+	inv = cloudfront.New(srv.Client(), cloudfront.Config{DistributionID: dist, Sleep: sl2.Sleep, Reserve: time.Hour}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if _, err := inv.InvalidateTargets(ctx, dirs(1), "c", truncate); !errors.Is(err, cdn.ErrNoBudget) {

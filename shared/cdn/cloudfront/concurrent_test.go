@@ -1,4 +1,4 @@
-package cdn_test
+package cloudfront_test
 
 import (
 	"context"
@@ -11,9 +11,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/cloudfront"
+	cfapi "github.com/aws/aws-sdk-go-v2/service/cloudfront"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 )
 
@@ -59,8 +60,8 @@ func (b *listBarrier) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // client is a CloudFront client for srv whose requests go through rt.
-func client(srv *cdntest.Server, rt http.RoundTripper) *cloudfront.Client {
-	return cloudfront.New(cloudfront.Options{
+func client(srv *cdntest.Server, rt http.RoundTripper) *cfapi.Client {
+	return cfapi.New(cfapi.Options{
 		BaseEndpoint: aws.String(srv.URL),
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
@@ -104,7 +105,7 @@ func TestTwoWorkersKeepTheBudget(t *testing.T) {
 			outcomes := make([]cdn.Outcome, 2)
 			errs := make([]error, 2)
 			for w := range 2 {
-				inv := cdn.New(client(srv, barrier), cdn.Config{
+				inv := cloudfront.New(client(srv, barrier), cloudfront.Config{
 					DistributionID: dist, Sleep: sl.Sleep, MaxAttempts: 20, BaseDelay: 5 * time.Second, MaxDelay: 10 * time.Second,
 				}, nil)
 				var targets []string
