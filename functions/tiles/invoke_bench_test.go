@@ -98,6 +98,7 @@ func newBenchFunction(b *testing.B, memBytes int64, diskBytes string, opts ...ap
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(a.Server.Drain)
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	bf := &buffered{srv: a.Server, next: h, log: log}
 	return &benchFunction{

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,21 @@ func main() {
 
 func run() error {
 	began := time.Now()
+	// On Lambda, the SIGTERM extension registers beside init (see
+	// enableSIGTERM); the handler flushes once the app is built.
+	var onTerm atomic.Pointer[func()]
+	joinSIGTERM := func() error { return nil }
+	if api := os.Getenv("AWS_LAMBDA_RUNTIME_API"); api != "" {
+		// The runtime's loop does not return on SIGTERM, so exit here:
+		// otherwise Lambda waits out its shutdown deadline and kills the
+		// process.
+		joinSIGTERM = enableSIGTERM(api, func() {
+			if f := onTerm.Load(); f != nil {
+				(*f)()
+			}
+			os.Exit(0)
+		})
+	}
 	cfg, err := config.LoadTiles(config.OS)
 	if err != nil {
 		return err
@@ -63,21 +79,18 @@ func run() error {
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	if cfg.OnLambda {
 		// Lambda sends SIGTERM at shutdown only to functions with an
-		// extension (WithEnableSIGTERM registers an internal one); without
-		// one, the last interval's metrics are lost, which the flush on the
-		// request path bounds to one interval. The runtime's loop does not
-		// return on SIGTERM, so exit here: otherwise Lambda waits out its
-		// shutdown deadline and kills the process.
-		sigterm := lambda.WithEnableSIGTERM(func() {
-			flush()
-			os.Exit(0)
-		})
+		// extension; without one, the last interval's metrics are lost,
+		// which the flush on the request path bounds to one interval.
+		onTerm.Store(&flush)
+		if err := joinSIGTERM(); err != nil {
+			log.Warn("SIGTERM not enabled: the last metrics interval is lost at shutdown", "err", err)
+		}
 		inv := invocation{env: env, log: log, init: a.Init}
 		if cfg.InvokeMode == "RESPONSE_STREAM" {
-			lambda.StartWithOptions(streamHandler(inv.http(h), log), sigterm)
+			lambda.Start(streamHandler(inv.http(h), log))
 		} else {
 			b := &buffered{srv: a.Server, next: h, log: log}
-			lambda.StartWithOptions(inv.buffered(withDeadline(b.Handle)), sigterm)
+			lambda.Start(inv.buffered(withDeadline(b.Handle)))
 		}
 		return nil
 	}

@@ -139,6 +139,7 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.Server.Drain) // checks and revalidations beside answers end before the test's directories go
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	b := &buffered{srv: a.Server, next: h, log: log}
 	runtime := lambda.NewHandler(withDeadline(b.Handle))
@@ -594,6 +595,7 @@ func FuzzRequestFromEvent(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	f.Cleanup(a.Server.Drain)
 	b := &buffered{srv: a.Server, next: withRecover(a.Handler, log), log: log}
 	h := lambda.NewHandler(b.Handle)
 	f.Fuzz(func(t *testing.T, event []byte) {

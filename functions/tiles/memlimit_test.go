@@ -107,6 +107,7 @@ func TestFullMemoryTierLeavesCollectorRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.Server.Drain)
 	setMemoryLimitOffLambda(cfg, log)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i, filled := 0, int64(0); filled < 3*cfg.MemBytes; i++ {

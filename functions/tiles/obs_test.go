@@ -40,6 +40,7 @@ func TestMetricsAndLogsOfAKnownWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.Server.Drain)
 	if a.Metrics == nil {
 		t.Fatal("metrics are on by default")
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,57 @@ func TestBootstrapExitsOnSIGTERM(t *testing.T) {
 				t.Errorf("got no metrics line after the signal, want the last interval flushed\n%s", log)
 			}
 			t.Logf("emulator stopped %v after its interrupt", took.Round(time.Millisecond))
+		})
+	}
+}
+
+// TestRegisterExtension: the SIGTERM extension registers as the Extensions
+// API asks (its name, no events) and parks its event/next call with the
+// identifier it was given; a refused registration is an error for the
+// join, which the bootstrap logs and serves on.
+func TestRegisterExtension(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		status  int
+		id      string
+		wantErr bool
+	}{
+		{"registered", http.StatusOK, "ext-1", false},
+		{"refused", http.StatusForbidden, "", true},
+		{"no identifier", http.StatusOK, "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			nexts := make(chan string, 1)
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/2020-01-01/extension/register":
+					body, _ := io.ReadAll(r.Body)
+					if r.Method != http.MethodPost || r.Header.Get("Lambda-Extension-Name") != sigtermExtension || string(body) != `{"events":[]}` {
+						t.Errorf("register: got %s %q %s, want POST named %s with no events", r.Method, r.Header.Get("Lambda-Extension-Name"), body, sigtermExtension)
+					}
+					if tt.id != "" {
+						w.Header().Set("Lambda-Extension-Identifier", tt.id)
+					}
+					w.WriteHeader(tt.status)
+				case "/2020-01-01/extension/event/next":
+					nexts <- r.Header.Get("Lambda-Extension-Identifier")
+					<-r.Context().Done() // parked, as Lambda parks it
+				default:
+					t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+				}
+			}))
+			t.Cleanup(func() { api.CloseClientConnections(); api.Close() })
+			err := registerExtension(strings.TrimPrefix(api.URL, "http://"))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got %v, want error %v", err, tt.wantErr)
+			}
+			if !tt.wantErr {
+				if got := <-nexts; got != tt.id {
+					t.Errorf("event/next with identifier %q, want %q", got, tt.id)
+				}
+			}
 		})
 	}
 }

@@ -53,6 +53,7 @@ func newApp(t *testing.T, cfg config.Tiles, o *origin.Client) *app.App {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.Server.Drain) // checks and revalidations beside answers end before the test's directories go
 	return a
 }
 
@@ -88,6 +89,7 @@ func TestStagingOutOfBudgetStillStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.Server.Drain)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("start took %v with a 300ms staging budget", d)
 	}
@@ -238,6 +240,7 @@ func TestStagesAnMBTiles(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				t.Cleanup(a.Server.Drain)
 				if got := len(a.StagedArchives) == 1; got != tt.staged {
 					t.Fatalf("round %d: staged archives %v, want staged %v", round, a.StagedArchives, tt.staged)
 				}
@@ -284,6 +287,7 @@ func TestStagedArchiveRefusedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.Server.Drain)
 	refused := func() int { return strings.Count(logs.String(), `msg="archive refused"`) }
 	if n := refused(); n != 1 {
 		t.Fatalf("log at start: got %d lines 'archive refused', want 1:\n%s", n, logs.String())
@@ -351,6 +355,7 @@ func TestJournalReadAtInitOnlyWhenNeeded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(a.Server.Drain)
 			if got, want := a.Init.JournalHead >= 100*time.Millisecond, tc.waits; got != want {
 				t.Errorf("init waited for the journal (%v): got %v, want %v", a.Init.JournalHead, got, want)
 			}

@@ -64,6 +64,7 @@ func TestArchiveSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.Server.Drain)
 	if len(a.StagedArchives) != 1 || a.StagedArchives[0] != "world.pmtiles" {
 		t.Fatalf("staged archives %v, want world.pmtiles", a.StagedArchives)
 	}
