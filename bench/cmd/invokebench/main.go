@@ -41,6 +41,7 @@ type options struct {
 	benchtime                string
 	input                    string // parse saved go test output instead of running it
 	rounds                   int
+	coldPairs                int // cold starts alone, paired, after the rounds
 	invokes                  int
 	perRun                   time.Duration
 	latTime                  time.Duration // of the latency part with S3 at EmuS3Latency; 0 skips it
@@ -65,6 +66,7 @@ func main() {
 	flag.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime of the in-process benchmarks")
 	flag.StringVar(&o.input, "input", "", "parse in-process benchmark output from this file instead of running go test")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds under the emulator")
+	flag.IntVar(&o.coldPairs, "cold-pairs", 25, "paired cold starts under the emulator after the rounds (each bootstrap started, answering its first invocation, stopped)")
 	flag.IntVar(&o.invokes, "invokes", 3000, "at most this many timed invocations per function, tile and round")
 	flag.DurationVar(&o.perRun, "time", 4*time.Second, "at most this long per function, tile and round")
 	flag.DurationVar(&o.latTime, "latency-time", 6*time.Second, "per function and round, memory hits timed one by one with S3 at 20 ms (0 skips)")

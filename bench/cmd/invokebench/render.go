@@ -132,8 +132,8 @@ func renderEmulator(p func(string, ...any), r EmulatorResult) {
 	}
 	p("\nCold start, from starting the emulator's process to the first answer (the emulator's own start, the bootstrap's start and init, and the first invocation; "+
 		"for the tile function that first answer is a miss fetched from S3, with the journal read beside init and that miss, as its tiers start empty), median of the rounds: "+
-		"tilesieve %s, floor %s; tilesieve over the floor in each round (the two started one after the other) %s, median %.2fx.\n\n",
-		durStr(r.ColdStart["tilesieve"]), durStr(r.ColdStart["floor"]), ratioList(r.ColdRatios), r.ColdRatio)
+		"tilesieve %s, floor %s. Tilesieve over the floor in each round and then in %d pairs started alone after the rounds (each bootstrap started, answering its first invocation and stopped; the two one after the other, the order alternating): %s; median %.2fx.\n\n",
+		durStr(r.ColdStart["tilesieve"]), durStr(r.ColdStart["floor"]), len(r.ColdPairs), ratioList(r.ColdRatios), r.ColdRatio)
 	if len(r.Bootstrap) > 0 {
 		p("Bootstrap sizes as built for this run: tilesieve %d bytes, floor %d bytes (the arm64 budgets of both product bootstraps are in .ci/size-budget, checked by `make size-check`).\n\n",
 			r.Bootstrap["tilesieve"], r.Bootstrap["floor"])
