@@ -238,6 +238,36 @@ func TestLoadS3(t *testing.T) {
 
 // TestPurgeQueueURL: the tile function takes the worker's queue URL and
 // refuses what is not one; the CDN settings are the worker's alone.
+// TestPublicURL: PUBLIC_URL is refused at load when a document could not be
+// built on it, the same rule the documents apply (a style refused one with
+// user info the loader had let through).
+func TestPublicURL(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		url string
+		ok  bool
+	}{
+		{"", true},
+		{"https://tiles.example.com", true},
+		{"http://127.0.0.1:8080/maps/", true},
+		{"https://user:secret@tiles.example.com", false},
+		{"https://tiles.example.com?v=1", false},
+		{"https://tiles.example.com#top", false},
+		{"tiles.example.com", false},
+	} {
+		t.Run(tt.url, func(t *testing.T) {
+			t.Parallel()
+			c, err := LoadTiles(envOf(map[string]string{"TILES_BUCKET": "b", "PUBLIC_URL": tt.url}))
+			if tt.ok && (err != nil || c.PublicURL != tt.url) {
+				t.Errorf("got %q, %v; want %q", c.PublicURL, err, tt.url)
+			}
+			if !tt.ok && (err == nil || !strings.Contains(err.Error(), "PUBLIC_URL")) {
+				t.Errorf("got %v, want an error naming PUBLIC_URL", err)
+			}
+		})
+	}
+}
+
 func TestPurgeQueueURL(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
