@@ -97,10 +97,10 @@ func (r *reader) common() Common {
 	if c.Bucket == "" {
 		r.fail("TILES_BUCKET is required")
 	}
-	if c.TilesPrefix != "" && (!strings.HasSuffix(c.TilesPrefix, "/") || tile.ValidatePrefix(c.TilesPrefix) != nil) {
+	if c.TilesPrefix != "" && tile.ValidateDir(c.TilesPrefix) != nil {
 		r.fail("TILES_PREFIX=%q: must be empty or a directory ending in /", c.TilesPrefix)
 	}
-	if !strings.HasSuffix(c.JournalPrefix, "/") || tile.ValidatePrefix(c.JournalPrefix) != nil {
+	if tile.ValidateDir(c.JournalPrefix) != nil {
 		r.fail("JOURNAL_PREFIX=%q: must be a directory ending in /", c.JournalPrefix)
 	}
 	r.checkEndpoint(c.Endpoint)

@@ -132,11 +132,8 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("origin: Bucket is required"))
 	}
 	if c.Prefix != "" {
-		if !strings.HasSuffix(c.Prefix, "/") {
-			errs = append(errs, fmt.Errorf("origin: Prefix %q must end in /", c.Prefix))
-		}
-		if strings.HasPrefix(c.Prefix, "/") {
-			errs = append(errs, fmt.Errorf("origin: Prefix %q must not start with /", c.Prefix))
+		if err := tile.ValidateDir(c.Prefix); err != nil {
+			errs = append(errs, fmt.Errorf("origin: Prefix: %w", err))
 		}
 	}
 	if c.Endpoint != "" {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -322,7 +321,7 @@ func (c WorkerConfig) Validate() error {
 		errs = append(errs, errors.New("purge: worker needs a bucket"))
 	}
 	if c.TilesPrefix != "" {
-		if err := tile.ValidatePrefix(c.TilesPrefix); err != nil || !strings.HasSuffix(c.TilesPrefix, "/") {
+		if tile.ValidateDir(c.TilesPrefix) != nil {
 			errs = append(errs, fmt.Errorf("purge: tiles prefix %q must be empty or a directory ending in /", c.TilesPrefix))
 		}
 	}
