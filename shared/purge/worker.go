@@ -69,15 +69,11 @@ type Worker struct {
 
 // NewWorker returns a worker purging through p.
 func NewWorker(cfg WorkerConfig, p *Purger, log *slog.Logger) *Worker {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = defaults.Logger(log)
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Now = defaults.Clock(cfg.Now)
 	if cfg.Sources == nil {
 		cfg.Sources = sources.New(sources.Default{Bucket: cfg.Bucket, Prefix: cfg.TilesPrefix}, nil)
 	}
