@@ -31,9 +31,22 @@
 // The function-URL fixtures (url-*.json) are requests to the tile function.
 package fixtures
 
-import "embed"
+import (
+	"embed"
+	"testing"
+)
 
 // FS holds every fixture of this folder.
 //
 //go:embed *.json
 var FS embed.FS
+
+// Read is the fixture name; a name FS does not hold fails the test.
+func Read(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := FS.ReadFile(name)
+	if err != nil {
+		tb.Fatalf("fixtures: %v", err)
+	}
+	return b
+}

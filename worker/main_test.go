@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
@@ -51,10 +50,7 @@ func TestBuildAndHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := fs.ReadFile(fixtures.FS, "s3-delete.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := fixtures.Read(t, "s3-delete.json")
 	if _, err := w.Handle(context.Background(), app.Event(raw)); err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +65,7 @@ func TestBuildAndHandle(t *testing.T) {
 
 	// Through the Lambda runtime's own handler wrapping, as lambda.Start
 	// would call it: an SQS batch answers with its partial failures.
-	raw, err = fs.ReadFile(fixtures.FS, "sqs-s3.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw = fixtures.Read(t, "sqs-s3.json")
 	out, err := lambda.NewHandler(w.Handle).Invoke(context.Background(), raw)
 	if err != nil {
 		t.Fatal(err)
@@ -104,10 +97,7 @@ func TestInvocationLogsAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	handle := handler(env, log, obs.InitDurations{Config: 12 * time.Millisecond}, w)
-	raw, err := fs.ReadFile(fixtures.FS, "s3-delete.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := fixtures.Read(t, "s3-delete.json")
 	for i, id := range []string{"req-1", "req-2"} {
 		buf.Reset()
 		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
@@ -158,10 +148,7 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 	s3e := s3localtest.Start(t, "tiles")
 	emu := lambdatest.Start(t, bootstrap, append(lambdatest.S3Env(s3e.URL),
 		lambdatest.Env("TILES_BUCKET", "tiles", "TILES_PREFIX", "tiles/", "SYNC_INTERVAL", "10ms")...)...)
-	raw, err := fs.ReadFile(fixtures.FS, "s3-put.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := fixtures.Read(t, "s3-put.json")
 	out := emu.Invoke(t, raw)
 	if strings.Contains(string(out), "errorMessage") {
 		t.Fatalf("worker failed: %s", out)

@@ -530,15 +530,7 @@ func writeArchive(path, prefix string, set tileset.Set) error {
 		}
 		tiles = append(tiles, pmwrite.Tile{Z: uint8(z), X: uint32(x), Y: uint32(y), Body: t.Body})
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pmwrite.Write(f, tiles, pmtiles.Jpeg, prefix); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return pmwrite.WriteFile(path, tiles, pmtiles.Jpeg, prefix)
 }
 
 // pairedNote is the median over rounds of a's req/s over b's in the same

@@ -37,15 +37,7 @@ func writeOversizeArchive(seed, name string, size, n int) error {
 	if err := os.MkdirAll(seed, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(seed, name+".pmtiles"))
-	if err != nil {
-		return err
-	}
-	if err := pmwrite.Write(f, tiles, pmtiles.Png, name); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return pmwrite.WriteFile(filepath.Join(seed, name+".pmtiles"), tiles, pmtiles.Png, name)
 }
 
 // runOversizeArchive: rounds of clients at once, client i asking for tile

@@ -14,10 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/protomaps/go-pmtiles/pmtiles"
-
 	"github.com/tilesieve/tilesieve/bench/e2e/loadtool"
-	"github.com/tilesieve/tilesieve/bench/e2e/pmwrite"
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
@@ -117,7 +114,7 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 	if err := tileset.WriteDir(www, set); err != nil {
 		return res, err
 	}
-	if err := writePMTiles(filepath.Join(tmp, "pm", "osm.pmtiles"), set); err != nil {
+	if err := writeArchive(filepath.Join(tmp, "pm", "osm.pmtiles"), "osm", set); err != nil {
 		return res, err
 	}
 	if err := BuildAll(ctx, bin,
@@ -459,27 +456,6 @@ func tilesStats(url string) (admin.Stats, error) {
 		return st, fmt.Errorf("stats: %s", resp.Status)
 	}
 	return st, json.NewDecoder(resp.Body).Decode(&st)
-}
-
-// writePMTiles packs the osm/z/x/y.jpg tiles of set into path.
-func writePMTiles(path string, set tileset.Set) error {
-	var tiles []pmwrite.Tile
-	for _, t := range set {
-		var z, x, y int
-		if _, err := fmt.Sscanf(t.Key, "osm/%d/%d/%d.jpg", &z, &x, &y); err != nil {
-			return fmt.Errorf("pmtiles: key %q: %w", t.Key, err)
-		}
-		tiles = append(tiles, pmwrite.Tile{Z: uint8(z), X: uint32(x), Y: uint32(y), Body: t.Body})
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pmwrite.Write(f, tiles, pmtiles.Jpeg, "osm"); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // NginxConf is a minimal nginx.conf serving root from disk with sendfile on

@@ -451,13 +451,9 @@ func (t *template) scalar(n *yaml.Node, key string) (string, error) {
 	if v == nil {
 		return "", fmt.Errorf("no %s", key)
 	}
-	val, err := t.eval(v)
+	str, err := t.evalString(v)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", key, err)
-	}
-	str, ok := val.(string)
-	if !ok {
-		return "", fmt.Errorf("%s: a list, not a value", key)
 	}
 	return str, nil
 }
@@ -485,13 +481,9 @@ func (t *template) eval(n *yaml.Node) (any, error) {
 		case yaml.SequenceNode:
 			out := make([]string, 0, len(n.Content))
 			for _, e := range n.Content {
-				v, err := t.eval(e)
+				str, err := t.evalString(e)
 				if err != nil {
 					return nil, err
-				}
-				str, ok := v.(string)
-				if !ok {
-					return nil, fmt.Errorf("line %d: a list in a list", e.Line)
 				}
 				out = append(out, str)
 			}
@@ -526,13 +518,9 @@ func (t *template) eval(n *yaml.Node) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		src, err := t.eval(a[1])
+		str, err := t.evalString(a[1])
 		if err != nil {
 			return nil, err
-		}
-		str, ok := src.(string)
-		if !ok {
-			return nil, fmt.Errorf("line %d: !Split of a list", n.Line)
 		}
 		return strings.Split(str, a[0].Value), nil
 	case "!Join":
@@ -564,6 +552,19 @@ func (t *template) eval(n *yaml.Node) (any, error) {
 }
 
 var subVar = regexp.MustCompile(`\$\{[A-Za-z0-9:]+\}`)
+
+// evalString evaluates n to a string; a list is an error.
+func (t *template) evalString(n *yaml.Node) (string, error) {
+	v, err := t.eval(n)
+	if err != nil {
+		return "", err
+	}
+	str, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("line %d: a list, not a value", n.Line)
+	}
+	return str, nil
+}
 
 func (t *template) evalList(n *yaml.Node) ([]string, error) {
 	v, err := t.eval(n)

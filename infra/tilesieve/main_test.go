@@ -16,6 +16,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
@@ -63,12 +64,7 @@ func TestUploadCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	tiles := filepath.Join(dir, "tiles")
-	if err := os.MkdirAll(filepath.Join(tiles, "0", "0"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tiles, "0", "0", "0.png"), []byte("\x89PNG"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	filetree.Write(t, tiles, map[string][]byte{"0/0/0.png": []byte("\x89PNG")})
 
 	for _, c := range []struct {
 		name        string

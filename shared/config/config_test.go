@@ -238,30 +238,46 @@ func TestLoadS3(t *testing.T) {
 
 // TestPurgeQueueURL: the tile function takes the worker's queue URL and
 // refuses what is not one; the CDN settings are the worker's alone.
-func TestPurgeQueueURL(t *testing.T) {
+// TestURLSettings: PURGE_QUEUE_URL and PUBLIC_URL are refused at load when
+// they are not URLs of their kind. PUBLIC_URL follows the rule the
+// documents built on it apply (a style refused one with user info that the
+// loader had let through).
+func TestURLSettings(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		url string
-		ok  bool
+		name, url string
+		ok        bool
 	}{
-		{"", true},
-		{"https://sqs.eu-west-1.amazonaws.com/123456789012/tilesieve-TileEventsQueue-ABC", true},
-		{"http://127.0.0.1:4566/000000000000/events", true},
-		{"sqs.eu-west-1.amazonaws.com/123/q", false},
-		{"https://sqs.eu-west-1.amazonaws.com/", false},
-		{"ftp://host/123/q", false},
+		{"PURGE_QUEUE_URL", "", true},
+		{"PURGE_QUEUE_URL", "https://sqs.eu-west-1.amazonaws.com/123456789012/tilesieve-TileEventsQueue-ABC", true},
+		{"PURGE_QUEUE_URL", "http://127.0.0.1:4566/000000000000/events", true},
+		{"PURGE_QUEUE_URL", "sqs.eu-west-1.amazonaws.com/123/q", false},
+		{"PURGE_QUEUE_URL", "https://sqs.eu-west-1.amazonaws.com/", false},
+		{"PURGE_QUEUE_URL", "ftp://host/123/q", false},
+		{"PUBLIC_URL", "", true},
+		{"PUBLIC_URL", "https://tiles.example.com", true},
+		{"PUBLIC_URL", "http://127.0.0.1:8080/maps/", true},
+		{"PUBLIC_URL", "https://user:secret@tiles.example.com", false},
+		{"PUBLIC_URL", "https://tiles.example.com?v=1", false},
+		{"PUBLIC_URL", "https://tiles.example.com#top", false},
+		{"PUBLIC_URL", "tiles.example.com", false},
 	} {
-		t.Run(tt.url, func(t *testing.T) {
+		t.Run(tt.name+"="+tt.url, func(t *testing.T) {
 			t.Parallel()
-			c, err := LoadTiles(envOf(map[string]string{"TILES_BUCKET": "b", "PURGE_QUEUE_URL": tt.url}))
-			if tt.ok && (err != nil || c.PurgeQueueURL != tt.url) {
-				t.Errorf("got %q, %v; want %q", c.PurgeQueueURL, err, tt.url)
+			c, err := LoadTiles(envOf(map[string]string{"TILES_BUCKET": "b", tt.name: tt.url}))
+			got := map[string]string{"PURGE_QUEUE_URL": c.PurgeQueueURL, "PUBLIC_URL": c.PublicURL}[tt.name]
+			if tt.ok && (err != nil || got != tt.url) {
+				t.Errorf("got %q, %v; want %q", got, err, tt.url)
 			}
-			if !tt.ok && (err == nil || !strings.Contains(err.Error(), "PURGE_QUEUE_URL")) {
-				t.Errorf("got %v, want an error naming PURGE_QUEUE_URL", err)
+			if !tt.ok && (err == nil || !strings.Contains(err.Error(), tt.name)) {
+				t.Errorf("got %v, want an error naming %s", err, tt.name)
 			}
 		})
 	}
+}
+
+func TestWorkerCDNSettings(t *testing.T) {
+	t.Parallel()
 	w, err := LoadWorker(envOf(map[string]string{"TILES_BUCKET": "b", "DISTRIBUTION_ID": "E2EXAMPLE", "CDN_PATH_PREFIX": "maps/"}))
 	if err != nil || w.DistributionID != "E2EXAMPLE" || w.CDNPathPrefix != "maps/" {
 		t.Errorf("worker: got %q %q, %v", w.DistributionID, w.CDNPathPrefix, err)

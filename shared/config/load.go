@@ -1,11 +1,11 @@
 package config
 
 import (
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/internal/httpurl"
 	"github.com/tilesieve/tilesieve/shared/sources"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -97,10 +97,10 @@ func (r *reader) common() Common {
 	if c.Bucket == "" {
 		r.fail("TILES_BUCKET is required")
 	}
-	if c.TilesPrefix != "" && (!strings.HasSuffix(c.TilesPrefix, "/") || tile.ValidatePrefix(c.TilesPrefix) != nil) {
+	if c.TilesPrefix != "" && tile.ValidateDir(c.TilesPrefix) != nil {
 		r.fail("TILES_PREFIX=%q: must be empty or a directory ending in /", c.TilesPrefix)
 	}
-	if !strings.HasSuffix(c.JournalPrefix, "/") || tile.ValidatePrefix(c.JournalPrefix) != nil {
+	if tile.ValidateDir(c.JournalPrefix) != nil {
 		r.fail("JOURNAL_PREFIX=%q: must be a directory ending in /", c.JournalPrefix)
 	}
 	r.checkEndpoint(c.Endpoint)
@@ -125,7 +125,7 @@ func (r *reader) common() Common {
 
 func (r *reader) checkEndpoint(endpoint string) {
 	if endpoint != "" {
-		if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if _, ok := httpurl.Parse(endpoint); !ok {
 			r.fail("AWS_ENDPOINT_URL=%q: want an http or https URL", endpoint)
 		}
 	}
@@ -190,7 +190,7 @@ func LoadTiles(env Env) (Tiles, error) {
 		r.fail("MAX_TILE_BYTES=%d: want at least 1KiB", t.MaxTileBytes)
 	}
 	if t.PurgeQueueURL != "" {
-		if u, err := url.Parse(t.PurgeQueueURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(u.Path) < 2 {
+		if u, ok := httpurl.Parse(t.PurgeQueueURL); !ok || len(u.Path) < 2 {
 			r.fail("PURGE_QUEUE_URL=%q: want the queue's URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)", t.PurgeQueueURL)
 		}
 	}
@@ -240,8 +240,8 @@ func LoadTiles(env Env) (Tiles, error) {
 		r.fail("ORIGIN_TIMEOUT must be positive")
 	}
 	if t.PublicURL != "" {
-		if u, err := url.Parse(t.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			r.fail("PUBLIC_URL=%q: want an absolute http(s) URL without query, such as https://tiles.example.com", t.PublicURL)
+		if _, ok := httpurl.Base(t.PublicURL); !ok {
+			r.fail("PUBLIC_URL=%q: want an absolute http(s) URL without query, fragment or user info, such as https://tiles.example.com", t.PublicURL)
 		}
 	}
 	routed := map[string]sources.Source{}

@@ -224,12 +224,8 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	if cfg.Dir == "" {
 		cfg.Dir = DefaultDir
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	cfg.Now = defaults.Clock(cfg.Now)
+	log = defaults.Logger(log)
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("disk: create %s: %w", cfg.Dir, err)
 	}

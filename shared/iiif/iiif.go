@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/tilesieve/tilesieve/shared/internal/httpurl"
 	"github.com/tilesieve/tilesieve/shared/internal/jsonspan"
 )
 
@@ -38,9 +39,9 @@ const InfoName = "info.json"
 // infoKey ("books/b1/p7/info.json"), served under baseURL
 // ("https://d1.cloudfront.net"): "https://d1.cloudfront.net/books/b1/p7".
 func ImageID(baseURL, infoKey string) (string, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("iiif: base URL %q: want an absolute http(s) URL without query", baseURL)
+	base, ok := httpurl.Base(baseURL)
+	if !ok {
+		return "", fmt.Errorf("iiif: base URL %q: want an absolute http(s) URL without query, fragment or user info", baseURL)
 	}
 	prefix, ok := strings.CutSuffix(infoKey, "/"+InfoName)
 	if !ok || prefix == "" || strings.HasPrefix(prefix, "/") {
@@ -50,7 +51,7 @@ func ImageID(baseURL, infoKey string) (string, error) {
 	for i, s := range segs {
 		segs[i] = url.PathEscape(s)
 	}
-	return strings.TrimSuffix(baseURL, "/") + "/" + strings.Join(segs, "/"), nil
+	return base + "/" + strings.Join(segs, "/"), nil
 }
 
 // RewriteID returns info with its image id set to id: "id" for Image API 3

@@ -98,6 +98,7 @@ func TestImageID(t *testing.T) {
 		{"https://h", "info.json", "", false},
 		{"https://h", "p7/tile.jpg", "", false},
 		{"h", "p7/info.json", "", false},
+		{"https://user:secret@h", "p7/info.json", "", false},
 	} {
 		t.Run(c.key, func(t *testing.T) {
 			got, err := iiif.ImageID(c.base, c.key)

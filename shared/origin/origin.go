@@ -42,7 +42,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,6 +57,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
+	"github.com/tilesieve/tilesieve/shared/internal/httpurl"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/wait"
 )
@@ -132,16 +132,12 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("origin: Bucket is required"))
 	}
 	if c.Prefix != "" {
-		if !strings.HasSuffix(c.Prefix, "/") {
-			errs = append(errs, fmt.Errorf("origin: Prefix %q must end in /", c.Prefix))
-		}
-		if strings.HasPrefix(c.Prefix, "/") {
-			errs = append(errs, fmt.Errorf("origin: Prefix %q must not start with /", c.Prefix))
+		if err := tile.ValidateDir(c.Prefix); err != nil {
+			errs = append(errs, fmt.Errorf("origin: Prefix: %w", err))
 		}
 	}
 	if c.Endpoint != "" {
-		u, err := url.Parse(c.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if _, ok := httpurl.Parse(c.Endpoint); !ok {
 			errs = append(errs, fmt.Errorf("origin: Endpoint %q is not an http(s) URL", c.Endpoint))
 		}
 	}

@@ -424,7 +424,10 @@ func TestValidate(t *testing.T) {
 		{"minimal", origin.Config{Bucket: "b"}, nil},
 		{"full", origin.Config{Bucket: "b", Prefix: "v1/", Endpoint: "http://localhost:4566", MaxAttempts: 2, Timeout: time.Second}, nil},
 		{"everything wrong", origin.Config{Prefix: "/v1", Endpoint: "localhost", MaxAttempts: -1, Timeout: -1, BodyGrace: -1},
-			[]string{"Bucket", "must end in /", "must not start with /", "Endpoint", "MaxAttempts", "Timeout", "BodyGrace"}},
+			[]string{"Bucket", "Prefix", "ending in /", "Endpoint", "MaxAttempts", "Timeout", "BodyGrace"}},
+		{"leading slash", origin.Config{Bucket: "b", Prefix: "/v1/"}, []string{"Prefix", "empty segment"}},
+		{"empty segment", origin.Config{Bucket: "b", Prefix: "v1//"}, []string{"Prefix", "empty segment"}},
+		{"dot segment", origin.Config{Bucket: "b", Prefix: "v1/../"}, []string{"Prefix", "dot segment"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -139,11 +139,7 @@ func (f *Follower) Start(ctx context.Context) error {
 	}
 	f.fresh = f.cfg.Position == nil
 	defer func() { f.fresh = false }()
-	now := f.cfg.Now()
-	f.next.Store(now.Add(f.cfg.Interval).UnixNano())
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
-	defer cancel()
-	return f.check(cctx, now)
+	return f.checkNow(ctx, f.cfg.Now())
 }
 
 // Defer begins a follower whose tiers hold nothing yet (no disk tier, or an
@@ -206,12 +202,9 @@ func (f *Follower) MaybeSync(ctx context.Context) {
 	if !f.Soon(now) {
 		return // another caller just checked
 	}
-	f.next.Store(now.Add(f.cfg.Interval).UnixNano())
 	// The check serves the instance, not this request: the request going
 	// away must not cut it short, only the Timeout does.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.Timeout)
-	defer cancel()
-	if err := f.check(cctx, now); err != nil {
+	if err := f.checkNow(context.WithoutCancel(ctx), now); err != nil {
 		f.log.Warn("purge journal check failed; cached copies older than the last good check are revalidated", "applied", f.applied.Load(), "err", err)
 	}
 }
@@ -237,11 +230,7 @@ func (f *Follower) Soon(now time.Time) bool {
 func (f *Follower) Sync(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	now := f.cfg.Now()
-	f.next.Store(now.Add(f.cfg.Interval).UnixNano())
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
-	defer cancel()
-	return f.check(cctx, now)
+	return f.checkNow(ctx, f.cfg.Now())
 }
 
 // Trusted reports whether a cached copy fetched from S3 at storedAt may be
@@ -299,6 +288,15 @@ func (f *Follower) Stats() FollowerStats {
 		s.LastOK = time.Unix(0, ns).UTC()
 	}
 	return s
+}
+
+// checkNow begins a check at now: the next one is due Interval later, and
+// Timeout bounds this one. f.mu is held.
+func (f *Follower) checkNow(ctx context.Context, now time.Time) error {
+	f.next.Store(now.Add(f.cfg.Interval).UnixNano())
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	return f.check(ctx, now)
 }
 
 // check reads the head and applies it. start is when the check began: a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/cdn"
+	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/wait"
@@ -80,13 +81,8 @@ func NewPurger(j *Journal, cfg PurgerConfig, log *slog.Logger) *Purger {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Purger{cfg: cfg, j: j, log: log}
+	cfg.Now = defaults.Clock(cfg.Now)
+	return &Purger{cfg: cfg, j: j, log: defaults.Logger(log)}
 }
 
 // Journal is the journal the Purger records in.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -70,15 +69,11 @@ type Worker struct {
 
 // NewWorker returns a worker purging through p.
 func NewWorker(cfg WorkerConfig, p *Purger, log *slog.Logger) *Worker {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = defaults.Logger(log)
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Now = defaults.Clock(cfg.Now)
 	if cfg.Sources == nil {
 		cfg.Sources = sources.New(sources.Default{Bucket: cfg.Bucket, Prefix: cfg.TilesPrefix}, nil)
 	}
@@ -322,7 +317,7 @@ func (c WorkerConfig) Validate() error {
 		errs = append(errs, errors.New("purge: worker needs a bucket"))
 	}
 	if c.TilesPrefix != "" {
-		if err := tile.ValidatePrefix(c.TilesPrefix); err != nil || !strings.HasSuffix(c.TilesPrefix, "/") {
+		if tile.ValidateDir(c.TilesPrefix) != nil {
 			errs = append(errs, fmt.Errorf("purge: tiles prefix %q must be empty or a directory ending in /", c.TilesPrefix))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	fixtures "github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
 	"github.com/tilesieve/tilesieve/shared/testkit/emftest"
@@ -48,13 +49,13 @@ func TestWorkerMetricsKnownBatches(t *testing.T) {
 	}{
 		// 16 messages: 13 change records (2 of them stale duplicates, 2
 		// outside the tiles), 2 malformed, a TestEvent: 9 prefixes.
-		{"sqs fixture", readFixture(t, "sqs-s3.json"), nil, want{notifications: 13, prefixes: 9, issued: 9, appends: 1}},
+		{"sqs fixture", fixtures.Read(t, "sqs-s3.json"), nil, want{notifications: 13, prefixes: 9, issued: 9, appends: 1}},
 		{"sqs batch, throttled twice", sqsBatch(t, "ObjectCreated:Put", keys, 0),
 			func() { we.cf.Fail(cdntest.Throttling, cdntest.TooMany) },
 			want{notifications: 22, prefixes: 3, issued: 3, throttled: 2, appends: 1}},
 		{"journal down", sqsBatch(t, "ObjectRemoved:Delete", keys[:1], 100), we.failJournalWrites,
 			want{notifications: 1, prefixes: 1, appends: 1, appendErrors: 1}},
-		{"test event", readFixture(t, "s3-test-event.json"), nil, want{}},
+		{"test event", fixtures.Read(t, "s3-test-event.json"), nil, want{}},
 	} {
 		if inv.setup != nil {
 			inv.setup()
@@ -109,7 +110,7 @@ func TestWorkerLogsCarryTheInvocation(t *testing.T) {
 	//lint:ignore SA1029 the key aws-lambda-go puts the trace header under
 	ctx = context.WithValue(ctx, "x-amzn-trace-id", "Root="+root+";Parent=53995c3f42cd8ad8;Sampled=1")
 	env.Begin(ctx)
-	if _, err := we.w.Handle(ctx, readFixture(t, "sqs-s3.json")); err != nil {
+	if _, err := we.w.Handle(ctx, fixtures.Read(t, "sqs-s3.json")); err != nil {
 		t.Fatal(err)
 	}
 	msgs := map[string]bool{}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -137,18 +136,9 @@ func newFakeSleep() *fakeSleep {
 	return &fakeSleep{clock: fakeclock.New(time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC))}
 }
 
-func readFixture(t testing.TB, name string) json.RawMessage {
-	t.Helper()
-	b, err := fs.ReadFile(fixtures.FS, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func decodeFixture(t testing.TB, name string) s3event.Batch {
 	t.Helper()
-	b, err := s3event.Decode(readFixture(t, name))
+	b, err := s3event.Decode(fixtures.Read(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +150,7 @@ func decodeFixture(t testing.TB, name string) s3event.Batch {
 // fails the test.
 func (we *workerEnv) handle(t *testing.T, fixture string) []string {
 	t.Helper()
-	out, err := we.w.Handle(context.Background(), readFixture(t, fixture))
+	out, err := we.w.Handle(context.Background(), fixtures.Read(t, fixture))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +240,7 @@ func TestWorkerHandleResponses(t *testing.T) {
 		t.Errorf("SQS failures: got %q, want %q", got, sqsFixtureMalformed)
 	}
 	for _, f := range []string{"s3-put.json", "eventbridge-created.json", "s3-malformed.json", "s3-test-event.json"} {
-		if out, err := we.w.Handle(context.Background(), readFixture(t, f)); len(out.Failed) != 0 || err != nil {
+		if out, err := we.w.Handle(context.Background(), fixtures.Read(t, f)); len(out.Failed) != 0 || err != nil {
 			t.Errorf("%s: got failures %q, %v; want none, nil", f, out.Failed, err)
 		}
 	}
@@ -276,7 +266,7 @@ func TestWorkerJournalFailure(t *testing.T) {
 			t.Parallel()
 			we := newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{})
 			we.failJournalWrites()
-			if _, err := we.w.Handle(context.Background(), readFixture(t, f)); err == nil {
+			if _, err := we.w.Handle(context.Background(), fixtures.Read(t, f)); err == nil {
 				t.Error("no error: Lambda would not retry")
 			}
 		})
@@ -568,7 +558,7 @@ func TestWorkerSettleDelay(t *testing.T) {
 		return context.DeadlineExceeded
 	}
 	we = newWorkerEnv(t, WorkerConfig{TilesPrefix: "tiles/"}, workerOpts{settle: time.Hour, settleSleep: cut})
-	if _, err := we.w.Handle(context.Background(), readFixture(t, "s3-put.json")); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := we.w.Handle(context.Background(), fixtures.Read(t, "s3-put.json")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("got %v, want the deadline", err)
 	}
 	if during.head != 1 || during.cdn != 0 || during.asked != time.Hour {
@@ -592,7 +582,7 @@ func TestWorkerSettleDelay(t *testing.T) {
 	never := func(context.Context, time.Duration) error { t.Error("waited without a CDN"); return nil }
 	p := NewPurger(NewJournal(s3e.Client, workerBucket, workerJournal, JournalOptions{}), PurgerConfig{SettleDelay: time.Hour, Sleep: never, CDN: none}, nil)
 	w := testWorker{NewWorker(WorkerConfig{Bucket: workerBucket, TilesPrefix: "tiles/"}, p, nil)}
-	if _, err := w.Handle(context.Background(), readFixture(t, "s3-put.json")); err != nil {
+	if _, err := w.Handle(context.Background(), fixtures.Read(t, "s3-put.json")); err != nil {
 		t.Errorf("without CDN: %v", err)
 	}
 }

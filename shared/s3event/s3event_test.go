@@ -12,18 +12,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/tilesieve/tilesieve/events"
+	fixtures "github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 )
-
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := fs.ReadFile(fixtures.FS, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // brief renders a change compactly for comparison.
 func brief(c s3event.Change) string {
@@ -116,7 +107,7 @@ func TestDecodeFixtures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
-			b, err := s3event.Decode(fixture(t, tt.file))
+			b, err := s3event.Decode(fixtures.Read(t, tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +148,7 @@ func TestDecodeFixtures(t *testing.T) {
 
 func TestDecodeFixtureDetails(t *testing.T) {
 	t.Parallel()
-	b, err := s3event.Decode(fixture(t, "s3-put.json"))
+	b, err := s3event.Decode(fixtures.Read(t, "s3-put.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +156,7 @@ func TestDecodeFixtureDetails(t *testing.T) {
 	if c.Size != 1187 || c.ETag != "0c1a3f7e5d2b8a4f6e9d0c1b2a3f4e5d" || c.Event != "ObjectCreated:Put" {
 		t.Errorf("got %+v", c)
 	}
-	b, err = s3event.Decode(fixture(t, "sqs-s3.json"))
+	b, err = s3event.Decode(fixtures.Read(t, "sqs-s3.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +271,7 @@ func TestCompareSequencer(t *testing.T) {
 
 func TestLatestDropsStaleDuplicate(t *testing.T) {
 	t.Parallel()
-	b, err := s3event.Decode(fixture(t, "sqs-s3.json"))
+	b, err := s3event.Decode(fixtures.Read(t, "sqs-s3.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +305,7 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	for _, e := range entries {
-		f.Add(fixture(f, e.Name()))
+		f.Add(fixtures.Read(f, e.Name()))
 	}
 	f.Add([]byte(`{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"b"},"object":{"key":"a%2"}}}]}`))
 	f.Add([]byte(`{"Records":[{"eventSource":"aws:sqs","messageId":"m","body":"{\"Type\":\"Notification\",\"Message\":\"{}\"}"}]}`))

@@ -139,9 +139,7 @@ type run struct {
 // never fails: problems are counted and logged. log may be nil.
 func Run(ctx context.Context, cfg Config, o *origin.Client, d *disk.Store, log *slog.Logger) Report {
 	start := time.Now()
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = defaults.Logger(log)
 	if err := cfg.Validate(); err != nil {
 		log.Error("stage: bad configuration, nothing staged", "err", err)
 		return Report{Elapsed: time.Since(start)}

@@ -31,6 +31,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/tilesieve/tilesieve/shared/internal/httpurl"
 )
 
 // ErrStyle is input that is not a style this package can rewrite: not a
@@ -318,11 +320,11 @@ func schemeOf(s string) (string, bool) {
 }
 
 func checkBase(baseURL string) (string, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("style: base URL %q: want an absolute http(s) URL without query", baseURL)
+	base, ok := httpurl.Base(baseURL)
+	if !ok {
+		return "", fmt.Errorf("style: base URL %q: want an absolute http(s) URL without query, fragment or user info", baseURL)
 	}
-	return strings.TrimSuffix(baseURL, "/"), nil
+	return base, nil
 }
 
 func checkName(name string) error {

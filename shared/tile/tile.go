@@ -318,6 +318,17 @@ func ValidatePrefix(prefix string) error {
 	return nil
 }
 
+// ValidateDir checks a prefix that names a directory of objects
+// (TILES_PREFIX, JOURNAL_PREFIX, an origin's prefix): one ValidatePrefix
+// accepts that ends in /. The empty prefix, the whole bucket, is the
+// caller's to allow.
+func ValidateDir(prefix string) error {
+	if !strings.HasSuffix(prefix, "/") {
+		return bad(prefix, "not a directory ending in /")
+	}
+	return ValidatePrefix(prefix)
+}
+
 // KeyFromObject maps an S3 object key to a tile key, given TILES_PREFIX. It
 // reports ok=false for objects outside the prefix or that are not valid tile
 // keys (so they cannot be served and need no purge).

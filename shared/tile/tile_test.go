@@ -122,6 +122,32 @@ func TestValidatePrefix(t *testing.T) {
 	}
 }
 
+func TestValidateDir(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		prefix string
+		ok     bool
+	}{
+		{"tiles/", true},
+		{"maps/osm/", true},
+		{"_tilesieve/journal/", true},
+		{"", false},
+		{"tiles", false},
+		{"/tiles/", false},
+		{"tiles//", false},
+		{"../tiles/", false},
+		{"a\\b/", false},
+	} {
+		t.Run(tc.prefix, func(t *testing.T) {
+			t.Parallel()
+			err := ValidateDir(tc.prefix)
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrBadKey)) {
+				t.Errorf("got %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
 // FuzzKeyFromPath checks that no accepted path can name anything but a plain
 // relative key, and that accepting is stable: the key, escaped again as a
 // path, is accepted as the same key.

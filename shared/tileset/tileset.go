@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tilesieve/tilesieve/shared/internal/httpurl"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 )
 
@@ -75,11 +76,11 @@ func TileURL(baseURL, name, ext string) (string, error) {
 }
 
 func checkBase(baseURL string) (string, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("tileset: base URL %q: want an absolute http(s) URL without query", baseURL)
+	base, ok := httpurl.Base(baseURL)
+	if !ok {
+		return "", fmt.Errorf("tileset: base URL %q: want an absolute http(s) URL without query, fragment or user info", baseURL)
 	}
-	return strings.TrimSuffix(baseURL, "/"), nil
+	return base, nil
 }
 
 // FromArchive describes the archive of tileset name: zooms, bounds, center

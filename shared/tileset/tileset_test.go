@@ -111,6 +111,7 @@ func TestTileURL(t *testing.T) {
 		{"/relative", "osm", "", false},
 		{"ftp://h", "osm", "", false},
 		{"https://h?x=1", "osm", "", false},
+		{"https://user:secret@h", "osm", "", false},
 		{"https://h", "/osm", "", false},
 		{"https://h", "a/../b", "", false},
 		{"https://h", "", "", false},

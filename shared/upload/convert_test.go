@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
@@ -202,7 +203,7 @@ func TestToPMTilesDirectory(t *testing.T) {
 		"style.json":    []byte(`{"version":8,"sources":{},"layers":[]}`),
 		"sprite.png":    []byte("\x89PNG\r\n\x1a\n sprite"),
 	}
-	writeFiles(t, dir, files)
+	filetree.Write(t, dir, files)
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "osm"}
 	rep := run(t, ep.Client, dir, dst, upload.Options{ToPMTiles: true, GzipVectorTiles: true, TempDir: t.TempDir()})
 	if got, want := strings.Join(keys(t, ep.Client), " "), "tiles/osm.pmtiles tiles/osm/sprite.png tiles/osm/style.json"; got != want || rep.Uploaded != 3 {
@@ -254,7 +255,7 @@ func TestToPMTilesBadInput(t *testing.T) {
 			t.Parallel()
 			ep := s3localtest.Start(t, bucket)
 			dir, tmp := t.TempDir(), t.TempDir()
-			writeFiles(t, dir, tc.files)
+			filetree.Write(t, dir, tc.files)
 			_, err := upload.Run(context.Background(), ep.Client, dir, upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "x"}, upload.Options{ToPMTiles: true, GzipVectorTiles: tc.gzip, TempDir: tmp})
 			if !errors.Is(err, upload.ErrSource) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("got %v, want ErrSource saying %q", err, tc.wantErr)

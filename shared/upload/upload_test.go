@@ -24,6 +24,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
+	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
@@ -33,19 +34,6 @@ import (
 const bucket = "tiles"
 
 func gz(b []byte) []byte { return pmtilestest.Compress(b, pmtiles.CompressionGzip) }
-
-func writeFiles(t *testing.T, dir string, files map[string][]byte) {
-	t.Helper()
-	for rel, b := range files {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 type object struct {
 	body                   []byte
@@ -111,7 +99,7 @@ func TestDirectory(t *testing.T) {
 		"x/0/0.png":     png,
 		"0/0/0.mbtiles": []byte("a database is no tile"),
 	}
-	writeFiles(t, dir, files)
+	filetree.Write(t, dir, files)
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "city"}
 	rep := run(t, ep.Client, dir, dst, upload.Options{Concurrency: 3})
 	if rep.Uploaded != 8 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 4 {
@@ -152,7 +140,7 @@ func TestDirectory(t *testing.T) {
 	// A changed file of the same size is uploaded again (the checksum, not
 	// the size, tells); so is one whose object lost its headers.
 	changed := []byte("\x89PNG\r\n\x1a\n TILE")
-	writeFiles(t, dir, map[string][]byte{"0/0/0.png": changed})
+	filetree.Write(t, dir, map[string][]byte{"0/0/0.png": changed})
 	if _, err := s3local.Put(context.Background(), ep.Client, bucket, "tiles/city/2/3/3.webp", files["2/3/3.webp"], "application/octet-stream", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +238,7 @@ func TestBadSource(t *testing.T) {
 	random := make([]byte, 20000)
 	mrand.NewChaCha8([32]byte{1}).Read(random)
 	copy(random, "\x9c\x41\x07\x00\x00\x00\x00")
-	writeFiles(t, dir, map[string][]byte{
+	filetree.Write(t, dir, map[string][]byte{
 		"notes.txt":      []byte("x"),
 		"fake.pmtiles":   []byte("<html>not an archive</html>" + strings.Repeat(" ", 200)),
 		"short.pmtiles":  []byte("PMTiles"),
@@ -260,12 +248,12 @@ func TestBadSource(t *testing.T) {
 	})
 	empty := filepath.Join(dir, "empty")
 	os.Mkdir(empty, 0o755)
-	writeFiles(t, dir, map[string][]byte{"fake.mbtiles": []byte(strings.Repeat("not SQLite ", 100))})
+	filetree.Write(t, dir, map[string][]byte{"fake.mbtiles": []byte(strings.Repeat("not SQLite ", 100))})
 	noTiles := filepath.Join(dir, "notiles.mbtiles")
 	sqlitetest.Write(t, noTiles, mbtilesSchema[:2]...)
 	whole := sqlitetest.Write(t, filepath.Join(dir, "whole.mbtiles"), mbtilesSchema...)
 	truncated := filepath.Join(dir, "truncated.mbtiles")
-	writeFiles(t, dir, map[string][]byte{"truncated.mbtiles": whole[:len(whole)-512]})
+	filetree.Write(t, dir, map[string][]byte{"truncated.mbtiles": whole[:len(whole)-512]})
 	dst := upload.Destination{Bucket: bucket, Name: "x"}
 	p := func(name string) string { return filepath.Join(dir, name) }
 	for _, c := range []struct{ name, path, want string }{
@@ -336,7 +324,7 @@ func TestProgressIsRateLimited(t *testing.T) {
 	for i := range 10 {
 		files["4/1/"+string(rune('0'+i))+".png"] = []byte{byte(i)}
 	}
-	writeFiles(t, dir, files)
+	filetree.Write(t, dir, files)
 	for _, c := range []struct {
 		name  string
 		step  time.Duration // the clock moves this much each time it is read
@@ -369,7 +357,7 @@ func TestFailuresAreReported(t *testing.T) {
 	t.Parallel()
 	ep := s3localtest.Start(t, bucket)
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string][]byte{"0/0/0.png": []byte("a"), "1/0/0.png": []byte("b")})
+	filetree.Write(t, dir, map[string][]byte{"0/0/0.png": []byte("a"), "1/0/0.png": []byte("b")})
 	ep.Faults().Add(s3local.Fault{
 		Match: func(r *http.Request) bool {
 			return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/1/0/0.png")
@@ -414,7 +402,7 @@ func TestDirectoryStyle(t *testing.T) {
 		"sprites/a/b.png":           png,          // too deep
 		"package.json":              []byte(`{}`), // not a style file
 	}
-	writeFiles(t, dir, files)
+	filetree.Write(t, dir, files)
 	dst := upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "osm"}
 	rep := run(t, ep.Client, dir, dst, upload.Options{Concurrency: 2})
 	if rep.Uploaded != 10 || rep.Failed != 0 || rep.Skips[upload.SkipNotTile] != 6 {
@@ -447,7 +435,7 @@ func TestDirectoryFonts(t *testing.T) {
 	t.Parallel()
 	ep := s3localtest.Start(t, bucket)
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string][]byte{"Noto Sans Regular/0-255.pbf": []byte("\x0a\x00")})
+	filetree.Write(t, dir, map[string][]byte{"Noto Sans Regular/0-255.pbf": []byte("\x0a\x00")})
 	rep := run(t, ep.Client, dir, upload.Destination{Bucket: bucket, Prefix: "tiles/", Name: "fonts"}, upload.Options{})
 	if rep.Uploaded != 1 {
 		t.Errorf("got %+v, want 1 uploaded", rep)
@@ -467,7 +455,7 @@ func TestGzipVectorTiles(t *testing.T) {
 	dir := t.TempDir()
 	mvt := bytes.Repeat([]byte("\x1a\x05water"), 100)
 	png := []byte("\x89PNG\r\n\x1a\n tile")
-	writeFiles(t, dir, map[string][]byte{
+	filetree.Write(t, dir, map[string][]byte{
 		"1/1/1.pbf":                 mvt,
 		"1/1/0.mvt":                 mvt,
 		"1/0/1.pbf":                 gz(mvt),

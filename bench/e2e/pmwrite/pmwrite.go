@@ -6,6 +6,7 @@ package pmwrite
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 
 	"github.com/protomaps/go-pmtiles/pmtiles"
@@ -111,6 +112,24 @@ func Write(w io.Writer, tiles []Tile, tt pmtiles.TileType, name string) error {
 		if _, err := w.Write(t.Body); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// WriteFile writes the archive Write writes to a new file at path. When
+// Write fails, the partial file is removed.
+func WriteFile(path string, tiles []Tile, tt pmtiles.TileType, name string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("pmwrite: %w", err)
+	}
+	if err := Write(f, tiles, tt, name); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("pmwrite: %w", err)
 	}
 	return nil
 }

@@ -3,10 +3,13 @@ package pmwrite
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/protomaps/go-pmtiles/pmtiles"
@@ -28,14 +31,14 @@ func TestRoundTrip(t *testing.T) {
 				}
 			}
 			dir := t.TempDir()
-			var buf bytes.Buffer
-			if err := Write(&buf, tiles, pmtiles.Jpeg, "t"); err != nil {
+			if err := WriteFile(filepath.Join(dir, "t.pmtiles"), tiles, pmtiles.Jpeg, "t"); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "t.pmtiles"), buf.Bytes(), 0o644); err != nil {
+			b, err := os.ReadFile(filepath.Join(dir, "t.pmtiles"))
+			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := pmtiles.DeserializeHeader(buf.Bytes()[:pmtiles.HeaderV3LenBytes])
+			h, err := pmtiles.DeserializeHeader(b[:pmtiles.HeaderV3LenBytes])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,6 +73,31 @@ func TestDuplicate(t *testing.T) {
 	err := Write(&bytes.Buffer{}, []Tile{{Z: 1, Body: []byte("a")}, {Z: 1, Body: []byte("b")}}, pmtiles.Jpeg, "t")
 	if err == nil {
 		t.Errorf("duplicate tile accepted")
+	}
+}
+
+// TestWriteFileErrors: a file that cannot be created and tiles that cannot
+// become an archive are errors of the package.
+func TestWriteFileErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		path  string
+		tiles []Tile
+	}{
+		{"no such directory", filepath.Join(dir, "missing", "t.pmtiles"), []Tile{{Z: 0, Body: []byte("a")}}},
+		{"no tiles", filepath.Join(dir, "empty.pmtiles"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := WriteFile(tc.path, tc.tiles, pmtiles.Jpeg, "t")
+			if err == nil || !strings.HasPrefix(err.Error(), "pmwrite: ") {
+				t.Errorf("got %v, want a pmwrite error", err)
+			}
+			if _, err := os.Stat(tc.path); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("file after the error: got %v, want none", err)
+			}
+		})
 	}
 }
 

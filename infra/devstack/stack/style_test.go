@@ -7,7 +7,6 @@ import (
 	"image"
 	"image/color"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
+	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
 )
 
 // labelColor is the text colour of the test style's labels: in no demo
@@ -62,15 +62,7 @@ func styleDir(t *testing.T) string {
 		}
 		files["sprite"+suffix+".json"], files["sprite"+suffix+".png"] = index, img
 	}
-	for name, b := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	filetree.Write(t, dir, files)
 	return dir
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 )
 
@@ -23,16 +24,11 @@ import (
 func TestLoadTiles(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "mine")
-	if err := os.MkdirAll(filepath.Join(dir, "1", "0"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	pngTile := []byte("\x89PNG\r\n\x1a\nmine")
-	if err := os.WriteFile(filepath.Join(dir, "1", "0", "1.png"), pngTile, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "metadata.json"), []byte(`{"format":"png","maxzoom":"1"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	filetree.Write(t, dir, map[string][]byte{
+		"1/0/1.png":     pngTile,
+		"metadata.json": []byte(`{"format":"png","maxzoom":"1"}`),
+	})
 	archiveTile := []byte("\x89PNG\r\n\x1a\narchived")
 	archive := filepath.Join(t.TempDir(), "arch.pmtiles")
 	if err := os.WriteFile(archive, pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 2, X: 1, Y: 3}: archiveTile}, pmtilestest.Options{Clustered: true}), 0o644); err != nil {

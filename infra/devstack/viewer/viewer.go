@@ -93,9 +93,7 @@ func Handler(cfg Config) (http.Handler, error) {
 	}
 	body := buf.Bytes()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		if !readOnly(w, r) {
 			return
 		}
 		h := w.Header()
@@ -105,6 +103,16 @@ func Handler(cfg Config) (http.Handler, error) {
 		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' blob:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'")
 		http.ServeContent(w, r, "index.html", time.Time{}, bytes.NewReader(body))
 	}), nil
+}
+
+// readOnly reports whether r is a GET or HEAD, and answers 405 when not.
+func readOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
 }
 
 // Mount serves page at exactly "/", the style viewer under AssetsPrefix
@@ -164,9 +172,7 @@ func Assets() http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		if !readOnly(w, r) {
 			return
 		}
 		h := w.Header()

@@ -70,8 +70,8 @@ func TestMountServesThePageAtRootOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST /: got %d, want 405", resp.StatusCode)
+	if got, want := resp.StatusCode, http.StatusMethodNotAllowed; got != want || resp.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST /: got %d, Allow %q, want %d, Allow GET, HEAD", got, resp.Header.Get("Allow"), want)
 	}
 }
 
