@@ -17,14 +17,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
+	fixtures "github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
-
-	"github.com/tilesieve/tilesieve/events"
 )
 
 // These benchmarks measure what Lambda runs: one whole invocation, from the
@@ -44,10 +43,7 @@ func sizeName(n int) string { return strconv.Itoa(n>>10) + "KB" }
 // for path.
 func benchEvent(b *testing.B, path string) []byte {
 	b.Helper()
-	raw, err := fixturesFS("url-get-tile.json")
-	if err != nil {
-		b.Fatal(err)
-	}
+	raw := fixtures.Read(b, "url-get-tile.json")
 	var ev map[string]any
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		b.Fatal(err)
@@ -274,5 +270,3 @@ func BenchmarkInvokeBufferedOrigin(b *testing.B) {
 	fn := newBenchFunction(b, noMemory, "0")
 	invokeEverySize(b, fn.buffered, "MISS")
 }
-
-func fixturesFS(name string) ([]byte, error) { return fixtures.FS.ReadFile(name) }

@@ -34,7 +34,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 
-	"github.com/tilesieve/tilesieve/events"
+	fixtures "github.com/tilesieve/tilesieve/events"
 )
 
 const adminToken = "local-admin-token" // the token the url-admin-* fixtures carry
@@ -63,15 +63,6 @@ func s3WithDemo(t *testing.T) (*s3local.Server, string, []byte, string) {
 		t.Fatal(err)
 	}
 	return s3e.Server, s3e.URL, body, etag
-}
-
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := fixtures.FS.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // withHeader returns the event with one request header set.
@@ -201,55 +192,55 @@ func TestBufferedFixtures(t *testing.T) {
 	fn := newTileFunction(t, srv, url)
 	invoke := fn.invoke
 
-	r := invoke(fixture(t, "url-get-tile.json"))
+	r := invoke(fixtures.Read(t, "url-get-tile.json"))
 	if r.StatusCode != 200 || !r.IsBase64Encoded || !bytes.Equal(decodeBody(t, r), body) {
 		t.Fatalf("get: %d base64=%v, %d bytes", r.StatusCode, r.IsBase64Encoded, len(decodeBody(t, r)))
 	}
 	if r.Headers["X-Cache"] != "MISS" || r.Headers["Etag"] != etag || r.Headers["Content-Type"] != "image/png" {
 		t.Fatalf("get headers: %v", r.Headers)
 	}
-	hit := invoke(fixture(t, "url-get-tile.json"))
+	hit := invoke(fixtures.Read(t, "url-get-tile.json"))
 	if hit.Headers["X-Cache"] != "HIT-MEMORY" || !bytes.Equal(decodeBody(t, hit), body) || hit.Headers["Etag"] != etag ||
 		hit.Headers["Content-Length"] != strconv.Itoa(len(body)) || !strings.HasPrefix(hit.Headers["Server-Timing"], "memory;dur=") {
 		t.Fatalf("second get (prepared payload): %v", hit.Headers)
 	}
 
-	head := invoke(fixture(t, "url-head-tile.json"))
+	head := invoke(fixtures.Read(t, "url-head-tile.json"))
 	if head.StatusCode != 200 || head.Body != "" || head.Headers["Content-Length"] != strconv.Itoa(len(body)) {
 		t.Fatalf("head: %d %q %v", head.StatusCode, head.Body, head.Headers)
 	}
 
-	cond := withHeader(t, fixture(t, "url-get-conditional.json"), "if-none-match", etag)
+	cond := withHeader(t, fixtures.Read(t, "url-get-conditional.json"), "if-none-match", etag)
 	if r := invoke(cond); r.StatusCode != 304 || r.Body != "" {
 		t.Fatalf("conditional: %d %q", r.StatusCode, r.Body)
 	}
 
-	rng := invoke(fixture(t, "url-get-range.json"))
+	rng := invoke(fixtures.Read(t, "url-get-range.json"))
 	if rng.StatusCode != 206 || !bytes.Equal(decodeBody(t, rng), body[:100]) {
 		t.Fatalf("range: %d %v", rng.StatusCode, rng.Headers)
 	}
 
-	bad := invoke(fixture(t, "url-bad-path.json"))
+	bad := invoke(fixtures.Read(t, "url-bad-path.json"))
 	if bad.StatusCode != 400 {
 		t.Fatalf("bad path: %d", bad.StatusCode)
 	}
 
-	health := invoke(fixture(t, "url-health.json"))
+	health := invoke(fixtures.Read(t, "url-health.json"))
 	if health.StatusCode != 200 || health.IsBase64Encoded || !strings.Contains(health.Body, `"status": "ok"`) {
 		t.Fatalf("health: %d %q", health.StatusCode, health.Body)
 	}
-	if r := invoke(fixture(t, "url-admin-stats.json")); r.StatusCode != 200 || !strings.Contains(r.Body, "memory_hits") {
+	if r := invoke(fixtures.Read(t, "url-admin-stats.json")); r.StatusCode != 200 || !strings.Contains(r.Body, "memory_hits") {
 		t.Fatalf("stats: %d %q", r.StatusCode, r.Body)
 	}
-	keys := invoke(fixture(t, "url-admin-keys.json"))
+	keys := invoke(fixtures.Read(t, "url-admin-keys.json"))
 	if keys.StatusCode != 200 || !strings.Contains(keys.Body, `"key":"demo/3/4/2.png"`) {
 		t.Fatalf("keys: %d %q", keys.StatusCode, keys.Body)
 	}
-	purge := invoke(fixture(t, "url-admin-purge.json"))
+	purge := invoke(fixtures.Read(t, "url-admin-purge.json"))
 	if purge.StatusCode != 200 || !strings.Contains(purge.Body, `"journal_seq": 1`) {
 		t.Fatalf("purge: %d %q", purge.StatusCode, purge.Body)
 	}
-	if r := invoke(fixture(t, "url-get-tile.json")); r.Headers["X-Cache"] != "MISS" {
+	if r := invoke(fixtures.Read(t, "url-get-tile.json")); r.Headers["X-Cache"] != "MISS" {
 		t.Fatalf("after purge: %v", r.Headers)
 	}
 }
@@ -281,7 +272,7 @@ func TestAnswersDecodeToTheTile(t *testing.T) {
 	}
 	fn := newTileFunction(t, s3e.Server, s3e.URL, "CORS_ALLOW_ORIGINS", "https://maps.example.com")
 	event := func(method, key string) []byte {
-		ev := fixture(t, "url-get-tile.json")
+		ev := fixtures.Read(t, "url-get-tile.json")
 		var m map[string]any
 		json.Unmarshal(ev, &m)
 		m["rawPath"] = "/" + key
@@ -357,16 +348,16 @@ func TestPanicIsA500(t *testing.T) {
 		}
 		return r
 	}
-	if r := invoke(fixture(t, "url-get-tile.json")); r.StatusCode != 500 {
+	if r := invoke(fixtures.Read(t, "url-get-tile.json")); r.StatusCode != 500 {
 		t.Fatalf("panicking fetch: %d, want 500", r.StatusCode)
 	}
-	if r := invoke(fixture(t, "url-get-tile.json")); r.StatusCode != 200 || !bytes.Equal(decodeBody(t, &r), body) {
+	if r := invoke(fixtures.Read(t, "url-get-tile.json")); r.StatusCode != 200 || !bytes.Equal(decodeBody(t, &r), body) {
 		t.Fatalf("next invocation: %d", r.StatusCode)
 	}
 	// A panic in the handler itself, in the buffered adapter and over HTTP.
 	boom := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
 	b.next = withRecover(boom, log)
-	if r := invoke(fixture(t, "url-health.json")); r.StatusCode != 500 {
+	if r := invoke(fixtures.Read(t, "url-health.json")); r.StatusCode != 500 {
 		t.Fatalf("handler panic: %d, want 500", r.StatusCode)
 	}
 	rec := httptest.NewRecorder()
@@ -384,7 +375,7 @@ func TestBufferedLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := newTileFunction(t, s3e.Server, s3e.URL)
-	ev := fixture(t, "url-get-tile.json")
+	ev := fixtures.Read(t, "url-get-tile.json")
 	var m map[string]any
 	json.Unmarshal(ev, &m)
 	m["rawPath"] = "/big.png"
@@ -420,7 +411,7 @@ func TestJournalIsNeverATile(t *testing.T) {
 		"/%5ftilesieve/notes.json",
 	} {
 		t.Run(path, func(t *testing.T) {
-			ev := withPath(t, fixture(t, "url-get-tile.json"), path)
+			ev := withPath(t, fixtures.Read(t, "url-get-tile.json"), path)
 			for round := range 2 { // a tier must not have kept it either
 				r := fn.invoke(ev)
 				if body := decodeBody(t, r); bytes.Contains(body, []byte("secret-tileset")) || r.StatusCode == http.StatusOK || r.Headers["X-Cache"] != "" {
@@ -446,7 +437,7 @@ func TestNotAnEventIsA400(t *testing.T) {
 	t.Parallel()
 	srv, url, body, _ := s3WithDemo(t)
 	fn := newTileFunction(t, srv, url)
-	if r := fn.invoke(fixture(t, "url-get-tile.json")); r.Headers["X-Cache"] != "MISS" {
+	if r := fn.invoke(fixtures.Read(t, "url-get-tile.json")); r.Headers["X-Cache"] != "MISS" {
 		t.Fatalf("got %d %v, want a MISS", r.StatusCode, r.Headers)
 	}
 	for _, payload := range []string{
@@ -460,7 +451,7 @@ func TestNotAnEventIsA400(t *testing.T) {
 			if got := fn.streamInvoke([]byte(payload)); got != http.StatusBadRequest {
 				t.Fatalf("streamed: got %d, want 400", got)
 			}
-			r := fn.invoke(fixture(t, "url-get-tile.json"))
+			r := fn.invoke(fixtures.Read(t, "url-get-tile.json"))
 			if r.StatusCode != http.StatusOK || r.Headers["X-Cache"] != "HIT-MEMORY" || !bytes.Equal(decodeBody(t, r), body) {
 				t.Fatalf("next invocation: got %d %v, want 200 HIT-MEMORY", r.StatusCode, r.Headers)
 			}
@@ -476,7 +467,7 @@ func TestDotNamesAreNotFound(t *testing.T) {
 	fn := newTileFunction(t, srv, url)
 	for _, path := range []string{"/..json", "/%2e.json", "/%2E.json", "/%2e%2e.json", "/.json", "/...json", "/..pmtiles", "/../1/0/0.png"} {
 		t.Run(path, func(t *testing.T) {
-			ev := withPath(t, fixture(t, "url-get-tile.json"), path)
+			ev := withPath(t, fixtures.Read(t, "url-get-tile.json"), path)
 			if r := fn.invoke(ev); r.StatusCode != http.StatusNotFound && r.StatusCode != http.StatusBadRequest {
 				t.Errorf("buffered: got %d %q, want 404 or 400", r.StatusCode, r.Body)
 			}
@@ -491,7 +482,7 @@ func TestBufferedBadEscape(t *testing.T) {
 	t.Parallel()
 	srv, url, _, _ := s3WithDemo(t)
 	fn := newTileFunction(t, srv, url)
-	ev := fixture(t, "url-bad-path.json")
+	ev := fixtures.Read(t, "url-bad-path.json")
 	var m map[string]any
 	json.Unmarshal(ev, &m)
 	m["rawPath"] = "/osm/%zz.png"
@@ -563,7 +554,7 @@ func FuzzRequestFromEvent(f *testing.F) {
 		f.Fatalf("function-URL fixtures: %v %v", names, err)
 	}
 	for _, name := range names {
-		f.Add(fixture(f, name))
+		f.Add(fixtures.Read(f, name))
 	}
 	for _, seed := range []string{
 		`{"rawPath":"/%zz","rawQueryString":"a=%","requestContext":{"http":{"method":"GET"}}}`,

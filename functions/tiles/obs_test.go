@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	fixtures "github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/obs"
@@ -49,13 +50,13 @@ func TestMetricsAndLogsOfAKnownWorkload(t *testing.T) {
 	inv := invocation{env: oenv, log: log, init: a.Init}
 	handler := lambda.NewHandler(inv.buffered(withDeadline(b.Handle)))
 
-	missing := withPath(t, fixture(t, "url-get-tile.json"), "/demo/9/9/9.png")
+	missing := withPath(t, fixtures.Read(t, "url-get-tile.json"), "/demo/9/9/9.png")
 	for i, ev := range [][]byte{
-		fixture(t, "url-get-tile.json"), // MISS
-		fixture(t, "url-get-tile.json"), // HIT-MEMORY
-		fixture(t, "url-get-tile.json"), // HIT-MEMORY
-		missing,                         // MISS (404)
-		fixture(t, "url-bad-path.json"), // 400: answered by no tier, not counted
+		fixtures.Read(t, "url-get-tile.json"), // MISS
+		fixtures.Read(t, "url-get-tile.json"), // HIT-MEMORY
+		fixtures.Read(t, "url-get-tile.json"), // HIT-MEMORY
+		missing,                               // MISS (404)
+		fixtures.Read(t, "url-bad-path.json"), // 400: answered by no tier, not counted
 	} {
 		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-" + string(rune('a'+i))})
 		if _, err := handler.Invoke(ctx, ev); err != nil {

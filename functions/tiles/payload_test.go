@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	fixtures "github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
@@ -85,7 +86,7 @@ func TestBufferedLimitBuildsNoPayload(t *testing.T) {
 		{name: "decoded gzip", path: "/v/1/0/0.pbf"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := withPath(t, fixture(t, "url-get-tile.json"), tc.path)
+			ev := withPath(t, fixtures.Read(t, "url-get-tile.json"), tc.path)
 			ev = withHeader(t, ev, "accept-encoding", "")
 			if tc.rng != "" {
 				ev = withHeader(t, ev, "range", tc.rng)

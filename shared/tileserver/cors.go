@@ -3,8 +3,9 @@ package tileserver
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
+
+	"github.com/tilesieve/tilesieve/shared/internal/httpurl"
 )
 
 // corsPolicy is CORS_ALLOW_ORIGINS: "*" (any origin), "none", or a list of
@@ -27,8 +28,8 @@ func parseCORS(v string) (corsPolicy, error) {
 	p := corsPolicy{reflect: true, origins: map[string]bool{}}
 	for o := range strings.SplitSeq(v, ",") {
 		o = strings.TrimSpace(o)
-		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+		// An origin is scheme://host[:port]: nothing after the host.
+		if u, ok := httpurl.Parse(o); !ok || u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
 			return corsPolicy{}, fmt.Errorf("tileserver: CORS origin %q: want scheme://host[:port], or * or none", o)
 		}
 		p.origins[o] = true

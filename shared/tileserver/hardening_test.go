@@ -216,8 +216,12 @@ func TestCORSReflectsListedOrigins(t *testing.T) {
 			t.Errorf("origin %q: ACAO %q Vary %q, want %q and Vary: Origin", tc.origin, got, r.Header.Get("Vary"), tc.want)
 		}
 	}
-	if _, err := tileserver.New(tileserver.Config{CORSAllowOrigins: "not an origin"}, tileserver.Deps{Memory: e.mem, Origin: e.client}); err == nil {
-		t.Error("a malformed CORS origin was accepted")
+	// An origin is scheme://host[:port], as a browser sends it: nothing
+	// after the host, no user info.
+	for _, bad := range []string{"not an origin", "ftp://a.example", "https://a.example/", "https://a.example?", "https://a.example#x", "https://u@a.example"} {
+		if _, err := tileserver.New(tileserver.Config{CORSAllowOrigins: bad}, tileserver.Deps{Memory: e.mem, Origin: e.client}); err == nil {
+			t.Errorf("CORS origin %q was accepted", bad)
+		}
 	}
 }
 
