@@ -12,8 +12,10 @@ import (
 // CDN) nor SQS's (the admin handoff sends its one message itself, see
 // app.QueueHandoff), nor the SDK's configuration loader with its STS and SSO
 // credential chain (the envcreds build reads the environment): each is a
-// package init on every cold start and bytes of the bootstrap. The worker,
-// which does call CloudFront, shows the check can see a linked client.
+// package init on every cold start and bytes of the bootstrap. Neither
+// Lambda links the PMTiles writer or the upload package, which are the
+// operator's command's. The worker, which calls CloudFront, and the
+// command, which writes archives, show the check can see a linked package.
 func TestBootstrapLinksOnlyWhatItCalls(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
@@ -22,13 +24,15 @@ func TestBootstrapLinksOnlyWhatItCalls(t *testing.T) {
 	}
 	const mod = "github.com/tilesieve/tilesieve/"
 	const sdk = "github.com/aws/aws-sdk-go-v2/"
+	writer := []string{mod + "shared/pmtiles/pmwrite", mod + "shared/upload"}
 	for _, tc := range []struct {
 		pkg        string
 		want, deny []string
 	}{
 		{"functions/tiles", []string{sdk + "service/s3"},
-			[]string{sdk + "service/cloudfront", sdk + "service/sqs", sdk + "config", sdk + "service/sts", sdk + "service/sso", sdk + "service/ssooidc"}},
-		{"worker", []string{sdk + "service/s3", sdk + "service/cloudfront"}, []string{sdk + "service/sqs", sdk + "config"}},
+			append([]string{sdk + "service/cloudfront", sdk + "service/sqs", sdk + "config", sdk + "service/sts", sdk + "service/sso", sdk + "service/ssooidc"}, writer...)},
+		{"worker", []string{sdk + "service/s3", sdk + "service/cloudfront"}, append([]string{sdk + "service/sqs", sdk + "config"}, writer...)},
+		{"infra/tilesieve", writer, nil},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			t.Parallel()
