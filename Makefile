@@ -29,11 +29,16 @@ run: ## Run the whole loop locally: embedded S3, tile function on :8080, worker,
 	$(GO) build -o $(DEVSTACK_BIN) ./infra/devstack
 	exec $(DEVSTACK_BIN) $(ARGS)
 
+# go test vets every package it builds; -vet=all runs all of go vet's checks
+# there, on the -race build, so `make test` does not compile the tree a second
+# time without -race for a separate `go vet`. The bench module's tests run
+# without -race: its comparisons against go-pmtiles and SQLite run many times
+# slower under it, more than compiling its graph once more costs.
 .PHONY: test
-test: fmt-check vet tools ## gofmt check, go vet, go test -race (incl. fuzz seeds, RIE smoke tests)
-	TILESIEVE_REQUIRE_RIE=1 $(GO) test -race -count=1 -timeout 20m ./...
-	$(GO) test -race -count=1 -tags envcreds ./shared/awsclient/
-	cd bench && $(GO) vet ./... && E2E_SMOKE=purge $(GO) test -count=1 -timeout 10m ./...
+test: fmt-check tools ## gofmt check, go test -race with every go vet check (incl. fuzz seeds, RIE smoke tests), the bench module's tests
+	TILESIEVE_REQUIRE_RIE=1 $(GO) test -race -vet=all -count=1 -timeout 20m ./...
+	$(GO) test -race -vet=all -count=1 -tags envcreds ./shared/awsclient/
+	cd bench && E2E_SMOKE=purge $(GO) test -vet=all -count=1 -timeout 10m ./...
 
 .PHONY: test-short
 test-short: ## The inner loop: go test -short, no -race; no emulator, browser or Varnish runs, long property runs cut down
@@ -160,6 +165,10 @@ localstack-e2e: ## up + deploy + smoke + down; prints one line and skips where n
 .PHONY: validate
 validate: ## Check template.yaml: its Go test (SAM transform, CloudFront Function under Node), and cfn-lint with informational rules when installed
 	$(GO) test -count=1 ./infra/templatetest/
+	@$(MAKE) --no-print-directory cfn-lint
+
+.PHONY: cfn-lint
+cfn-lint: ## cfn-lint on template.yaml, informational rules included, when installed (the lint half of make validate)
 	@if command -v cfn-lint >/dev/null; then cfn-lint --include-checks I --non-zero-exit-code informational -- template.yaml && echo "cfn-lint: template.yaml clean (informational rules included)"; \
 	else echo "cfn-lint not installed: skipped (no Debian package provides it; pip install cfn-lint where PyPI is reachable)"; fi
 

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -292,7 +294,7 @@ func TestMakeRunInterruptPrintsNoError(t *testing.T) {
 		"DEVSTACK_BIN="+filepath.Join(t.TempDir(), "devstack"),
 		"ARGS="+strings.Join(freePorts, " "))
 	cmd.Dir = root
-	cmd.Env = cleanEnv()
+	cmd.Env = cleanEnv(buildAsThisTest(t)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	d := start(t, cmd)
@@ -307,6 +309,24 @@ func TestMakeRunInterruptPrintsNoError(t *testing.T) {
 	if s := d.stderr.String(); strings.Contains(s, "make: ***") || strings.Contains(s, "exit status") {
 		t.Errorf("make reported an error after Ctrl-C:\n%s", s)
 	}
+}
+
+// buildAsThisTest is the environment under which a go command run by a test
+// builds with this test binary's -race setting. `go test -race` has compiled
+// every package that way, so `make run`'s go build reuses them; without it,
+// from a cold build cache, it compiles the tree again without -race, which
+// can take longer than the banner's wait.
+func buildAsThisTest(t *testing.T) []string {
+	t.Helper()
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || !slices.Contains(bi.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
+		return nil
+	}
+	out, err := exec.Command("go", "env", "GOFLAGS").Output()
+	if err != nil {
+		t.Fatalf("go env GOFLAGS: %v", err)
+	}
+	return []string{"GOFLAGS=" + strings.TrimSpace(strings.TrimSpace(string(out))+" -race")}
 }
 
 // TestMakeHelpExpandsEverything: `make help` prints the targets' comments

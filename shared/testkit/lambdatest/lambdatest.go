@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,10 +61,31 @@ func Build(t testing.TB, pkg string) string {
 	}
 	cmd := exec.Command(goBin, "build", "-trimpath", "-tags", "lambda.norpc,envcreds", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if b, err := cmd.CombinedOutput(); err != nil {
+	unlock := lockBuilds(t)
+	b, err := cmd.CombinedOutput()
+	unlock()
+	if err != nil {
 		t.Fatalf("build %s: %v\n%s", pkg, err, b)
 	}
 	return out
+}
+
+// lockBuilds takes a lock shared by every test binary on the machine, so
+// bootstrap builds run one at a time: go test runs packages in parallel, and
+// two builds of the same graph started together (the tile function's and the
+// worker's share most of it) both compile it, where the second one to start
+// after the first finds it in the build cache.
+func lockBuilds(t testing.TB) (unlock func()) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "tilesieve-lambdatest-build.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatalf("lambdatest: build lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("lambdatest: build lock: %v", err)
+	}
+	return func() { f.Close() } // closing the file releases the lock
 }
 
 // Emulator is a running aws-lambda-rie with one function.
