@@ -269,7 +269,16 @@ func init() {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		for _, f := range []string{"main.go", "buffered.go"} {
+		// The command's own files, every one (its tests stay behind).
+		files, err := filepath.Glob(filepath.Join(src, "*.go"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			f = filepath.Base(f)
 			b, err := os.ReadFile(filepath.Join(src, f))
 			if err != nil {
 				return nil, err
