@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	gopm "github.com/protomaps/go-pmtiles/pmtiles"
@@ -103,33 +102,12 @@ func convert(t *testing.T, tiles map[pmtiles.ZXY][]byte, meta map[string]string,
 	return b
 }
 
-// leafCache keeps each decoded leaf, as the tile server's directory cache
-// does: readAll resolves every tile of z0-7 through a few leaves, and
-// without it each of 21,845 reads would decode its leaf again.
-type leafCache struct {
-	mu sync.Mutex // guards m
-	m  map[pmtiles.Range][]pmtiles.Entry
-}
-
-func (c *leafCache) Get(r pmtiles.Range) ([]pmtiles.Entry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[r]
-	return e, ok
-}
-
-func (c *leafCache) Put(r pmtiles.Range, e []pmtiles.Entry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[r] = e
-}
-
 // readAll opens b with shared/pmtiles and checks every tile byte for byte,
 // and that tiles around the pyramid are absent.
 func readAll(t *testing.T, b []byte, tiles map[pmtiles.ZXY][]byte, wantLeaves bool) pmtiles.Header {
 	t.Helper()
 	r, err := pmtiles.Open(context.Background(), pmtiles.ReaderAt(bytes.NewReader(b)), int64(len(b)),
-		pmtiles.Options{Leaves: &leafCache{m: map[pmtiles.Range][]pmtiles.Entry{}}})
+		pmtiles.Options{Leaves: &pmtilestest.LeafCache{}})
 	if err != nil {
 		t.Fatal(err)
 	}

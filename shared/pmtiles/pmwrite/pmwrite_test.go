@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 )
 
 type tileAt struct {
@@ -53,7 +53,7 @@ func write(t testing.TB, tiles map[tileAt][]byte, keys []tileAt, opts Options, l
 func readBack(t testing.TB, archive []byte, tiles map[tileAt][]byte, maxZ uint8) *pmtiles.Reader {
 	t.Helper()
 	ctx := context.Background()
-	r, err := pmtiles.Open(ctx, pmtiles.ReaderAt(bytes.NewReader(archive)), int64(len(archive)), pmtiles.Options{Leaves: &leafCache{m: map[pmtiles.Range][]pmtiles.Entry{}}})
+	r, err := pmtiles.Open(ctx, pmtiles.ReaderAt(bytes.NewReader(archive)), int64(len(archive)), pmtiles.Options{Leaves: &pmtilestest.LeafCache{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,26 +76,6 @@ func readBack(t testing.TB, archive []byte, tiles map[tileAt][]byte, maxZ uint8)
 		}
 	}
 	return r
-}
-
-// leafCache keeps every leaf, so reading each tile back decodes each leaf
-// once.
-type leafCache struct {
-	mu sync.Mutex // guards m
-	m  map[pmtiles.Range][]pmtiles.Entry
-}
-
-func (c *leafCache) Get(r pmtiles.Range) ([]pmtiles.Entry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[r]
-	return e, ok
-}
-
-func (c *leafCache) Put(r pmtiles.Range, e []pmtiles.Entry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[r] = e
 }
 
 func pyramid(maxZ uint8, body func(z uint8, x, y uint32) []byte) (map[tileAt][]byte, []tileAt) {

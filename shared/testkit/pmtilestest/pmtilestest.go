@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/andybalholm/brotli"
@@ -237,4 +238,30 @@ func Open(tb testing.TB, archive []byte) *pmtiles.Reader {
 		tb.Fatal(err)
 	}
 	return r
+}
+
+// LeafCache keeps every decoded leaf directory (a pmtiles.Options.Leaves),
+// as the tile server's directory cache does, so a test that reads every
+// tile of an archive back decodes each leaf once, not once per tile.
+type LeafCache struct {
+	mu sync.Mutex // guards m
+	m  map[pmtiles.Range][]pmtiles.Entry
+}
+
+// Get returns the leaf at r, if kept.
+func (c *LeafCache) Get(r pmtiles.Range) ([]pmtiles.Entry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[r]
+	return e, ok
+}
+
+// Put keeps the leaf at r.
+func (c *LeafCache) Put(r pmtiles.Range, e []pmtiles.Entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[pmtiles.Range][]pmtiles.Entry{}
+	}
+	c.m[r] = e
 }
