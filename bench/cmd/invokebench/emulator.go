@@ -196,17 +196,22 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 		}
 	}
 
+	// fnEnv is the environment of fn's bootstrap; the tile function's disk
+	// tier is in a directory of its own, named disk, under tmp.
+	fnEnv := func(fn, disk string) []string {
+		if fn != "tilesieve" {
+			return []string{"FLOOR_TILES_DIR=" + floorDir}
+		}
+		return append(e2e.S3Env(s3URL), "TILES_BUCKET=tiles", "TILES_PREFIX=",
+			"DISK_CACHE_DIR="+filepath.Join(tmp, disk), "DISK_CACHE_BYTES=64MiB")
+	}
 	for round := range o.rounds {
 		order := slices.Clone(Functions)
 		if round%2 == 1 {
 			slices.Reverse(order)
 		}
 		for _, fn := range order {
-			env := []string{"FLOOR_TILES_DIR=" + floorDir}
-			if fn == "tilesieve" {
-				env = append(e2e.S3Env(s3URL), "TILES_BUCKET=tiles", "TILES_PREFIX=",
-					"DISK_CACHE_DIR="+filepath.Join(tmp, fmt.Sprintf("disk-%d", round)), "DISK_CACHE_BYTES=64MiB")
-			}
+			env := fnEnv(fn, fmt.Sprintf("disk-%d", round))
 			logf("emulator round %d/%d: %s", round+1, o.rounds, fn)
 			run, err := runFunction(ctx, rie, bins[fn], env, filepath.Join(tmp, fmt.Sprintf("%s-%d.log", fn, round)), evs, o, s3srv.Faults().SetLatency)
 			if err != nil {
@@ -234,11 +239,7 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 		}
 		var p ColdPair
 		for _, fn := range order {
-			env := []string{"FLOOR_TILES_DIR=" + floorDir}
-			if fn == "tilesieve" {
-				env = append(e2e.S3Env(s3URL), "TILES_BUCKET=tiles", "TILES_PREFIX=",
-					"DISK_CACHE_DIR="+filepath.Join(tmp, fmt.Sprintf("cold-disk-%d", pair)), "DISK_CACHE_BYTES=64MiB")
-			}
+			env := fnEnv(fn, fmt.Sprintf("cold-disk-%d", pair))
 			emu, cold, err := startEmulator(ctx, rie, bins[fn], env, filepath.Join(tmp, fmt.Sprintf("%s-cold-%d.log", fn, pair)), first)
 			if err != nil {
 				return res, fmt.Errorf("%s, cold pair %d: %w", fn, pair+1, err)
