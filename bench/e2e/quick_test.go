@@ -32,7 +32,7 @@ func TestStorageSmoke(t *testing.T) {
 	}
 	pool := tileset.NewPool(4, 128, 5_000, 10_000, 1)
 	r, err := RunStorage(context.Background(), pool, StorageParams{RepoRoot: "../..", BenchDir: "..", MaxZoom: 3,
-		ABN: 1000, ABC: 20, WrkDur: 1 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/3/2/2.jpg"})
+		ABN: 1000, ABC: 20, WrkDur: 1 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/3/2/2.jpg", Rounds: 2})
 	for _, row := range r.Rows {
 		t.Logf("%+v", row)
 	}

@@ -143,7 +143,7 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		return append(env, extra...)
 	}
 	servers := []storageServer{
-		{name: "tilesieve memory hits", ab: true, tilesieve: true, budget: p.MemBudget, start: func(port int) (*exec.Cmd, string) {
+		{name: memHits, ab: true, tilesieve: true, budget: p.MemBudget, start: func(port int) (*exec.Cmd, string) {
 			c := exec.Command(filepath.Join(bin, "tiles"))
 			c.Env = tilesEnv(port, strconv.FormatInt(p.MemBudget, 10), "0")
 			return c, "/_tilesieve/health"
@@ -161,7 +161,7 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		{name: equalTimeouts, equalOnly: true, start: func(port int) (*exec.Cmd, string) {
 			return exec.Command(filepath.Join(bin, "floorserve"), "-dir", www, "-addr", "127.0.0.1:"+strconv.Itoa(port), "-timeouts"), p.ABPath
 		}},
-		{name: "Go floor (map)", ab: true, start: func(port int) (*exec.Cmd, string) {
+		{name: goFloor, ab: true, start: func(port int) (*exec.Cmd, string) {
 			return exec.Command(filepath.Join(bin, "floorserve"), "-dir", www, "-addr", "127.0.0.1:"+strconv.Itoa(port)), p.ABPath
 		}},
 		{name: "go-pmtiles serve", ab: true, start: func(port int) (*exec.Cmd, string) {
@@ -218,8 +218,7 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		}
 	}
 	for round := range rounds {
-		for i := range main {
-			rs := main[(i+round)%len(main)]
+		for _, rs := range roundOrder(main, round) {
 			if err := rs.loadOnce(ctx, p, paths, tmp, samples); err != nil {
 				return res, fmt.Errorf("%s: %w", rs.name, err)
 			}
@@ -236,9 +235,9 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		}
 		eq, err := runEqual(ctx, p.Equal, "/"+key, size, []equalServer{
 			eqs(equalDefault, byName[equalDefault], true),
-			eqs(fmt.Sprintf("tilesieve memory hits, MEM_CACHE_BYTES=%s", mib(p.MemBudget)), byName["tilesieve memory hits"], false),
+			eqs(fmt.Sprintf("tilesieve memory hits, MEM_CACHE_BYTES=%s", mib(p.MemBudget)), byName[memHits], false),
 			eqs(equalTimeouts, byName[equalTimeouts], false),
-			eqs("Go floor (equal headers)", byName["Go floor (map)"], false),
+			eqs("Go floor (equal headers)", byName[goFloor], false),
 		}, tmp)
 		if err != nil {
 			return res, fmt.Errorf("equal-header floor: %w", err)
@@ -367,6 +366,43 @@ func (rs *running) loadOnce(ctx context.Context, p StorageParams, paths []string
 	return nil
 }
 
+// roundOrder is the order the servers are loaded in one round: the order
+// rotates from round to round, and tilesieve's memory hits run right beside
+// the Go floor (before it in even rounds, after it in odd ones), so that
+// their same-round ratio, the one the targets take, compares runs seconds
+// apart.
+func roundOrder(main []*running, round int) []*running {
+	var units [][]*running
+	var mem, floor *running
+	for _, rs := range main {
+		switch rs.name {
+		case memHits:
+			mem = rs
+		case goFloor:
+			floor = rs
+		default:
+			units = append(units, []*running{rs})
+		}
+	}
+	switch {
+	case mem != nil && floor != nil:
+		pair := []*running{mem, floor}
+		if round%2 == 1 {
+			pair = []*running{floor, mem}
+		}
+		units = append([][]*running{pair}, units...)
+	case mem != nil:
+		units = append([][]*running{{mem}}, units...)
+	case floor != nil:
+		units = append([][]*running{{floor}}, units...)
+	}
+	var order []*running
+	for i := range units {
+		order = append(order, units[(i+round)%len(units)]...)
+	}
+	return order
+}
+
 // medianRow returns the round with the median req/s (the lower middle for an
 // even count), carrying every round's req/s and, with more than one round,
 // their range in its note.
@@ -402,7 +438,29 @@ func pct(a, b int64) float64 {
 	return 100 * float64(a) / float64(b)
 }
 
-// ratios fills the Vs* columns and the targets.
+// memHits and goFloor are the servers of section 2's targets against the
+// floor.
+const (
+	memHits = "tilesieve memory hits"
+	goFloor = "Go floor (map)"
+)
+
+// sameRound is the median over the rounds of a's req/s over b's in the
+// same round, and the rounds' ratios; the ratio of their median rounds when
+// the rounds do not line up (a row from an older result).
+func sameRound(a, b *ServerRow) (float64, []float64) {
+	if len(a.RoundsRPS) < 2 || len(a.RoundsRPS) != len(b.RoundsRPS) {
+		return stats.Ratio(a.RPS, b.RPS), nil
+	}
+	rs := make([]float64, len(a.RoundsRPS))
+	for i := range rs {
+		rs[i] = stats.Ratio(a.RoundsRPS[i], b.RoundsRPS[i])
+	}
+	return stats.MedianFloat(rs), rs
+}
+
+// ratios fills the Vs* columns (each the median of the same-round ratios)
+// and the targets.
 func (res *StorageResult) ratios() {
 	find := func(server, tool string) *ServerRow {
 		for i := range res.Rows {
@@ -414,24 +472,31 @@ func (res *StorageResult) ratios() {
 	}
 	for i := range res.Rows {
 		r := &res.Rows[i]
-		if f := find("Go floor (map)", r.Tool); f != nil {
-			r.VsFloor = stats.Ratio(r.RPS, f.RPS)
+		if f := find(goFloor, r.Tool); f != nil {
+			r.VsFloor, _ = sameRound(r, f)
 		}
 		if f := find("go-pmtiles serve", r.Tool); f != nil {
-			r.VsPMTiles = stats.Ratio(r.RPS, f.RPS)
+			r.VsPMTiles, _ = sameRound(r, f)
 		}
 		if f := find("nginx sendfile", r.Tool); f != nil {
-			r.VsNginx = stats.Ratio(r.RPS, f.RPS)
+			r.VsNginx, _ = sameRound(r, f)
 		}
 	}
 	for _, tool := range []string{"ab", "wrk"} {
-		m := find("tilesieve memory hits", tool)
+		m := find(memHits, tool)
 		if m == nil {
 			continue
 		}
-		res.Targets = append(res.Targets,
-			withReason(Target{What: "memory hits ≥ 0.9x the Go floor (req/s, " + tool + ")", Want: 0.9, Got: m.VsFloor, Unit: "x", Higher: true}.Check(),
-				"the set fills most of this memory tier, and off Lambda the Go memory limit derived from MEM_CACHE_BYTES then leaves the collector little headroom, so it runs more often than the floor's (the comparison with the equal-header floor below shows the same binary at its default bound); per request tilesieve also sets the connection deadlines of its server timeouts, and does more than the floor in the handler (section 0); with the load generator on the same two cores, server CPU is throughput"),
+		vsFloor := Target{What: "memory hits ≥ 0.9x the Go floor (req/s, " + tool + ")", Want: 0.9, Got: m.VsFloor, Unit: "x", Higher: true}.Check()
+		if f := find(goFloor, tool); f != nil {
+			if _, rs := sameRound(m, f); rs != nil {
+				vsFloor.Reason = "same-round ratios " + ratioList(rs)
+			}
+		}
+		if !vsFloor.Met {
+			vsFloor.Reason = joinNote(vsFloor.Reason, "the set fills most of this memory tier, and off Lambda the Go memory limit derived from MEM_CACHE_BYTES then leaves the collector little headroom, so it runs more often than the floor's (the comparison with the equal-header floor below shows the same binary at its default bound); per request tilesieve also sets the connection deadlines of its server timeouts, and does more than the floor in the handler (section 0); with the load generator on the same two cores, server CPU is throughput")
+		}
+		res.Targets = append(res.Targets, vsFloor,
 			Target{What: "memory hits ≥ 1.0x go-pmtiles (req/s, " + tool + ")", Want: 1.0, Got: m.VsPMTiles, Unit: "x", Higher: true}.Check(),
 		)
 	}
