@@ -34,17 +34,21 @@ type ArchiveParams struct {
 	WrkDur             time.Duration
 	WrkConns           int
 	WrkThread          int
-	MemBudget          int64 // MEM_CACHE_BYTES of a process that serves the set once (MBTiles)
+	MemBudget          int64 // MEM_CACHE_BYTES of a process that serves the set once (MBTiles' first tile and staging)
 	Rounds             int
 	ColdReps           int           // repetitions of the cold/warm viewer workload
 	Latency            time.Duration // injected S3 latency of the viewer workload
 }
 
-// SharedMem is MEM_CACHE_BYTES of the process that serves the set twice,
-// as objects and as an archive: room for both copies, so that its rows are
-// memory hits; with one copy's budget each wrk pass over one copy refilled
-// the tier from S3 after the other's had evicted it.
-func (p ArchiveParams) SharedMem() int64 { return 3 * p.MemBudget }
+// SharedMem is MEM_CACHE_BYTES of the process that serves the set three
+// times, as objects, as an archive and as an MBTiles database: room for
+// every copy, so that its rows are memory hits (with one copy's budget each
+// wrk pass over one copy refilled the tier from S3 after another's had
+// evicted it), and the same tier and collector under every row, so that a
+// ratio between them is the paths' alone (the MBTiles row, from a process of
+// its own whose one copy filled most of a 64 MiB tier, read the collector's
+// extra work under the memory limit off Lambda derived from it).
+func (p ArchiveParams) SharedMem() int64 { return 9 * p.MemBudget / 2 }
 
 // DefaultArchiveParams are the section's sizes (quick: tiny ones).
 func DefaultArchiveParams(repoRoot, benchDir string, quick bool) ArchiveParams {
@@ -160,7 +164,9 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 		return res, err
 	}
 	tsURL := "http://127.0.0.1:" + strconv.Itoa(tsPort)
-	ts, err := StartProc(ctx, "tiles-"+strconv.Itoa(tsPort), tilesCmd(tsPort, s3p.URL, strconv.FormatInt(p.SharedMem(), 10), "0"), tsURL, "/_tilesieve/health", logs)
+	// MBTiles are staged beside the disk tier: the process has one (1 GiB);
+	// memory hits do not touch it.
+	ts, err := StartProc(ctx, "tiles-"+strconv.Itoa(tsPort), tilesCmd(tsPort, s3p.URL, strconv.FormatInt(p.SharedMem(), 10), strconv.Itoa(1<<30)), tsURL, "/_tilesieve/health", logs)
 	if err != nil {
 		return res, err
 	}
@@ -176,14 +182,14 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 		return res, err
 	}
 	defer pmp.Stop()
-	// MBTiles are staged beside the disk tier: their process has one (1
-	// GiB); memory hits do not touch it.
+	// A fresh process's first MBTiles tile: probe, download, open, read.
 	mbURL, mbp, err := startMB(ctx, tilesCmd, s3p.URL, strconv.FormatInt(p.MemBudget, 10), logs, nil)
 	if err != nil {
 		return res, err
 	}
-	defer mbp.Stop()
-	if res.MBFirstUse, err = timeGet(mbURL + "/mb/" + p.ABPath); err != nil {
+	res.MBFirstUse, err = timeGet(mbURL + "/mb/" + p.ABPath)
+	mbp.Stop()
+	if err != nil {
 		return res, err
 	}
 	began := time.Now()
@@ -202,7 +208,7 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 		name, url string
 		paths     []string
 	}
-	targets := []target{{objSrv, tsURL, objPaths}, {arcSrv, tsURL, arcPaths}, {pmSrv, pmURL, arcPaths}, {mbSrv, mbURL, mbPaths}}
+	targets := []target{{objSrv, tsURL, objPaths}, {arcSrv, tsURL, arcPaths}, {pmSrv, pmURL, arcPaths}, {mbSrv, tsURL, mbPaths}}
 	client := HTTPClient()
 	for _, t := range targets {
 		keys := make([]string, len(t.paths))
@@ -259,7 +265,6 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 	}
 	ts.Stop()
 	pmp.Stop()
-	mbp.Stop()
 	s3p.Stop()
 
 	v, err := archiveViewer(ctx, pool, p, bin, vw, logs, tilesCmd)
@@ -586,7 +591,7 @@ func (res *ArchiveResult) targets(samples map[[2]string][]ServerRow) {
 // renderArchive writes the archive section.
 func renderArchive(b *strings.Builder, s *ArchiveResult) {
 	fmt.Fprintf(b, "### 8. PMTiles archives\n\n")
-	fmt.Fprintf(b, "%d JPEG tiles `{0..%d}/x/y.jpg` (%s) uploaded twice to `bench/cmd/s3serve`: as objects `osm/z/x/y.jpg` and as one PMTiles v3 archive `arc.pmtiles` of the same bytes (written with go-pmtiles' header and directory serialisation, `e2e/pmwrite`). One `go build ./functions/tiles` process (local server mode, `MEM_CACHE_BYTES=%d`, room for both copies, disk tier off) serves both, `/osm/…` and `/arc/…`; `pmtiles serve` of github.com/protomaps/go-pmtiles v1.31.2 (built from the module cache, `--cache-size=64`) serves the same archive file from local disk. Each is warmed by one pass over every tile, then loaded one at a time in %d round(s) whose order rotates; each row is the median round, and each ratio below the median of the rounds' ratios.\n\n",
+	fmt.Fprintf(b, "%d JPEG tiles `{0..%d}/x/y.jpg` (%s) uploaded three times to `bench/cmd/s3serve`: as objects `osm/z/x/y.jpg`, as one PMTiles v3 archive `arc.pmtiles` of the same bytes (written with go-pmtiles' header and directory serialisation, `e2e/pmwrite`) and as one MBTiles database `mb.mbtiles` (below). One `go build ./functions/tiles` process (local server mode, `MEM_CACHE_BYTES=%d`, room for every copy, a 1 GiB disk tier beside which the database is staged; memory hits do not touch it) serves all three, `/osm/…`, `/arc/…` and `/mb/…`; `pmtiles serve` of github.com/protomaps/go-pmtiles v1.31.2 (built from the module cache, `--cache-size=64`) serves the same archive file from local disk. Each is warmed by one pass over every tile, then loaded one at a time in %d round(s) whose order rotates; each row is the median round, and each ratio below the median of the rounds' ratios.\n\n",
 		s.Tiles, s.Params.MaxZoom, mib(s.Bytes), s.Params.SharedMem(), max(1, s.Params.Rounds))
 	if len(s.Commands) == 2 {
 		fmt.Fprintf(b, "Commands: `%s` and `%s`. The load generator shares the cores with the server.\n\n", s.Commands[0], s.Commands[1])
@@ -596,8 +601,8 @@ func renderArchive(b *strings.Builder, s *ArchiveResult) {
 		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s | %d | %s |\n", r.Server, r.Tool, r.RPS, d(r.Mean), d(r.P50), d(r.P99), r.Errors, r.Note)
 	}
 	if s.MBBytes > 0 {
-		fmt.Fprintf(b, "\n**MBTiles.** The same tiles as one MBTiles database `mb.mbtiles` (%s, written with database/sql and modernc.org/sqlite), served by a second tile function process (`MEM_CACHE_BYTES=%d`, one copy of the set) with a 1 GiB disk tier beside which the database is staged whole; its row above is memory hits like the others. First tile (`/mb/%s`) on a fresh process, which probes, downloads, opens and reads the database: %s. With `STAGE_PREFIXES=mb.mbtiles` the process stages it at start (start to health %s), and its first tile then takes %s.\n",
-			mib(s.MBBytes), s.Params.MemBudget, s.Params.ABPath, d(s.MBFirstUse), d(s.MBStageStart), d(s.MBFirstStaged))
+		fmt.Fprintf(b, "\n**MBTiles.** The same tiles as one MBTiles database `mb.mbtiles` (%s, written with database/sql and modernc.org/sqlite), served by the same process as the objects and the archive, staged whole beside its disk tier; its row above is memory hits like the others. First tile (`/mb/%s`) on a fresh process (`MEM_CACHE_BYTES=%d`, a 1 GiB disk tier), which probes, downloads, opens and reads the database: %s. With `STAGE_PREFIXES=mb.mbtiles` such a process stages it at start (start to health %s), and its first tile then takes %s.\n",
+			mib(s.MBBytes), s.Params.ABPath, s.Params.MemBudget, d(s.MBFirstUse), d(s.MBStageStart), d(s.MBFirstStaged))
 	}
 	v := s.Viewer
 	fmt.Fprintf(b, "\n**Cold archive tiles.** The Mirador workload of section 1 (info.json, thumbnail, 28 + 50 + 24 tiles), mapped onto one archive of the viewer image's pyramid (scale factor s → zoom %d − log₂ s; info.json → the TileJSON, the thumbnail → `0/0/0`), against s3serve with %d ms injected first-byte latency (`-latency`), in %d run(s), each on a fresh tile function process (256 MiB memory, 1 GiB disk tier). First one tile outside the workload is requested, which reads the header and root directory (%d S3 requests in the first run); then the workload cold, counting s3serve's requests (`-control` stats), then the workload again on the same process (warm).\n\n",
