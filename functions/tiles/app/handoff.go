@@ -123,7 +123,7 @@ func (e *sqsError) Error() string {
 // throttled or failing on its side.
 func (e *sqsError) retryable() bool {
 	return e.status >= 500 || e.status == http.StatusTooManyRequests ||
-		strings.Contains(e.code, "Throttl") || e.code == "RequestThrottled"
+		strings.Contains(e.code, "Throttl") // ThrottlingException, RequestThrottled
 }
 
 // send makes one SendMessage of body, retried as the type says.
