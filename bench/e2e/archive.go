@@ -114,10 +114,8 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 	}
 	defer os.RemoveAll(tmp)
 	www, bin, logs, pm, vw := filepath.Join(tmp, "www"), filepath.Join(tmp, "bin"), filepath.Join(tmp, "logs"), filepath.Join(tmp, "pm"), filepath.Join(tmp, "viewer")
-	for _, d := range []string{www, bin, logs, pm, vw} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return res, err
-		}
+	if err := mkdirs(www, bin, logs, pm, vw); err != nil {
+		return res, err
 	}
 	if err := tileset.WriteDir(www, set); err != nil {
 		return res, err
@@ -133,13 +131,8 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 	if res.MBBytes, err = writeMBTiles(ctx, filepath.Join(www, "mb.mbtiles"), "osm", set); err != nil {
 		return res, err
 	}
-	if err := BuildAll(ctx, bin,
-		Build{p.RepoRoot, "tiles", "./functions/tiles"},
-		Build{p.BenchDir, "s3serve", "./cmd/s3serve"},
-		Build{p.BenchDir, "pmtiles", "github.com/protomaps/go-pmtiles"}); err != nil {
-		return res, err
-	}
-	s3p, err := StartS3Serve(ctx, filepath.Join(bin, "s3serve"), www, logs)
+	s3p, err := buildAndServe(ctx, p.RepoRoot, p.BenchDir, bin, www, logs, nil,
+		Build{p.BenchDir, "pmtiles", "github.com/protomaps/go-pmtiles"})
 	if err != nil {
 		return res, err
 	}

@@ -87,6 +87,27 @@ func BuildAll(ctx context.Context, bin string, builds ...Build) error {
 	return nil
 }
 
+// mkdirs creates each of dirs with its parents.
+func mkdirs(dirs ...string) error {
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildAndServe builds the tile function, bench/cmd/s3serve and any more
+// into bin, then starts s3serve over dir (with its flags), logging to logs:
+// the start every section that runs the tile function as a process shares.
+func buildAndServe(ctx context.Context, repoRoot, benchDir, bin, dir, logs string, flags []string, more ...Build) (*Proc, error) {
+	builds := append([]Build{{repoRoot, "tiles", "./functions/tiles"}, {benchDir, "s3serve", "./cmd/s3serve"}}, more...)
+	if err := BuildAll(ctx, bin, builds...); err != nil {
+		return nil, err
+	}
+	return StartS3Serve(ctx, filepath.Join(bin, "s3serve"), dir, logs, flags...)
+}
+
 // StartS3Serve starts bench/cmd/s3serve (with any further flags) and reads
 // its URL from its first line.
 func StartS3Serve(ctx context.Context, bin, dir, logDir string, flags ...string) (*Proc, error) {

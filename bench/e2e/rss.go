@@ -152,10 +152,8 @@ func RunRSS(ctx context.Context, p RSSParams) (RSSResult, error) {
 	}
 	defer os.RemoveAll(tmp)
 	seed, bin, logs := filepath.Join(tmp, "seed"), filepath.Join(tmp, "bin"), filepath.Join(tmp, "logs")
-	for _, d := range []string{seed, bin, logs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return res, err
-		}
+	if err := mkdirs(seed, bin, logs); err != nil {
+		return res, err
 	}
 	// The objects: one tile too big for the memory tier, and small tiles
 	// for the hang (each client one of its own) and the recovery.
@@ -180,10 +178,7 @@ func RunRSS(ctx context.Context, p RSSParams) (RSSResult, error) {
 			return res, err
 		}
 	}
-	if err := BuildAll(ctx, bin, Build{p.RepoRoot, "tiles", "./functions/tiles"}, Build{p.BenchDir, "s3serve", "./cmd/s3serve"}); err != nil {
-		return res, err
-	}
-	s3p, err := StartS3Serve(ctx, filepath.Join(bin, "s3serve"), seed, logs, "-control")
+	s3p, err := buildAndServe(ctx, p.RepoRoot, p.BenchDir, bin, seed, logs, []string{"-control"})
 	if err != nil {
 		return res, err
 	}

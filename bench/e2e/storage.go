@@ -106,10 +106,8 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 		return res, err
 	}
 	www, bin, logs := filepath.Join(tmp, "www"), filepath.Join(tmp, "bin"), filepath.Join(tmp, "logs")
-	for _, d := range []string{www, bin, logs, filepath.Join(tmp, "pm"), filepath.Join(tmp, "nginx")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return res, err
-		}
+	if err := mkdirs(www, bin, logs, filepath.Join(tmp, "pm"), filepath.Join(tmp, "nginx")); err != nil {
+		return res, err
 	}
 	if err := tileset.WriteDir(www, set); err != nil {
 		return res, err
@@ -117,14 +115,9 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 	if err := writeArchive(filepath.Join(tmp, "pm", "osm.pmtiles"), "osm", set); err != nil {
 		return res, err
 	}
-	if err := BuildAll(ctx, bin,
-		Build{p.RepoRoot, "tiles", "./functions/tiles"},
-		Build{p.BenchDir, "s3serve", "./cmd/s3serve"},
+	s3p, err := buildAndServe(ctx, p.RepoRoot, p.BenchDir, bin, www, logs, nil,
 		Build{p.BenchDir, "floorserve", "./cmd/floorserve"},
-		Build{p.BenchDir, "pmtiles", "github.com/protomaps/go-pmtiles"}); err != nil {
-		return res, err
-	}
-	s3p, err := StartS3Serve(ctx, filepath.Join(bin, "s3serve"), www, logs)
+		Build{p.BenchDir, "pmtiles", "github.com/protomaps/go-pmtiles"})
 	if err != nil {
 		return res, err
 	}

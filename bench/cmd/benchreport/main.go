@@ -331,15 +331,8 @@ func parseBench(r io.Reader) (results, error) {
 
 // median of the samples of unit for k; ok is false if there are none.
 func (r results) median(k key, unit string) (float64, bool) {
-	s := slices.Clone(r[k][unit])
-	if len(s) == 0 {
-		return 0, false
-	}
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2], true
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
+	s := r[k][unit]
+	return stats.MedianFloat(s), len(s) > 0
 }
 
 // roundRatio is the median over rounds of num's unit ÷ den's, pairing the

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -163,14 +162,11 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 	if err != nil {
 		return res, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s3URL, stopS3, err := e2e.Serve(s3srv.Handler())
 	if err != nil {
 		return res, err
 	}
-	hs := &http.Server{Handler: s3srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	defer hs.Close()
-	s3URL := "http://" + ln.Addr().String()
+	defer stopS3()
 	floorDir := filepath.Join(tmp, "floor-tiles")
 	for _, n := range EmuSizes {
 		body := tilegen.Incompressible(n)
@@ -506,12 +502,8 @@ func (c *client) invoke(ctx context.Context, event []byte) ([]byte, error) {
 func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	port, err := e2e.FreePort()
+	return "127.0.0.1:" + strconv.Itoa(port), err
 }
 
 func (r *EmulatorResult) summarize() {

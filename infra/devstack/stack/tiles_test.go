@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,17 +46,12 @@ func TestLoadTiles(t *testing.T) {
 			t.Errorf("%s.json: %d %s", name, a.status, a.body)
 		}
 	}
-	resp, err := http.Get(st.URL + "/_tilesieve/catalog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	a := get(t, st.URL+"/_tilesieve/catalog")
 	var c struct {
 		Tilesets []struct{ Name, Kind string }
 	}
-	if err := json.Unmarshal(b, &c); err != nil || len(c.Tilesets) != 2 || c.Tilesets[0].Name != "arch" || c.Tilesets[1].Name != "mine" {
-		t.Fatalf("catalog: %s", b)
+	if err := json.Unmarshal(a.body, &c); err != nil || len(c.Tilesets) != 2 || c.Tilesets[0].Name != "arch" || c.Tilesets[1].Name != "mine" {
+		t.Fatalf("catalog: %d %s", a.status, a.body)
 	}
 	if !strings.Contains(st.Banner(), "/arch.json") {
 		t.Errorf("banner does not name the loaded tilesets:\n%s", st.Banner())
