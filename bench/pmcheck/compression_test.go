@@ -2,7 +2,6 @@ package pmcheck
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 
 	gopm "github.com/protomaps/go-pmtiles/pmtiles"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
@@ -127,9 +125,7 @@ func TestEveryCompressionServed(t *testing.T) {
 						t.Fatalf("go-pmtiles: %d tiles, %v, want %d", n, err, len(raw))
 					}
 				}
-				if _, err := s3local.Put(context.Background(), ep.Client, "tiles", name+".pmtiles", b, "application/vnd.pmtiles", ""); err != nil {
-					t.Fatal(err)
-				}
+				s3localtest.Put(t, ep.Client, "tiles", name+".pmtiles", b, "application/vnd.pmtiles", "")
 				enc := pmtiles.Compression(tc).ContentEncoding()
 				for tl, want := range raw {
 					path := fmt.Sprintf("/%s/%d/%d/%d.pbf", name, tl.Z, tl.X, tl.Y)

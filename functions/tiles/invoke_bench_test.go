@@ -19,7 +19,6 @@ import (
 
 	fixtures "github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
@@ -75,9 +74,7 @@ func newBenchFunction(b *testing.B, memBytes int64, diskBytes string, opts ...ap
 	b.Helper()
 	s3e := s3localtest.Start(b, "tiles")
 	for _, n := range benchSizes {
-		if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/bench/"+sizeName(n)+".png", tilegen.Incompressible(n), "image/png", ""); err != nil {
-			b.Fatal(err)
-		}
+		s3localtest.Put(b, s3e.Client, "tiles", "tiles/bench/"+sizeName(n)+".png", tilegen.Incompressible(n), "image/png", "")
 	}
 	env := map[string]string{
 		"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "MEM_CACHE_BYTES": strconv.FormatInt(max(memBytes, 1<<20), 10),

@@ -16,7 +16,6 @@ import (
 	"unsafe"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
@@ -38,9 +37,7 @@ const localTileBytes = 12 << 10
 func newLocalApp(b *testing.B, noMetrics bool) (*app.App, *slog.Logger) {
 	b.Helper()
 	s3e := s3localtest.Start(b, "tiles")
-	if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/bench/12KB.png", tilegen.Incompressible(localTileBytes), "image/png", ""); err != nil {
-		b.Fatal(err)
-	}
+	s3localtest.Put(b, s3e.Client, "tiles", "tiles/bench/12KB.png", tilegen.Incompressible(localTileBytes), "image/png", "")
 	env := map[string]string{
 		"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "MEM_CACHE_BYTES": "64MiB", "DISK_CACHE_BYTES": "0",
 		"SYNC_INTERVAL": "1h", // the journal check is a separate cost (section 5)

@@ -58,10 +58,7 @@ func s3WithDemo(t *testing.T) (*s3local.Server, string, []byte, string) {
 	t.Helper()
 	s3e := s3localtest.Start(t, "tiles")
 	body := demoTile(t)
-	etag, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/demo/3/4/2.png", body, "image/png", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	etag := s3localtest.Put(t, s3e.Client, "tiles", "tiles/demo/3/4/2.png", body, "image/png", "")
 	return s3e.Server, s3e.URL, body, etag
 }
 
@@ -266,9 +263,7 @@ func TestAnswersDecodeToTheTile(t *testing.T) {
 		{"t/1/1/1.pbf", "application/vnd.mapbox-vector-tile", "", nil},
 	}
 	for _, tl := range tiles {
-		if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/"+tl.key, tl.body, tl.contentType, tl.encoding); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, s3e.Client, "tiles", "tiles/"+tl.key, tl.body, tl.contentType, tl.encoding)
 	}
 	fn := newTileFunction(t, s3e.Server, s3e.URL, "CORS_ALLOW_ORIGINS", "https://maps.example.com")
 	event := func(method, key string) []byte {
@@ -371,9 +366,7 @@ func TestBufferedLimit(t *testing.T) {
 	t.Parallel()
 	s3e := s3localtest.Start(t, "tiles")
 	big := bytes.Repeat([]byte{0xff}, 5<<20) // 5 MiB binary: 6.7 MiB once base64-encoded
-	if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/big.png", big, "image/png", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, s3e.Client, "tiles", "tiles/big.png", big, "image/png", "")
 	fn := newTileFunction(t, s3e.Server, s3e.URL)
 	ev := fixtures.Read(t, "url-get-tile.json")
 	var m map[string]any
@@ -399,9 +392,7 @@ func TestJournalIsNeverATile(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Anything else under the reserved prefix is out of reach as well.
-	if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "_tilesieve/notes.json", []byte(`{"secret-tileset":1}`), "application/json", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, s3e.Client, "tiles", "_tilesieve/notes.json", []byte(`{"secret-tileset":1}`), "application/json", "")
 	for _, path := range []string{
 		"/%5ftilesieve/journal/head.json",
 		"/%5Ftilesieve/journal/head.json",

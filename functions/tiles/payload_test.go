@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"testing"
 
 	fixtures "github.com/tilesieve/tilesieve/events"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
@@ -74,9 +72,7 @@ func TestBufferedLimitBuildsNoPayload(t *testing.T) {
 		// memory tier, so streamed with its Content-Length.
 		{"v/1/0/0.pbf", "application/x-protobuf", "gzip", gzipped(t, compressible(8<<20))},
 	} {
-		if _, err := s3local.Put(context.Background(), s3e.Client, "tiles", "tiles/"+o.key, o.body, o.contentType, o.encoding); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, s3e.Client, "tiles", "tiles/"+o.key, o.body, o.contentType, o.encoding)
 	}
 	fn := newTileFunction(t, s3e.Server, s3e.URL)
 	for _, tc := range []struct{ name, path, rng string }{

@@ -18,6 +18,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 const (
@@ -136,9 +137,7 @@ func stormKeys() []string {
 // worker.
 func (l *loop) put(t *testing.T, key string, body []byte, contentType string) {
 	t.Helper()
-	if _, err := s3local.Put(context.Background(), l.st.Client, l.st.Tiles.Bucket, l.st.Tiles.TilesPrefix+key, body, contentType, ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, l.st.Client, l.st.Tiles.Bucket, l.st.Tiles.TilesPrefix+key, body, contentType, "")
 }
 
 // covered reports whether invalidation path p covers URL path u.

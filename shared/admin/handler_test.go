@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/origin"
@@ -23,9 +22,7 @@ const token = "test-admin-token"
 func newHandler(t *testing.T, key string) (*admin.Handler, *tiers.Engine) {
 	t.Helper()
 	ep := s3localtest.Start(t, "tiles")
-	if _, err := s3local.Put(context.Background(), ep.Client, "tiles", "tiles/"+key, []byte("x"), "image/png", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, ep.Client, "tiles", "tiles/"+key, []byte("x"), "image/png", "")
 	mem, err := cache.New(cache.Config{MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
@@ -24,9 +23,7 @@ func TestOriginReadsArchivesAndObjects(t *testing.T) {
 	ep := s3localtest.Start(t, "tiles")
 	put := func(key string, body []byte) {
 		t.Helper()
-		if _, err := s3local.Put(ctx, ep.Client, "tiles", "tiles/"+key, body, "", ""); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, ep.Client, "tiles", "tiles/"+key, body, "", "")
 	}
 	put("world.pmtiles", pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0, X: 0, Y: 0}: []byte("root"), {Z: 1, X: 1, Y: 0}: []byte("east")}, pmtilestest.Options{}))
 	put("photos/0/0/0.png", []byte("object"))

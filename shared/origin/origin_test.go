@@ -74,10 +74,7 @@ func startFaulty(t *testing.T, fault s3local.Fault) *env {
 
 func (e *env) put(t *testing.T, key string, body []byte, ct, ce string) string {
 	t.Helper()
-	etag, err := s3local.Put(context.Background(), e.api, "tiles", key, body, ct, ce)
-	if err != nil {
-		t.Fatal(err)
-	}
+	etag := s3localtest.Put(t, e.api, "tiles", key, body, ct, ce)
 	return etag
 }
 

@@ -41,9 +41,7 @@ func routerEnvTB(t testing.TB) (*origin.Router, *counter, func(bucket, key, body
 	})
 	put := func(bucket, key, body string) {
 		t.Helper()
-		if _, err := s3local.Put(context.Background(), api, bucket, key, []byte(body), "application/octet-stream", ""); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, api, bucket, key, []byte(body), "application/octet-stream", "")
 	}
 	put("tiles", "tiles/roads/1/0/0.png", "roads")
 	put("tiles", "tiles/osm/1/0/0.png", "shadowed")

@@ -11,6 +11,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 )
 
@@ -54,9 +55,7 @@ func TestDeferredFirstCheckKeepsEveryPurge(t *testing.T) {
 			worker := e.journal(opts)
 			put := func(k, body string) {
 				t.Helper()
-				if _, err := s3local.Put(ctx, e.api, testBucket, "tiles/"+k, []byte(body), "image/png", ""); err != nil {
-					t.Fatal(err)
-				}
+				s3localtest.Put(t, e.api, testBucket, "tiles/"+k, []byte(body), "image/png", "")
 			}
 			appendAt := func(prefixes ...string) {
 				t.Helper()

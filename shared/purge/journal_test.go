@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 const testJournalPrefix = "_tilesieve/journal/"
@@ -264,9 +265,7 @@ func TestJournalCorruptHead(t *testing.T) {
 	appendN(t, j, 2, "a%d/")
 	old := read(t, j).Journal
 	for _, body := range []string{"not json", `{"journal":"x","seq":5,"entries":[{"seq":3}]}`, `{"seq":1}`} {
-		if _, err := s3local.Put(context.Background(), e.api, testBucket, testJournalPrefix+"head.json", []byte(body), "application/json", ""); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, e.api, testBucket, testJournalPrefix+"head.json", []byte(body), "application/json", "")
 		if _, err := j.Read(context.Background(), ""); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%q: got %v, want ErrCorrupt", body, err)
 		}

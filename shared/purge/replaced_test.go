@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 // replaceHead rewrites the head as a writer that lost a compare-and-swap
@@ -34,9 +34,7 @@ func (fe *followerEnv) replaceHead(t *testing.T, at uint64, prefix string, exten
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s3local.Put(context.Background(), fe.api, testBucket, fe.w.HeadKey(), body, "application/json", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, fe.api, testBucket, fe.w.HeadKey(), body, "application/json", "")
 }
 
 // TestFollowerReplacedEntry: a follower that finds a different entry at a

@@ -81,10 +81,7 @@ func start(t testing.TB) *env {
 
 func (e *env) put(t testing.TB, objectKey string, body []byte, ct, ce string) string {
 	t.Helper()
-	etag, err := s3local.Put(context.Background(), e.api, "tiles", objectKey, body, ct, ce)
-	if err != nil {
-		t.Fatal(err)
-	}
+	etag := s3localtest.Put(t, e.api, "tiles", objectKey, body, ct, ce)
 	return etag
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
@@ -55,9 +54,7 @@ func (e *env) put(key, body string) { putTile(e.t, e.api, key, body) }
 // putTile writes the tile key to S3 under the tiles prefix.
 func putTile(t testing.TB, api *s3.Client, key, body string) {
 	t.Helper()
-	if _, err := s3local.Put(context.Background(), api, bucket, "tiles/"+key, []byte(body), "image/png", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, api, bucket, "tiles/"+key, []byte(body), "image/png", "")
 }
 
 // TestGetWalksTheTiers: a miss fills both tiers; a hit comes from memory;

@@ -11,6 +11,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 )
 
@@ -26,9 +27,7 @@ func TestFollowerBuiltWithTheEngine(t *testing.T) {
 	ctx := context.Background()
 	put := func(body string) {
 		t.Helper()
-		if _, err := s3local.Put(ctx, api, bucket, "tiles/a/1/0/0.png", []byte(body), "image/png", ""); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, api, bucket, "tiles/a/1/0/0.png", []byte(body), "image/png", "")
 	}
 	get := func() tiers.Result {
 		t.Helper()

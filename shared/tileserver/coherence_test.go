@@ -23,6 +23,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/s3event"
 	"github.com/tilesieve/tilesieve/shared/stage"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
@@ -175,9 +176,7 @@ func (f *fleet) startWith(in *instance, stagePrefixes []string, archives bool) {
 // put writes key in S3 without telling anybody (the event is sent later).
 func (f *fleet) put(key string, body []byte) {
 	f.t.Helper()
-	if _, err := s3local.Put(context.Background(), f.api, bucket, "tiles/"+key, body, "image/png", ""); err != nil {
-		f.t.Fatal(err)
-	}
+	s3localtest.Put(f.t, f.api, bucket, "tiles/"+key, body, "image/png", "")
 }
 
 // notify runs worker w on the event S3 sends for a change of key, one

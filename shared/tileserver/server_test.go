@@ -28,6 +28,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
@@ -148,10 +149,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 
 func (e *env) put(key string, body []byte, contentType, encoding string) string {
 	e.t.Helper()
-	etag, err := s3local.Put(context.Background(), e.s3.Client(e.s3URL), bucket, "tiles/"+key, body, contentType, encoding)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	etag := s3localtest.Put(e.t, e.s3.Client(e.s3URL), bucket, "tiles/"+key, body, contentType, encoding)
 	return etag
 }
 

@@ -141,9 +141,7 @@ func TestDirectory(t *testing.T) {
 	// the size, tells); so is one whose object lost its headers.
 	changed := []byte("\x89PNG\r\n\x1a\n TILE")
 	filetree.Write(t, dir, map[string][]byte{"0/0/0.png": changed})
-	if _, err := s3local.Put(context.Background(), ep.Client, bucket, "tiles/city/2/3/3.webp", files["2/3/3.webp"], "application/octet-stream", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, ep.Client, bucket, "tiles/city/2/3/3.webp", files["2/3/3.webp"], "application/octet-stream", "")
 	rep = run(t, ep.Client, dir, dst, upload.Options{})
 	if rep.Uploaded != 2 || rep.Skips[upload.SkipUnchanged] != 6 {
 		t.Errorf("third run: got %+v, want 2 uploaded, 6 unchanged", rep)

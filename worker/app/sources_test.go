@@ -85,9 +85,7 @@ func TestTwoSourcesPurgedByTheirOwnEvents(t *testing.T) {
 	}
 	put := func(b, key, body string) {
 		t.Helper()
-		if _, err := s3local.Put(ctx, api, b, key, []byte(body), "image/png", ""); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, api, b, key, []byte(body), "image/png", "")
 	}
 	put(bucket, "tiles/roads/1/0/0.png", "roads-1")
 	put(bucket, "tiles/a/1/0/0.png", "shadowed") // the source a serves a/, not this

@@ -31,9 +31,7 @@ func setup(t *testing.T, env map[string]string, tiles int) (*s3local.Server, con
 	s3e := s3localtest.Start(t, "tiles")
 	api := s3e.Client
 	for i := range tiles {
-		if _, err := s3local.Put(context.Background(), api, "tiles", fmt.Sprintf("tiles/demo/5/%d/0.png", i), []byte("tile"), "image/png", ""); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, api, "tiles", fmt.Sprintf("tiles/demo/5/%d/0.png", i), []byte("tile"), "image/png", "")
 	}
 	base := map[string]string{"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "DISK_CACHE_DIR": t.TempDir(), "DISK_CACHE_BYTES": "16MiB"}
 	for k, v := range env {
@@ -135,9 +133,7 @@ func TestStagesAnArchive(t *testing.T) {
 		}
 	}
 	archive := pmtilestest.Build(tiles, pmtilestest.Options{TileType: pmtiles.TileTypePNG})
-	if _, err := s3local.Put(context.Background(), o.S3(), "tiles", "tiles/arch.pmtiles", archive, "application/vnd.pmtiles", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, o.S3(), "tiles", "tiles/arch.pmtiles", archive, "application/vnd.pmtiles", "")
 	for round := range 2 {
 		a := newApp(t, cfg, o)
 		if len(a.StagedArchives) != 1 {
@@ -231,9 +227,7 @@ func TestStagesAnMBTiles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "topo.mbtiles", "DISK_CACHE_BYTES": tt.diskBytes}, 0)
-			if _, err := s3local.Put(context.Background(), o.S3(), "tiles", "tiles/topo.mbtiles", body, "application/vnd.sqlite3", ""); err != nil {
-				t.Fatal(err)
-			}
+			s3localtest.Put(t, o.S3(), "tiles", "tiles/topo.mbtiles", body, "application/vnd.sqlite3", "")
 			for round := range 2 {
 				var logs bytes.Buffer
 				a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.NewJSONHandler(&logs, nil)))
@@ -279,9 +273,7 @@ func TestStagedArchiveRefusedAtStart(t *testing.T) {
 	t.Parallel()
 	_, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "bad.pmtiles"}, 0)
 	whole := pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0}: []byte("tile 0/0/0")}, pmtilestest.Options{TileType: pmtiles.TileTypePNG})
-	if _, err := s3local.Put(context.Background(), o.S3(), "tiles", "tiles/bad.pmtiles", whole[:len(whole)-4], "application/vnd.pmtiles", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, o.S3(), "tiles", "tiles/bad.pmtiles", whole[:len(whole)-4], "application/vnd.pmtiles", "")
 	var logs bytes.Buffer
 	a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {

@@ -47,9 +47,7 @@ func TestArchiveSources(t *testing.T) {
 		{"tiles", "tiles/world.pmtiles", shadowed},
 		{"tiles", "tiles/topo.pmtiles", shadowed},
 	} {
-		if _, err := s3local.Put(ctx, api, o.bucket, o.key, o.body, "application/octet-stream", ""); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, api, o.bucket, o.key, o.body, "application/octet-stream", "")
 	}
 	env := map[string]string{
 		"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "DISK_CACHE_DIR": t.TempDir(), "DISK_CACHE_BYTES": "16MiB",

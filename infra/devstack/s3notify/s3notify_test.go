@@ -26,6 +26,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/shared/s3event"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 func TestEncodeKey(t *testing.T) {
@@ -126,10 +127,7 @@ func (f *fixture) flushed(t *testing.T) []s3event.Change {
 
 func put(t *testing.T, c *s3.Client, key, body string) string {
 	t.Helper()
-	etag, err := s3local.Put(context.Background(), c, "tiles", key, []byte(body), "image/png", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	etag := s3localtest.Put(t, c, "tiles", key, []byte(body), "image/png", "")
 	return strings.Trim(etag, `"`)
 }
 
@@ -455,16 +453,13 @@ func TestSQSBatches(t *testing.T) {
 func TestAllKeysBuckets(t *testing.T) {
 	t.Parallel()
 	f := start(t, s3notify.Config{Prefix: "tiles/", AllKeys: []string{"other"}})
-	ctx := context.Background()
 	for _, o := range []struct{ bucket, key string }{
 		{"tiles", "tiles/a/1/0/0.png"},
 		{"tiles", "elsewhere/a/1/0/0.png"},
 		{"other", "maps/a/1/0/0.png"},
 		{"other", "x"},
 	} {
-		if _, err := s3local.Put(ctx, f.c, o.bucket, o.key, []byte("v"), "image/png", ""); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, f.c, o.bucket, o.key, []byte("v"), "image/png", "")
 	}
 	var got []string
 	for _, c := range f.flushed(t) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 // TestSourcesInTheLocalStack: the local stack takes SOURCES as a deploy
@@ -20,9 +20,7 @@ func TestSourcesInTheLocalStack(t *testing.T) {
 	defer cancel()
 	putMore := func(body string) {
 		t.Helper()
-		if _, err := s3local.Put(ctx, st.Client, "more-tiles", "maps/1/0/0.png", []byte(body), "image/png", ""); err != nil {
-			t.Fatal(err)
-		}
+		s3localtest.Put(t, st.Client, "more-tiles", "maps/1/0/0.png", []byte(body), "image/png", "")
 	}
 	settled := func() {
 		t.Helper()

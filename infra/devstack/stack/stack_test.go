@@ -132,9 +132,7 @@ func eventually(t *testing.T, what, url string, done func(answer) bool) answer {
 
 func put(t *testing.T, st *stack.Stack, key string, body []byte) {
 	t.Helper()
-	if _, err := s3local.Put(context.Background(), st.Client, st.Tiles.Bucket, st.Tiles.TilesPrefix+key, body, "image/png", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, st.Client, st.Tiles.Bucket, st.Tiles.TilesPrefix+key, body, "image/png", "")
 }
 
 func render(t *testing.T, s demotiles.Spec) []byte {
@@ -274,9 +272,7 @@ func TestEventsEncodeKeysAsS3Does(t *testing.T) {
 	eventually(t, "second version", url, func(a answer) bool { return bytes.Equal(a.body, v2) })
 
 	// Outside TILES_PREFIX: no notification (the template's filter).
-	if _, err := s3local.Put(context.Background(), st.Client, st.Tiles.Bucket, "elsewhere/x.png", v1, "image/png", ""); err != nil {
-		t.Fatal(err)
-	}
+	s3localtest.Put(t, st.Client, st.Tiles.Bucket, "elsewhere/x.png", v1, "image/png", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := st.Notifier.Flush(ctx); err != nil {

@@ -3,6 +3,7 @@
 package s3localtest
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -51,6 +52,17 @@ func StartBehind(tb testing.TB, cfg s3local.Config, front func(http.Handler) htt
 	hs := httptest.NewServer(h)
 	tb.Cleanup(hs.Close)
 	return &Endpoint{Server: srv, URL: hs.URL, Client: srv.Client(hs.URL)}
+}
+
+// Put stores body at bucket/key through c, as s3local.Put does, and returns
+// its ETag; a failed put fails the test.
+func Put(tb testing.TB, c *s3.Client, bucket, key string, body []byte, contentType, contentEncoding string) (etag string) {
+	tb.Helper()
+	etag, err := s3local.Put(context.Background(), c, bucket, key, body, contentType, contentEncoding)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return etag
 }
 
 // IsolateEnv sets the environment, until the test ends, so that the SDK's
