@@ -240,8 +240,8 @@ func LoadTiles(env Env) (Tiles, error) {
 		r.fail("ORIGIN_TIMEOUT must be positive")
 	}
 	if t.PublicURL != "" {
-		if _, ok := httpurl.Base(t.PublicURL); !ok {
-			r.fail("PUBLIC_URL=%q: want an absolute http(s) URL without query, fragment or user info, such as https://tiles.example.com", t.PublicURL)
+		if _, err := httpurl.Base(t.PublicURL); err != nil {
+			r.fail("PUBLIC_URL=%q: %s, such as https://tiles.example.com", t.PublicURL, httpurl.WantBase)
 		}
 	}
 	routed := map[string]sources.Source{}

@@ -39,9 +39,9 @@ const InfoName = "info.json"
 // infoKey ("books/b1/p7/info.json"), served under baseURL
 // ("https://d1.cloudfront.net"): "https://d1.cloudfront.net/books/b1/p7".
 func ImageID(baseURL, infoKey string) (string, error) {
-	base, ok := httpurl.Base(baseURL)
-	if !ok {
-		return "", fmt.Errorf("iiif: base URL %q: want an absolute http(s) URL without query, fragment or user info", baseURL)
+	base, err := httpurl.Base(baseURL)
+	if err != nil {
+		return "", fmt.Errorf("iiif: %w", err)
 	}
 	prefix, ok := strings.CutSuffix(infoKey, "/"+InfoName)
 	if !ok || prefix == "" || strings.HasPrefix(prefix, "/") {

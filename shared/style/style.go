@@ -65,9 +65,9 @@ func Rewrite(stored []byte, base, name string) ([]byte, error) {
 	if len(stored) > MaxStyleBytes {
 		return nil, fmt.Errorf("style: %d bytes, more than %d: %w", len(stored), MaxStyleBytes, ErrStyle)
 	}
-	b, err := checkBase(base)
+	b, err := httpurl.Base(base)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("style: %w", err)
 	}
 	if err := checkName(name); err != nil {
 		return nil, err
@@ -317,14 +317,6 @@ func schemeOf(s string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func checkBase(baseURL string) (string, error) {
-	base, ok := httpurl.Base(baseURL)
-	if !ok {
-		return "", fmt.Errorf("style: base URL %q: want an absolute http(s) URL without query, fragment or user info", baseURL)
-	}
-	return base, nil
 }
 
 func checkName(name string) error {

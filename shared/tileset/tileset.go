@@ -58,9 +58,9 @@ func (t TileJSON) Marshal() []byte {
 // TileURL is the tile URL template of tileset name (its key prefix without
 // the trailing slash, e.g. "osm" or "maps/osm") under baseURL.
 func TileURL(baseURL, name, ext string) (string, error) {
-	base, err := checkBase(baseURL)
+	base, err := httpurl.Base(baseURL)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("tileset: %w", err)
 	}
 	if name == "" || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
 		return "", fmt.Errorf("tileset: name %q: want a key prefix without leading or trailing slash", name)
@@ -73,14 +73,6 @@ func TileURL(baseURL, name, ext string) (string, error) {
 		segs[i] = url.PathEscape(s)
 	}
 	return base + "/" + strings.Join(segs, "/") + "/{z}/{x}/{y}." + ext, nil
-}
-
-func checkBase(baseURL string) (string, error) {
-	base, ok := httpurl.Base(baseURL)
-	if !ok {
-		return "", fmt.Errorf("tileset: base URL %q: want an absolute http(s) URL without query, fragment or user info", baseURL)
-	}
-	return base, nil
 }
 
 // FromArchive describes the archive of tileset name: zooms, bounds, center

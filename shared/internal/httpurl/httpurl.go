@@ -5,6 +5,7 @@
 package httpurl
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 )
@@ -19,14 +20,17 @@ func Parse(s string) (u *url.URL, ok bool) {
 	return u, true
 }
 
-// Base is s without its trailing slash, and ok, when s can be the base of
-// the URLs written into documents: a URL Parse accepts, without a query or
-// fragment (a path joined after them would be lost) and without user info
-// (it would be published in every document).
-func Base(s string) (base string, ok bool) {
+// Base is s without its trailing slash when s can be the base of the URLs
+// written into documents: a URL Parse accepts, without a query or fragment
+// (a path joined after them would be lost) and without user info (it would
+// be published in every document). Otherwise it is an error that says so.
+func Base(s string) (string, error) {
 	u, ok := Parse(s)
 	if !ok || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
-		return "", false
+		return "", fmt.Errorf("base URL %q: %s", s, WantBase)
 	}
-	return strings.TrimSuffix(s, "/"), true
+	return strings.TrimSuffix(s, "/"), nil
 }
+
+// WantBase says what Base accepts, for the errors of those who check it.
+const WantBase = "want an absolute http(s) URL without query, fragment or user info"

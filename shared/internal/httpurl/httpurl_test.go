@@ -1,6 +1,9 @@
 package httpurl
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParse(t *testing.T) {
 	t.Parallel()
@@ -47,9 +50,12 @@ func TestBase(t *testing.T) {
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			t.Parallel()
-			got, ok := Base(tc.in)
-			if got != tc.want || ok != tc.ok {
-				t.Errorf("got %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
+			got, err := Base(tc.in)
+			if got != tc.want || (err == nil) != tc.ok {
+				t.Errorf("got %q, %v; want %q, ok %v", got, err, tc.want, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), WantBase) {
+				t.Errorf("error %q does not say what is wanted", err)
 			}
 		})
 	}
