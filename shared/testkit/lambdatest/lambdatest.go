@@ -74,18 +74,52 @@ func Build(t testing.TB, pkg string) string {
 // bootstrap builds run one at a time: go test runs packages in parallel, and
 // two builds of the same graph started together (the tile function's and the
 // worker's share most of it) both compile it, where the second one to start
-// after the first finds it in the build cache.
+// after the first finds it in the build cache. It waits within the test's
+// deadline, less time for the build (10 minutes without one): a build held
+// up elsewhere fails the test with a reason instead of hanging the package
+// until go test's timeout kills it unexplained.
 func lockBuilds(t testing.TB) (unlock func()) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "tilesieve-lambdatest-build.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	give := time.Now().Add(10 * time.Minute)
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			give = dl.Add(-2 * time.Minute)
+		}
+	}
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "tilesieve-lambdatest-build.lock"), give, func() {
+		t.Logf("lambdatest: waiting for another test process's bootstrap build")
+	})
 	if err != nil {
 		t.Fatalf("lambdatest: build lock: %v", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatalf("lambdatest: build lock: %v", err)
+	return unlock
+}
+
+// lockFile takes an exclusive lock on the file at path (made if missing),
+// calling waiting once if another holder makes it wait, and gives up with an
+// error after give.
+func lockFile(path string, give time.Time, waiting func()) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, err
 	}
-	return func() { f.Close() } // closing the file releases the lock
+	for waited := false; ; waited = true {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing the file releases the lock
+		}
+		if err != syscall.EWOULDBLOCK || time.Now().After(give) {
+			f.Close()
+			if err == syscall.EWOULDBLOCK {
+				return nil, fmt.Errorf("%s: still held by another process after %s", path, give.Format(time.TimeOnly))
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if !waited {
+			waiting()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Emulator is a running aws-lambda-rie with one function.

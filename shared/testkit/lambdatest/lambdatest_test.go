@@ -2,8 +2,11 @@ package lambdatest
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
 
 // endTB records how a helper ended a test, without ending this one.
@@ -54,4 +57,28 @@ func TestBuildChecksForTheEmulatorFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLockFileGivesUp: a lock another holder keeps is waited for, once
+// said, then given up with an error at the deadline; released, it is taken.
+func TestLockFileGivesUp(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "build.lock")
+	unlock, err := lockFile(path, time.Now(), func() { t.Error("waiting called for a free lock") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := 0
+	if _, err := lockFile(path, time.Now().Add(150*time.Millisecond), func() { waits++ }); err == nil || !strings.Contains(err.Error(), "still held") {
+		t.Errorf("second lock: err %v; want it given up while the first is held", err)
+	}
+	if waits != 1 {
+		t.Errorf("waiting called %d times, want 1", waits)
+	}
+	unlock()
+	again, err := lockFile(path, time.Now(), func() {})
+	if err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	again()
 }
