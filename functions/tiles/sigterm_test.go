@@ -79,6 +79,11 @@ func TestRegisterExtension(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			nexts := make(chan string, 1)
+			// ended releases a parked event/next at the end of the test. The
+			// request's context alone does not: closing the connection under
+			// a GET that reused the register's connection makes the client's
+			// transport send it again on a new one, which Close then waits for.
+			ended := make(chan struct{})
 			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path {
 				case "/2020-01-01/extension/register":
@@ -91,13 +96,19 @@ func TestRegisterExtension(t *testing.T) {
 					}
 					w.WriteHeader(tt.status)
 				case "/2020-01-01/extension/event/next":
-					nexts <- r.Header.Get("Lambda-Extension-Identifier")
-					<-r.Context().Done() // parked, as Lambda parks it
+					select {
+					case nexts <- r.Header.Get("Lambda-Extension-Identifier"):
+					default: // a resend after the test took the first
+					}
+					select { // parked, as Lambda parks it
+					case <-r.Context().Done():
+					case <-ended:
+					}
 				default:
 					t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 				}
 			}))
-			t.Cleanup(func() { api.CloseClientConnections(); api.Close() })
+			t.Cleanup(func() { close(ended); api.Close() })
 			err := registerExtension(strings.TrimPrefix(api.URL, "http://"))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("got %v, want error %v", err, tt.wantErr)
