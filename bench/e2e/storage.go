@@ -365,29 +365,21 @@ func (rs *running) loadOnce(ctx context.Context, p StorageParams, paths []string
 // their same-round ratio, the one the targets take, compares runs seconds
 // apart.
 func roundOrder(main []*running, round int) []*running {
-	var units [][]*running
-	var mem, floor *running
+	var pair []*running // the memory hits and the floor, as one unit
+	units := [][]*running{nil}
 	for _, rs := range main {
-		switch rs.name {
-		case memHits:
-			mem = rs
-		case goFloor:
-			floor = rs
-		default:
+		if rs.name == memHits || rs.name == goFloor {
+			pair = append(pair, rs)
+		} else {
 			units = append(units, []*running{rs})
 		}
 	}
-	switch {
-	case mem != nil && floor != nil:
-		pair := []*running{mem, floor}
-		if round%2 == 1 {
-			pair = []*running{floor, mem}
-		}
-		units = append([][]*running{pair}, units...)
-	case mem != nil:
-		units = append([][]*running{{mem}}, units...)
-	case floor != nil:
-		units = append([][]*running{{floor}}, units...)
+	if round%2 == 1 {
+		slices.Reverse(pair)
+	}
+	units[0] = pair
+	if len(pair) == 0 {
+		units = units[1:]
 	}
 	var order []*running
 	for i := range units {
