@@ -33,12 +33,15 @@ run: ## Run the whole loop locally: embedded S3, tile function on :8080, worker,
 # there, on the -race build, so `make test` does not compile the tree a second
 # time without -race for a separate `go vet`. The bench module's tests run
 # without -race: its comparisons against go-pmtiles and SQLite run many times
-# slower under it, more than compiling its graph once more costs.
+# slower under it, more than compiling its graph once more costs. They build
+# as the emulator tests' bootstraps are built (no cgo, trimmed paths), so the
+# standard library, the AWS SDK and SQLite compiled for those bootstraps serve
+# them too instead of being compiled a third time.
 .PHONY: test
 test: fmt-check tools ## gofmt check, go test -race with every go vet check (incl. fuzz seeds, RIE smoke tests), the bench module's tests
 	TILESIEVE_REQUIRE_RIE=1 $(GO) test -race -vet=all -count=1 -timeout 20m ./...
 	$(GO) test -race -vet=all -count=1 -tags envcreds ./shared/awsclient/
-	cd bench && E2E_SMOKE=purge $(GO) test -vet=all -count=1 -timeout 10m ./...
+	cd bench && E2E_SMOKE=purge CGO_ENABLED=0 GOFLAGS='$(GOFLAGS) -trimpath' $(GO) test -vet=all -count=1 -timeout 10m ./...
 
 .PHONY: test-short
 test-short: ## The inner loop: go test -short, no -race; no emulator, browser or Varnish runs, long property runs cut down
