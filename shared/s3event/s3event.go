@@ -219,24 +219,30 @@ func (b *Batch) decodeBody(msgID string, i int, body []byte, depth int) {
 	}
 }
 
-// s3Record is one record of an S3 event notification, with only the fields
-// the worker reads. Key stays a string here and is unescaped per record, so
-// that one bad key does not fail the whole document (as events.S3Object's
-// UnmarshalJSON would).
+// entity is the bucket and object that an S3 notification record (its s3
+// field) or an EventBridge detail names, with only the fields the worker
+// reads. Key stays a string here and is checked per record, so that one bad
+// key does not fail the whole document (as events.S3Object's UnmarshalJSON
+// would). Notifications spell the ETag's field "eTag" and EventBridge "etag";
+// encoding/json matches either to the tag, as it accepts a key that differs
+// from it only in case.
+type entity struct {
+	Bucket struct {
+		Name string `json:"name"`
+	} `json:"bucket"`
+	Object struct {
+		Key       *string `json:"key"`
+		Size      int64   `json:"size"`
+		ETag      string  `json:"eTag"`
+		Sequencer string  `json:"sequencer"`
+	} `json:"object"`
+}
+
+// s3Record is one record of an S3 event notification.
 type s3Record struct {
-	EventSource string `json:"eventSource"`
-	EventName   string `json:"eventName"`
-	S3          *struct {
-		Bucket struct {
-			Name string `json:"name"`
-		} `json:"bucket"`
-		Object struct {
-			Key       *string `json:"key"`
-			Size      int64   `json:"size"`
-			ETag      string  `json:"eTag"`
-			Sequencer string  `json:"sequencer"`
-		} `json:"object"`
-	} `json:"s3"`
+	EventSource string  `json:"eventSource"`
+	EventName   string  `json:"eventName"`
+	S3          *entity `json:"s3"`
 }
 
 func (b *Batch) decodeS3Record(msgID string, i int, raw json.RawMessage) {
@@ -262,31 +268,41 @@ func (b *Batch) decodeS3Record(msgID string, i int, raw json.RawMessage) {
 		b.problem(msgID, i, "record without s3 entity")
 		return
 	}
-	if r.S3.Bucket.Name == "" {
-		b.problem(msgID, i, "record without bucket name")
+	b.add(msgID, i, "record", r.S3, kind, r.EventName, true)
+}
+
+// add appends the change that e names, or a problem saying why it cannot be
+// one; what names the document in problems. Notification keys are
+// URL-encoded (escaped); EventBridge keys are raw.
+func (b *Batch) add(msgID string, i int, what string, e *entity, kind Kind, event string, escaped bool) {
+	if e.Bucket.Name == "" {
+		b.problem(msgID, i, "%s without bucket name", what)
 		return
 	}
-	if r.S3.Object.Key == nil {
-		b.problem(msgID, i, "record without object key")
+	if e.Object.Key == nil {
+		b.problem(msgID, i, "%s without object key", what)
 		return
 	}
-	key, err := url.QueryUnescape(*r.S3.Object.Key)
-	if err != nil {
-		b.problem(msgID, i, "object key %q: bad escape", clip(*r.S3.Object.Key))
-		return
+	raw, key := *e.Object.Key, *e.Object.Key
+	if escaped {
+		var err error
+		if key, err = url.QueryUnescape(raw); err != nil {
+			b.problem(msgID, i, "object key %q: bad escape", clip(raw))
+			return
+		}
 	}
 	if reason := checkKey(key); reason != "" {
-		b.problem(msgID, i, "object key %q: %s", clip(*r.S3.Object.Key), reason)
+		b.problem(msgID, i, "object key %q: %s", clip(raw), reason)
 		return
 	}
 	b.Changes = append(b.Changes, Change{
-		Bucket:    r.S3.Bucket.Name,
+		Bucket:    e.Bucket.Name,
 		Key:       key,
 		Kind:      kind,
-		Event:     r.EventName,
-		Sequencer: r.S3.Object.Sequencer,
-		Size:      r.S3.Object.Size,
-		ETag:      r.S3.Object.ETag,
+		Event:     event,
+		Sequencer: e.Object.Sequencer,
+		Size:      e.Object.Size,
+		ETag:      e.Object.ETag,
 		MessageID: msgID,
 	})
 }
@@ -319,15 +335,7 @@ func kindOf(name string) (kind Kind, known bool) {
 // eventBridgeDetail is the detail of an S3 "Object Created"/"Object Deleted"
 // event. Its key is the raw object key, not URL-encoded.
 type eventBridgeDetail struct {
-	Bucket struct {
-		Name string `json:"name"`
-	} `json:"bucket"`
-	Object struct {
-		Key       *string `json:"key"`
-		Size      int64   `json:"size"`
-		ETag      string  `json:"etag"`
-		Sequencer string  `json:"sequencer"`
-	} `json:"object"`
+	entity
 	Reason string `json:"reason"`
 }
 
@@ -355,29 +363,7 @@ func (b *Batch) decodeEventBridge(msgID string, i int, detailType string, raw js
 	if kind == Removed && d.Reason == "Lifecycle Expiration" {
 		kind = Expired
 	}
-	if d.Bucket.Name == "" {
-		b.problem(msgID, i, "EventBridge detail without bucket name")
-		return
-	}
-	if d.Object.Key == nil {
-		b.problem(msgID, i, "EventBridge detail without object key")
-		return
-	}
-	key := *d.Object.Key
-	if reason := checkKey(key); reason != "" {
-		b.problem(msgID, i, "object key %q: %s", clip(key), reason)
-		return
-	}
-	b.Changes = append(b.Changes, Change{
-		Bucket:    d.Bucket.Name,
-		Key:       key,
-		Kind:      kind,
-		Event:     detailType,
-		Sequencer: d.Object.Sequencer,
-		Size:      d.Object.Size,
-		ETag:      d.Object.ETag,
-		MessageID: msgID,
-	})
+	b.add(msgID, i, "EventBridge detail", &d.entity, kind, detailType, false)
 }
 
 // checkKey says why a decoded key cannot be an S3 object key, or "".

@@ -156,6 +156,15 @@ func TestDecodeFixtureDetails(t *testing.T) {
 	if c.Size != 1187 || c.ETag != "0c1a3f7e5d2b8a4f6e9d0c1b2a3f4e5d" || c.Event != "ObjectCreated:Put" {
 		t.Errorf("got %+v", c)
 	}
+	// EventBridge spells the field "etag", notifications "eTag": both decode.
+	b, err = s3event.Decode(fixtures.Read(t, "eventbridge-created.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = b.Changes[0]
+	if c.Size != 1187 || c.ETag != "0c1a3f7e5d2b8a4f6e9d0c1b2a3f4e5d" || c.Sequencer != "0067D3F4ADA1B2C3E0" || c.Event != "Object Created" {
+		t.Errorf("got %+v", c)
+	}
 	b, err = s3event.Decode(fixtures.Read(t, "sqs-s3.json"))
 	if err != nil {
 		t.Fatal(err)
