@@ -46,10 +46,16 @@ type urlEvent struct {
 	notEvent bool
 }
 
-// UnmarshalJSON decodes a function-URL event. Any other JSON value decodes
+// UnmarshalJSON decodes a function-URL event, in one pass where it can
+// (decodeEvent), else with encoding/json. Any other JSON value decodes
 // without error as an event marked notEvent, so that the handler answers
 // it instead of the runtime failing the invocation.
 func (ev *urlEvent) UnmarshalJSON(b []byte) error {
+	was := *ev
+	if decodeEvent(b, ev) {
+		return nil
+	}
+	*ev = was
 	type plain urlEvent // without this method
 	if err := json.Unmarshal(b, (*plain)(ev)); err != nil {
 		*ev = urlEvent{notEvent: true}
