@@ -157,25 +157,25 @@ func (r *eventReader) object(depth int, field func(key []byte) bool) bool {
 	if depth > maxEventDepth || !r.byte('{') {
 		return false
 	}
+	return r.list('}', func() bool {
+		key, ok := r.key()
+		return ok && r.colon() && field(key)
+	})
+}
+
+// list reads the members of an object or the elements of an array, from
+// after its opening bracket to its closing one, close: item reads each.
+func (r *eventReader) list(close byte, item func() bool) bool {
 	r.ws()
-	if r.byte('}') {
+	if r.byte(close) {
 		return true
 	}
 	for {
-		key, ok := r.key()
-		if !ok {
+		if !item() {
 			return false
 		}
 		r.ws()
-		if !r.byte(':') {
-			return false
-		}
-		r.ws()
-		if !field(key) {
-			return false
-		}
-		r.ws()
-		if r.byte('}') {
+		if r.byte(close) {
 			return true
 		}
 		if !r.byte(',') {
@@ -183,6 +183,16 @@ func (r *eventReader) object(depth int, field func(key []byte) bool) bool {
 		}
 		r.ws()
 	}
+}
+
+// colon reads the colon after a key, and the white space around it.
+func (r *eventReader) colon() bool {
+	r.ws()
+	if !r.byte(':') {
+		return false
+	}
+	r.ws()
+	return true
 }
 
 // objectOrNull is object, or null (which leaves the fields as they were).
@@ -301,58 +311,15 @@ func (r *eventReader) skip(depth int) bool {
 	switch c := r.b[r.i]; {
 	case c == '"':
 		return r.skipString()
-	case c == '{':
+	case c == '{', c == '[':
 		if depth > maxEventDepth {
 			return false
 		}
 		r.i++
-		r.ws()
-		if r.byte('}') {
-			return true
+		if c == '[' {
+			return r.list(']', func() bool { return r.skip(depth + 1) })
 		}
-		for {
-			if !r.skipString() {
-				return false
-			}
-			r.ws()
-			if !r.byte(':') {
-				return false
-			}
-			r.ws()
-			if !r.skip(depth + 1) {
-				return false
-			}
-			r.ws()
-			if r.byte('}') {
-				return true
-			}
-			if !r.byte(',') {
-				return false
-			}
-			r.ws()
-		}
-	case c == '[':
-		if depth > maxEventDepth {
-			return false
-		}
-		r.i++
-		r.ws()
-		if r.byte(']') {
-			return true
-		}
-		for {
-			if !r.skip(depth + 1) {
-				return false
-			}
-			r.ws()
-			if r.byte(']') {
-				return true
-			}
-			if !r.byte(',') {
-				return false
-			}
-			r.ws()
-		}
+		return r.list('}', func() bool { return r.skipString() && r.colon() && r.skip(depth+1) })
 	case c == 't':
 		return r.literal("true")
 	case c == 'f':

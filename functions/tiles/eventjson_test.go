@@ -9,6 +9,16 @@ import (
 	fixtures "github.com/tilesieve/tilesieve/events"
 )
 
+// urlFixtures names the function-URL events of the fixtures.
+func urlFixtures(tb testing.TB) []string {
+	tb.Helper()
+	names, err := fs.Glob(fixtures.FS, "url-*.json")
+	if err != nil || len(names) == 0 {
+		tb.Fatalf("function-URL fixtures: %v %v", names, err)
+	}
+	return names
+}
+
 // decodeStd decodes b as UnmarshalJSON did before decodeEvent: with
 // encoding/json alone.
 func decodeStd(b []byte, ev *urlEvent) error {
@@ -21,11 +31,7 @@ func decodeStd(b []byte, ev *urlEvent) error {
 // decodes to what encoding/json makes of it.
 func TestDecodeEventFixtures(t *testing.T) {
 	t.Parallel()
-	names, err := fs.Glob(fixtures.FS, "url-*.json")
-	if err != nil || len(names) == 0 {
-		t.Fatalf("function-URL fixtures: %v %v", names, err)
-	}
-	for _, name := range names {
+	for _, name := range urlFixtures(t) {
 		b := fixtures.Read(t, name)
 		var fast, want urlEvent
 		if !decodeEvent(b, &fast) {
@@ -131,11 +137,7 @@ func TestUnmarshalJSONMerges(t *testing.T) {
 // FuzzDecodeEvent: whatever decodeEvent decodes, encoding/json decodes to
 // the same event, and accepts.
 func FuzzDecodeEvent(f *testing.F) {
-	names, err := fs.Glob(fixtures.FS, "url-*.json")
-	if err != nil || len(names) == 0 {
-		f.Fatalf("function-URL fixtures: %v %v", names, err)
-	}
-	for _, name := range names {
+	for _, name := range urlFixtures(f) {
 		f.Add(fixtures.Read(f, name))
 	}
 	for _, c := range eventCases {

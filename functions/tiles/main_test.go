@@ -10,7 +10,6 @@ import (
 	"image"
 	"image/png"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -540,11 +539,7 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 // request is a prompt 502 without a network exchange or a cached answer
 // that would change the next run's path.
 func FuzzRequestFromEvent(f *testing.F) {
-	names, err := fs.Glob(fixtures.FS, "url-*.json")
-	if err != nil || len(names) == 0 {
-		f.Fatalf("function-URL fixtures: %v %v", names, err)
-	}
-	for _, name := range names {
+	for _, name := range urlFixtures(f) {
 		f.Add(fixtures.Read(f, name))
 	}
 	for _, seed := range []string{
