@@ -273,24 +273,8 @@ func (r *eventReader) escaped(dst *string, start int) bool {
 			*dst = string(r.buf)
 			return true
 		case c == '\\':
-			if r.i == len(r.b) {
-				return false
-			}
-			e := r.b[r.i]
-			r.i++
-			switch e {
-			case '"', '\\', '/':
-			case 'b':
-				e = '\b'
-			case 'f':
-				e = '\f'
-			case 'n':
-				e = '\n'
-			case 'r':
-				e = '\r'
-			case 't':
-				e = '\t'
-			default: // \u, or not JSON
+			e, short, ok := r.escape()
+			if !ok || !short { // not JSON, or \u
 				return false
 			}
 			r.buf = append(r.buf, e)
@@ -346,29 +330,49 @@ func (r *eventReader) skipString() bool {
 		case c < 0x20:
 			return false
 		case c == '\\':
-			if r.i == len(r.b) {
-				return false
-			}
-			e := r.b[r.i]
-			r.i++
-			switch e {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if len(r.b)-r.i < 4 {
-					return false
-				}
-				for _, h := range r.b[r.i : r.i+4] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return false
-					}
-				}
-				r.i += 4
-			default:
+			if _, _, ok := r.escape(); !ok {
 				return false
 			}
 		}
 	}
 	return false
+}
+
+// escape reads an escape after its backslash: a short one (\" \\ \/ \b \f
+// \n \r \t) is the byte it stands for, and a \u escape has its four hex
+// digits checked and is not decoded. ok is false for anything else.
+func (r *eventReader) escape() (e byte, short, ok bool) {
+	if r.i == len(r.b) {
+		return 0, false, false
+	}
+	e = r.b[r.i]
+	r.i++
+	switch e {
+	case '"', '\\', '/':
+		return e, true, true
+	case 'b':
+		return '\b', true, true
+	case 'f':
+		return '\f', true, true
+	case 'n':
+		return '\n', true, true
+	case 'r':
+		return '\r', true, true
+	case 't':
+		return '\t', true, true
+	case 'u':
+		if len(r.b)-r.i < 4 {
+			return 0, false, false
+		}
+		for _, h := range r.b[r.i : r.i+4] {
+			if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+				return 0, false, false
+			}
+		}
+		r.i += 4
+		return 0, false, true
+	}
+	return 0, false, false
 }
 
 // skipNumber reads over a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
