@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io/fs"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -130,6 +131,29 @@ func TestUnmarshalJSONMerges(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s: got %+v, want %+v", in, got, want)
+		}
+	}
+}
+
+// TestHeaderFieldNames: urlHeaders.field names the same fields as
+// urlHeaders' JSON tags, in any case, and no other, so a header added to the
+// struct cannot be dropped by the one-pass path.
+func TestHeaderFieldNames(t *testing.T) {
+	t.Parallel()
+	var h urlHeaders
+	v := reflect.ValueOf(&h).Elem()
+	for i := range v.NumField() {
+		tag := v.Type().Field(i).Tag.Get("json")
+		want := v.Field(i).Addr().Interface().(*string)
+		for _, key := range []string{tag, strings.ToUpper(tag)} {
+			if got := h.field([]byte(key)); got != want {
+				t.Errorf("field(%q) is not %s", key, v.Type().Field(i).Name)
+			}
+		}
+	}
+	for _, key := range []string{"", "x-amz-date", "accept-encodin", "accept-encoding-x", "cookie"} {
+		if h.field([]byte(key)) != nil {
+			t.Errorf("field(%q) names a field", key)
 		}
 	}
 }
