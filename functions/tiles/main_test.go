@@ -148,7 +148,7 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 		},
 		stream: func(event []byte) (*events.LambdaFunctionURLStreamingResponse, []byte) {
 			t.Helper()
-			var ev streamEvent
+			var ev urlEvent
 			if err := json.Unmarshal(event, &ev); err != nil {
 				t.Fatal(err)
 			}
