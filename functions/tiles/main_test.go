@@ -168,16 +168,26 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 			if err != nil {
 				t.Fatal(err)
 			}
-			prelude, _, ok := bytes.Cut(out, make([]byte, 8)) // the prelude ends with 8 NUL bytes
-			var p struct {
-				StatusCode int `json:"statusCode"`
+			status, ok := streamedStatus(out)
+			if !ok {
+				t.Fatalf("streamed payload %.200q: no prelude", out)
 			}
-			if err := json.Unmarshal(prelude, &p); !ok || err != nil {
-				t.Fatalf("streamed payload %.200q: %v", out, err)
-			}
-			return p.StatusCode
+			return status
 		},
 	}
+}
+
+// streamedStatus is the status code in the prelude of a streamed payload
+// (a JSON object ended by 8 NUL bytes), and whether there is one.
+func streamedStatus(out []byte) (int, bool) {
+	prelude, _, ok := bytes.Cut(out, make([]byte, 8))
+	var p struct {
+		StatusCode int `json:"statusCode"`
+	}
+	if err := json.Unmarshal(prelude, &p); !ok || err != nil {
+		return 0, false
+	}
+	return p.StatusCode, true
 }
 
 // TestBufferedFixtures runs every function-URL fixture through the buffered
@@ -468,17 +478,45 @@ func TestDotNamesAreNotFound(t *testing.T) {
 	}
 }
 
-func TestBufferedBadEscape(t *testing.T) {
+// TestBadRequestLine: a path with a bad escape, or a method that is not a
+// token, is answered with a 4xx in both invoke modes, not a failed
+// invocation (which the client would see as a 502, and the function's
+// error metric count); a query with one does not concern a tile. The
+// buffered adapter answers a method as the server does (405: not GET or
+// HEAD), the streaming one 400, as http.NewRequest refuses it first.
+func TestBadRequestLine(t *testing.T) {
 	t.Parallel()
 	srv, url, _, _ := s3WithDemo(t)
 	fn := newTileFunction(t, srv, url)
-	ev := fixtures.Read(t, "url-bad-path.json")
-	var m map[string]any
-	json.Unmarshal(ev, &m)
-	m["rawPath"] = "/osm/%zz.png"
-	ev, _ = json.Marshal(m)
-	if r := fn.invoke(ev); r.StatusCode != http.StatusBadRequest {
-		t.Fatalf("got %+v", r)
+	for _, c := range []struct {
+		field, value       string
+		buffered, streamed int
+	}{
+		{"rawPath", "/osm/%zz.png", http.StatusBadRequest, http.StatusBadRequest},
+		{"rawQueryString", "a=%", http.StatusOK, http.StatusOK},
+		{"method", "BR EW", http.StatusMethodNotAllowed, http.StatusBadRequest},
+	} {
+		t.Run(c.field, func(t *testing.T) {
+			var m map[string]any
+			if err := json.Unmarshal(fixtures.Read(t, "url-get-tile.json"), &m); err != nil {
+				t.Fatal(err)
+			}
+			if c.field == "method" {
+				m["requestContext"].(map[string]any)["http"].(map[string]any)["method"] = c.value
+			} else {
+				m[c.field] = c.value
+			}
+			ev, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := fn.invoke(ev); r.StatusCode != c.buffered {
+				t.Errorf("buffered: got %d %q, want %d", r.StatusCode, decodeBody(t, r), c.buffered)
+			}
+			if got := fn.streamInvoke(ev); got != c.streamed {
+				t.Errorf("streamed: got %d, want %d", got, c.streamed)
+			}
+		})
 	}
 }
 
@@ -530,8 +568,8 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 }
 
 // FuzzRequestFromEvent: any payload the runtime hands over (the path, query
-// and headers are the client's) becomes an answer, never a panic, a 500 or
-// a runtime error. It is seeded with the real function-URL fixtures.
+// and headers are the client's) becomes an answer in both invoke modes,
+// never a panic, a 500 or a runtime error. It is seeded with the real function-URL fixtures.
 //
 // Each execution must be cheap and repeat itself exactly, or the fuzzer
 // spends its time minimising inputs whose coverage moves under it: the
@@ -575,6 +613,7 @@ func FuzzRequestFromEvent(f *testing.F) {
 	f.Cleanup(a.Server.Drain)
 	b := &buffered{srv: a.Server, next: withRecover(a.Handler, log), log: log}
 	h := lambda.NewHandler(b.Handle)
+	streaming := lambda.NewHandler(streamHandler(withRecover(a.Handler, log), log))
 	f.Fuzz(func(t *testing.T, event []byte) {
 		if !json.Valid(event) {
 			return // the runtime refuses what is not JSON before the handler runs
@@ -586,6 +625,12 @@ func FuzzRequestFromEvent(f *testing.F) {
 		var r events.LambdaFunctionURLResponse
 		if err := json.Unmarshal(out, &r); err != nil || r.StatusCode < 200 || r.StatusCode > 599 || r.StatusCode == 500 {
 			t.Fatalf("answer %.300q: %v", out, err)
+		}
+		if out, err = streaming.Invoke(context.Background(), event); err != nil {
+			t.Fatalf("streamed: runtime error %v for %.300q", err, event)
+		}
+		if status, ok := streamedStatus(out); !ok || status < 200 || status > 599 || status == 500 {
+			t.Fatalf("streamed answer %.300q", out)
 		}
 	})
 }

@@ -55,23 +55,36 @@ const notEventMessage = "bad request: not a function URL event"
 // streamHandler answers function-URL invocations in RESPONSE_STREAM mode
 // through h. A null payload, or one that is not an event, is a 400 here:
 // lambdaurl would dereference it, and a panic that reaches the runtime
-// ends the process.
+// ends the process. So is an event whose method, path or query
+// http.NewRequest refuses (a bad escape, a method with a space): the only
+// error lambdaurl returns, and the client's, which as a failed invocation
+// would reach the client as a 502 and count as the function's error.
 func streamHandler(h http.Handler, log *slog.Logger) func(context.Context, *urlEvent) (*events.LambdaFunctionURLStreamingResponse, error) {
 	wrapped := lambdaurl.Wrap(h)
 	return func(ctx context.Context, ev *urlEvent) (*events.LambdaFunctionURLStreamingResponse, error) {
 		if ev == nil || ev.notEvent {
 			log.Warn("invocation is not a function-URL event; answered 400")
-			body := notEventMessage + "\n"
-			return &events.LambdaFunctionURLStreamingResponse{
-				StatusCode: http.StatusBadRequest,
-				Headers: map[string]string{
-					"Content-Type":   "text/plain; charset=utf-8",
-					"Cache-Control":  "no-store",
-					"Content-Length": strconv.Itoa(len(body)),
-				},
-				Body: strings.NewReader(body),
-			}, nil
+			return streamedBadRequest(notEventMessage), nil
 		}
-		return wrapped(ctx, ev.streamRequest())
+		resp, err := wrapped(ctx, ev.streamRequest())
+		if err != nil {
+			log.Info("request line refused; answered 400", "err", err)
+			return streamedBadRequest("bad request"), nil
+		}
+		return resp, nil
+	}
+}
+
+// streamedBadRequest is a 400 with msg as its body.
+func streamedBadRequest(msg string) *events.LambdaFunctionURLStreamingResponse {
+	body := msg + "\n"
+	return &events.LambdaFunctionURLStreamingResponse{
+		StatusCode: http.StatusBadRequest,
+		Headers: map[string]string{
+			"Content-Type":   "text/plain; charset=utf-8",
+			"Cache-Control":  "no-store",
+			"Content-Length": strconv.Itoa(len(body)),
+		},
+		Body: strings.NewReader(body),
 	}
 }
