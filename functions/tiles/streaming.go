@@ -55,7 +55,7 @@ const notEventMessage = "bad request: not a function URL event"
 // streamHandler answers function-URL invocations in RESPONSE_STREAM mode
 // through h. A null payload, or one that is not an event, is a 400 here:
 // lambdaurl would dereference it, and a panic that reaches the runtime
-// ends the process. So is an event whose method, path or query
+// ends the process. So is an event whose method or path
 // http.NewRequest refuses (a bad escape, a method with a space): the only
 // error lambdaurl returns, and the client's, which as a failed invocation
 // would reach the client as a 502 and count as the function's error.
