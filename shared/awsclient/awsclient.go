@@ -13,10 +13,13 @@ import (
 
 // S3 returns an S3 client of awsCfg, addressed at endpoint when it is set
 // (an S3-compatible endpoint; "" is AWS's) and path-style when pathStyle.
-// opts apply after those.
+// opts apply after those. A read of an object without a checksum (one
+// uploaded without, or a byte range of an archive) logs nothing: the SDK
+// would write a line per read to its logger, stderr off Lambda.
 func S3(awsCfg aws.Config, endpoint string, pathStyle bool, opts ...func(*s3.Options)) *s3.Client {
 	return s3.NewFromConfig(awsCfg, append([]func(*s3.Options){func(o *s3.Options) {
 		o.UsePathStyle = pathStyle
+		o.DisableLogOutputChecksumValidationSkipped = true
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
