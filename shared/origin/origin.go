@@ -17,6 +17,11 @@
 //     Config.MaxAttempts times and never past the caller's deadline: when the
 //     next backoff would end after the deadline the client gives up at once
 //     with the last error instead of sleeping into it.
+//   - A client from New with Config.MaxConns holds at most that many
+//     connections to one S3 host for its reads, however many callers give
+//     up mid-request, so the sockets an S3 hang leaves open stay within the
+//     fetches the caller runs at once. S3() reads through a pool of its own,
+//     which such a hang never starves.
 //   - Every error names the package and wraps its cause with %w. IsTimeout
 //     tells a deadline, a per-attempt timeout or a stalled body (the handler
 //     answers 504) from other failures (502).
@@ -83,6 +88,9 @@ const (
 	maxIdleConnsPerHost = 64
 )
 
+// wrapConn, when set (tests), wraps every connection New's clients dial.
+var wrapConn func(net.Conn) net.Conn
+
 // Sentinel errors. Match them with errors.Is.
 var (
 	ErrNotFound    = errors.New("origin: not found")
@@ -122,7 +130,12 @@ type Config struct {
 	// one archive or video under the prefix must not take an instance's
 	// memory. Default DefaultMaxObjectBytes; negative turns it off.
 	MaxObjectBytes int64
-	Now            func() time.Time // stamps Tile.StoredAt; default time.Now
+	// MaxConns bounds the connections New's client holds to one S3 host
+	// for reads, dialing, busy and idle together (MAX_ORIGIN_FETCHES in
+	// the tile function); a read beyond it waits for one within its
+	// deadline. 0 is unbounded. S3() has a pool of its own.
+	MaxConns int
+	Now      func() time.Time // stamps Tile.StoredAt; default time.Now
 }
 
 // Validate reports every problem with the configuration at once.
@@ -168,8 +181,9 @@ type ObjectInfo struct {
 // Client reads tiles from one bucket. It is safe for concurrent use; build it
 // once at init.
 type Client struct {
-	api *s3.Client
-	cfg Config
+	api  *s3.Client // this package's reads, within Config.MaxConns
+	bulk *s3.Client // S3(): a pool of its own
+	cfg  Config
 
 	listPageSize int32 // test hook: MaxKeys per ListObjectsV2 page; 0 is S3's default (1000)
 }
@@ -182,24 +196,49 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
-		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
-	})
-	awsCfg, err := awsclient.Load(ctx, awsclient.Settings{Region: cfg.Region, HTTPClient: httpClient, RetryMaxAttempts: cfg.MaxAttempts})
+	awsCfg, err := awsclient.Load(ctx, awsclient.Settings{Region: cfg.Region, HTTPClient: httpClient(0), RetryMaxAttempts: cfg.MaxAttempts})
 	if err != nil {
 		return nil, fmt.Errorf("origin: %w", err)
 	}
-	return &Client{api: awsclient.S3(awsCfg, cfg.Endpoint, cfg.PathStyle), cfg: cfg}, nil
+	bulk := awsclient.S3(awsCfg, cfg.Endpoint, cfg.PathStyle)
+	reads := bulk
+	if cfg.MaxConns > 0 {
+		reads = awsclient.S3(awsCfg, cfg.Endpoint, cfg.PathStyle, func(o *s3.Options) { o.HTTPClient = httpClient(cfg.MaxConns) })
+	}
+	return &Client{api: reads, bulk: bulk, cfg: cfg}, nil
+}
+
+// httpClient is the SDK's HTTP client with a pool for tens of requests at
+// once to one host, holding at most maxConns connections to it (0 is
+// unbounded).
+func httpClient(maxConns int) *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
+		tr.MaxConnsPerHost = maxConns
+		if wrap := wrapConn; wrap != nil {
+			dial := tr.DialContext
+			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dial(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return wrap(c), nil
+			}
+		}
+	})
 }
 
 // NewWithS3 wraps a ready S3 client (tests, the embedded stack). cfg should
 // have passed Validate; its Region, Endpoint and PathStyle are not used.
 func NewWithS3(api *s3.Client, cfg Config) *Client {
-	return &Client{api: api, cfg: cfg.withDefaults()}
+	return &Client{api: api, bulk: api, cfg: cfg.withDefaults()}
 }
 
-// S3 returns the underlying SDK client.
-func (c *Client) S3() *s3.Client { return c.api }
+// S3 returns an SDK client of the same bucket settings for work beside the
+// tile reads (staging's ranged downloads, the purge journal). From New it
+// has a connection pool of its own, outside Config.MaxConns, so reads held
+// by a hang never starve it.
+func (c *Client) S3() *s3.Client { return c.bulk }
 
 // Bucket returns the bucket the client reads.
 func (c *Client) Bucket() string { return c.cfg.Bucket }

@@ -39,7 +39,7 @@ func NewRouter(def *Client, table *sources.Table) *Router {
 	for _, s := range table.List() {
 		cfg := def.cfg
 		cfg.Bucket, cfg.Prefix, cfg.RequesterPays = s.Bucket, "", s.RequesterPays
-		r.by[s.Name] = &Client{api: def.api, cfg: cfg, listPageSize: def.listPageSize}
+		r.by[s.Name] = &Client{api: def.api, bulk: def.bulk, cfg: cfg, listPageSize: def.listPageSize}
 	}
 	return r
 }

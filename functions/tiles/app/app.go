@@ -94,6 +94,10 @@ func OriginConfig(cfg config.Tiles) origin.Config {
 		// Staging's large objects (archives) go through the ranged
 		// downloader, which this bound does not limit.
 		MaxObjectBytes: cfg.MaxTileBytes,
+		// The engine runs at most this many fetches at once; the bound
+		// keeps the sockets an S3 hang leaves behind to the same number.
+		// Staging and the journal read through S3(), a pool of its own.
+		MaxConns: cfg.MaxOriginFetches,
 	}
 }
 

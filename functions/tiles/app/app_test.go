@@ -180,6 +180,11 @@ func TestOriginSettingsReachTheServer(t *testing.T) {
 	if p := a.Server.Stats().Handler.OriginInFlightPeak; p != 2 {
 		t.Errorf("%d origin fetches at once with MAX_ORIGIN_FETCHES=2", p)
 	}
+	// The client New builds holds no more sockets than fetches
+	// (origin's TestReadsHoldAtMostMaxConns).
+	if n := app.OriginConfig(cfg).MaxConns; n != 2 {
+		t.Errorf("origin MaxConns %d with MAX_ORIGIN_FETCHES=2", n)
+	}
 }
 
 // writeMBTiles writes an MBTiles database of zoom 1 with the sqlite3 tool
