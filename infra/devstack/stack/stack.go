@@ -254,6 +254,11 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if st.App, err = app.NewWithOrigin(ctx, tcfg, o, log.With("component", "tiles"), tileOpts...); err != nil {
 		return st, fmt.Errorf("tile function: %w", err)
 	}
+	// Once the tile server has stopped, and while S3 still runs: the work
+	// the tile function started beside its answers (journal checks, which
+	// save the journal position in the disk tier's directory, and stale
+	// copies' revalidations) ends before S3 stops and that directory goes.
+	st.closers = append(st.closers, func(context.Context) error { st.App.Server.Drain(); return nil })
 
 	page, err := viewer.Handler(viewer.Config{
 		Title:    "tilesieve local stack",
@@ -392,8 +397,10 @@ func (st *Stack) serve(ln net.Listener, h http.Handler, name string) {
 	})
 }
 
-// Close stops the stack: the tile server first, then the queued S3 events
-// are delivered, then the S3 endpoint stops. ctx bounds the whole stop.
+// Close stops the stack: the tile server first, then the tile function's
+// background work ends, then the queued S3 events are delivered, then the
+// S3 endpoint stops and the disk tier's temporary directory is removed. ctx
+// bounds the stop of the servers and of the event queue.
 func (st *Stack) Close(ctx context.Context) error {
 	var errs []error
 	for i := len(st.closers) - 1; i >= 0; i-- {
