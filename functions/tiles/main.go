@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -156,7 +157,8 @@ func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
 // leaves the collector room. GOMEMLIMIT, when set, wins; on Lambda
 // setMemoryLimit has set the limit from the function's memory. The leaf
 // directory cache of archives (archive.DefaultDirectoryBytes) is not
-// counted: it holds nothing until archives are read.
+// counted: it holds nothing until archives are read. With the heap bounded,
+// GOGC (unless set) is raised to gcPercentOffLambda.
 func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
 	if !limitedOffLambda(cfg) {
 		return
@@ -165,8 +167,26 @@ func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
 	base := goMemoryInUse()
 	limit := cfg.MemBytes + cfg.MemBytes/20 + base
 	debug.SetMemoryLimit(limit)
-	log.Info("Go memory limit set from MEM_CACHE_BYTES", "limit_bytes", limit, "base_bytes", base)
+	gcPercent := "GOGC"
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercentOffLambda)
+		gcPercent = strconv.Itoa(gcPercentOffLambda)
+	}
+	log.Info("Go memory limit set from MEM_CACHE_BYTES", "limit_bytes", limit, "base_bytes", base, "gc_percent", gcPercent)
 }
+
+// gcPercentOffLambda is the collector's GOGC once setMemoryLimitOffLambda
+// has bounded the heap, unless GOGC is set. The limit, not GOGC, keeps the
+// process within its bound; GOGC only decides how far below it the heap
+// goal lies while the memory tier is far from full. At the default 100 the
+// goal is twice the live heap, and at least 4 MiB: a local server whose
+// tier holds a few tiles collects about every 650 requests (each leaves
+// some 3 KB of net/http's garbage), 85 times a second at 56,000 requests/s.
+// At 400 the goal is five times the live heap, at least 16 MiB, and the
+// same server's memory hits cost 17.1 µs of CPU each instead of 19.4
+// (a net/http floor that sends the same header fields: 17.0; wrk -c 20,
+// eight alternating rounds). A full tier's goal is its limit either way.
+const gcPercentOffLambda = 400
 
 // limitedOffLambda reports whether setMemoryLimitOffLambda sets a limit.
 func limitedOffLambda(cfg config.Tiles) bool {

@@ -21,8 +21,8 @@ import (
 // TestMemoryLimit: on Lambda the Go memory limit is 90% of the function's
 // memory; off Lambda it is MEM_CACHE_BYTES × 1.05 plus the Go memory in use
 // after init (the other 0.05 of the bound is for the collector's
-// overshoot), init's garbage not counted; GOMEMLIMIT, when set, wins
-// everywhere.
+// overshoot), init's garbage not counted, and GOGC is raised to
+// gcPercentOffLambda unless set; GOMEMLIMIT, when set, wins everywhere.
 // garbage is where the test leaves init's garbage.
 var garbage []byte
 
@@ -71,12 +71,43 @@ func TestMemoryLimit(t *testing.T) {
 				clear(garbage)
 				garbage = nil
 			}
+			gcBefore := debug.SetGCPercent(100)
+			t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
 			setMemoryLimitOffLambda(cfg, log)
 			if got := debug.SetMemoryLimit(-1); got < min || got > max {
 				t.Errorf("got limit %d, want within [%d, %d]", got, min, max)
 			}
+			// GOGC is raised where the limit was derived off Lambda, and
+			// only there.
+			wantGC := 100
+			if tt.plusBase {
+				wantGC = gcPercentOffLambda
+			}
+			if got := debug.SetGCPercent(100); got != wantGC {
+				t.Errorf("got GOGC %d, want %d", got, wantGC)
+			}
 		})
 	}
+	t.Run("off Lambda, GOGC set", func(t *testing.T) {
+		t.Setenv("GOMEMLIMIT", "")
+		t.Setenv("GOGC", "150")
+		cfg, err := config.LoadTiles(func(k string) string {
+			return map[string]string{"TILES_BUCKET": "tiles", "MEM_CACHE_BYTES": "32MiB"}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		debug.SetMemoryLimit(math.MaxInt64)
+		gcBefore := debug.SetGCPercent(150) // as the runtime read GOGC at start
+		t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
+		setMemoryLimitOffLambda(cfg, slog.New(slog.DiscardHandler))
+		if got := debug.SetMemoryLimit(-1); got == math.MaxInt64 {
+			t.Error("no memory limit set")
+		}
+		if got := debug.SetGCPercent(150); got != 150 {
+			t.Errorf("got GOGC %d, want the environment's 150", got)
+		}
+	})
 }
 
 // sink keeps the test's garbage from being optimised away.
@@ -108,6 +139,8 @@ func TestFullMemoryTierLeavesCollectorRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Server.Drain)
+	gcBefore := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
 	setMemoryLimitOffLambda(cfg, log)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i, filled := 0, int64(0); filled < 3*cfg.MemBytes; i++ {
