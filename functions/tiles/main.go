@@ -167,8 +167,8 @@ func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
 	base := goMemoryInUse()
 	limit := cfg.MemBytes + cfg.MemBytes/20 + base
 	debug.SetMemoryLimit(limit)
-	gcPercent := "GOGC"
-	if os.Getenv("GOGC") == "" {
+	gcPercent := os.Getenv("GOGC")
+	if gcPercent == "" {
 		debug.SetGCPercent(gcPercentOffLambda)
 		gcPercent = strconv.Itoa(gcPercentOffLambda)
 	}
