@@ -96,3 +96,35 @@ func TestProcCPU(t *testing.T) {
 		t.Errorf("got %v of CPU, want about the %v getrusage counted", d, used)
 	}
 }
+
+// TestEqualTargetsAgainstTimeouts checks the note that sets a target's
+// ratio beside the floor with the local server's timeouts: per round, the
+// server's ratio over that floor's, then the median.
+func TestEqualTargetsAgainstTimeouts(t *testing.T) {
+	r := EqualResult{Bytes: 12193, Cells: []EqualCell{
+		{Server: equalDefault, Tool: "wrk", Conns: 20, Target: true, Ratio: 0.90,
+			Ratios: []float64{0.90, 0.80, 1.00}, CPURatios: []float64{1.10, 1.20, 1.00}},
+		{Server: equalDefault, Tool: "ab", Conns: 20, Target: true, Ratio: 0.90,
+			Ratios: []float64{0.90}, CPURatios: []float64{1.10}},
+		{Server: equalTimeouts, Tool: "wrk", Conns: 20,
+			Ratios: []float64{0.90, 1.00, 0.80}, CPURatios: []float64{1.10, 1.00, 1.25}},
+	}}
+	rps, cpu, ok := r.overTimeouts(r.Cells[0])
+	// Rounds: 0.90/0.90, 0.80/1.00, 1.00/0.80 = 1, 0.8, 1.25; CPU 1, 1.2, 0.8.
+	if !ok || fmt.Sprintf("%.2f %.2f", rps, cpu) != "1.00 1.00" {
+		t.Fatalf("overTimeouts = %.3f, %.3f, %v; want 1.00, 1.00, true", rps, cpu, ok)
+	}
+	if _, _, ok := r.overTimeouts(r.Cells[1]); ok {
+		t.Fatal("overTimeouts found a timeouts floor for ab, which did not run")
+	}
+	ts := r.targets()
+	if len(ts) != 2 {
+		t.Fatalf("%d targets, want 2", len(ts))
+	}
+	if !strings.Contains(ts[0].Reason, "1.00x req/s and 1.00x CPU") {
+		t.Errorf("wrk note lacks the comparison with the timeouts floor: %s", ts[0].Reason)
+	}
+	if strings.Contains(ts[1].Reason, equalTimeouts) {
+		t.Errorf("ab note names a floor that did not run: %s", ts[1].Reason)
+	}
+}
