@@ -85,7 +85,8 @@ type histogram struct {
 // Buckets, sum and extremes are swapped out one by one while recorders may
 // run, so a record that straddles a flush can have its bucket in one line and
 // its sum in the next. Nothing is lost; the statistics are kept consistent
-// (values within [Min, Max], Sum possible for them) by clamping.
+// (values within [Min, Max], Sum possible for them; a single value is its
+// own Min, Max and Sum) by clamping.
 func (d *Distribution) take() (h histogram, ok bool) {
 	for i := range d.buckets {
 		if c := d.buckets[i].Swap(0); c != 0 {
@@ -117,6 +118,13 @@ func (d *Distribution) take() (h histogram, ok bool) {
 	}
 	for i, v := range h.values {
 		h.values[i] = min(max(v, h.min), h.max)
+	}
+	if h.count == 1 {
+		// One value is its own min, max and sum, whatever extremes or sum a
+		// straddling record left beside it: its bucket's value, clamped.
+		v := h.values[0]
+		h.min, h.max, h.sum = v, v, v
+		return h, true
 	}
 	n := float64(h.count)
 	h.sum = min(max(float64(sum)/1e6, h.max+h.min*(n-1)), h.min+h.max*(n-1))
