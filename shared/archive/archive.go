@@ -287,7 +287,11 @@ func (a *Origin) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, 
 // the object origin's answer for the key (obj, err from objects). When name
 // must be probed, the probe (a ranged GET of the archive's first 16 KiB,
 // which is also its header and root directory) and the object read run side
-// by side, so a miss of an object tileset costs no extra round trip.
+// by side, so a miss of an object tileset costs no extra round trip. When
+// the name turns out to be an archive, or the caller gives up, the object
+// read is cancelled and waited for: no S3 request of it goes out after the
+// answer (on Lambda the environment is frozen once the answer is out), and
+// an object under the archive's name is not downloaded for nothing.
 func (a *Origin) resolve(ctx context.Context, name string, objects func(context.Context) (*tile.Tile, error)) (*archive, *tile.Tile, error) {
 	ar, probing := a.lookup(name)
 	if ar == nil {
@@ -300,16 +304,23 @@ func (a *Origin) resolve(ctx context.Context, name string, objects func(context.
 		err error
 	}
 	var objc chan result
+	dropObject := func() {}
 	if probing {
 		objc = make(chan result, 1)
+		octx, cancel := context.WithCancel(ctx)
+		dropObject = func() {
+			cancel()
+			<-objc
+		}
 		go func() {
-			t, err := objects(ctx)
+			t, err := objects(octx)
 			objc <- result{t, err}
 		}()
 	}
 	select {
 	case <-ar.ready:
 	case <-ctx.Done():
+		dropObject()
 		return nil, nil, ctx.Err()
 	}
 	switch {
@@ -329,6 +340,7 @@ func (a *Origin) resolve(ctx context.Context, name string, objects func(context.
 		r := <-objc
 		return nil, r.t, r.err
 	}
+	dropObject()
 	return ar, nil, nil
 }
 

@@ -3,8 +3,12 @@ package archive_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
@@ -87,5 +91,55 @@ func TestOriginReadsArchivesAndObjects(t *testing.T) {
 	o.Forget("world/")
 	if n := o.Names(); n != 1 {
 		t.Errorf("names after a purge of world/: got %d, want 1", n)
+	}
+}
+
+// TestProbeDropsTheObjectRead: the first read under a name probes for
+// NAME.pmtiles beside the object read of the key. When the name is an
+// archive, the object read is cancelled before Get returns, so none of it
+// outlives the answer: no S3 request of it goes out later (on Lambda, from a
+// frozen environment), and an object is not downloaded for nothing. S3
+// answers the probe only once the object read has reached it, and holds
+// that read until its client gives up.
+func TestProbeDropsTheObjectRead(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}) // the object read reached S3
+	gaveUp := make(chan struct{})  // and its client went away
+	release := make(chan struct{}) // the test is over
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{"tiles"}}, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/tiles/world/0/0/0.png"):
+				close(arrived)
+				select {
+				case <-r.Context().Done():
+					close(gaveUp)
+				case <-release:
+				}
+				return
+			case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/tiles/world.pmtiles"):
+				select {
+				case <-arrived:
+				case <-release:
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	t.Cleanup(func() { close(release) }) // before the endpoint closes
+	s3localtest.Put(t, ep.Client, "tiles", "tiles/world.pmtiles", pmtilestest.Build(map[pmtiles.ZXY][]byte{{Z: 0, X: 0, Y: 0}: []byte("root")}, pmtilestest.Options{}), "", "")
+	oc := origin.NewWithS3(ep.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"})
+	o, err := archive.New(archive.Config{}, archive.Deps{Next: oc, Store: oc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := o.Get(context.Background(), "world/0/0/0.png", "")
+	if err != nil || string(got.Body) != "root" {
+		t.Fatalf("got %v, %v; want the archive's tile", got, err)
+	}
+	select {
+	case <-gaveUp:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the object read started beside the probe still ran 10 s after Get answered from the archive")
 	}
 }
