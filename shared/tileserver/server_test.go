@@ -42,20 +42,27 @@ func newClock() *clock { return fakeclock.New(time.Date(2026, 11, 1, 12, 0, 0, 0
 
 // env is one tile server over an in-process S3 endpoint.
 type env struct {
-	t       testing.TB
-	s3      *s3local.Server
-	s3URL   string
-	client  *origin.Client
-	mem     *cache.Cache
-	disk    *disk.Store
-	srv     *tileserver.Server
-	clock   *clock
-	s3Reqs  atomic.Int64 // requests that reached the S3 endpoint
-	s3Gets  atomic.Int64
-	wrapS3  func(http.Handler) http.Handler
-	journal *purge.Journal
-	metrics tileserver.Metrics
-	memMax  int64 // the memory tier's bound; default 64 MiB
+	t      testing.TB
+	s3     *s3local.Server
+	s3URL  string
+	client *origin.Client
+	mem    *cache.Cache
+	disk   *disk.Store
+	srv    *tileserver.Server
+	clock  *clock
+	s3Reqs atomic.Int64 // requests that reached the S3 endpoint, but for beside
+	s3Gets atomic.Int64
+	// beside counts the plain GETs of keys under an archive's name (put as
+	// NAME.pmtiles or NAME.mbtiles): the object read that runs beside the
+	// probe of a name. It is cancelled once the name is found to be an
+	// archive, but a request it had already sent can reach S3 after the
+	// answer, so s3Reqs leaves these out and tests count them apart.
+	beside   atomic.Int64
+	archives sync.Map // archive names put, as keys
+	wrapS3   func(http.Handler) http.Handler
+	journal  *purge.Journal
+	metrics  tileserver.Metrics
+	memMax   int64 // the memory tier's bound; default 64 MiB
 	// follow, when set, configures the journal follower built with the
 	// server (follower).
 	follow   *purge.FollowerConfig
@@ -106,7 +113,11 @@ func newEnv(t testing.TB, opts ...option) *env {
 		h = e.wrapS3(h)
 	}
 	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e.s3Reqs.Add(1)
+		if e.besideRead(r) {
+			e.beside.Add(1)
+		} else {
+			e.s3Reqs.Add(1)
+		}
 		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/"+bucket+"/tiles/") {
 			e.s3Gets.Add(1)
 		}
@@ -149,8 +160,25 @@ func newEnv(t testing.TB, opts ...option) *env {
 
 func (e *env) put(key string, body []byte, contentType, encoding string) string {
 	e.t.Helper()
+	for _, ext := range []string{".pmtiles", ".mbtiles"} {
+		if name, ok := strings.CutSuffix(key, ext); ok && !strings.Contains(name, "/") {
+			e.archives.Store(name, true)
+		}
+	}
 	etag := s3localtest.Put(e.t, e.s3.Client(e.s3URL), bucket, "tiles/"+key, body, contentType, encoding)
 	return etag
+}
+
+// besideRead reports whether r is a plain GET of a key under an archive's
+// name (see env.beside).
+func (e *env) besideRead(r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/"+bucket+"/tiles/")
+	if !ok || r.Method != http.MethodGet || r.Header.Get("Range") != "" {
+		return false
+	}
+	name, _, nested := strings.Cut(rest, "/")
+	_, archive := e.archives.Load(name)
+	return nested && archive
 }
 
 // do sends one request straight to the handler.
