@@ -304,18 +304,22 @@ func (a *Origin) resolve(ctx context.Context, name string, objects func(context.
 		err error
 	}
 	var objc chan result
-	dropObject := func() {}
+	cancel := context.CancelFunc(func() {})
 	if probing {
 		objc = make(chan result, 1)
-		octx, cancel := context.WithCancel(ctx)
-		dropObject = func() {
-			cancel()
-			<-objc
-		}
+		var octx context.Context
+		octx, cancel = context.WithCancel(ctx)
 		go func() {
 			t, err := objects(octx)
 			objc <- result{t, err}
 		}()
+	}
+	defer cancel()
+	dropObject := func() {
+		if objc != nil {
+			cancel()
+			<-objc
+		}
 	}
 	select {
 	case <-ar.ready:
