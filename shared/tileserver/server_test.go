@@ -30,6 +30,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -160,7 +161,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 
 func (e *env) put(key string, body []byte, contentType, encoding string) string {
 	e.t.Helper()
-	for _, ext := range []string{".pmtiles", ".mbtiles"} {
+	for _, ext := range tilename.SingleFileExts {
 		if name, ok := strings.CutSuffix(key, ext); ok && !strings.Contains(name, "/") {
 			e.archives.Store(name, true)
 		}
