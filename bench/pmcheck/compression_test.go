@@ -81,6 +81,7 @@ func TestEveryCompressionServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = srv.Close() }) // after hs.Close (cleanups run last first)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	get := func(path, acceptEncoding string) (*http.Response, []byte) {

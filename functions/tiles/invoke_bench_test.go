@@ -91,7 +91,7 @@ func newBenchFunction(b *testing.B, memBytes int64, diskBytes string, opts ...ap
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(a.Server.Drain)
+	b.Cleanup(func() { closeApp(b, a) })
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	bf := &buffered{srv: a.Server, next: h, log: log}
 	return &benchFunction{

@@ -55,7 +55,7 @@ func newLocalApp(b *testing.B, noMetrics bool) (*app.App, *slog.Logger) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(a.Server.Drain)
+	b.Cleanup(func() { closeApp(b, a) })
 	if !cfg.Metrics.Enabled || (a.Metrics == nil) != noMetrics {
 		b.Fatalf("metrics on: %v, want %v", a.Metrics != nil, !noMetrics)
 	}

@@ -96,7 +96,11 @@ func run() error {
 		return nil
 	}
 	defer flush()
-	defer a.Server.Drain()
+	defer func() {
+		if err := a.Close(); err != nil {
+			log.Warn("tile function not closed cleanly", "err", err)
+		}
+	}()
 	return serve(ctx, cfg.ListenAddr, localHandler(a.Handler, log), cfg.WriteTimeout(), log)
 }
 

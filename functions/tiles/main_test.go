@@ -126,7 +126,7 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Server.Drain) // checks and revalidations beside answers end before the test's directories go
+	t.Cleanup(func() { closeApp(t, a) }) // checks and revalidations beside answers end before the test's directories go
 	h := withDeadlineMargin(withRecover(a.Handler, log))
 	b := &buffered{srv: a.Server, next: h, log: log}
 	runtime := lambda.NewHandler(withDeadline(b.Handle))
@@ -610,7 +610,7 @@ func FuzzRequestFromEvent(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(a.Server.Drain)
+	f.Cleanup(func() { closeApp(f, a) })
 	b := &buffered{srv: a.Server, next: withRecover(a.Handler, log), log: log}
 	h := lambda.NewHandler(b.Handle)
 	streaming := lambda.NewHandler(streamHandler(withRecover(a.Handler, log), log))
@@ -692,5 +692,14 @@ func TestLocalServerDropsSlowReaders(t *testing.T) {
 	cancel()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// closeApp closes a once the test is done with it: checks and
+// revalidations beside its answers end before the test's directories go.
+func closeApp(tb testing.TB, a *app.App) {
+	tb.Helper()
+	if err := a.Close(); err != nil {
+		tb.Errorf("Close: %v", err)
 	}
 }

@@ -138,7 +138,7 @@ func TestFullMemoryTierLeavesCollectorRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Server.Drain)
+	t.Cleanup(func() { closeApp(t, a) })
 	gcBefore := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
 	setMemoryLimitOffLambda(cfg, log)

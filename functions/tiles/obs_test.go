@@ -41,7 +41,7 @@ func TestMetricsAndLogsOfAKnownWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Server.Drain)
+	t.Cleanup(func() { closeApp(t, a) })
 	if a.Metrics == nil {
 		t.Fatal("metrics are on by default")
 	}

@@ -127,7 +127,18 @@ type Origin struct {
 	maxNames  int                  // Config.MaxNames
 	local     map[string]localCopy // staged archives, by name
 	stager    Stager               // stages NAME.mbtiles; nil: MBTiles are off
+
+	// base is the context of every probe and staging: Close cancels it.
+	base context.Context
+	stop context.CancelFunc
+	// closed is set by Close (a.mu held): no probe starts after it.
+	closed bool
+	// closing counts the closes of forgotten names' databases.
+	closing sync.WaitGroup
 }
+
+// ErrClosed answers a request that reaches the origin after Close.
+var ErrClosed = errors.New("archive: origin closed")
 
 // maxNames bounds the tileset names remembered. Past it, names settled as
 // "not an archive" (or malformed) are dropped, those past the TTL first:
@@ -181,6 +192,7 @@ func New(cfg Config, d Deps) (*Origin, error) {
 		maxNames: defaults.Positive(cfg.MaxNames, maxNames),
 	}
 	a.nextPrune = a.maxNames
+	a.base, a.stop = context.WithCancel(context.Background())
 	if a.ttl < 0 {
 		a.ttl = DefaultTTL
 	}
@@ -354,6 +366,9 @@ func (a *Origin) resolve(ctx context.Context, name string, objects func(context.
 func (a *Origin) lookup(name string) (ar *archive, probing bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return closedArchive(name), false
+	}
 	cur := a.names[name]
 	if cur != nil {
 		select {
@@ -414,7 +429,7 @@ func (a *Origin) prune() {
 // on it), bounded by the origin timeout.
 func (a *Origin) probe(ar *archive) {
 	defer close(ar.ready)
-	ctx, cancel := context.WithTimeout(context.Background(), a.originTimeout)
+	ctx, cancel := context.WithTimeout(a.base, a.originTimeout)
 	defer cancel()
 	ar.checked.Store(a.now().UnixNano())
 	objectKey := a.store.ObjectKey(ar.name + Ext)
@@ -530,9 +545,11 @@ func (a *Origin) changed(ar *archive) {
 func (a *Origin) Forget(prefix string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for name := range a.names {
+	for name, ar := range a.names {
 		if strings.HasPrefix(name+"/", prefix) || strings.HasPrefix(name+Ext, prefix) || strings.HasPrefix(name+MBTilesExt, prefix) {
-			go closeMB(a.names[name])
+			if !a.closed { // else Close closes it
+				a.closing.Go(func() { closeMB(ar) })
+			}
 			delete(a.names, name)
 			a.dirs.DeletePrefix(name + "\x00")
 		}
@@ -805,4 +822,35 @@ func (a *Origin) UseLocal(name, etag string, src pmtiles.RangeReader) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.local[name] = localCopy{etag: etag, src: src}
+}
+
+// Close cancels the probes and stagings under way and closes every
+// database the origin opened, once the reads under way end. Call it after
+// the last request; a request after it is answered ErrClosed for any name
+// that may be an archive. It is safe to call more than once.
+func (a *Origin) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	a.stop()
+	open := make([]*archive, 0, len(a.names))
+	for _, ar := range a.names {
+		open = append(open, ar)
+	}
+	a.mu.Unlock()
+	for _, ar := range open {
+		closeMB(ar)
+	}
+	a.closing.Wait()
+	return nil
+}
+
+// closedArchive is what every name resolves to after Close.
+func closedArchive(name string) *archive {
+	ar := &archive{name: name, ready: make(chan struct{}), err: ErrClosed}
+	close(ar.ready)
+	return ar
 }

@@ -118,7 +118,7 @@ func (a *Origin) probeMBTiles(ctx context.Context, ar *archive) {
 		return
 	}
 	ar.etag, ar.lastModified = first.ETag, first.LastModified
-	sctx, cancel := context.WithTimeout(context.Background(), mbStageTimeout)
+	sctx, cancel := context.WithTimeout(a.base, mbStageTimeout)
 	defer cancel()
 	began := time.Now()
 	path, err := a.stager.Stage(sctx, key, first.ETag, first.Size)

@@ -164,7 +164,12 @@ func (f *fleet) startWith(in *instance, stagePrefixes []string, archives bool) {
 	}
 	// Checks started beside the last answers end before the test's
 	// directories are removed.
-	f.t.Cleanup(in.srv.Drain)
+	srv := in.srv
+	f.t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			f.t.Errorf("Close: %v", err)
+		}
+	})
 	in.startErr = in.follower.Start(context.Background())
 	if stagePrefixes != nil {
 		stage.Run(context.Background(), stage.Config{Prefixes: stagePrefixes, Budget: 10 * time.Second}, o, in.disk, nil)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/stage"
+	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
@@ -40,7 +42,10 @@ type mbEnv struct {
 	room     atomic.Int64 // what the stager is told is free
 	probes   atomic.Int64 // GETs of a .mbtiles object's first byte
 	copies   atomic.Int64 // other GETs of a .mbtiles object: downloads
-	logs     *logBuffer
+	// holdCopies, when set, holds every download at S3 until its client
+	// gives up.
+	holdCopies atomic.Bool
+	logs       *logBuffer
 }
 
 func newMBEnv(t *testing.T) *mbEnv {
@@ -55,6 +60,10 @@ func newMBEnv(t *testing.T) *mbEnv {
 						me.probes.Add(1)
 					} else {
 						me.copies.Add(1)
+						if me.holdCopies.Load() {
+							<-r.Context().Done()
+							return
+						}
 					}
 				}
 				h.ServeHTTP(w, r)
@@ -62,14 +71,30 @@ func newMBEnv(t *testing.T) *mbEnv {
 		}),
 		func(_ *env, c *tileserver.Config, _ *origin.Config) { me.cfg = *c })
 	me.start()
+	// Registered after newEnv's, so it runs first, while S3 still runs;
+	// every test of a database checks that nothing of it is left open.
+	t.Cleanup(func() {
+		if err := me.srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if open := filetree.OpenUnder(t, me.stageDir); len(open) != 0 {
+			t.Errorf("staged databases open after Close: %q", open)
+		}
+	})
 	return me
 }
 
 // start (re)builds the server: a fresh memory tier, the disk tier reopened
-// over its directory, the staged copies where they are.
+// over its directory, the staged copies where they are. The server it
+// replaces is closed, as the process of a Lambda restart goes away.
 func (me *mbEnv) start() {
 	t := me.t
 	var err error
+	if me.srv != nil {
+		if err := me.srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if me.mem, err = cache.New(cache.Config{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
@@ -420,5 +445,82 @@ func TestMBTilesFromGDAL(t *testing.T) {
 	}
 	if len(tj.Tiles) != 1 || !strings.HasSuffix(tj.Tiles[0], "/gdal/{z}/{x}/{y}.png") {
 		t.Errorf("TileJSON tiles: got %v, want one URL of .png tiles under /gdal/", tj.Tiles)
+	}
+}
+
+// TestCloseReleasesDatabases: Close leaves no staged database open, the
+// current version's nor one a new upload replaced, and a request after it
+// does not open one again: a server that goes away (a test's, a local
+// stack's, a host's reload) holds no file and no database/sql goroutines.
+func TestCloseReleasesDatabases(t *testing.T) {
+	t.Parallel()
+	me := newMBEnv(t)
+	png := []byte("\x89PNG\r\n\x1a\n")
+	meta := map[string]string{"format": "png"}
+	v1, v2 := writeMBTiles(t, 1, 1, png, meta), writeMBTiles(t, 1, 2, png, meta)
+	me.upload("old", v1)
+	me.upload("topo", v1)
+	me.checkTiles(t, "old", "png", "", sqlitetest.ReadTiles(t, v1), "")
+	me.checkTiles(t, "topo", "png", "", sqlitetest.ReadTiles(t, v1), "")
+	me.upload("topo", v2)
+	for _, p := range []string{"topo.mbtiles", "topo/", "topo.json"} {
+		if _, err := me.srv.Engine().Purge(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	me.checkTiles(t, "topo", "png", "", sqlitetest.ReadTiles(t, v2), "")
+	if got := filetree.OpenUnder(t, me.stageDir); len(got) == 0 {
+		t.Fatal("no staged database open while serving: the check below cannot fail")
+	}
+
+	if err := me.srv.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := filetree.OpenUnder(t, me.stageDir); len(got) != 0 {
+		t.Errorf("open after Close: %q, want none", got)
+	}
+	me.mem.DeletePrefix("")
+	if _, _, err := me.disk.DeletePrefix(""); err != nil {
+		t.Fatal(err)
+	}
+	if r := me.do("GET", "/topo/1/0/0.png"); r.StatusCode == http.StatusOK {
+		t.Errorf("a database tile after Close: got 200, want an error")
+	}
+	if got := filetree.OpenUnder(t, me.stageDir); len(got) != 0 {
+		t.Errorf("open after a request past Close: %q, want none", got)
+	}
+	if err := me.srv.Close(); err != nil {
+		t.Errorf("a second Close: %v, want nil", err)
+	}
+}
+
+// TestCloseCancelsStaging: Close does not wait out a database's download
+// (bounded by minutes, for large databases): it cancels it, the request
+// that waited for it is answered an error, and nothing is left open.
+func TestCloseCancelsStaging(t *testing.T) {
+	t.Parallel()
+	me := newMBEnv(t)
+	me.upload("topo", writeMBTiles(t, 1, 1, []byte("\x89PNG\r\n\x1a\n"), map[string]string{"format": "png"}))
+	me.holdCopies.Store(true)
+	answered := make(chan int, 1)
+	go func() { answered <- me.do("GET", "/topo/1/0/0.png").StatusCode }()
+	for me.copies.Load() == 0 {
+		runtime.Gosched() // until the download reaches S3
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- me.srv.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close still waiting for the download after 30 s")
+	}
+	if code := <-answered; code == http.StatusOK {
+		t.Errorf("the request that waited for the download: got 200, want an error")
+	}
+	if open := filetree.OpenUnder(t, me.stageDir); len(open) != 0 {
+		t.Errorf("open after Close: %q, want none", open)
 	}
 }

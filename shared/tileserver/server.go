@@ -293,6 +293,19 @@ func (s *Server) purged(prefix string) {
 // answered stale (each bounded by OriginTimeout); call it at shutdown.
 func (s *Server) Drain() { s.eng.Drain() }
 
+// Close drains the server (Drain) and closes the databases its archive
+// origin holds open (archive.Origin.Close). Call it once the last request
+// has been answered: a request after it that reaches an archive or
+// database tileset's origin is answered an error. It is safe to call more
+// than once.
+func (s *Server) Close() error {
+	s.eng.Drain()
+	if s.archives == nil {
+		return nil
+	}
+	return s.archives.Close()
+}
+
 // directiveSeconds reads a delta-seconds directive from a Cache-Control value.
 func directiveSeconds(cc, name string) time.Duration {
 	for part := range strings.SplitSeq(cc, ",") {

@@ -156,6 +156,13 @@ func newEnv(t testing.TB, opts ...option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Runs before the S3 endpoint closes (registered after it); reads
+	// e.srv then, so a server a test rebuilt is the one closed.
+	t.Cleanup(func() {
+		if err := e.srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
 	return e
 }
 

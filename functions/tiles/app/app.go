@@ -9,10 +9,12 @@ package app
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -54,6 +56,20 @@ type App struct {
 	// Init is how long the parts of the init phase took (Config is the
 	// caller's to fill in).
 	Init obs.InitDurations
+
+	archiveFiles []*os.File // the staged archives' copies, read by UseLocalArchive
+}
+
+// Close drains and closes the server (tileserver.Server.Close) and closes
+// the staged archives' files. Call it after the last request; on Lambda the
+// environment ends without it.
+func (a *App) Close() error {
+	errs := []error{a.Server.Close()}
+	for _, f := range a.archiveFiles {
+		errs = append(errs, f.Close())
+	}
+	a.archiveFiles = nil
+	return errors.Join(errs...)
 }
 
 // Option adds to what New composes.
@@ -308,6 +324,7 @@ func (a *App) stageArchives(ctx context.Context, budget time.Duration, keys []st
 			continue
 		}
 		name := strings.TrimSuffix(key, ".pmtiles")
+		a.archiveFiles = append(a.archiveFiles, f)
 		a.Server.UseLocalArchive(name, etag, pmtiles.ReaderAt(f))
 		// Opened now, as its first request would open it, so a malformed
 		// archive is reported at start (once, by the probe), not per tile.

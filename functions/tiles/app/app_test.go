@@ -21,6 +21,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
@@ -51,8 +52,23 @@ func newApp(t *testing.T, cfg config.Tiles, o *origin.Client) *app.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Server.Drain) // checks and revalidations beside answers end before the test's directories go
+	t.Cleanup(func() { closeApp(t, a, cfg) })
 	return a
+}
+
+// closeApp closes a: checks and revalidations beside its answers end
+// before the test's directories go, and nothing staged is left open.
+func closeApp(t *testing.T, a *app.App, cfg config.Tiles) {
+	t.Helper()
+	if err := a.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if cfg.DiskDir == "" {
+		return
+	}
+	if open := filetree.OpenUnder(t, cfg.DiskDir); len(open) != 0 {
+		t.Errorf("open after Close: %q, want none", open)
+	}
 }
 
 // get answers GET path from a.
@@ -87,7 +103,7 @@ func TestStagingOutOfBudgetStillStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Server.Drain)
+	t.Cleanup(func() { closeApp(t, a, cfg) })
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("start took %v with a 300ms staging budget", d)
 	}
@@ -155,6 +171,7 @@ func TestStagesAnArchive(t *testing.T) {
 		if len(files) != 1 {
 			t.Fatalf("round %d: archive files %v, want one", round, files)
 		}
+		closeApp(t, a, cfg) // the process of the round goes away
 	}
 }
 
@@ -239,7 +256,7 @@ func TestStagesAnMBTiles(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(a.Server.Drain)
+				t.Cleanup(func() { closeApp(t, a, cfg) })
 				if got := len(a.StagedArchives) == 1; got != tt.staged {
 					t.Fatalf("round %d: staged archives %v, want staged %v", round, a.StagedArchives, tt.staged)
 				}
@@ -265,6 +282,7 @@ func TestStagesAnMBTiles(t *testing.T) {
 				if !tt.staged && !strings.Contains(logs.String(), "does not fit") {
 					t.Errorf("round %d: log: got %s, want the refusal saying it does not fit", round, logs.String())
 				}
+				closeApp(t, a, cfg) // the process of the round goes away
 			}
 		})
 	}
@@ -284,7 +302,7 @@ func TestStagedArchiveRefusedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Server.Drain)
+	t.Cleanup(func() { closeApp(t, a, cfg) })
 	refused := func() int { return strings.Count(logs.String(), `msg="archive refused"`) }
 	if n := refused(); n != 1 {
 		t.Fatalf("log at start: got %d lines 'archive refused', want 1:\n%s", n, logs.String())
@@ -352,7 +370,7 @@ func TestJournalReadAtInitOnlyWhenNeeded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(a.Server.Drain)
+			t.Cleanup(func() { closeApp(t, a, cfg) })
 			if got, want := a.Init.JournalHead >= 100*time.Millisecond, tc.waits; got != want {
 				t.Errorf("init waited for the journal (%v): got %v, want %v", a.Init.JournalHead, got, want)
 			}

@@ -62,7 +62,7 @@ func TestArchiveSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Server.Drain)
+	t.Cleanup(func() { closeApp(t, a, cfg) })
 	if len(a.StagedArchives) != 1 || a.StagedArchives[0] != "world.pmtiles" {
 		t.Fatalf("staged archives %v, want world.pmtiles", a.StagedArchives)
 	}

@@ -257,8 +257,9 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	// Once the tile server has stopped, and while S3 still runs: the work
 	// the tile function started beside its answers (journal checks, which
 	// save the journal position in the disk tier's directory, and stale
-	// copies' revalidations) ends before S3 stops and that directory goes.
-	st.closers = append(st.closers, func(context.Context) error { st.App.Server.Drain(); return nil })
+	// copies' revalidations) ends, and the staged archives and databases
+	// it holds open are closed, before S3 stops and that directory goes.
+	st.closers = append(st.closers, func(context.Context) error { return st.App.Close() })
 
 	page, err := viewer.Handler(viewer.Config{
 		Title:    "tilesieve local stack",

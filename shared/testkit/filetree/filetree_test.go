@@ -28,3 +28,23 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenUnder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	filetree.Write(t, dir, map[string][]byte{"a/held": nil, "a/closed": nil})
+	f, err := os.Open(filepath.Join(dir, "a", "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := filetree.OpenUnder(t, dir); len(got) != 1 || got[0] != filepath.Join(dir, "a", "held") {
+		t.Errorf("open: got %q, want only a/held", got)
+	}
+	if got := filetree.OpenUnder(t, filepath.Join(dir, "a", "he")); len(got) != 0 {
+		t.Errorf("below a/he: got %q, want none (a prefix of a name is no directory)", got)
+	}
+	f.Close()
+	if got := filetree.OpenUnder(t, dir); len(got) != 0 {
+		t.Errorf("after Close: got %q, want none", got)
+	}
+}
