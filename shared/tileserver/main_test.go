@@ -1,0 +1,9 @@
+package tileserver_test
+
+import (
+	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
+)
+
+func TestMain(m *testing.M) { sqlitetest.MainNoneOpen(m) }
