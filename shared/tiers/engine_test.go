@@ -211,16 +211,30 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // BenchmarkPurgeUnderFills is a purge's latency while 32 fills write
-// their disk files with fsync on: each filler misses its own tiles again
-// after every purge of its prefix. guard-µs is the time from the call to
-// the end of the purge's hold on the guard (what new lookups wait for);
-// the rest of a purge is detaching its prefix from the disk tier and
-// unlinking the files.
+// their disk files: each filler misses its own tiles again after every
+// purge of its prefix. guard-µs is the time from the call to the end of the
+// purge's hold on the guard (what new lookups wait for); the rest of a
+// purge is detaching its prefix from the disk tier and unlinking the files.
+// The fills write with fsync (each disk write then takes milliseconds) and
+// without it: a purge that waited for the fills' disk writes would be held
+// up far longer with fsync; one that does not takes about as long either
+// way (bench/cmd/purgebench runs the two side by side and writes the
+// section of docs/BENCHMARKS.md).
 //
 //	go test -run '^$' -bench BenchmarkPurgeUnderFills -benchtime 300x ./shared/tiers/
 func BenchmarkPurgeUnderFills(b *testing.B) {
+	for _, fsync := range []bool{true, false} {
+		name := "fsync"
+		if !fsync {
+			name = "nofsync"
+		}
+		b.Run(name, func(b *testing.B) { benchPurgeUnderFills(b, fsync) })
+	}
+}
+
+func benchPurgeUnderFills(b *testing.B, fsync bool) {
 	const fillers, keys = 32, 16
-	e := newEnv(b, true, tiers.Config{MaxOriginFetches: 64})
+	e := newEnv(b, fsync, tiers.Config{MaxOriginFetches: 64})
 	body := string(make([]byte, 8<<10))
 	for g := range fillers {
 		for k := range keys {
@@ -264,7 +278,7 @@ func BenchmarkPurgeUnderFills(b *testing.B) {
 	wg.Wait()
 	p := func(d []time.Duration, q int) float64 {
 		slices.Sort(d)
-		return float64(d[len(d)*q/100].Microseconds())
+		return float64(d[len(d)*q/100].Nanoseconds()) / 1e3
 	}
 	b.ReportMetric(p(total, 99), "p99-µs")
 	b.ReportMetric(p(total, 50), "p50-µs")
