@@ -104,7 +104,7 @@ type Follower struct {
 	known      bool       // the tiers hold nothing older than pos (false: a kept disk tier of unknown position)
 	etag       string     // the head's version when last read
 	diskBehind bool       // a purge did not fully reach the disk: pos is not saved until a purge of everything does
-	fresh      bool       // during Start without a disk tier: the tiers are empty, nothing to apply
+	fresh      bool       // during Start without a disk tier, or StartEmpty: the tiers are empty, nothing to apply
 	deferred   bool       // begun by Defer: the first good check applies what was recorded since began
 	began      time.Time  // when Defer was called
 }
@@ -138,6 +138,23 @@ func (f *Follower) Start(ctx context.Context) error {
 		}
 	}
 	f.fresh = f.cfg.Position == nil
+	defer func() { f.fresh = false }()
+	return f.checkNow(ctx, f.cfg.Now())
+}
+
+// StartEmpty is Start over tiers that hold nothing yet, a disk tier among
+// them (empty, with no saved position), for an init that must still read
+// the journal before it goes on (to stage tiles into the disk tier): no
+// purge recorded so far can concern them, so the head it reads becomes the
+// position, saved with the disk tier, as at a Start without a disk tier;
+// nothing is dropped. Start would find the position unknown and drop both
+// tiers, empty as they are. If the read fails, the first good check drops
+// both tiers, as after a failed Start over a kept disk tier: what init put
+// in them meanwhile may be older than a purge recorded since.
+func (f *Follower) StartEmpty(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fresh = true
 	defer func() { f.fresh = false }()
 	return f.checkNow(ctx, f.cfg.Now())
 }
@@ -364,6 +381,7 @@ func (f *Follower) applySnapshot(snap Snapshot) {
 	if f.fresh {
 		f.pos, f.known = next, true
 		f.applied.Store(next.Seq)
+		f.save()
 		return
 	}
 	if !f.deferred && next == f.pos && drop == "" {

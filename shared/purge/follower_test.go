@@ -346,6 +346,58 @@ func TestFollowerRestartWithKeptDisk(t *testing.T) {
 	}
 }
 
+// TestFollowerStartEmpty: over tiers that hold nothing, a start that reads
+// the journal drops nothing and applies nothing recorded so far, saves the
+// head as the disk tier's position (so a restart over what is then put in
+// the tiers applies only what comes after), and applies what comes after
+// it. When its read fails, the first good check drops both tiers: what was
+// put in them meanwhile may be older than a purge it did not see.
+func TestFollowerStartEmpty(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("read", func(t *testing.T) {
+		t.Parallel()
+		fe := newFollowerEnv(t, FollowerConfig{})
+		pos := tempPosition(t)
+		fe.append(t, "before/1/")
+		fe.append(t, "before/2/")
+		fe.restart(FollowerConfig{Position: pos})
+		if err := fe.f.StartEmpty(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := fe.rec.take(); len(got) != 0 || fe.f.Stats().PurgeAlls != 0 {
+			t.Fatalf("start over empty tiers: %q, %d purge-alls; want nothing", got, fe.f.Stats().PurgeAlls)
+		}
+		if p, ok, err := pos.Load(); err != nil || !ok || p.Seq != 2 {
+			t.Fatalf("saved position %+v %v %v, want seq 2", p, ok, err)
+		}
+		fe.append(t, "after/")
+		fe.syncAfter(ctx, time.Second)
+		if got := fe.rec.take(); !slices.Equal(got, []string{"prefix after/"}) {
+			t.Errorf("check after the start: %q, want the new entry", got)
+		}
+		fe.append(t, "missed/")
+		fe.startAt(t, pos)
+		if got := fe.rec.take(); !slices.Equal(got, []string{"prefix missed/"}) {
+			t.Errorf("restart: %q, want the purge missed while down", got)
+		}
+	})
+	t.Run("read failed", func(t *testing.T) {
+		t.Parallel()
+		fe := newFollowerEnv(t, FollowerConfig{})
+		fe.append(t, "before/")
+		fe.restart(FollowerConfig{Position: tempPosition(t)})
+		fe.srv.Faults().Add(s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Times: 1, Status: http.StatusInternalServerError})
+		if err := fe.f.StartEmpty(ctx); err == nil {
+			t.Fatal("start succeeded through a failing journal")
+		}
+		fe.syncAfter(ctx, time.Second)
+		if got := fe.rec.take(); !slices.Equal(got, []string{"all"}) {
+			t.Errorf("first good check: %q, want both tiers dropped", got)
+		}
+	})
+}
+
 // TestFollowerUnlinkFailureNotSaved: a purge that left files on disk is not
 // recorded as applied there, so a restart applies it again; a later purge
 // of everything that succeeds moves the saved position on.

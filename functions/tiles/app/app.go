@@ -225,7 +225,8 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		}
 	}
 	staging := a.Disk != nil && (len(tilePrefixes) > 0 || cfg.StageManifest != "" || len(archiveKeys) > 0)
-	if !staging && emptyTiers(a.Disk, fcfg.Position) {
+	empty := emptyTiers(a.Disk, fcfg.Position)
+	if !staging && empty {
 		// Tiers that hold nothing need no purge before the first answer:
 		// the first check runs beside init and the first requests instead
 		// of holding them up (see purge.Follower.Defer for why that keeps
@@ -237,8 +238,14 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		// begins: a disk tier kept from an earlier process gets every purge
 		// it missed (or is dropped), and the position saved with it moves
 		// on with it.
+		// Over tiers that hold nothing (a cold start that stages) there is
+		// nothing to drop: the head read becomes the position.
+		start := a.Follower.Start
+		if empty {
+			start = a.Follower.StartEmpty
+		}
 		began := time.Now()
-		err = a.Follower.Start(ctx)
+		err = start(ctx)
 		a.Init.JournalHead = time.Since(began)
 		if err != nil {
 			// Until a check succeeds, cached copies are trusted only for

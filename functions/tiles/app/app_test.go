@@ -18,6 +18,7 @@ import (
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -25,6 +26,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
+	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 func setup(t *testing.T, env map[string]string, tiles int) (*s3local.Server, config.Tiles, *origin.Client) {
@@ -396,6 +399,58 @@ func TestJournalReadAtInitOnlyWhenNeeded(t *testing.T) {
 				if code, x := serve(); code != http.StatusOK || x != "HIT-MEMORY" {
 					t.Errorf("second request: got %v %s, want %v HIT-MEMORY", code, x, http.StatusOK)
 				}
+			}
+		})
+	}
+}
+
+// TestColdStartDropsOnlyWhatItHolds: a cold start with staging reads the
+// journal before it stages, over a disk tier that holds nothing and has no
+// saved position (every cold start on Lambda): there is nothing to drop, so
+// nothing is dropped, no purge-all is counted and nothing is logged as a
+// warning. A disk tier that holds tiles without a saved position (a process
+// that stopped before it saved one) is still dropped whole, with the
+// warning.
+func TestColdStartDropsOnlyWhatItHolds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		kept bool // a tile left in the disk tier's directory, no position
+	}{
+		{name: "empty disk tier"},
+		{name: "tiles kept without a position", kept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, cfg, o := setup(t, map[string]string{"STAGE_PREFIXES": "demo/5/"}, 3)
+			if tc.kept {
+				d, err := disk.Open(disk.Config{Dir: cfg.DiskDir, MaxBytes: 1 << 20}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Put("demo/6/0/0.png", &tile.Tile{Body: []byte("old"), ContentType: "image/png", ETag: `"old"`}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs syncbuf.Buffer
+			a, err := app.NewWithOrigin(context.Background(), cfg, o, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { closeApp(t, a, cfg) })
+			var wantDrops uint64
+			if tc.kept {
+				wantDrops = 1
+			}
+			warned := strings.Contains(logs.String(), "level=WARN")
+			if got := a.Follower.Stats().PurgeAlls; got != wantDrops || warned != tc.kept {
+				t.Errorf("purge-alls %d, warned %v; want %d, %v; logs:\n%s", got, warned, wantDrops, tc.kept, logs.String())
+			}
+			if a.Staged.Staged != 3 {
+				t.Errorf("staged %+v, want 3 tiles", a.Staged)
+			}
+			if _, ok := a.Disk.Get("demo/6/0/0.png"); ok {
+				t.Error("the tile kept without a position is still served from disk")
 			}
 		})
 	}
