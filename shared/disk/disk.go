@@ -339,7 +339,7 @@ func isTileFile(rel string) bool {
 // readEntry reads a file's header and metadata and checks them against its
 // length and its name.
 func (s *Store) readEntry(path, rel string) (*entry, time.Time, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -392,7 +392,7 @@ func (s *Store) lookup(key string) (*entry, bool) {
 // openFile opens e's file and verifies its header and key. On failure it
 // has discarded e and counted a miss.
 func (s *Store) openFile(e *entry) (*os.File, parsedHeader, meta, int64, bool) {
-	f, err := os.Open(s.pathOf(e))
+	f, err := openRead(s.pathOf(e))
 	if err != nil {
 		s.failed(e, err)
 		return nil, parsedHeader{}, meta{}, 0, false
