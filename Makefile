@@ -140,12 +140,12 @@ bench-invoke: tools ## Whole Lambda invocations vs their floors: in process (Ben
 bench-mbtiles: ## The SQLite library of shared/mbtiles vs the other pure-Go one: bootstrap size, cold start, tile reads; writes docs/BENCHMARKS.md
 	cd bench && $(GO) run ./cmd/mbtilesbench -out ../docs/BENCHMARKS.md
 
-.PHONY: bench-purge
-bench-purge: ## A purge's latency while 32 fills write to the disk tier, fills fsyncing vs not, side by side; writes docs/BENCHMARKS.md
-	cd bench && $(GO) run ./cmd/purgebench -out ../docs/BENCHMARKS.md
+.PHONY: bench-tiers
+bench-tiers: ## The tiers in process: a purge while 32 fills write to the disk tier (fsync vs not), a disk hit vs os.ReadFile; writes docs/BENCHMARKS.md
+	cd bench && $(GO) run ./cmd/tierbench -out ../docs/BENCHMARKS.md
 
 .PHONY: bench
-bench: bench-cache bench-invoke bench-mbtiles bench-purge ## All benchmarks: memory tier vs peers, invocations, the MBTiles SQLite library, purges under fills, then end-to-end (bench/e2e); rewrites docs/BENCHMARKS.md and docs/bench/*.png
+bench: bench-cache bench-invoke bench-mbtiles bench-tiers ## All benchmarks: memory tier vs peers, invocations, the MBTiles SQLite library, the tiers in process, then end-to-end (bench/e2e); rewrites docs/BENCHMARKS.md and docs/bench/*.png
 	bash bench/e2e/install-tools.sh
 	cd bench && $(GO) run ./cmd/e2ebench -out ../docs/BENCHMARKS.md
 

@@ -13,7 +13,8 @@ import (
 // its floor: os.ReadFile of the same file, what any read of it costs (an
 // open, a size, a read, a close). The files are in the page cache, as a disk
 // tier's hot tiles are; 64 of them in turn, so no single file stays hot in
-// the CPU's caches.
+// the CPU's caches. bench/cmd/tierbench runs the two side by side and writes
+// the section of docs/BENCHMARKS.md.
 //
 //	go test -run '^$' -bench BenchmarkGet -count 6 ./shared/disk/
 func BenchmarkGet(b *testing.B) {

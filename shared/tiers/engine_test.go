@@ -218,7 +218,7 @@ func TestConfigValidate(t *testing.T) {
 // The fills write with fsync (each disk write then takes milliseconds) and
 // without it: a purge that waited for the fills' disk writes would be held
 // up far longer with fsync; one that does not takes about as long either
-// way (bench/cmd/purgebench runs the two side by side and writes the
+// way (bench/cmd/tierbench runs the two side by side and writes the
 // section of docs/BENCHMARKS.md).
 //
 //	go test -run '^$' -bench BenchmarkPurgeUnderFills -benchtime 300x ./shared/tiers/

@@ -19,7 +19,7 @@ BenchmarkPurgeUnderFills/fsync-2   	     300	  27190108 ns/op	        10.00 fill
 `
 
 func TestParse(t *testing.T) {
-	r, err := Parse([]byte(out))
+	r, err := Parse([]byte(out), Run{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestParseRefusesIncompleteRounds(t *testing.T) {
 		"a unit short": "round 1\nBenchmarkPurgeUnderFills/fsync-2 300 1 ns/op 1 fills/purge\nBenchmarkPurgeUnderFills/nofsync-2 300 1 ns/op 1 fills/purge\n",
 		"a zero hold":  strings.Replace(out, "7.000 guard-p50-µs", "0 guard-p50-µs", 1),
 	} {
-		if _, err := Parse([]byte(raw)); err == nil {
+		if _, err := Parse([]byte(raw), Run{}); err == nil {
 			t.Errorf("%s: parsed, want an error", name)
 		}
 	}
@@ -70,4 +70,36 @@ func equal(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// diskOut is the disk part's output for two rounds, the second in the other
+// order.
+const diskOut = `round 1
+BenchmarkGet/Get-2           	   20000	     24000 ns/op	   13320 B/op	      14 allocs/op
+BenchmarkGet/ReadFileFloor-2 	   20000	     30000 ns/op	   13960 B/op	       5 allocs/op
+round 2
+BenchmarkGet/ReadFileFloor-2 	   20000	     25000 ns/op	   13960 B/op	       5 allocs/op
+BenchmarkGet/Get-2           	   20000	     30000 ns/op	   13320 B/op	      14 allocs/op
+`
+
+func TestParseDisk(t *testing.T) {
+	d, err := ParseDisk([]byte(diskOut), Run{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.Ratios, []float64{0.8, 1.2}; !equal(got, want) {
+		t.Errorf("ratios: got %v, want %v", got, want)
+	}
+	if len(d.Targets) != 1 || d.Targets[0].Got != 1.0 || !d.Targets[0].Met {
+		t.Errorf("targets: got %+v, want the median ratio 1.00, met", d.Targets)
+	}
+	md := RenderDisk(d)
+	for _, want := range []string{"| Get | 27000 | 13320 | 14 |", "| ReadFileFloor | 27500 | 13960 | 5 |", "Get ÷ floor: 0.80, 1.20.", "| met |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("rendered section lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := ParseDisk([]byte(strings.Replace(diskOut, "BenchmarkGet/Get-2           	   20000	     30000 ns/op", "BenchmarkGet/Other-2 	 20000	 30000 ns/op", 1)), Run{}); err == nil {
+		t.Error("a round without Get parsed, want an error")
+	}
 }
