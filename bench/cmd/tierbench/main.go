@@ -241,17 +241,21 @@ func Parse(raw []byte, run Run) (Result, error) {
 	return r, nil
 }
 
-// GuardRatioBound is how much longer, at p99, lookups may be held up by a
-// purge while the fills fsync than while they do not. Before the tier
-// engine left the HTTP server, fills wrote their files under the guard's
-// read lock, and a purge's hold ran to tens of milliseconds at p50 with
-// fsync; a ratio near 1 says the hold does not depend on the disk writes.
-const GuardRatioBound = 2.0
+// GuardRatioBound is how much longer lookups may be held up by a purge, at
+// p50, while the fills fsync than while they do not. The hold is
+// a few microseconds either way, and a round's scheduling moves a ratio of
+// microseconds by tens of percent (1.2–2.2x at p50 over the rounds of three
+// runs); a hold that waited for a disk write would take one fsync, a
+// millisecond or more. Before the tier engine left the HTTP server, fills
+// wrote their files under the guard's read lock, and a purge's hold ran to
+// 8.5–26 ms at p50 with fsync. The p99 is no target: there the hold is
+// milliseconds in both modes, the purge preempted while it holds the guard
+// (33 busy goroutines on two cores), and its same-round ratio spread from
+// 0.03x to 17x over the rounds of four runs.
+const GuardRatioBound = 3.0
 
 func (r Result) targets() []e2e.Target {
 	return []e2e.Target{
-		e2e.Target{What: "lookups held up by a purge (guard held, p99) with 32 fills fsyncing vs not fsyncing (median of same-round ratios)",
-			Want: GuardRatioBound, Got: stats.MedianFloat(r.Ratios["guard-p99-µs"]), Unit: "x"}.Check(),
 		e2e.Target{What: "lookups held up by a purge (guard held, p50) with 32 fills fsyncing vs not fsyncing (median of same-round ratios)",
 			Want: GuardRatioBound, Got: stats.MedianFloat(r.Ratios["guard-p50-µs"]), Unit: "x"}.Check(),
 	}
@@ -290,6 +294,8 @@ func Render(r Result) string {
 	}
 	b.WriteString("\n")
 	targetTable(&b, r.Targets)
+	b.WriteString("At p99 the hold is milliseconds in both modes: the purge is preempted while it holds the guard, among " +
+		"33 busy goroutines on two cores, so its ratio is no target. ")
 	b.WriteString("A purge's whole call is slower while the fills fsync. The fsyncs run outside every lock; what the call " +
 		"waits for is file system work the fsyncs slow down: the disk tier's lock, which a fill holds over its rename and a " +
 		"purge takes to detach the prefix, and the unlinks of the purged files. Lookups do not wait for it (the guard is " +

@@ -36,8 +36,8 @@ func TestParse(t *testing.T) {
 	if got := r.Medians["fsync"]["fills/purge"]; got != 11 {
 		t.Errorf("fsync fills/purge median: got %v, want 11", got)
 	}
-	if len(r.Targets) != 2 || r.Targets[0].Got != 1.25 || !r.Targets[0].Met {
-		t.Errorf("targets: got %+v, want the guard p99 ratio 1.25, met", r.Targets)
+	if len(r.Targets) != 1 || r.Targets[0].Got != 0.95 || !r.Targets[0].Met {
+		t.Errorf("targets: got %+v, want the guard p50 ratio 0.95, met", r.Targets)
 	}
 	md := Render(r)
 	for _, want := range []string{"| with fsync | 6 µs | 4.50 ms | 4.93 ms | 249.00 ms | 11.0 |", "| guard-p99 | 2.00, 0.50 | 1.25x |", "| met |"} {
