@@ -137,9 +137,7 @@ func (f *Follower) Start(ctx context.Context) error {
 			f.applied.Store(pos.Seq)
 		}
 	}
-	f.fresh = f.cfg.Position == nil
-	defer func() { f.fresh = false }()
-	return f.checkNow(ctx, f.cfg.Now())
+	return f.firstCheck(ctx, f.cfg.Position == nil)
 }
 
 // StartEmpty is Start over tiers that hold nothing yet, a disk tier among
@@ -154,7 +152,14 @@ func (f *Follower) Start(ctx context.Context) error {
 func (f *Follower) StartEmpty(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.fresh = true
+	return f.firstCheck(ctx, true)
+}
+
+// firstCheck is a start's read of the journal; fresh says the tiers hold
+// nothing, so the head becomes the position with nothing applied. f.mu is
+// held.
+func (f *Follower) firstCheck(ctx context.Context, fresh bool) error {
+	f.fresh = fresh
 	defer func() { f.fresh = false }()
 	return f.checkNow(ctx, f.cfg.Now())
 }
