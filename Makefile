@@ -66,22 +66,22 @@ lint: vet tools ## staticcheck on the product module and the bench module
 fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	@set -e; for t in \
 	    FuzzKeyFromPath:./shared/tile/ \
-	    FuzzDecode:./shared/s3event/ \
+	    FuzzDecode:./shared/purge/s3event/ \
 	    FuzzRequestFromEvent:./functions/tiles/ \
 	    FuzzConditionalHeaders:./shared/tileserver/ \
-	    FuzzParseManifest:./shared/stage/ \
-	    FuzzDecodeFile:./shared/disk/ \
-	    FuzzOps:./shared/cache/ \
-	    FuzzParseHeader:./shared/pmtiles/ \
-	    FuzzParseDirectory:./shared/pmtiles/ \
-	    FuzzReader:./shared/pmtiles/ \
-	    FuzzDecompress:./shared/pmtiles/ \
-	    FuzzRewriteID:./shared/iiif/ \
-	    FuzzRewrite:./shared/style/ \
-	    FuzzDecode:./shared/glyphs/ \
-	    FuzzParseKey:./shared/glyphs/ \
-	    FuzzFromMetadata:./shared/tileset/ \
-	    FuzzOpen:./shared/mbtiles/ ; do \
+	    FuzzParseManifest:./shared/origin/stage/ \
+	    FuzzDecodeFile:./shared/tiers/disk/ \
+	    FuzzOps:./shared/tiers/memory/ \
+	    FuzzParseHeader:./shared/formats/pmtiles/ \
+	    FuzzParseDirectory:./shared/formats/pmtiles/ \
+	    FuzzReader:./shared/formats/pmtiles/ \
+	    FuzzDecompress:./shared/formats/pmtiles/ \
+	    FuzzRewriteID:./shared/docs/iiif/ \
+	    FuzzRewrite:./shared/docs/style/ \
+	    FuzzDecode:./shared/docs/glyphs/ \
+	    FuzzParseKey:./shared/docs/glyphs/ \
+	    FuzzFromMetadata:./shared/formats/tileset/ \
+	    FuzzOpen:./shared/formats/mbtiles/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(or $(FUZZTIME),30s) "$${t#*:}"; \
 	done
@@ -137,7 +137,7 @@ bench-invoke: tools ## Whole Lambda invocations vs their floors: in process (Ben
 	cd bench && $(GO) run ./cmd/invokebench -out ../docs/BENCHMARKS.md
 
 .PHONY: bench-mbtiles
-bench-mbtiles: ## The SQLite library of shared/mbtiles vs the other pure-Go one: bootstrap size, cold start, tile reads; writes docs/BENCHMARKS.md
+bench-mbtiles: ## The SQLite library of shared/formats/mbtiles vs the other pure-Go one: bootstrap size, cold start, tile reads; writes docs/BENCHMARKS.md
 	cd bench && $(GO) run ./cmd/mbtilesbench -out ../docs/BENCHMARKS.md
 
 .PHONY: bench-tiers

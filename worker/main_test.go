@@ -15,15 +15,15 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	fixtures "github.com/tilesieve/tilesieve/events"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/obs"
+	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
-	"github.com/tilesieve/tilesieve/shared/testkit/emftest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
 	"github.com/tilesieve/tilesieve/shared/testkit/lambdatest"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/worker/app"
 )
 

@@ -1,20 +1,20 @@
 package cachebench
 
 import (
-	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
-// tilesieveCache drives shared/cache. It charges cache.EntryOverhead per entry
+// tilesieveCache drives shared/tiers/memory. It charges cache.EntryOverhead per entry
 // on top of len(key)+len(body); the peers are not charged it, which makes
 // tilesieve hold slightly fewer bytes of tiles at the same budget.
-type tilesieveCache struct{ c *cache.Cache }
+type tilesieveCache struct{ c *memory.Cache }
 
-// TilesieveOverhead is the per-entry charge of shared/cache beyond key and body.
-const TilesieveOverhead = cache.EntryOverhead
+// TilesieveOverhead is the per-entry charge of shared/tiers/memory beyond key and body.
+const TilesieveOverhead = memory.EntryOverhead
 
 func newTilesieve(maxBytes int64, _ float64) (Cache, error) {
-	c, err := cache.New(cache.Config{MaxBytes: maxBytes})
+	c, err := memory.New(memory.Config{MaxBytes: maxBytes})
 	if err != nil {
 		return nil, err
 	}

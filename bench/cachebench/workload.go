@@ -1,4 +1,4 @@
-// Package cachebench measures the memory tier (shared/cache) against the
+// Package cachebench measures the memory tier (shared/tiers/memory) against the
 // caches a Go engineer would otherwise reach for, on a workload shaped like a
 // tile origin's: clustered `layer/z/x/y` keys, bodies of 1–500 KB, Zipf
 // popularity and prefix purges. Everything is generated from fixed seeds, so

@@ -22,7 +22,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
-	"github.com/tilesieve/tilesieve/shared/mbtiles" // also registers the "sqlite" driver writeMBTiles uses
+	"github.com/tilesieve/tilesieve/shared/formats/mbtiles" // also registers the "sqlite" driver writeMBTiles uses
 )
 
 // ArchiveParams sizes the archive section.

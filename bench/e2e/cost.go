@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
-	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -76,14 +76,14 @@ type CostResult struct {
 
 // SimulateHitRatio draws perInstance requests of the Zipf trace (a random
 // split of an independent Zipf trace is again such a trace) into a fresh
-// memory tier (shared/cache) and returns its hit ratio, averaged over up to
+// memory tier (shared/tiers/memory) and returns its hit ratio, averaged over up to
 // three instances.
 func SimulateHitRatio(p CostParams, n, perInstance int, z *workload.Zipf) (float64, error) {
 	insts := min(n, 3)
 	body := make([]byte, 60_001) // one backing array; tiles are slices of it
 	hits, total := 0, 0
 	for range insts {
-		c, err := cache.New(cache.Config{MaxBytes: p.MemBytes})
+		c, err := memory.New(memory.Config{MaxBytes: p.MemBytes})
 		if err != nil {
 			return 0, err
 		}

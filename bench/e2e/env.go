@@ -3,7 +3,7 @@
 // returning a JSON-able result with its target and verdict. The pure parts
 // (percentiles, tool output parsers, the PMTiles writer, the workloads, the
 // tiles) live in the sub-packages and are unit tested; this package wires
-// them to the product's packages (shared/tileserver, infra/devstack/s3local, …) and
+// them to the product's packages (shared/tileserver, shared/origin/s3local, …) and
 // to real processes on loopback ports.
 package e2e
 
@@ -20,10 +20,10 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -79,21 +79,21 @@ type TierOptions struct {
 // Instance is a tile server built from the product's packages.
 type Instance struct {
 	Server *tileserver.Server
-	Memory *cache.Cache
+	Memory *memory.Cache
 	Disk   *disk.Store
 }
 
 // NewInstance builds a tileserver over o with the given tiers.
 func NewInstance(o *origin.Client, opt TierOptions) (*Instance, error) {
-	cfg := cache.Config{MaxBytes: opt.MemBytes}
+	cfg := memory.Config{MaxBytes: opt.MemBytes}
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = 256 << 20
 	}
 	if opt.NoMemory {
 		// Nothing weighs less than a billionth of the bound: nothing is admitted.
-		cfg = cache.Config{MaxBytes: 1 << 20, MaxEntryFraction: 1e-9}
+		cfg = memory.Config{MaxBytes: 1 << 20, MaxEntryFraction: 1e-9}
 	}
-	mem, err := cache.New(cfg)
+	mem, err := memory.New(cfg)
 	if err != nil {
 		return nil, err
 	}

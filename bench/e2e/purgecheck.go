@@ -10,7 +10,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/s3event"
+	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 )
 
 // CheckCost is what one instance asks S3 for one journal check: with nothing

@@ -10,9 +10,9 @@ import (
 
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/purge"
 )
 

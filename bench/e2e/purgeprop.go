@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 )
 
 // PurgeSpec is one scenario of section 5.

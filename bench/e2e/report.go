@@ -102,7 +102,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	fmt.Fprintf(&b, "Machine: %s, %s, `nproc` = %d, %s (kernel %s). Tools: %s.\n\n", m.GoVersion, m.CPU, m.NProc, m.OS, m.Kernel, strings.Join(m.Tools, "; "))
 	b.WriteString("Every server, S3 endpoint and load generator runs on this one machine on 127.0.0.1, sharing its cores " +
 		"(and, on the development machine, sharing them with other work): absolute numbers are loopback numbers, " +
-		"and every comparison is a ratio of runs made side by side in the same run. S3 is `infra/devstack/s3local` " +
+		"and every comparison is a ratio of runs made side by side in the same run. S3 is `shared/origin/s3local` " +
 		"(gofakes3 in memory, SigV4 checked); its first-byte latency is injected with `Faults().SetLatency`.\n\n")
 
 	// Summary of targets.
@@ -358,7 +358,7 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			"The duration depends on the hit ratio, which depends on how many instances share the traffic, so the two are iterated to a fixed point.\n\n")
 		b.WriteString("What is measured and what is assumed:\n\n")
 		fmt.Fprintf(&b, "- **Durations**: a memory hit lasts %.0f ms and an S3 fetch %.0f ms, billed at 1 ms granularity as the same values (%s).\n", p.HitMs, p.MissMs, p.DurationsFrom)
-		fmt.Fprintf(&b, "- **Measured**: the memory hit ratio, by feeding each instance's share of the trace to `shared/cache` itself with a %s bound (the disk tier is left out, which understates tilesieve's hits); "+
+		fmt.Fprintf(&b, "- **Measured**: the memory hit ratio, by feeding each instance's share of the trace to `shared/tiers/memory` itself with a %s bound (the disk tier is left out, which understates tilesieve's hits); "+
 			"a journal check is one GET of the head, answered 304 when nothing changed, whatever the backlog (section 5, counted at the HTTP level).\n", mib(p.MemBytes))
 		fmt.Fprintf(&b, "- **Assumed**: the viewer request rates; the CDN answers %.0f%% of viewer requests; Zipf popularity (exponent %.2f) over %d distinct tiles of 10–60 KB; requests reach the instances at random (Poisson), split evenly; "+
 			"an instance lives %v (its cache's history; at most %d requests are simulated per instance); tilesieve runs at %.2f GB, the function without an in-process cache (the serverless-iiif approach of fetching from S3 on every request, here without any image processing) at %.2f GB.\n",

@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/archive"
+	"github.com/tilesieve/tilesieve/shared/origin/archive"
 )
 
 // RSSParams sizes the peak-RSS runs of section 6.

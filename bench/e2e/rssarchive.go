@@ -15,7 +15,7 @@ import (
 	"github.com/protomaps/go-pmtiles/pmtiles"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/pmwrite"
-	"github.com/tilesieve/tilesieve/shared/archive"
+	"github.com/tilesieve/tilesieve/shared/origin/archive"
 )
 
 // Two of the resource attacks of section 6 besides the gzip amplifier:

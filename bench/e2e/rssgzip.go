@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 )
 
 // amplifierTile is a gzip body that decodes to n bytes at about 35 to 1,

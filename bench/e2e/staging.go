@@ -13,9 +13,9 @@ import (
 
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/stage"
+	"github.com/tilesieve/tilesieve/shared/origin/stage"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 )
 
 // StageRow is one method × latency of section 4.

@@ -10,11 +10,11 @@ import (
 
 	gopm "github.com/protomaps/go-pmtiles/pmtiles"
 
-	"github.com/tilesieve/tilesieve/shared/cache"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -73,7 +73,7 @@ func TestEveryCompressionServed(t *testing.T) {
 	raw := pyramid(4, false, func(z uint8, x, y uint32) []byte { return fmt.Appendf(nil, "mvt %d/%d/%d roads and rivers", z, x, y) })
 	ep := s3localtest.Start(t, "tiles")
 	oc := origin.NewWithS3(ep.Client, origin.Config{Bucket: "tiles"})
-	mem, err := cache.New(cache.Config{MaxBytes: 256 << 20})
+	mem, err := memory.New(memory.Config{MaxBytes: 256 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestEveryCompressionServed(t *testing.T) {
 			name := fmt.Sprintf("d%d-t%d", ic, tc)
 			b := serialiseCompressed(raw, ic, tc, 64)
 			t.Run(fmt.Sprintf("%v directories, %v tiles", pmtiles.Compression(ic), pmtiles.Compression(tc)), func(t *testing.T) {
-				// shared/pmtiles reads the stored bytes back, leaves included.
+				// shared/formats/pmtiles reads the stored bytes back, leaves included.
 				stored := map[pmtiles.ZXY][]byte{}
 				for tl, r := range raw {
 					stored[tl] = encode(r, tc)

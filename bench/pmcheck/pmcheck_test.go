@@ -17,9 +17,9 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
-	"github.com/tilesieve/tilesieve/shared/tileset"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 )
 
 // pyramid is every tile of zooms 0..maxZoom. With runs, every third tile of
@@ -102,7 +102,7 @@ func convert(t *testing.T, tiles map[pmtiles.ZXY][]byte, meta map[string]string,
 	return b
 }
 
-// readAll opens b with shared/pmtiles and checks every tile byte for byte,
+// readAll opens b with shared/formats/pmtiles and checks every tile byte for byte,
 // and that tiles around the pyramid are absent.
 func readAll(t *testing.T, b []byte, tiles map[pmtiles.ZXY][]byte, wantLeaves bool) pmtiles.Header {
 	t.Helper()

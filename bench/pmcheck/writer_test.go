@@ -13,8 +13,8 @@ import (
 
 	gopm "github.com/protomaps/go-pmtiles/pmtiles"
 
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/pmtiles/pmwrite"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmwrite"
 )
 
 // writeOurs writes tiles with the product's writer, in map order (random).

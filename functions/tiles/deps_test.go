@@ -24,7 +24,7 @@ func TestBootstrapLinksOnlyWhatItCalls(t *testing.T) {
 	}
 	const mod = "github.com/tilesieve/tilesieve/"
 	const sdk = "github.com/aws/aws-sdk-go-v2/"
-	writer := []string{mod + "shared/pmtiles/pmwrite", mod + "shared/upload"}
+	writer := []string{mod + "shared/formats/pmtiles/pmwrite", mod + "infra/tilesieve/upload"}
 	for _, tc := range []struct {
 		pkg        string
 		want, deny []string

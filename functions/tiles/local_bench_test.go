@@ -18,7 +18,7 @@ import (
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 )
 

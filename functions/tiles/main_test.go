@@ -24,12 +24,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/lambdatest"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 
@@ -333,7 +333,7 @@ func TestPanicIsA500(t *testing.T) {
 	t.Parallel()
 	s3srv, url, body, _ := s3WithDemo(t)
 	log := slog.New(slog.DiscardHandler)
-	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
+	mem, err := memory.New(memory.Config{MaxBytes: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/obs"
+	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/testkit/emftest"
 )
 
 // TestMetricsAndLogsOfAKnownWorkload runs the tile function as main wires

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	fixtures "github.com/tilesieve/tilesieve/events"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 )
 
 // TestJSONEscapedLen: the length computed for a body inside a JSON string

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	fixtures "github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/lambdatest"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 // TestBootstrapExitsOnSIGTERM: when the emulator ends the execution

@@ -45,7 +45,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 )
 

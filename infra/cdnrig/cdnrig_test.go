@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/cdnrig"
-	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
-	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cloudfront"
 )
 
 // templatePath is the SAM template at the module root.

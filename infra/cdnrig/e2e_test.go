@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/cdnrig"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/shared/admin"
-	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
-	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cloudfront"
 )
 
 const (

@@ -39,10 +39,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tilesieve/tilesieve/infra/tilesieve/upload"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/upload"
 )
 
 func main() {

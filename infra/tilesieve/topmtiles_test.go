@@ -16,9 +16,9 @@ import (
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/formats/mbtiles/sqlitetest"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
-	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 )
 
 // runTool runs a GDAL tool; GDAL writes warnings to stderr, so only its

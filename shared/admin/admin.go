@@ -21,12 +21,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -51,7 +51,7 @@ type Config struct {
 // required; the rest may be nil.
 type Deps struct {
 	Engine *tiers.Engine // this instance's tiers: purged at once, and counted
-	Memory *cache.Cache  // the engine's, for the key listing
+	Memory *memory.Cache // the engine's, for the key listing
 	Disk   *disk.Store   // the engine's, for the key listing; nil: none
 	Purger Purger        // nil: admin purges of this instance only
 	// Hidden reports the memory keys that are part of another entry (a
@@ -76,7 +76,7 @@ type Handler struct {
 	hash       [32]byte // sha256 of the token; compared in constant time
 	now        func() time.Time
 	eng        *tiers.Engine
-	mem        *cache.Cache
+	mem        *memory.Cache
 	disk       *disk.Store
 	purger     Purger
 	hidden     func(string) bool
@@ -322,7 +322,7 @@ func (s *Handler) adminKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		return sent < limit
 	}
-	s.mem.Scan(prefix, limit, func(it cache.Item) bool {
+	s.mem.Scan(prefix, limit, func(it memory.Item) bool {
 		if s.hidden(it.Key) {
 			return true // a decoded variant is part of its tile, not a key of its own
 		}
@@ -340,7 +340,7 @@ func (s *Handler) adminKeys(w http.ResponseWriter, r *http.Request) {
 // cache.Item does not carry Tile.Missing, so the few entries shaped like one
 // (no body, no ETag: an S3 object always has an ETag) are read back; that
 // read marks them visited, which only they pay.
-func (s *Handler) remembered404(it cache.Item) bool {
+func (s *Handler) remembered404(it memory.Item) bool {
 	if it.Size != 0 || it.ETag != "" {
 		return false
 	}
@@ -376,7 +376,7 @@ func (s *Handler) health() Health {
 // Stats is the body of GET /_tilesieve/stats.
 type Stats struct {
 	Handler HandlerStats `json:"handler"`
-	Memory  cache.Stats  `json:"memory"`
+	Memory  memory.Stats `json:"memory"`
 	Disk    *disk.Stats  `json:"disk,omitempty"`
 }
 

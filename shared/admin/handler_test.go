@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/admin"
-	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
 const token = "test-admin-token"
@@ -23,7 +23,7 @@ func newHandler(t *testing.T, key string) (*admin.Handler, *tiers.Engine) {
 	t.Helper()
 	ep := s3localtest.Start(t, "tiles")
 	s3localtest.Put(t, ep.Client, "tiles", "tiles/"+key, []byte("x"), "image/png", "")
-	mem, err := cache.New(cache.Config{MaxBytes: 1 << 20})
+	mem, err := memory.New(memory.Config{MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

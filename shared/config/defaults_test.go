@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/config"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/obs/emf"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/stage"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 )
 
 // TestPackageDefaultsAreConfigs: a package's own default (what its zero

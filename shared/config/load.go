@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/internal/httpurl"
-	"github.com/tilesieve/tilesieve/shared/sources"
+	"github.com/tilesieve/tilesieve/shared/origin/sources"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

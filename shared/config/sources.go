@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tilesieve/tilesieve/shared/sources"
+	"github.com/tilesieve/tilesieve/shared/origin/sources"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 )

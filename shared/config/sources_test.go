@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tilesieve/tilesieve/shared/sources"
+	"github.com/tilesieve/tilesieve/shared/origin/sources"
 )
 
 func TestParseSources(t *testing.T) {

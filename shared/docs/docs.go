@@ -24,14 +24,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/archive"
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/iiif"
+	"github.com/tilesieve/tilesieve/shared/docs/iiif"
+	"github.com/tilesieve/tilesieve/shared/docs/style"
+	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
-	"github.com/tilesieve/tilesieve/shared/style"
+	"github.com/tilesieve/tilesieve/shared/origin/archive"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
-	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
 // A rendering is kept in a small SIEVE of its own (docs) under the key, the
@@ -64,7 +64,7 @@ type Docs struct {
 	archives *archive.Origin // nil: no catalog
 	log      *slog.Logger
 	now      func() time.Time
-	docs     *cache.Cache // renderings and compositions, by key, base and source ETags
+	docs     *memory.Cache // renderings and compositions, by key, base and source ETags
 	catalog  catalogCache
 }
 
@@ -73,7 +73,7 @@ func New(d Deps) (*Docs, error) {
 	if d.Prepare == nil || d.Decode == nil {
 		return nil, errors.New("docs: Prepare and Decode are required")
 	}
-	c, err := cache.New(cache.Config{MaxBytes: docsBytes})
+	c, err := memory.New(memory.Config{MaxBytes: docsBytes})
 	if err != nil {
 		return nil, fmt.Errorf("docs: %w", err)
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tilesieve/tilesieve/shared/archive"
+	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

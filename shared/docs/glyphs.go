@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/glyphs"
+	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"

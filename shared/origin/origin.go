@@ -35,7 +35,7 @@
 // retryable errors (retry.DefaultRetryables) is reused, and the SDK retryer
 // is switched off per call (so retries never multiply). The *s3.Client built
 // by New keeps the SDK's standard retryer for other users of S3(), such as
-// the ranged downloads of shared/transfer during staging.
+// the ranged downloads of shared/origin/transfer during staging.
 package origin
 
 import (

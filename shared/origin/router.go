@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tilesieve/tilesieve/shared/sources"
+	"github.com/tilesieve/tilesieve/shared/origin/sources"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

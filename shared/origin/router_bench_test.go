@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/sources"
+	"github.com/tilesieve/tilesieve/shared/origin/sources"
 )
 
 // benchGet reads one tile through get, as the engine does on a miss.

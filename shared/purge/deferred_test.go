@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
 // TestDeferredFirstCheckKeepsEveryPurge: a follower begun with Defer reads
@@ -73,7 +73,7 @@ func TestDeferredFirstCheckKeepsEveryPurge(t *testing.T) {
 				clock.Advance(2 * ClockMargin)
 			}
 
-			mem, err := cache.New(cache.Config{MaxBytes: 1 << 20})
+			mem, err := memory.New(memory.Config{MaxBytes: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 )
 
 type followerEnv struct {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/obs"
-	"github.com/tilesieve/tilesieve/shared/testkit/emftest"
+	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 )
 
 // The functions hand these metric sets to the follower and the worker.

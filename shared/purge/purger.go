@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/cdn"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/wait"

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/tilesieve/tilesieve/shared/s3event"
-	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 )
 
 func TestPrefixRequestTargets(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 )
 
 // replaceHead rewrites the head as a writer that lost a compare-and-swap

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tilesieve/tilesieve/shared/sources"
+	"github.com/tilesieve/tilesieve/shared/origin/sources"
 )
 
 // TestWorkerSourcesFixtures: with SOURCES, each change is mapped to the

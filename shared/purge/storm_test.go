@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/cdn"
-	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
-	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cloudfront"
 )
 
 // TestWorkerStormAsDeployed delivers a 10,000-tile upload the way the deployed

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
-	"github.com/tilesieve/tilesieve/shared/s3event"
-	"github.com/tilesieve/tilesieve/shared/sources"
+	"github.com/tilesieve/tilesieve/shared/origin/sources"
+	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 )

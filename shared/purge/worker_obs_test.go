@@ -13,8 +13,8 @@ import (
 
 	fixtures "github.com/tilesieve/tilesieve/events"
 	"github.com/tilesieve/tilesieve/shared/obs"
-	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
-	"github.com/tilesieve/tilesieve/shared/testkit/emftest"
+	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
 )
 
 // TestWorkerMetricsKnownBatches runs known invocations through Handle with

@@ -17,13 +17,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	fixtures "github.com/tilesieve/tilesieve/events"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/cdn"
-	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
-	"github.com/tilesieve/tilesieve/shared/s3event"
-	"github.com/tilesieve/tilesieve/shared/testkit/cdntest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cloudfront"
+	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 )
 
 // The bucket and journal of the worker tests (those of the fixtures).

@@ -45,11 +45,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/flight"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/guard"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -130,7 +130,7 @@ func (c Config) Validate() error {
 // Deps are the parts the engine composes. Memory and Origin are required;
 // the rest may be nil.
 type Deps struct {
-	Memory  *cache.Cache
+	Memory  *memory.Cache
 	Disk    *disk.Store // nil: no disk tier
 	Origin  Origin
 	Metrics Metrics // nil records nothing
@@ -184,7 +184,7 @@ var ErrPanic = flight.ErrPanic
 // Engine is the tier engine.
 type Engine struct {
 	cfg     Config
-	mem     *cache.Cache
+	mem     *memory.Cache
 	disk    *disk.Store
 	origin  Origin
 	metrics Metrics
@@ -458,7 +458,7 @@ type Stats struct {
 	// the most at once (at most MaxOriginFetches).
 	OriginInFlight, OriginInFlightPeak int64
 
-	Memory cache.Stats
+	Memory memory.Stats
 	Disk   *disk.Stats // nil without a disk tier
 }
 

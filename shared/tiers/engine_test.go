@@ -13,11 +13,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
 const bucket = "tiles"
@@ -26,7 +26,7 @@ const bucket = "tiles"
 type env struct {
 	t    testing.TB
 	api  *s3.Client
-	mem  *cache.Cache
+	mem  *memory.Cache
 	disk *disk.Store
 	eng  *tiers.Engine
 }
@@ -35,7 +35,7 @@ func newEnv(t testing.TB, fsync bool, cfg tiers.Config) *env {
 	t.Helper()
 	e := &env{t: t, api: s3localtest.Start(t, bucket).Client}
 	var err error
-	if e.mem, err = cache.New(cache.Config{MaxBytes: 64 << 20}); err != nil {
+	if e.mem, err = memory.New(memory.Config{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	if e.disk, err = disk.Open(disk.Config{Dir: t.TempDir(), MaxBytes: 256 << 20, Fsync: fsync}, nil); err != nil {

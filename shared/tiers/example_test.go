@@ -7,10 +7,10 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
 // An engine over S3 (here the in-process endpoint) with a memory tier: the
@@ -29,7 +29,7 @@ func ExampleEngine_Get() {
 		log.Fatal(err)
 	}
 
-	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
+	mem, err := memory.New(memory.Config{MaxBytes: 16 << 20})
 	if err != nil {
 		log.Fatal(err)
 	}

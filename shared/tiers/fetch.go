@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

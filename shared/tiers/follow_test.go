@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
 // TestFollowerBuiltWithTheEngine: the follower Deps.Follow builds purges
@@ -170,7 +170,7 @@ func BenchmarkMemoryHitJournal20ms(b *testing.B) {
 
 func benchMemoryHits(b *testing.B, follow bool) {
 	r := newOutageRig(b)
-	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
+	mem, err := memory.New(memory.Config{MaxBytes: 16 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func followedHit(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower) {
 // follower of the rig's journal j (Interval 1s, Timeout 10s), started.
 func followedEngine(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower, *purge.Journal) {
 	t.Helper()
-	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
+	mem, err := memory.New(memory.Config{MaxBytes: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
 // fillWith404s fills a memory tier of bound bytes past its bound with
@@ -31,7 +31,7 @@ func fillWith404s(t *testing.T, bound int64, query int) int64 {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	mem, err := cache.New(cache.Config{MaxBytes: bound})
+	mem, err := memory.New(memory.Config{MaxBytes: bound})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

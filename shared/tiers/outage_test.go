@@ -12,14 +12,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
 // outageRig is an S3 endpoint with its fault injector, counted at the HTTP
@@ -57,7 +57,7 @@ func newOutageRig(t testing.TB) *outageRig {
 // Start, whose error it returns.
 func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *purge.Follower, error) {
 	r.t.Helper()
-	mem, err := cache.New(cache.Config{MaxBytes: 16 << 20})
+	mem, err := memory.New(memory.Config{MaxBytes: 16 << 20})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/tilesieve/tilesieve/shared/glyphs"
+	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
 )
 
 // Content types the key rules decide.

@@ -9,7 +9,7 @@ package tilename
 import (
 	"strings"
 
-	"github.com/tilesieve/tilesieve/shared/glyphs"
+	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
 )
 
 // Extensions and file names of the rule.

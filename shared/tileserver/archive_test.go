@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/archive"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )

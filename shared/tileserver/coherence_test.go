@@ -16,15 +16,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/s3event"
-	"github.com/tilesieve/tilesieve/shared/stage"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -61,7 +61,7 @@ type fleet struct {
 
 type instance struct {
 	dir      string
-	mem      *cache.Cache
+	mem      *memory.Cache
 	disk     *disk.Store
 	srv      *tileserver.Server
 	follower *purge.Follower
@@ -137,7 +137,7 @@ func (f *fleet) startWith(in *instance, stagePrefixes []string, archives bool) {
 		in.srv.Drain()
 	}
 	var err error
-	in.mem, err = cache.New(cache.Config{MaxBytes: f.memBytes})
+	in.mem, err = memory.New(memory.Config{MaxBytes: f.memBytes})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestRandomCoherence(t *testing.T) {
 	// journal period waits it out in real time, and a healthy check that
 	// misses it on a loaded machine is one more failed check, which the
 	// promise (and so the checker) allows for.
-	f := newFleetTimeout(t, instances, 2<<10+12*cache.EntryOverhead, syncTimeout/2)
+	f := newFleetTimeout(t, instances, 2<<10+12*memory.EntryOverhead, syncTimeout/2)
 	bound := f.bound()
 	rng := rand.New(rand.NewPCG(1, 2))
 	type write struct {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -193,7 +193,7 @@ func (s *Server) decodeOnce(key string, t *tile.Tile) (v variant) {
 	s.stats.decodes.Add(1)
 	// What the memory tier may hold of the body: an entry's bound, less the
 	// entry's own bookkeeping and the tile's strings.
-	keep := s.mem.MaxEntry() - int64(len(key)+len(variantSuffix)) - cache.EntryOverhead - 1024
+	keep := s.mem.MaxEntry() - int64(len(key)+len(variantSuffix)) - memory.EntryOverhead - 1024
 	func() {
 		defer func() {
 			if p := recover(); p != nil {

@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/shared/docs"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
-	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
 // TestTileJSONArchive: NAME.json of an archive, from its header and

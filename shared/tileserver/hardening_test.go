@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 

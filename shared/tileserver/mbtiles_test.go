@@ -19,15 +19,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/docs"
+	"github.com/tilesieve/tilesieve/shared/formats/mbtiles/sqlitetest"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/stage"
 	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
-	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -95,7 +95,7 @@ func (me *mbEnv) start() {
 			t.Fatal(err)
 		}
 	}
-	if me.mem, err = cache.New(cache.Config{MaxBytes: 64 << 20}); err != nil {
+	if me.mem, err = memory.New(memory.Config{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	if me.disk, err = disk.Open(disk.Config{Dir: me.disk.Dir(), MaxBytes: 64 << 20, Now: me.clock.Now}, nil); err != nil {

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )

@@ -3,7 +3,7 @@
 // gzip pass-through, X-Cache and Server-Timing, and CORS. It knows nothing of
 // Lambda: the Lambda entry wraps it, and `make run` and the tests serve it as
 // it is. New composes what answers beside it, each in its own package: the
-// archive origin (shared/archive) in front of S3, the documents that name
+// archive origin (shared/origin/archive) in front of S3, the documents that name
 // their own URL (shared/docs), and the reserved path space /_tilesieve/
 // (shared/admin), which Serve leaves to ServeHTTP (Response.Admin).
 //
@@ -29,15 +29,15 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/admin"
-	"github.com/tilesieve/tilesieve/shared/archive"
-	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/config"
-	"github.com/tilesieve/tilesieve/shared/disk"
 	"github.com/tilesieve/tilesieve/shared/docs"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/obs"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
 // Origin is where tiles come from on a miss: S3, through shared/origin.
@@ -110,7 +110,7 @@ type Metrics interface {
 // Deps are the parts the handler composes. Memory and Origin are required;
 // the rest may be nil (no disk tier, admin purges of this instance only).
 type Deps struct {
-	Memory  *cache.Cache
+	Memory  *memory.Cache
 	Disk    *disk.Store
 	Origin  Origin
 	Purger  admin.Purger
@@ -124,7 +124,7 @@ type Deps struct {
 	Stager archive.Stager
 	// Directories keeps archives' decoded leaf directories; nil: a cache
 	// of archive.DefaultDirectoryBytes.
-	Directories *cache.Cache
+	Directories *memory.Cache
 	// Follow, when set, builds the journal follower: it is given the tier
 	// engine to purge and returns the Syncer the engine consults (see
 	// tiers.Engine.Get and Check). nil: every cached copy is trusted.
@@ -135,9 +135,9 @@ type Deps struct {
 type Server struct {
 	cfg     Config
 	eng     *tiers.Engine
-	mem     *cache.Cache // the engine's, for the admin API's listings
-	disk    *disk.Store  // the engine's, for the admin API's listings; nil: none
-	origin  Origin       // what the engine fetches from: S3, behind archives when they are on
+	mem     *memory.Cache // the engine's, for the admin API's listings
+	disk    *disk.Store   // the engine's, for the admin API's listings; nil: none
+	origin  Origin        // what the engine fetches from: S3, behind archives when they are on
 	log     *slog.Logger
 	now     func() time.Time
 	empty   map[string]emptyTile

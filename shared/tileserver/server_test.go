@@ -19,17 +19,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/admin"
-	"github.com/tilesieve/tilesieve/shared/cache"
-	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
-	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
@@ -47,7 +47,7 @@ type env struct {
 	s3     *s3local.Server
 	s3URL  string
 	client *origin.Client
-	mem    *cache.Cache
+	mem    *memory.Cache
 	disk   *disk.Store
 	srv    *tileserver.Server
 	clock  *clock
@@ -132,7 +132,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	if e.memMax == 0 {
 		e.memMax = 64 << 20
 	}
-	e.mem, err = cache.New(cache.Config{MaxBytes: e.memMax})
+	e.mem, err = memory.New(memory.Config{MaxBytes: e.memMax})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/docs"
-	"github.com/tilesieve/tilesieve/shared/glyphs"
+	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
+	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
-	"github.com/tilesieve/tilesieve/shared/tileset"
 )
 
 // TestContentTypesByKey: objects stored without a type, or with a generic

@@ -23,11 +23,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/shared/awsclient"
-	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/s3event"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cloudfront"
+	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 )
 
 // DefaultFunctionName is the FunctionName dimension of the metrics off

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 )
 

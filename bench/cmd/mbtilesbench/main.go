@@ -1,6 +1,6 @@
 // Command mbtilesbench compares the two pure-Go SQLite libraries an MBTiles
 // reader can use without cgo, modernc.org/sqlite (the product's choice,
-// through shared/mbtiles) and github.com/ncruces/go-sqlite3, and writes the
+// through shared/formats/mbtiles) and github.com/ncruces/go-sqlite3, and writes the
 // mbtiles section of docs/BENCHMARKS.md (between <!-- mbtiles:begin --> and
 // <!-- mbtiles:end -->). It is what `make bench-mbtiles` runs:
 //
@@ -46,7 +46,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/bench/docsection"
 	"github.com/tilesieve/tilesieve/bench/e2e"
-	"github.com/tilesieve/tilesieve/shared/mbtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/mbtiles"
 )
 
 type options struct {
@@ -236,13 +236,13 @@ func measureSizes(o options, work string) ([]sizeRow, error) {
 		name, extra string
 	}{
 		{"tile bootstrap as built today", ""},
-		{"+ shared/mbtiles (modernc.org/sqlite)", `package main
+		{"+ shared/formats/mbtiles (modernc.org/sqlite)", `package main
 
 import (
 	"context"
 	"os"
 
-	"github.com/tilesieve/tilesieve/shared/mbtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/mbtiles"
 )
 
 func init() {
@@ -314,7 +314,7 @@ func init() {
 func measureCold(o options, work, db string) ([]coldRow, error) {
 	progs := []struct{ name, src string }{
 		{"floor: read the first 100 bytes", "package main\n\nimport (\n\t\"io\"\n\t\"os\"\n)\n\nfunc main() {\n\tf, err := os.Open(os.Args[1])\n\tif err != nil {\n\t\tpanic(err)\n\t}\n\tb := make([]byte, 100)\n\tif _, err := io.ReadFull(f, b); err != nil {\n\t\tpanic(err)\n\t}\n}\n"},
-		{"mbtiles.Open + one Tile (modernc.org/sqlite)", "package main\n\nimport (\n\t\"context\"\n\t\"os\"\n\n\t\"github.com/tilesieve/tilesieve/shared/mbtiles\"\n)\n\nfunc main() {\n\td, err := mbtiles.Open(context.Background(), os.Args[1])\n\tif err != nil {\n\t\tpanic(err)\n\t}\n\tif _, err := d.Tile(context.Background(), 3, 2, 2); err != nil {\n\t\tpanic(err)\n\t}\n}\n"},
+		{"mbtiles.Open + one Tile (modernc.org/sqlite)", "package main\n\nimport (\n\t\"context\"\n\t\"os\"\n\n\t\"github.com/tilesieve/tilesieve/shared/formats/mbtiles\"\n)\n\nfunc main() {\n\td, err := mbtiles.Open(context.Background(), os.Args[1])\n\tif err != nil {\n\t\tpanic(err)\n\t}\n\tif _, err := d.Tile(context.Background(), 3, 2, 2); err != nil {\n\t\tpanic(err)\n\t}\n}\n"},
 	}
 	for _, l := range libs {
 		progs = append(progs, struct{ name, src string }{
@@ -359,7 +359,7 @@ func measureCold(o options, work, db string) ([]coldRow, error) {
 	return rows, nil
 }
 
-// measureReads times random tile reads through shared/mbtiles on each
+// measureReads times random tile reads through shared/formats/mbtiles on each
 // library, in interleaved rounds: from one goroutine, or from GOMAXPROCS
 // goroutines sharing the DB (b.RunParallel).
 func measureReads(o options, path string, parallel bool) ([]readRow, error) {
@@ -455,7 +455,7 @@ func render(m e2e.Machine, versions map[string]string, o options, tiles int, siz
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("## MBTiles: the SQLite library\n\n")
 	p("Regenerate with `make bench-mbtiles`, which runs `cd bench && go run ./cmd/mbtilesbench -out ../docs/BENCHMARKS.md`. ")
-	p("Machine: %s, `nproc` = %d, %s. Libraries: modernc.org/sqlite %s (shared/mbtiles uses it), github.com/ncruces/go-sqlite3 %s (bench module only). ",
+	p("Machine: %s, `nproc` = %d, %s. Libraries: modernc.org/sqlite %s (shared/formats/mbtiles uses it), github.com/ncruces/go-sqlite3 %s (bench module only). ",
 		m.GoVersion, m.NProc, m.OS, versions[libs[0].name], versions[libs[1].name])
 	p("The database: a full z0-%d pyramid of %d random tiles of 200 B to 4 KiB in the tiles table with its unique index.\n\n", o.zoom, tiles)
 
@@ -519,7 +519,7 @@ func render(m e2e.Machine, versions map[string]string, o options, tiles int, siz
 		}
 		return 0
 	}
-	p("\n**The choice.** shared/mbtiles uses %s. Its bootstrap is %.2f MiB smaller than with %s (%+.2f MiB vs %+.2f MiB on the tile function), "+
+	p("\n**The choice.** shared/formats/mbtiles uses %s. Its bootstrap is %.2f MiB smaller than with %s (%+.2f MiB vs %+.2f MiB on the tile function), "+
 		"the cold start a fresh process adds is %s with it and %s with %s (medians of the two database/sql programs over the floor's), "+
 		"and %s reads a tile in %.2fx modernc's time from one goroutine (%.0f ns vs %.0f ns) and %.2fx from all: "+
 		"a difference paid only on a memory-tier miss, next to a whole invocation (see the invoke section), while the bootstrap is paid at every cold start and deployment.\n\n",

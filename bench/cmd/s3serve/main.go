@@ -1,5 +1,5 @@
 // Command s3serve is the S3 endpoint of the process-level benchmarks: the
-// product's in-process endpoint (infra/devstack/s3local, SigV4 on, default local
+// product's in-process endpoint (shared/origin/s3local, SigV4 on, default local
 // credentials) served on a loopback port, with the bucket "tiles" seeded from
 // every file under -dir (object key = path relative to it). It prints
 // "listening http://127.0.0.1:PORT" once the objects are in, and serves until
@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 )
 
 func main() {

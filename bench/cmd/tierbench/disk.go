@@ -8,7 +8,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 )
 
-// DiskModes are the sub-benchmarks of shared/disk's BenchmarkGet: a disk
+// DiskModes are the sub-benchmarks of shared/tiers/disk's BenchmarkGet: a disk
 // hit, then its floor.
 var DiskModes = [2]string{"Get", "ReadFileFloor"}
 
@@ -50,7 +50,7 @@ func ParseDisk(raw []byte, run Run) (DiskResult, error) {
 func RenderDisk(d DiskResult) string {
 	var b strings.Builder
 	d.header(&b, "Disk hits in process")
-	fmt.Fprintf(&b, "`BenchmarkGet` (shared/disk): `Store.Get` of 12 KB tiles, 64 files in turn, all in the page cache, as a "+
+	fmt.Fprintf(&b, "`BenchmarkGet` (shared/tiers/disk): `Store.Get` of 12 KB tiles, 64 files in turn, all in the page cache, as a "+
 		"disk tier's hot tiles are: the file opened, its size read, its header and metadata checked, its body read and its "+
 		"checksum verified. Its floor reads the same files with `os.ReadFile`. %d rounds of `-benchtime %s`, each in a "+
 		"process of its own, the order alternating by round. A disk hit's cost is mostly its system calls (six: openat, "+

@@ -11,7 +11,7 @@
 //	    purge that waited for the fills' disk writes would be held far longer
 //	    while they fsync (milliseconds a file); so the result is the ratio of
 //	    the two modes within each round, not a time alone.
-//	  - disk-get: a disk hit (shared/disk BenchmarkGet: a 12 KB tile read and
+//	  - disk-get: a disk hit (shared/tiers/disk BenchmarkGet: a 12 KB tile read and
 //	    verified) beside os.ReadFile of the same file.
 //
 // Each part builds its package's test binary once and runs -rounds rounds

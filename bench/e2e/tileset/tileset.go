@@ -28,7 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

@@ -21,18 +21,18 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/tilesieve/tilesieve/shared/archive"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
-	"github.com/tilesieve/tilesieve/shared/cache"
 	"github.com/tilesieve/tilesieve/shared/config"
-	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/origin/archive"
+	"github.com/tilesieve/tilesieve/shared/origin/sources"
+	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/sources"
-	"github.com/tilesieve/tilesieve/shared/stage"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -44,7 +44,7 @@ type App struct {
 	// Router reads each tileset from its source (SOURCES) and the rest
 	// through Origin; the tiers, archives and catalog read through it.
 	Router   *origin.Router
-	Memory   *cache.Cache
+	Memory   *memory.Cache
 	Disk     *disk.Store // nil when the disk tier is off or could not open
 	Journal  *purge.Journal
 	Purger   *purge.Purger // admin purges: the journal, then the handoff to the worker
@@ -123,7 +123,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	for _, f := range opts {
 		f(&op)
 	}
-	mem, err := cache.New(cache.Config{MaxBytes: cfg.MemBytes})
+	mem, err := memory.New(memory.Config{MaxBytes: cfg.MemBytes})
 	if err != nil {
 		return nil, fmt.Errorf("app: memory tier: %w", err)
 	}

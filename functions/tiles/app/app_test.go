@@ -16,17 +16,17 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
-	"github.com/tilesieve/tilesieve/shared/disk"
+	"github.com/tilesieve/tilesieve/shared/formats/mbtiles/sqlitetest"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
-	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
-	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 

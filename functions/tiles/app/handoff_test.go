@@ -17,7 +17,7 @@ import (
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/s3event"
+	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 )
 
 // sqsStandIn answers SendMessage as SQS does (AWS JSON 1.0), keeping the

@@ -3,7 +3,7 @@ package app_test
 import (
 	"testing"
 
-	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
+	"github.com/tilesieve/tilesieve/shared/formats/mbtiles/sqlitetest"
 )
 
 func TestMain(m *testing.M) { sqlitetest.MainNoneOpen(m) }

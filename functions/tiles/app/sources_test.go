@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 )
 
 // TestArchiveSources: a source that names one archive serves it as its

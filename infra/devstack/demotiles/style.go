@@ -10,7 +10,7 @@ import (
 	"math"
 	"unicode"
 
-	glyphpbf "github.com/tilesieve/tilesieve/shared/glyphs"
+	glyphpbf "github.com/tilesieve/tilesieve/shared/docs/glyphs"
 )
 
 // The demo's MapLibre style assets: glyph ranges drawn from the tiles'

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
-	"github.com/tilesieve/tilesieve/shared/glyphs"
+	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
 )
 
 // TestGlyphRange: a range decodes as one stack of the font's kept

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 )
 
 // credentialsEnv is the environment an S3 client needs for the embedded

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 )
 

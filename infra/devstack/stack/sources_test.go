@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/testkit/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 )
 
 // TestSourcesInTheLocalStack: the local stack takes SOURCES as a deploy

@@ -1,7 +1,7 @@
 // Package stack composes the whole tilesieve loop in one process, for
 // `make run` and for end-to-end tests:
 //
-//   - an S3-compatible endpoint (infra/devstack/s3local) seeded with a demo tileset,
+//   - an S3-compatible endpoint (shared/origin/s3local) seeded with a demo tileset,
 //     behind an emulation of S3 event notifications (s3notify) that delivers
 //     every change under TILES_PREFIX to the sync worker, as S3 invokes the
 //     worker Lambda asynchronously;
@@ -38,15 +38,15 @@ import (
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
-	"github.com/tilesieve/tilesieve/infra/devstack/s3local"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
-	"github.com/tilesieve/tilesieve/shared/cdn/cloudfront"
+	"github.com/tilesieve/tilesieve/infra/tilesieve/upload"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn/cloudfront"
 	"github.com/tilesieve/tilesieve/shared/tilename"
-	"github.com/tilesieve/tilesieve/shared/upload"
 	workerapp "github.com/tilesieve/tilesieve/worker/app"
 )
 
@@ -91,7 +91,7 @@ type Options struct {
 	SeedMaxZoom int // default demotiles.DefaultMaxZoom
 	// Tiles are the user's own tilesets loaded at start, each a directory
 	// of z/x/y.ext tiles (tileset NAME from the directory's name) or a
-	// .pmtiles archive (NAME.pmtiles), through shared/upload as the upload
+	// .pmtiles archive (NAME.pmtiles), through infra/tilesieve/upload as the upload
 	// command loads them.
 	Tiles []string
 	// Logger receives the stack's logs; default discards.

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
-	"github.com/tilesieve/tilesieve/shared/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
-	"github.com/tilesieve/tilesieve/shared/testkit/pmtilestest"
 )
 
 // TestLoadTiles: -tiles loads a tile directory and a .pmtiles archive into

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/obs/emf"
-	"github.com/tilesieve/tilesieve/shared/testkit/emftest"
+	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 )
 

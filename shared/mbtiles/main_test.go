@@ -1,9 +1,0 @@
-package mbtiles_test
-
-import (
-	"testing"
-
-	"github.com/tilesieve/tilesieve/shared/testkit/sqlitetest"
-)
-
-func TestMain(m *testing.M) { sqlitetest.MainNoneOpen(m) }
