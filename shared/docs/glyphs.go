@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
-	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -38,7 +37,7 @@ type Reader interface {
 
 // Glyphs answers key, which the tiers do not hold, when it is a
 // glyph range of several fonts: ok is false for any other key. An error
-// wrapping origin.ErrNotFound is a stack none of whose fonts is stored,
+// wrapping tile.ErrNotFound is a stack none of whose fonts is stored,
 // ErrBadGlyphKey a key under a font directory that is no glyph range.
 func (s *Docs) Glyphs(ctx context.Context, tr Reader, key string, now time.Time) (t *tile.Tile, src tiers.Source, ok bool, err error) {
 	if !glyphShaped(key) {
@@ -58,7 +57,7 @@ func (s *Docs) Glyphs(ctx context.Context, tr Reader, key string, now time.Time)
 	var lastModified time.Time
 	for i := range r.Fonts {
 		b, ft, fsrc, err := readFont(ctx, tr, s.decode, r.FontKey(i), now)
-		if errors.Is(err, origin.ErrNotFound) {
+		if errors.Is(err, tile.ErrNotFound) {
 			memo.WriteString("\x00-")
 			continue
 		}
@@ -79,7 +78,7 @@ func (s *Docs) Glyphs(ctx context.Context, tr Reader, key string, now time.Time)
 	}
 	body, err := glyphs.Compose(r, pbfs)
 	if errors.Is(err, glyphs.ErrNoFonts) {
-		return nil, src, true, fmt.Errorf("docs: %s: %w: %w", key, err, origin.ErrNotFound)
+		return nil, src, true, fmt.Errorf("docs: %s: %w: %w", key, err, tile.ErrNotFound)
 	}
 	if err != nil {
 		return nil, 0, true, fmt.Errorf("docs: compose %s: %w", key, err)

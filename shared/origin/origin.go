@@ -10,8 +10,8 @@
 //     Config.MinBodyRate is an error, never a short tile. ETags are opaque
 //     version tokens (multipart ETags are not MD5s) and are never checked
 //     against the body.
-//   - A missing object is ErrNotFound and a 304 answer to If-None-Match is
-//     ErrNotModified (both matchable with errors.Is, neither retried).
+//   - A missing object is tile.ErrNotFound and a 304 answer to If-None-Match is
+//     tile.ErrNotModified (both matchable with errors.Is, neither retried).
 //   - Throttling (503 SlowDown, 429), 5xx answers, connection failures and
 //     broken bodies are retried with jittered exponential backoff, at most
 //     Config.MaxAttempts times and never past the caller's deadline: when the
@@ -91,20 +91,11 @@ const (
 // wrapConn, when set (tests), wraps every connection New's clients dial.
 var wrapConn func(net.Conn) net.Conn
 
-// Sentinel errors. Match them with errors.Is.
-var (
-	ErrNotFound    = errors.New("origin: not found")
-	ErrNotModified = errors.New("origin: not modified")
-	// ErrStalled is a body that arrived slower than Config.MinBodyRate.
-	ErrStalled = errors.New("origin: body stalled")
-	// ErrTooLarge is an object larger than Config.MaxObjectBytes: refused
-	// from its Content-Length, or cut off once that many bytes were read,
-	// never read whole.
-	ErrTooLarge = errors.New("origin: object too large")
-	// ErrPreconditionFailed is a 412: the object no longer has the ETag a
-	// read was pinned to (If-Match). Not retried: the caller re-reads.
-	ErrPreconditionFailed = errors.New("origin: precondition failed")
-)
+// ErrStalled is a body that arrived slower than Config.MinBodyRate. The
+// other answers a caller matches are the key space's (tile.ErrNotFound,
+// tile.ErrNotModified, tile.ErrTooLarge, tile.ErrPreconditionFailed),
+// wrapped with what was asked.
+var ErrStalled = errors.New("origin: body stalled")
 
 // DefaultMaxObjectBytes is the default Config.MaxObjectBytes (MAX_TILE_BYTES).
 const DefaultMaxObjectBytes = 16 << 20
@@ -266,14 +257,14 @@ func (c *Client) ObjectKey(tileKey string) string { return c.cfg.Prefix + tileKe
 func noSDKRetry(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
 
 // Get reads a whole tile. With ifNoneMatch set (an ETag held by a tier
-// above), an unchanged object is ErrNotModified.
+// above), an unchanged object is tile.ErrNotModified.
 func (c *Client) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
 	if err := tile.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("origin: get: %w", err)
 	}
 	if tile.Reserved(key) {
 		// The service's own objects (the journal) are never a tile.
-		return nil, fmt.Errorf("origin: get %q: reserved key space: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("origin: get %q: reserved key space: %w", key, tile.ErrNotFound)
 	}
 	return c.get(ctx, "get", key, c.ObjectKey(key), ifNoneMatch)
 }
@@ -329,16 +320,17 @@ func (c *Client) getOnce(ctx context.Context, objectKey, ifNoneMatch string) (*t
 	if err != nil {
 		return nil, err
 	}
-	t := c.described(out.ContentType, out.ContentEncoding, out.ETag, out.LastModified)
+	t := c.described(objectKey, out.ContentType, out.ContentEncoding, out.ETag, out.LastModified)
 	t.Body = body
 	return t, nil
 }
 
 // described is a tile of the object S3 described with these headers, stored
-// now; its body is the caller's to set.
-func (c *Client) described(contentType, contentEncoding, etag *string, lastModified *time.Time) *tile.Tile {
+// now, its content type as ContentTypeFor decides; its body is the caller's
+// to set.
+func (c *Client) described(objectKey string, contentType, contentEncoding, etag *string, lastModified *time.Time) *tile.Tile {
 	return &tile.Tile{
-		ContentType:     aws.ToString(contentType),
+		ContentType:     ContentTypeFor(objectKey, aws.ToString(contentType)),
 		ContentEncoding: aws.ToString(contentEncoding),
 		ETag:            aws.ToString(etag),
 		LastModified:    aws.ToTime(lastModified),
@@ -365,7 +357,7 @@ func (c *Client) fetch(ctx context.Context, in *s3.GetObjectInput, length func(*
 		return nil, nil, err
 	}
 	if max := c.cfg.MaxObjectBytes; max > 0 && n > max {
-		return nil, nil, fmt.Errorf("%w: %s: %d bytes to read, MaxObjectBytes is %d", ErrTooLarge, aws.ToString(in.Key), n, max)
+		return nil, nil, fmt.Errorf("%w: %s: %d bytes to read, MaxObjectBytes is %d", tile.ErrTooLarge, aws.ToString(in.Key), n, max)
 	}
 	body, err := c.readBody(ctx, cancel, out.Body, n)
 	if err != nil {
@@ -388,7 +380,7 @@ const MaxRangeBytes = 256 << 20
 // GetRange reads n bytes of a raw object key from offset off (fewer when
 // the object ends first), with the retry and body rules of Get. With ifMatch
 // set the read is pinned to that version: a changed object is
-// ErrPreconditionFailed, never bytes of another version.
+// tile.ErrPreconditionFailed, never bytes of another version.
 func (c *Client) GetRange(ctx context.Context, objectKey string, off, n int64, ifMatch string) (*Range, error) {
 	if objectKey == "" || off < 0 || n <= 0 || n > MaxRangeBytes {
 		return nil, fmt.Errorf("origin: get range %q %d+%d: bad request", objectKey, off, n)
@@ -528,7 +520,7 @@ func (c *Client) readBody(ctx context.Context, cancel context.CancelCauseFunc, r
 		return nil, &bodyError{err}
 	}
 	if max := c.cfg.MaxObjectBytes; max > 0 && int64(len(buf)) > max {
-		return nil, fmt.Errorf("%w: more than MaxObjectBytes (%d) bytes", ErrTooLarge, max)
+		return nil, fmt.Errorf("%w: more than MaxObjectBytes (%d) bytes", tile.ErrTooLarge, max)
 	}
 	if length >= 0 && int64(len(buf)) != length {
 		return nil, &bodyError{fmt.Errorf("got %d bytes, Content-Length is %d: %w", len(buf), length, io.ErrUnexpectedEOF)}
@@ -618,7 +610,7 @@ func (c *Client) Head(ctx context.Context, key string) (*tile.Tile, error) {
 		return nil, fmt.Errorf("origin: head: %w", err)
 	}
 	if tile.Reserved(key) {
-		return nil, fmt.Errorf("origin: head %q: reserved key space: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("origin: head %q: reserved key space: %w", key, tile.ErrNotFound)
 	}
 	return c.head(ctx, key, c.ObjectKey(key))
 }
@@ -633,7 +625,7 @@ func (c *Client) head(ctx context.Context, name, objectKey string) (*tile.Tile, 
 		if err != nil {
 			return nil, classify(err)
 		}
-		return c.described(out.ContentType, out.ContentEncoding, out.ETag, out.LastModified), nil
+		return c.described(objectKey, out.ContentType, out.ContentEncoding, out.ETag, out.LastModified), nil
 	})
 }
 
@@ -685,17 +677,17 @@ func classify(err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
 	if errors.As(err, &nsk) || errors.As(err, &nf) {
-		return fmt.Errorf("%w (%w)", ErrNotFound, err)
+		return fmt.Errorf("%w (%w)", tile.ErrNotFound, err)
 	}
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
 		switch re.HTTPStatusCode() {
 		case http.StatusNotModified:
-			return ErrNotModified
+			return tile.ErrNotModified
 		case http.StatusPreconditionFailed:
-			return fmt.Errorf("%w (%w)", ErrPreconditionFailed, err)
+			return fmt.Errorf("%w (%w)", tile.ErrPreconditionFailed, err)
 		case http.StatusNotFound:
-			return fmt.Errorf("%w (%w)", ErrNotFound, err)
+			return fmt.Errorf("%w (%w)", tile.ErrNotFound, err)
 		}
 	}
 	return err
@@ -708,7 +700,7 @@ var sdkRetryables = retry.IsErrorRetryables(retry.DefaultRetryables)
 
 func retryable(err error) bool {
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotModified), errors.Is(err, ErrTooLarge), errors.Is(err, ErrPreconditionFailed):
+	case errors.Is(err, tile.ErrNotFound), errors.Is(err, tile.ErrNotModified), errors.Is(err, tile.ErrTooLarge), errors.Is(err, tile.ErrPreconditionFailed):
 		return false
 	case errors.As(err, new(*bodyError)):
 		return true
@@ -764,7 +756,7 @@ func (c *Client) retry(ctx context.Context, op, name string, attempt func(contex
 		if attemptErr != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrStalled) {
 			err = fmt.Errorf("attempt timed out after %v: %w: %w", c.cfg.Timeout, context.DeadlineExceeded, err)
 		}
-		if errors.Is(err, ErrNotModified) {
+		if errors.Is(err, tile.ErrNotModified) {
 			return err
 		}
 		if !retryable(err) {

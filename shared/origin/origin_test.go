@@ -138,8 +138,8 @@ func TestGetNotModified(t *testing.T) {
 	ctx := ctxTimeout(t, 5*time.Second)
 
 	got, err := c.Get(ctx, "a/1.png", etag)
-	if !errors.Is(err, origin.ErrNotModified) || got != nil {
-		t.Fatalf("same etag: got %v, %v, want nil, ErrNotModified", got, err)
+	if !errors.Is(err, tile.ErrNotModified) || got != nil {
+		t.Fatalf("same etag: got %v, %v, want nil, tile.ErrNotModified", got, err)
 	}
 	if origin.IsTimeout(err) {
 		t.Error("not modified counted as a timeout")
@@ -160,15 +160,15 @@ func TestNotFound(t *testing.T) {
 	ctx := ctxTimeout(t, 5*time.Second)
 
 	_, err := c.Get(ctx, "no/such.png", "")
-	if !errors.Is(err, origin.ErrNotFound) {
-		t.Fatalf("get: got %v, want ErrNotFound", err)
+	if !errors.Is(err, tile.ErrNotFound) {
+		t.Fatalf("get: got %v, want tile.ErrNotFound", err)
 	}
 	if !strings.HasPrefix(err.Error(), "origin: ") {
 		t.Errorf("error %q does not name the package", err)
 	}
 	_, err = c.Head(ctx, "no/such.png")
-	if !errors.Is(err, origin.ErrNotFound) {
-		t.Fatalf("head: got %v, want ErrNotFound", err)
+	if !errors.Is(err, tile.ErrNotFound) {
+		t.Fatalf("head: got %v, want tile.ErrNotFound", err)
 	}
 	if n := e.req.get("GET /tiles/no/such.png"); n != 1 {
 		t.Errorf("requests: got %d, want 1 (not found is not retried)", n)
@@ -202,11 +202,11 @@ func TestReservedKeysAreNotFound(t *testing.T) {
 	e := start(t)
 	e.put(t, "_tilesieve/journal/head.json", []byte(`{"seq":1}`), "application/json", "")
 	c := e.client(origin.Config{})
-	if _, err := c.Get(context.Background(), "_tilesieve/journal/head.json", ""); !errors.Is(err, origin.ErrNotFound) {
-		t.Errorf("Get: got %v, want ErrNotFound", err)
+	if _, err := c.Get(context.Background(), "_tilesieve/journal/head.json", ""); !errors.Is(err, tile.ErrNotFound) {
+		t.Errorf("Get: got %v, want tile.ErrNotFound", err)
 	}
-	if _, err := c.Head(context.Background(), "_tilesieve/journal/head.json"); !errors.Is(err, origin.ErrNotFound) {
-		t.Errorf("Head: got %v, want ErrNotFound", err)
+	if _, err := c.Head(context.Background(), "_tilesieve/journal/head.json"); !errors.Is(err, tile.ErrNotFound) {
+		t.Errorf("Head: got %v, want tile.ErrNotFound", err)
 	}
 	if n := e.req.get("GET /tiles/_tilesieve/journal/head.json") + e.req.get("HEAD /tiles/_tilesieve/journal/head.json"); n != 0 {
 		t.Errorf("got %d requests for the journal, want 0", n)
@@ -240,7 +240,7 @@ func TestServerErrorForeverGivesUp(t *testing.T) {
 	if n := e.req.get("GET /tiles/k"); n != 3 {
 		t.Errorf("requests: got %d, want 3 (MaxAttempts)", n)
 	}
-	if origin.IsTimeout(err) || errors.Is(err, origin.ErrNotFound) {
+	if origin.IsTimeout(err) || errors.Is(err, tile.ErrNotFound) {
 		t.Errorf("got %v, want a plain origin failure (502, not 504)", err)
 	}
 	if !strings.Contains(err.Error(), "500") {
@@ -476,7 +476,7 @@ func TestNewFromEnvironment(t *testing.T) {
 }
 
 // TestGetRange: a range comes back with the object's size and ETag; pinned
-// to an old ETag it is ErrPreconditionFailed, not retried.
+// to an old ETag it is tile.ErrPreconditionFailed, not retried.
 func TestGetRange(t *testing.T) {
 	t.Parallel()
 	e := start(t)
@@ -492,13 +492,13 @@ func TestGetRange(t *testing.T) {
 	}
 	e.put(t, "tiles/a.pmtiles", []byte("changed"), "", "")
 	before := e.req.get("GET /tiles/tiles/a.pmtiles")
-	if _, err := c.GetRange(context.Background(), "tiles/a.pmtiles", 0, 3, etag); !errors.Is(err, origin.ErrPreconditionFailed) {
-		t.Fatalf("changed object: got %v, want ErrPreconditionFailed", err)
+	if _, err := c.GetRange(context.Background(), "tiles/a.pmtiles", 0, 3, etag); !errors.Is(err, tile.ErrPreconditionFailed) {
+		t.Fatalf("changed object: got %v, want tile.ErrPreconditionFailed", err)
 	}
 	if n := e.req.get("GET /tiles/tiles/a.pmtiles") - before; n != 1 {
 		t.Fatalf("a 412 took %d requests, want 1", n)
 	}
-	if _, err := c.GetRange(context.Background(), "tiles/none.pmtiles", 0, 3, ""); !errors.Is(err, origin.ErrNotFound) {
+	if _, err := c.GetRange(context.Background(), "tiles/none.pmtiles", 0, 3, ""); !errors.Is(err, tile.ErrNotFound) {
 		t.Fatalf("missing object: got %v", err)
 	}
 }
@@ -519,8 +519,8 @@ func TestRangePastMaxIsNotRead(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err := c.GetRange(context.Background(), "tiles/a.pmtiles", 0, 16*limit, "")
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, origin.ErrTooLarge) {
-		t.Fatalf("got %v, want ErrTooLarge", err)
+	if !errors.Is(err, tile.ErrTooLarge) {
+		t.Fatalf("got %v, want tile.ErrTooLarge", err)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > limit {
 		t.Errorf("the refused range allocated %d bytes, want less than MaxObjectBytes (%d)", alloc, limit)

@@ -21,7 +21,7 @@ import (
 //
 // Its object keys are tile keys: ObjectKey returns its argument, and
 // GetRange routes it as Get does. A key of a source that can have no object
-// (NAME/… of an archive source, NAME.pmtiles of a directory) is ErrNotFound
+// (NAME/… of an archive source, NAME.pmtiles of a directory) is tile.ErrNotFound
 // without an S3 request.
 //
 // A Router is safe for concurrent use.
@@ -60,7 +60,7 @@ func (r *Router) Locate(key string) (c *Client, objectKey string, ok bool) {
 }
 
 func (r *Router) notFound(op, key string) error {
-	return fmt.Errorf("origin: %s %q: its source %s has no such object: %w", op, key, sources.Name(key), ErrNotFound)
+	return fmt.Errorf("origin: %s %q: its source %s has no such object: %w", op, key, sources.Name(key), tile.ErrNotFound)
 }
 
 // Get reads a whole tile from its source (Client.Get).
@@ -171,4 +171,4 @@ func (r *Router) Prefixes(ctx context.Context, dir string, max int) ([]string, [
 	return dirs, objects, nil
 }
 
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, tile.ErrNotFound) }

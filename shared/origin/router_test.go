@@ -13,6 +13,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/origin/sources"
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 // routerEnv is one endpoint with three buckets: the default ("tiles", under
@@ -60,7 +61,7 @@ func TestRouterGet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
-		key, want string // want "" for ErrNotFound
+		key, want string // want "" for tile.ErrNotFound
 		s3Calls   int
 	}{
 		{"roads/1/0/0.png", "roads", 1},
@@ -90,8 +91,8 @@ func TestRouterGet(t *testing.T) {
 			start := total()
 			got, err := r.Get(ctx, tc.key, "")
 			switch {
-			case tc.want == "" && !errors.Is(err, origin.ErrNotFound):
-				t.Errorf("got %v, want ErrNotFound", err)
+			case tc.want == "" && !errors.Is(err, tile.ErrNotFound):
+				t.Errorf("got %v, want tile.ErrNotFound", err)
 			case tc.want != "" && (err != nil || string(got.Body) != tc.want):
 				t.Errorf("got %v %v, want %q", got, err, tc.want)
 			}
@@ -118,8 +119,8 @@ func TestRouterHeadAndRange(t *testing.T) {
 	if err != nil || string(rg.Body) != "default" {
 		t.Fatalf("range of a default archive: got %+v %v, want \"default\"", rg, err)
 	}
-	if _, err := r.GetRange(ctx, r.ObjectKey("osm.pmtiles"), 0, 7, ""); !errors.Is(err, origin.ErrNotFound) {
-		t.Fatalf("range of a directory source's archive: got %v, want ErrNotFound", err)
+	if _, err := r.GetRange(ctx, r.ObjectKey("osm.pmtiles"), 0, 7, ""); !errors.Is(err, tile.ErrNotFound) {
+		t.Fatalf("range of a directory source's archive: got %v, want tile.ErrNotFound", err)
 	}
 }
 

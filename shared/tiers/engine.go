@@ -55,8 +55,8 @@ import (
 
 // Origin is where tiles come from on a miss: S3, through shared/origin.
 type Origin interface {
-	// Get fetches key; with ifNoneMatch set, origin.ErrNotModified means the
-	// cached copy is still current. origin.ErrNotFound means no such tile.
+	// Get fetches key; with ifNoneMatch set, tile.ErrNotModified means the
+	// cached copy is still current. tile.ErrNotFound means no such tile.
 	Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error)
 }
 
@@ -264,7 +264,7 @@ type Result struct {
 }
 
 // Get answers key at now: from memory, disk or the origin, filling the
-// tiers on the way. origin.ErrNotFound means no such tile (Source says
+// tiers on the way. tile.ErrNotFound means no such tile (Source says
 // whether a remembered 404 answered); other errors are the origin's, a
 // timeout, or one wrapping ErrPanic.
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 const bucket = "tiles"
@@ -58,7 +59,7 @@ func putTile(t testing.TB, api *s3.Client, key, body string) {
 }
 
 // TestGetWalksTheTiers: a miss fills both tiers; a hit comes from memory;
-// with memory emptied, from disk; a missing key is origin.ErrNotFound.
+// with memory emptied, from disk; a missing key is tile.ErrNotFound.
 func TestGetWalksTheTiers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, false, tiers.Config{})
@@ -74,7 +75,7 @@ func TestGetWalksTheTiers(t *testing.T) {
 		{"memory", nil, "a/1/0/0.png", tiers.FromMemory, nil},
 		{"disk", func() { e.mem.Delete("a/1/0/0.png") }, "a/1/0/0.png", tiers.FromDisk, nil},
 		{"memory again", nil, "a/1/0/0.png", tiers.FromMemory, nil},
-		{"not found", nil, "a/1/0/9.png", 0, origin.ErrNotFound},
+		{"not found", nil, "a/1/0/9.png", 0, tile.ErrNotFound},
 	}
 	for _, s := range steps {
 		if s.before != nil {

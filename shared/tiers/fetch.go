@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -40,7 +39,7 @@ func (e *Engine) fetch(ctx context.Context, key string, cached *tile.Tile) (*til
 	if err == nil {
 		return f.t, f.src, nil
 	}
-	if cached != nil && !errors.Is(err, origin.ErrNotFound) && e.servableStale(key, cached, errors.Is(err, origin.ErrTooLarge)) {
+	if cached != nil && !errors.Is(err, tile.ErrNotFound) && e.servableStale(key, cached, errors.Is(err, tile.ErrTooLarge)) {
 		if !e.inOutage.Load() {
 			e.log.Warn("serving stale copy", "key", key, "err", err)
 		}
@@ -141,12 +140,12 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 	t, err := e.origin.Get(fctx, key, etag)
 	if e.metrics != nil {
 		merr := err
-		if errors.Is(err, origin.ErrNotFound) || errors.Is(err, origin.ErrNotModified) {
+		if errors.Is(err, tile.ErrNotFound) || errors.Is(err, tile.ErrNotModified) {
 			merr = nil // an answer, not a failure
 		}
 		e.metrics.OriginFetch(time.Since(began), merr)
 	}
-	if err == nil || errors.Is(err, origin.ErrNotModified) || errors.Is(err, origin.ErrNotFound) {
+	if err == nil || errors.Is(err, tile.ErrNotModified) || errors.Is(err, tile.ErrNotFound) {
 		e.downUntil.Store(0) // S3 answers again
 		if e.inOutage.CompareAndSwap(true, false) {
 			e.log.Info("S3 answers again: the outage's stale answers end")
@@ -154,12 +153,11 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 	}
 	switch {
 	case err == nil:
-		t.ContentType = tile.ContentTypeFor(key, t.ContentType)
 		t.StoredAt = sent
 		e.store(key, t, epoch)
 		e.stats.misses.Add(1)
 		return t, FromOrigin, nil
-	case cached != nil && errors.Is(err, origin.ErrNotModified):
+	case cached != nil && errors.Is(err, tile.ErrNotModified):
 		// Both tiers get the renewed copy, so a tile that later leaves
 		// memory is not revalidated again when read back from disk.
 		renewed := *cached // its prepared answer stays right: same bytes, same version
@@ -167,7 +165,7 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 		e.store(key, &renewed, epoch)
 		e.stats.revalidated.Add(1)
 		return &renewed, Revalidated, nil
-	case errors.Is(err, origin.ErrNotFound):
+	case errors.Is(err, tile.ErrNotFound):
 		if cached == nil && e.cfg.NegativeTTL > 0 {
 			// Remember the miss (sparse tilesets ask for missing tiles all
 			// the time); an upload's purge forgets it.
@@ -183,7 +181,7 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 			})
 		}
 		return nil, 0, err
-	case errors.Is(err, origin.ErrTooLarge):
+	case errors.Is(err, tile.ErrTooLarge):
 		e.stats.originErrors.Add(1)
 		return nil, 0, err
 	default:

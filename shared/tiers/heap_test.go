@@ -14,6 +14,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 // fillWith404s fills a memory tier of bound bytes past its bound with
@@ -46,8 +47,8 @@ func fillWith404s(t *testing.T, bound int64, query int) int64 {
 	get := func(i int) {
 		line := fmt.Sprintf("GET /flood/18/%d/%d.png?%s HTTP/1.1", i, i*7, q)
 		key := line[len("GET /"):strings.IndexByte(line, '?')]
-		if _, err := eng.Get(ctx, key, time.Now()); !errors.Is(err, origin.ErrNotFound) {
-			t.Fatalf("%s: got %v, want %v", key, err, origin.ErrNotFound)
+		if _, err := eng.Get(ctx, key, time.Now()); !errors.Is(err, tile.ErrNotFound) {
+			t.Fatalf("%s: got %v, want %v", key, err, tile.ErrNotFound)
 		}
 	}
 	get(0) // the first request's one-time allocations (clients, pools)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -18,7 +17,7 @@ func (e *Engine) lookup(ctx context.Context, key string, now time.Time, stream *
 		if t.Missing {
 			if now.Sub(t.StoredAt) < e.cfg.NegativeTTL && e.trusted(t, now) {
 				e.stats.negativeHits.Add(1)
-				return nil, FromMemory, origin.ErrNotFound
+				return nil, FromMemory, tile.ErrNotFound
 			}
 			return e.fetch(ctx, key, nil)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 // outageRig is an S3 endpoint with its fault injector, counted at the HTTP
@@ -269,8 +270,8 @@ func TestOutageNeedsBoth(t *testing.T) {
 				if res.Source != tc.want || (err != nil) != (tc.want == 0) {
 					t.Fatalf("request %d: got %v %v, want %v", i, res.Source, err, tc.want)
 				}
-				if tc.del && !errors.Is(err, origin.ErrNotFound) {
-					t.Fatalf("request %d: got %v, want %v", i, err, origin.ErrNotFound)
+				if tc.del && !errors.Is(err, tile.ErrNotFound) {
+					t.Fatalf("request %d: got %v, want %v", i, err, tile.ErrNotFound)
 				}
 			}
 			if got := eng.Stats().OutageStale; got != 0 {

@@ -1,11 +1,7 @@
 package tile
 
 import (
-	"mime"
-	"path"
 	"strings"
-
-	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
 )
 
 // Content types the key rules decide.
@@ -13,31 +9,6 @@ const (
 	ContentTypeMVT   = "application/vnd.mapbox-vector-tile"
 	ContentTypeGlyph = "application/x-protobuf"
 )
-
-// ContentTypeFor is the content type of the object at key whose stored type
-// is stored: the stored type unless it is missing or generic, else the one
-// the key's extension names. A glyph range (glyphs.ParseKey:
-// fonts/{fontstack}/{start}-{end}.pbf) is a protobuf, not a vector tile,
-// even when it was stored as one, as every .pbf is by extension.
-func ContentTypeFor(key, stored string) string {
-	ext := strings.ToLower(path.Ext(key))
-	if ext == ".pbf" && (stored == "" || stored == ContentTypeMVT || generic(stored)) && glyphs.IsKey(key) {
-		return ContentTypeGlyph
-	}
-	if stored != "" && !generic(stored) {
-		return stored
-	}
-	if t := ContentTypeOfExt(strings.TrimPrefix(ext, ".")); t != "" {
-		return t
-	}
-	if t := mime.TypeByExtension(ext); t != "" {
-		return t
-	}
-	if stored != "" {
-		return stored
-	}
-	return "application/octet-stream"
-}
 
 // ContentTypeOfExt is the content type of the tile and document formats
 // tilesieve serves, by extension (without the dot, any case); "" for another.
@@ -58,5 +29,3 @@ func ContentTypeOfExt(ext string) string {
 	}
 	return ""
 }
-
-func generic(t string) bool { return t == "binary/octet-stream" || t == "application/octet-stream" }

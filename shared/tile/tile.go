@@ -117,6 +117,23 @@ const ReservedPrefix = "_tilesieve/"
 func Reserved(key string) bool { return strings.HasPrefix(key, ReservedPrefix) }
 
 // ErrBadKey is the class of every key validation error.
+// Answers every layer shares: an origin returns them (wrapped with what was
+// asked), the engine and the HTTP layer match them with errors.Is.
+var (
+	// ErrNotFound is a key that names no tile.
+	ErrNotFound = errors.New("tile: not found")
+	// ErrNotModified answers a revalidation (If-None-Match) whose copy is
+	// still current.
+	ErrNotModified = errors.New("tile: not modified")
+	// ErrTooLarge is a tile larger than MAX_TILE_BYTES: refused from its
+	// announced size, or cut off once that many bytes were read, never read
+	// whole.
+	ErrTooLarge = errors.New("tile: too large")
+	// ErrPreconditionFailed is a 412: the object no longer has the ETag a
+	// read was pinned to (If-Match). The caller reads the new version.
+	ErrPreconditionFailed = errors.New("tile: precondition failed")
+)
+
 var ErrBadKey = errors.New("tile: bad key")
 
 // KeyError says why a path or key was refused.

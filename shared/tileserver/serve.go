@@ -227,7 +227,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	// soon due without waiting for it (tiers.Engine.Get).
 	res, err := s.eng.Get(ctx, key, now)
 	t, src, stream := res.Tile, res.Source, res.Stream
-	if errors.Is(err, origin.ErrNotFound) {
+	if errors.Is(err, tile.ErrNotFound) {
 		if ct, csrc, ok, cerr := s.docs.Glyphs(ctx, s.eng, key, now); ok {
 			t, src, err = ct, csrc, cerr // a font stack not stored as one
 		}
@@ -243,7 +243,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	case errors.Is(err, docs.ErrBadGlyphKey):
 		s.stats.badRequests.Add(1)
 		s.answerPlain(req, resp, http.StatusBadRequest, "bad glyph range")
-	case errors.Is(err, origin.ErrNotFound):
+	case errors.Is(err, tile.ErrNotFound):
 		s.stats.notFound.Add(1)
 		if src == 0 {
 			src = srcOrigin
@@ -254,7 +254,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		switch {
 		case errors.Is(err, tiers.ErrPanic):
 			status, msg = http.StatusInternalServerError, "internal error"
-		case errors.Is(err, errTooLarge), errors.Is(err, origin.ErrTooLarge):
+		case errors.Is(err, errTooLarge), errors.Is(err, tile.ErrTooLarge):
 			msg = "tile larger than MAX_TILE_BYTES"
 		case isTimeout(err):
 			status, msg = http.StatusGatewayTimeout, "origin timeout"

@@ -33,6 +33,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
+	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -365,7 +366,7 @@ type routedStager struct {
 func (s routedStager) Stage(ctx context.Context, key, etag string, size int64) (string, error) {
 	c, objectKey, ok := s.r.Locate(key)
 	if !ok {
-		return "", fmt.Errorf("app: stage %s: %w", key, origin.ErrNotFound)
+		return "", fmt.Errorf("app: stage %s: %w", key, tile.ErrNotFound)
 	}
 	f := stage.Files{Origin: c, Dir: s.dir, Room: s.room}
 	if c == s.r.Default() {

@@ -60,6 +60,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/formats/mbtiles"
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmwrite"
+	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/transfer"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
@@ -515,7 +516,7 @@ func one(ctx context.Context, client *s3.Client, up *transfer.Uploader, bucket s
 	head := make([]byte, 2)
 	n, _ := io.ReadFull(f, head)
 	// A glyph range is a protobuf, though a .pbf is a vector tile by extension.
-	ctype := tile.ContentTypeFor(it.key, ContentType(it.ext))
+	ctype := origin.ContentTypeFor(it.key, ContentType(it.ext))
 	var cenc string
 	if IsGzip(head[:n]) {
 		cenc = "gzip"

@@ -247,7 +247,10 @@ func (a *Origin) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, 
 		}
 	}
 	t, err := a.get(ctx, key, ifNoneMatch)
-	if errors.Is(err, origin.ErrTooLarge) {
+	if t != nil {
+		t.ContentType = origin.ContentTypeFor(key, t.ContentType)
+	}
+	if errors.Is(err, tile.ErrTooLarge) {
 		a.dirs.Set(refusedPrefix+key, &tile.Tile{StoredAt: a.now(), Prepared: refusal{err}})
 	}
 	return t, err
@@ -279,7 +282,7 @@ func (a *Origin) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, 
 			// first whether it is still the archive's (a revalidation
 			// asks in notModified).
 			if _, err := a.current(ctx, ar); err != nil {
-				if attempt == 0 && errors.Is(err, origin.ErrPreconditionFailed) {
+				if attempt == 0 && errors.Is(err, tile.ErrPreconditionFailed) {
 					a.changed(ar)
 					continue
 				}
@@ -287,7 +290,7 @@ func (a *Origin) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, 
 			}
 		}
 		t, err := a.readTile(ctx, ar, z, x, y, ext, ifNoneMatch)
-		if attempt == 0 && errors.Is(err, origin.ErrPreconditionFailed) {
+		if attempt == 0 && errors.Is(err, tile.ErrPreconditionFailed) {
 			a.changed(ar)
 			continue
 		}
@@ -435,7 +438,7 @@ func (a *Origin) probe(ar *archive) {
 	objectKey := a.store.ObjectKey(ar.name + Ext)
 	first, err := a.store.GetRange(ctx, objectKey, 0, pmtiles.RootWindow, "")
 	switch {
-	case errors.Is(err, origin.ErrNotFound):
+	case errors.Is(err, tile.ErrNotFound):
 		a.probeMBTiles(ctx, ar)
 		return
 	case err != nil:
@@ -569,13 +572,13 @@ func (a *Origin) current(ctx context.Context, ar *archive) (*archive, error) {
 	case err == nil:
 		ar.checked.Store(a.now().UnixNano())
 		return ar, nil
-	case errors.Is(err, origin.ErrPreconditionFailed), errors.Is(err, origin.ErrNotFound):
-		return nil, origin.ErrPreconditionFailed
+	case errors.Is(err, tile.ErrPreconditionFailed), errors.Is(err, tile.ErrNotFound):
+		return nil, tile.ErrPreconditionFailed
 	}
 	return nil, err
 }
 
-// notModified is origin.ErrNotModified when ifNoneMatch is a tile ETag that
+// notModified is tile.ErrNotModified when ifNoneMatch is a tile ETag that
 // names ar's current version (a revalidation answered without reading), nil
 // when the tile must be read, or the error of finding the current version.
 func (a *Origin) notModified(ctx context.Context, ar *archive, ifNoneMatch string) error {
@@ -587,7 +590,7 @@ func (a *Origin) notModified(ctx context.Context, ar *archive, ifNoneMatch strin
 		return err
 	}
 	if archiveOfTag(ifNoneMatch) == cur.etag {
-		return origin.ErrNotModified
+		return tile.ErrNotModified
 	}
 	return nil
 }
@@ -600,7 +603,7 @@ func (a *Origin) readTile(ctx context.Context, ar *archive, z uint8, x, y uint32
 	}
 	h := ar.r.Header()
 	if !extMatches(h.TileType, ext) {
-		return nil, origin.ErrNotFound
+		return nil, tile.ErrNotFound
 	}
 	if err := a.notModified(ctx, ar, ifNoneMatch); err != nil {
 		return nil, err
@@ -610,12 +613,12 @@ func (a *Origin) readTile(ctx context.Context, ar *archive, z uint8, x, y uint32
 		return nil, err
 	}
 	if !ok {
-		return nil, origin.ErrNotFound
+		return nil, tile.ErrNotFound
 	}
 	if max := a.store.MaxObjectBytes(); max > 0 && rg.Length > max {
 		// Refused from the directory entry, before a byte is read or
 		// allocated (Get remembers the refusal).
-		return nil, fmt.Errorf("archive: archive %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, rg.Length, max, origin.ErrTooLarge)
+		return nil, fmt.Errorf("archive: archive %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, rg.Length, max, tile.ErrTooLarge)
 	}
 	if rg.Length > pmtiles.DefaultMaxTileBytes {
 		return nil, fmt.Errorf("archive: archive %s: tile %d/%d/%d of %d bytes: %w", ar.name, z, x, y, rg.Length, pmtiles.ErrInvalid)
@@ -653,7 +656,7 @@ func (a *Origin) tileJSON(ctx context.Context, name, key, ifNoneMatch string) (*
 			return obj, err
 		}
 		t, err := a.archiveTileJSON(ctx, ar, ifNoneMatch)
-		if attempt == 0 && errors.Is(err, origin.ErrPreconditionFailed) {
+		if attempt == 0 && errors.Is(err, tile.ErrPreconditionFailed) {
 			a.changed(ar)
 			continue
 		}
@@ -669,7 +672,7 @@ func (a *Origin) archiveTileJSON(ctx context.Context, ar *archive, ifNoneMatch s
 			return nil, err
 		}
 		if ifNoneMatch == DerivedTag(cur.etag, TileJSONTag) {
-			return nil, origin.ErrNotModified
+			return nil, tile.ErrNotModified
 		}
 	}
 	if ar.mb != nil {
@@ -695,13 +698,13 @@ func (a *Origin) metadataJSON(ctx context.Context, name, key, ifNoneMatch string
 	}
 	md, err := a.next.Get(ctx, tilename.MetadataKey(name), inm)
 	switch {
-	case errors.Is(err, origin.ErrNotFound):
+	case errors.Is(err, tile.ErrNotFound):
 		objINM := ifNoneMatch
 		if strings.HasSuffix(ifNoneMatch, TileJSONTag+`"`) {
 			objINM = "" // the cached copy was a TileJSON: read the object afresh
 		}
 		t, err := a.next.Get(ctx, key, objINM)
-		if errors.Is(err, origin.ErrNotFound) {
+		if errors.Is(err, tile.ErrNotFound) {
 			return a.listedTileJSON(ctx, name, ifNoneMatch) // what the keys show
 		}
 		return t, err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
-	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -91,11 +90,11 @@ func (a *Origin) listedTileJSON(ctx context.Context, name, ifNoneMatch string) (
 		return nil, err
 	}
 	if !found {
-		return nil, fmt.Errorf("archive: %s.json: no metadata.json and no tiles: %w", name, origin.ErrNotFound)
+		return nil, fmt.Errorf("archive: %s.json: no metadata.json and no tiles: %w", name, tile.ErrNotFound)
 	}
 	etag := DerivedTag(`"keys-`+p.Format+"-"+strconv.Itoa(p.MinZoom)+"-"+strconv.Itoa(p.MaxZoom)+`"`, TileJSONTag)
 	if ifNoneMatch == etag {
-		return nil, origin.ErrNotModified
+		return nil, tile.ErrNotModified
 	}
 	md, _ := json.Marshal(map[string]any{"format": p.Format, "minzoom": p.MinZoom, "maxzoom": p.MaxZoom})
 	tj, err := tileset.FromMetadata(PlaceholderBase, name, md)

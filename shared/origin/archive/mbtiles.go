@@ -11,7 +11,6 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/formats/mbtiles"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
-	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -45,7 +44,7 @@ func (m *mbSource) tile(ctx context.Context, z uint8, x, y uint32) ([]byte, erro
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.db == nil {
-		return nil, origin.ErrPreconditionFailed
+		return nil, tile.ErrPreconditionFailed
 	}
 	return m.db.Tile(ctx, z, x, y)
 }
@@ -54,7 +53,7 @@ func (m *mbSource) metadata(ctx context.Context, name string) (tileset.TileJSON,
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.db == nil {
-		return tileset.TileJSON{}, origin.ErrPreconditionFailed
+		return tileset.TileJSON{}, tile.ErrPreconditionFailed
 	}
 	return m.db.Metadata(ctx, PlaceholderBase, name)
 }
@@ -109,7 +108,7 @@ func (a *Origin) probeMBTiles(ctx context.Context, ar *archive) {
 	key := ar.name + MBTilesExt
 	first, err := a.store.GetRange(ctx, a.store.ObjectKey(key), 0, 1, "")
 	switch {
-	case errors.Is(err, origin.ErrNotFound):
+	case errors.Is(err, tile.ErrNotFound):
 		ar.missing = true
 		return
 	case err != nil:
@@ -145,7 +144,7 @@ func (a *Origin) probeMBTiles(ctx context.Context, ar *archive) {
 func (a *Origin) readMBTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
 	format := ar.mb.format()
 	if !mbExtMatches(format, ext) {
-		return nil, origin.ErrNotFound
+		return nil, tile.ErrNotFound
 	}
 	if err := a.notModified(ctx, ar, ifNoneMatch); err != nil {
 		return nil, err
@@ -153,12 +152,12 @@ func (a *Origin) readMBTile(ctx context.Context, ar *archive, z uint8, x, y uint
 	body, err := ar.mb.tile(ctx, z, x, y)
 	switch {
 	case errors.Is(err, mbtiles.ErrNotFound):
-		return nil, origin.ErrNotFound
+		return nil, tile.ErrNotFound
 	case err != nil:
 		return nil, fmt.Errorf("archive: %w", err)
 	}
 	if max := a.store.MaxObjectBytes(); max > 0 && int64(len(body)) > max {
-		return nil, fmt.Errorf("archive: mbtiles %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, len(body), max, origin.ErrTooLarge)
+		return nil, fmt.Errorf("archive: mbtiles %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, len(body), max, tile.ErrTooLarge)
 	}
 	return &tile.Tile{
 		Body:            body,
@@ -205,7 +204,7 @@ func (a *Origin) StageMBTiles(ctx context.Context, name string) error {
 	}
 	ar, _ := a.lookup(name)
 	if ar == nil {
-		return fmt.Errorf("archive: mbtiles %s: %w", name, origin.ErrNotFound)
+		return fmt.Errorf("archive: mbtiles %s: %w", name, tile.ErrNotFound)
 	}
 	select {
 	case <-ar.ready:
@@ -216,7 +215,7 @@ func (a *Origin) StageMBTiles(ctx context.Context, name string) error {
 	case ar.err != nil:
 		return ar.err
 	case ar.missing:
-		return fmt.Errorf("archive: mbtiles %s: %w", name, origin.ErrNotFound)
+		return fmt.Errorf("archive: mbtiles %s: %w", name, tile.ErrNotFound)
 	case ar.mb == nil:
 		return fmt.Errorf("archive: mbtiles %s: %s exists; it is served instead", name, name+Ext)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 // TestOriginReadsArchivesAndObjects: a key under NAME/ is read from
@@ -45,10 +46,10 @@ func TestOriginReadsArchivesAndObjects(t *testing.T) {
 	}{
 		{"world/0/0/0.png", "root", nil},
 		{"world/1/1/0.png", "east", nil},
-		{"world/1/0/0.png", "", origin.ErrNotFound},  // not in the archive
-		{"world/0/0/0.webp", "", origin.ErrNotFound}, // not its tile type
+		{"world/1/0/0.png", "", tile.ErrNotFound},  // not in the archive
+		{"world/0/0/0.webp", "", tile.ErrNotFound}, // not its tile type
 		{"photos/0/0/0.png", "object", nil},
-		{"photos/1/0/0.png", "", origin.ErrNotFound},
+		{"photos/1/0/0.png", "", tile.ErrNotFound},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			got, err := o.Get(ctx, tc.key, "")
@@ -64,7 +65,7 @@ func TestOriginReadsArchivesAndObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Get(ctx, "world/0/0/0.png", first.ETag); !errors.Is(err, origin.ErrNotModified) {
+	if _, err := o.Get(ctx, "world/0/0/0.png", first.ETag); !errors.Is(err, tile.ErrNotModified) {
 		t.Errorf("revalidation with the tile's ETag: got %v, want ErrNotModified", err)
 	}
 	tj, err := o.Get(ctx, "world.json", "")

@@ -1,4 +1,4 @@
-package tile_test
+package origin
 
 import (
 	"testing"
@@ -34,7 +34,7 @@ func TestContentTypeFor(t *testing.T) {
 	} {
 		t.Run(c.key+" "+c.stored, func(t *testing.T) {
 			t.Parallel()
-			if got := tile.ContentTypeFor(c.key, c.stored); got != c.want {
+			if got := ContentTypeFor(c.key, c.stored); got != c.want {
 				t.Errorf("got %q, want %q", got, c.want)
 			}
 		})
