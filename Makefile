@@ -68,7 +68,8 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzKeyFromPath:./shared/tile/ \
 	    FuzzDecode:./shared/purge/s3event/ \
 	    FuzzRequestFromEvent:./functions/tiles/ \
-	    FuzzConditionalHeaders:./shared/tileserver/ \
+	    FuzzDecode:./shared/tile/coding/ \
+	    FuzzConditionalHeaders:./shared/tileserver/internal/httpspec/ \
 	    FuzzParseManifest:./shared/origin/stage/ \
 	    FuzzDecodeFile:./shared/tiers/disk/ \
 	    FuzzOps:./shared/tiers/memory/ \

@@ -24,7 +24,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // Bucket is the bucket every benchmark uses.
@@ -78,7 +78,7 @@ type TierOptions struct {
 
 // Instance is a tile server built from the product's packages.
 type Instance struct {
-	Server *tileserver.Server
+	Server *servertest.Stack
 	Memory *memory.Cache
 	Disk   *disk.Store
 }
@@ -105,7 +105,7 @@ func NewInstance(o *origin.Client, opt TierOptions) (*Instance, error) {
 		}
 		inst.Disk = d
 	}
-	srv, err := tileserver.New(tileserver.Config{}, tileserver.Deps{Memory: mem, Disk: inst.Disk, Origin: o})
+	srv, err := servertest.New(servertest.Config{}, servertest.Deps{Memory: mem, Disk: inst.Disk, Origin: o})
 	if err != nil {
 		return nil, err
 	}

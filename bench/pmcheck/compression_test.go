@@ -15,7 +15,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // encode compresses b with c: go-pmtiles' own writer has none and gzip;
@@ -77,7 +77,7 @@ func TestEveryCompressionServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := tileserver.New(tileserver.Config{}, tileserver.Deps{Memory: mem, Origin: oc, Archives: oc})
+	srv, err := servertest.New(servertest.Config{}, servertest.Deps{Memory: mem, Origin: oc, Archives: oc})
 	if err != nil {
 		t.Fatal(err)
 	}

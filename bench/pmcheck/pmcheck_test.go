@@ -391,7 +391,7 @@ func TestTileJSONOfConvertedArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tj, err := tileset.FromArchive("https://tiles.example", "roads", r.Header(), meta)
+	tj, err := tileset.FromArchive("https://tiles.example", "roads", r.Header().Tileset(), meta)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,8 @@ func (b *buffered) Handle(ctx context.Context, ev *urlEvent) (out io.Reader, _ e
 	if resp.Admin {
 		return b.admin(ctx, ev), nil
 	}
-	if before, after, ok := resp.Payload(); ok {
+	if p, ok := resp.Extra().(*payload); ok {
+		before, after := p.around()
 		return newHoleReader(before, resp.Timing(), resp.ReflectedOrigin(), after), nil
 	}
 	return b.encode(ev, resp), nil
@@ -346,7 +347,7 @@ func newHoleReader(before []byte, timing, origin string, after []byte) *holeRead
 		// character that needs escaping in JSON.
 		h = append(h, `,"Access-Control-Allow-Origin":"`...)
 		h = append(h, origin...)
-		h = append(h, `","Access-Control-Expose-Headers":"ETag, Content-Length, Content-Range, X-Cache, Server-Timing"`...)
+		h = append(h, `","Access-Control-Expose-Headers":"`+tileserver.ExposeHeaders+`"`...)
 	}
 	r.parts = [3][]byte{before, h, after}
 	return r

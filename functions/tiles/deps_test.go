@@ -54,3 +54,42 @@ func TestBootstrapLinksOnlyWhatItCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestLayers: each kind of change has one place. The tier engine links no
+// transport or vendor package (no AWS SDK, no HTTP); the HTTP contract
+// links no purge, configuration, format or origin code; the worker links
+// no tier and no format's reader; and nothing under shared/ reaches into
+// infra/ (the operator's command, the local stack, the test rigs).
+func TestLayers(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command in PATH")
+	}
+	const mod = "github.com/tilesieve/tilesieve/"
+	for _, tc := range []struct {
+		pkg  string
+		deny []string // import path prefixes
+	}{
+		{"shared/tiers", []string{"github.com/aws/", "net/http", mod + "shared/origin", mod + "shared/formats"}},
+		{"shared/tileserver", []string{mod + "shared/purge", mod + "shared/config", mod + "shared/formats/pmtiles",
+			mod + "shared/formats/mbtiles", mod + "shared/origin", mod + "shared/admin", "github.com/aws/aws-sdk-go-v2"}},
+		{"worker", []string{mod + "shared/tiers", mod + "shared/formats/registry", mod + "shared/formats/pmtiles", mod + "shared/tileserver"}},
+		{"shared/...", []string{mod + "infra/", mod + "functions/", mod + "worker"}},
+	} {
+		t.Run(tc.pkg, func(t *testing.T) {
+			t.Parallel()
+			out, err := exec.Command(goTool, "list", "-deps", mod+tc.pkg).Output()
+			if err != nil {
+				t.Fatalf("go list -deps %s: %v", tc.pkg, err)
+			}
+			for _, dep := range strings.Fields(string(out)) {
+				for _, p := range tc.deny {
+					if strings.HasPrefix(dep, p) {
+						t.Errorf("%s links %s", tc.pkg, dep)
+					}
+				}
+			}
+		})
+	}
+}

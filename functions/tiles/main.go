@@ -62,7 +62,13 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	configured := time.Since(began)
-	a, err := app.New(ctx, memTierConfig(cfg), log, app.WithMetrics(out))
+	opts := []app.Option{app.WithMetrics(out)}
+	if cfg.OnLambda && cfg.InvokeMode != "RESPONSE_STREAM" {
+		// A memory hit answers with its payload encoded once, when the
+		// tile entered the memory tier.
+		opts = append(opts, app.WithExtra(buildPayload))
+	}
+	a, err := app.New(ctx, memTierConfig(cfg), log, opts...)
 	if err != nil {
 		return err
 	}

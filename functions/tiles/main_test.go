@@ -31,7 +31,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/testkit/lambdatest"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 
 	fixtures "github.com/tilesieve/tilesieve/events"
 )
@@ -317,7 +317,7 @@ func TestAnswersDecodeToTheTile(t *testing.T) {
 // panicOnce is the real S3 origin, except that its first fetch panics.
 type panicOnce struct {
 	done atomic.Bool
-	next tileserver.Origin
+	next servertest.Origin
 }
 
 func (p *panicOnce) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, error) {
@@ -338,11 +338,11 @@ func TestPanicIsA500(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := &panicOnce{next: origin.NewWithS3(s3srv.Client(url), origin.Config{Bucket: "tiles", Prefix: "tiles/"})}
-	srv, err := tileserver.New(tileserver.Config{Payloads: true}, tileserver.Deps{Memory: mem, Origin: o, Logger: log})
+	srv, err := servertest.New(servertest.Config{Extra: buildPayload}, servertest.Deps{Memory: mem, Origin: o, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &buffered{srv: srv, next: withRecover(srv, log), log: log}
+	b := &buffered{srv: srv.Server, next: withRecover(srv, log), log: log}
 	h := lambda.NewHandler(b.Handle)
 	invoke := func(event []byte) events.LambdaFunctionURLResponse {
 		out, err := h.Invoke(context.Background(), event)

@@ -23,7 +23,6 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
-	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
@@ -36,9 +35,24 @@ func hashToken(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
 const Prefix = "/_tilesieve/"
 
 // Purger carries an admin purge to every instance (the journal) and to the
-// CDN (through the sync worker); *purge.Purger is one.
+// CDN (through the sync worker): the purge pipeline of shared/purge, which
+// the composition root adapts to it.
 type Purger interface {
-	Purge(ctx context.Context, r purge.Request) (purge.Outcome, error)
+	// Prefixes lists what a purge of prefix covers: prefix and what it
+	// derives (an archive's tileset and TileJSON, a font's stacks),
+	// coalesced.
+	Prefixes(prefix string) []string
+	// Purge records prefixes in the journal, then invalidates the CDN or
+	// hands the invalidation to the worker. A journal error leaves Seq 0.
+	Purge(ctx context.Context, prefixes []string, batchID string) (PurgeOutcome, error)
+}
+
+// PurgeOutcome is what a Purger did.
+type PurgeOutcome struct {
+	Seq      uint64   // the journal entry
+	CDNPaths []string // the CDN paths invalidated; none when handed off
+	// Handed are the CDN targets handed to the worker, when it was.
+	Handed []string
 }
 
 // Config is the admin API's behaviour.
@@ -54,9 +68,6 @@ type Deps struct {
 	Memory *memory.Cache // the engine's, for the key listing
 	Disk   *disk.Store   // the engine's, for the key listing; nil: none
 	Purger Purger        // nil: admin purges of this instance only
-	// Hidden reports the memory keys that are part of another entry (a
-	// tile's decoded variant), left out of the key listing.
-	Hidden func(key string) bool
 	// Handler returns the HTTP layer's own counters for the stats.
 	Handler func() HandlerStats
 	// Catalog lists the tilesets of GET /_tilesieve/catalog, public and
@@ -79,7 +90,6 @@ type Handler struct {
 	mem        *memory.Cache
 	disk       *disk.Store
 	purger     Purger
-	hidden     func(string) bool
 	handler    func() HandlerStats
 	catalog    func(context.Context) ([]docs.CatalogEntry, error)
 	baseURL    func(*http.Request) string
@@ -93,16 +103,13 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("admin: Engine and Memory are required")
 	}
 	h := &Handler{token: cfg.Token, now: cfg.Now, eng: d.Engine, mem: d.Memory, disk: d.Disk,
-		purger: d.Purger, hidden: d.Hidden, handler: d.Handler, catalog: d.Catalog, baseURL: d.BaseURL, publicCORS: d.PublicCORS, log: d.Logger}
+		purger: d.Purger, handler: d.Handler, catalog: d.Catalog, baseURL: d.BaseURL, publicCORS: d.PublicCORS, log: d.Logger}
 	if cfg.Token != "" {
 		h.hash = hashToken(cfg.Token)
 	}
 	h.now, h.log = defaults.Clock(h.now), defaults.Logger(h.log)
 	if h.baseURL == nil {
 		h.baseURL = func(r *http.Request) string { return "http://" + r.Host }
-	}
-	if h.hidden == nil {
-		h.hidden = func(string) bool { return false }
 	}
 	if h.handler == nil {
 		h.handler = func() HandlerStats { return HandlerStats{} }
@@ -249,15 +256,12 @@ func (s *Handler) adminPurge(w http.ResponseWriter, r *http.Request, prefix stri
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
 	defer cancel()
-	req := purge.PrefixRequest(prefix, "admin", "admin:"+prefix+":"+strconv.FormatInt(s.now().UnixNano(), 10))
-	res := PurgeResult{Prefix: prefix, Prefixes: req.Prefixes}
+	res := PurgeResult{Prefix: prefix, Prefixes: []string{prefix}}
 	status := http.StatusOK
 	if s.purger != nil {
-		out, err := s.purger.Purge(ctx, req)
-		res.JournalSeq, res.CDNPaths = out.Seq, out.Paths
-		if out.HandedOff {
-			res.CDNTargets = out.Targets
-		}
+		res.Prefixes = s.purger.Prefixes(prefix)
+		out, err := s.purger.Purge(ctx, res.Prefixes, "admin:"+prefix+":"+strconv.FormatInt(s.now().UnixNano(), 10))
+		res.JournalSeq, res.CDNPaths, res.CDNTargets = out.Seq, out.CDNPaths, out.Handed
 		if err != nil {
 			stage := "cdn: "
 			if out.Seq == 0 {
@@ -268,15 +272,20 @@ func (s *Handler) adminPurge(w http.ResponseWriter, r *http.Request, prefix stri
 			status = http.StatusBadGateway
 		}
 	}
-	for _, p := range req.Prefixes {
+	for _, p := range res.Prefixes {
 		m, d, _ := s.eng.PurgeTiers(p)
 		res.MemoryEntries += m
 		res.DiskEntries += d
 	}
-	s.log.Info("admin purge", "prefix", prefix, "prefixes", req.Prefixes, "journal_seq", res.JournalSeq,
+	s.log.Info("admin purge", "prefix", prefix, "prefixes", res.Prefixes, "journal_seq", res.JournalSeq,
 		"cdn_handed_off", len(res.CDNTargets) > 0, "memory_entries", res.MemoryEntries, "disk_entries", res.DiskEntries)
 	writeJSON(w, status, res)
 }
+
+// hidden reports a memory key that is part of another entry (a tile's
+// decoded variant, under the tile's key and a control byte, which no tile
+// key holds): left out of the key listing.
+func hidden(key string) bool { return strings.IndexByte(key, 0) >= 0 }
 
 // keyLine is one line of the NDJSON key listing.
 type keyLine struct {
@@ -323,7 +332,7 @@ func (s *Handler) adminKeys(w http.ResponseWriter, r *http.Request) {
 		return sent < limit
 	}
 	s.mem.Scan(prefix, limit, func(it memory.Item) bool {
-		if s.hidden(it.Key) {
+		if hidden(it.Key) {
 			return true // a decoded variant is part of its tile, not a key of its own
 		}
 		return emit(keyLine{Key: it.Key, Tier: "memory", Size: it.Size, ETag: it.ETag, Missing: s.remembered404(it)})

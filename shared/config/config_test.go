@@ -282,3 +282,14 @@ func TestWorkerCDNSettings(t *testing.T) {
 		t.Error("a bad CDN_PATH_PREFIX passed")
 	}
 }
+
+func TestDirectiveSeconds(t *testing.T) {
+	t.Parallel()
+	cc := "public, max-age=86400, stale-while-revalidate=60, stale-if-error=86400"
+	if got := directiveSeconds(cc, "stale-if-error"); got != 24*time.Hour {
+		t.Fatalf("got %v", got)
+	}
+	if got := directiveSeconds("public, stale-if-error=-5", "stale-if-error"); got != 0 {
+		t.Fatalf("negative: got %v", got)
+	}
+}

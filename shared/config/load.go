@@ -362,3 +362,33 @@ const minClientRate = 64 << 10 // bytes per second
 func (t Tiles) WriteTimeout() time.Duration {
 	return max(30*time.Second, time.Duration(t.MaxTileBytes/minClientRate)*time.Second)
 }
+
+// StaleIfError is how long past REVALIDATE_AFTER a copy may still be
+// answered when S3 fails: CACHE_CONTROL's stale-if-error.
+func (t Tiles) StaleIfError() time.Duration {
+	return directiveSeconds(t.CacheControl, "stale-if-error")
+}
+
+// NegativeTTL is how long an instance remembers a 404: as long as the CDN
+// may cache it (NEGATIVE_CACHE_CONTROL's max-age), and never past the
+// revalidation age; the journal purges it on upload either way.
+func (t Tiles) NegativeTTL() time.Duration {
+	return min(directiveSeconds(t.NegativeCacheControl, "max-age"), t.RevalidateAfter)
+}
+
+// directiveSeconds reads a delta-seconds directive from a Cache-Control
+// value; 0 when it is absent or not a count of seconds.
+func directiveSeconds(cc, name string) time.Duration {
+	for part := range strings.SplitSeq(cc, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || !strings.EqualFold(k, name) {
+			continue
+		}
+		n, err := strconv.Atoi(strings.Trim(v, `"`))
+		if err != nil || n < 0 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	return 0
+}

@@ -26,9 +26,9 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/docs/iiif"
 	"github.com/tilesieve/tilesieve/shared/docs/style"
+	"github.com/tilesieve/tilesieve/shared/formats"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
-	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
@@ -52,33 +52,55 @@ type Deps struct {
 	// it is for a coding it does not decode.
 	Decode func(enc string, b []byte) ([]byte, error)
 	// Archives lists the tilesets for the catalog; nil: no catalog.
-	Archives *archive.Origin
+	Archives Archives
 	Logger   *slog.Logger
 	Now      func() time.Time
 }
 
+// Archives is what the catalog lists tilesets through: the archive origin
+// (*archive.Origin is one), which opens each archive as a request would.
+type Archives interface {
+	TTL() time.Duration        // how long a listing is believed
+	Serves(format string) bool // whether objects of a format are served
+	Refusal(ctx context.Context, name string) error
+	TopLevel(ctx context.Context, max int) (dirs, keys []string, err error)
+	Exists(ctx context.Context, key string) error
+	IsPyramid(ctx context.Context, name string) (bool, error)
+}
+
 // Docs renders and composes documents; see the package doc.
 type Docs struct {
+	eng      Engine
 	prepare  func(string, *tile.Tile)
 	decode   func(string, []byte) ([]byte, error)
-	archives *archive.Origin // nil: no catalog
+	archives Archives // nil: no catalog
 	log      *slog.Logger
 	now      func() time.Time
 	docs     *memory.Cache // renderings and compositions, by key, base and source ETags
 	catalog  catalogCache
 }
 
-// New builds the document renderer.
-func New(d Deps) (*Docs, error) {
-	if d.Prepare == nil || d.Decode == nil {
-		return nil, errors.New("docs: Prepare and Decode are required")
+// New builds the document renderer over eng, whose every purge trims it
+// (Purged).
+func New(eng Engine, d Deps) (*Docs, error) {
+	if eng == nil || d.Prepare == nil || d.Decode == nil {
+		return nil, errors.New("docs: the engine, Prepare and Decode are required")
 	}
 	c, err := memory.New(memory.Config{MaxBytes: docsBytes})
 	if err != nil {
 		return nil, fmt.Errorf("docs: %w", err)
 	}
-	return &Docs{prepare: d.Prepare, decode: d.Decode, archives: d.Archives,
-		log: defaults.Logger(d.Logger), now: defaults.Clock(d.Now), docs: c}, nil
+	s := &Docs{eng: eng, prepare: d.Prepare, decode: d.Decode, archives: d.Archives,
+		log: defaults.Logger(d.Logger), now: defaults.Clock(d.Now), docs: c}
+	eng.OnPurge(s.Purged)
+	return s, nil
+}
+
+// Engine is the tier engine documents are read through (font ranges) and
+// purged with; *tiers.Engine is one.
+type Engine interface {
+	Reader
+	OnPurge(fn func(prefix string))
 }
 
 // Purged runs inside every purge of prefix on this instance: renderings of
@@ -93,7 +115,7 @@ func (s *Docs) Purged(prefix string) {
 // another document that names the URL it is served from: a style
 // (NAME/style.json) or a IIIF info.json. Render renders either.
 func Kind(key string, t *tile.Tile) (tileJSON, named bool) {
-	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, archive.TileJSONTag+`"`)
+	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, tileset.Tag+`"`)
 	_, isStyle := style.NameFromKey(key)
 	named = isStyle || strings.HasSuffix(key, "/"+iiif.InfoName)
 	return tileJSON, named
@@ -166,7 +188,7 @@ func baseTag(etag, base string) string {
 	}
 	h := fnv.New32a()
 	h.Write([]byte(base))
-	return archive.DerivedTag(etag, "~"+strconv.FormatUint(uint64(h.Sum32()), 36))
+	return tile.DerivedTag(etag, "~"+strconv.FormatUint(uint64(h.Sum32()), 36))
 }
 
 // Base is what the public base URL of a request is chosen from.
@@ -299,31 +321,30 @@ func (s *Docs) Tilesets(ctx context.Context) ([]CatalogEntry, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
 	defer cancel()
-	dirs, objects, err := s.archives.Store().Prefixes(ctx, "", catalogMax)
+	dirs, keys, err := s.archives.TopLevel(ctx, catalogMax)
 	if err != nil {
 		return nil, err
 	}
 	byName := map[string]CatalogEntry{}
-	for _, o := range objects {
-		if name, ok := strings.CutSuffix(o.Key, archive.Ext); ok && name != "" {
-			byName[name] = CatalogEntry{Name: name, Kind: "pmtiles", TileJSON: tilename.TileJSONKey(name)}
+	var archives []string                // read by range: opened here to show a refusal
+	for _, spec := range formats.Table { // in order of precedence
+		if !s.archives.Serves(spec.Name) {
+			continue
 		}
-	}
-	for _, o := range objects {
-		// A database is a tileset unless an archive of its name is served.
-		if name, ok := strings.CutSuffix(o.Key, archive.MBTilesExt); ok && name != "" && s.archives.MBTiles() && byName[name].Name == "" {
-			byName[name] = CatalogEntry{Name: name, Kind: "mbtiles", TileJSON: name + ".json"}
+		for _, key := range keys {
+			name, ok := strings.CutSuffix(key, spec.Ext)
+			if !ok || name == "" || byName[name].Name != "" {
+				continue
+			}
+			byName[name] = CatalogEntry{Name: name, Kind: spec.Name, TileJSON: tilename.TileJSONKey(name)}
+			if spec.Staging == formats.Ranged {
+				archives = append(archives, name)
+			}
 		}
 	}
 	var mu sync.Mutex // guards byName below
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, catalogHeads)
-	var archives []string
-	for name, e := range byName {
-		if e.Kind == "pmtiles" {
-			archives = append(archives, name)
-		}
-	}
 	for _, name := range archives {
 		// Opened as a request would open it (the same probe, kept for
 		// requests), so a malformed archive shows here with its reason.
@@ -352,10 +373,9 @@ func (s *Docs) Tilesets(ctx context.Context) ([]CatalogEntry, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			_, err := s.archives.Store().Head(ctx, tilename.MetadataKey(name))
-			if err != nil {
+			if err := s.archives.Exists(ctx, tilename.MetadataKey(name)); err != nil {
 				// No metadata.json: a tileset when its keys show one.
-				_, found, lerr := s.archives.ListPyramid(ctx, name)
+				found, lerr := s.archives.IsPyramid(ctx, name)
 				if lerr != nil {
 					s.log.Warn("catalog: directory not listed", "name", name, "err", lerr)
 				}

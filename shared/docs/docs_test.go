@@ -1,16 +1,19 @@
 package docs
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/tilesieve/tilesieve/shared/origin/archive"
+	"github.com/tilesieve/tilesieve/shared/formats/tileset"
+	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 func TestKind(t *testing.T) {
 	t.Parallel()
-	built := archive.DerivedTag(`"v1"`, archive.TileJSONTag)
+	built := tile.DerivedTag(`"v1"`, tileset.Tag)
 	for _, tc := range []struct {
 		key, etag       string
 		tileJSON, named bool
@@ -34,7 +37,7 @@ func TestKind(t *testing.T) {
 func TestRenderUnderBase(t *testing.T) {
 	t.Parallel()
 	prepared := 0
-	d, err := New(Deps{
+	d, err := New(noEngine{}, Deps{
 		Prepare: func(string, *tile.Tile) { prepared++ },
 		Decode:  func(_ string, b []byte) ([]byte, error) { return b, nil },
 	})
@@ -42,8 +45,8 @@ func TestRenderUnderBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := &tile.Tile{
-		Body: []byte(`{"tilejson":"3.0.0","tiles":["` + archive.PlaceholderBase + `/world/{z}/{x}/{y}.pbf"],"format":"pbf"}`),
-		ETag: archive.DerivedTag(`"v1"`, archive.TileJSONTag),
+		Body: []byte(`{"tilejson":"3.0.0","tiles":["` + tileset.PlaceholderBase + `/world/{z}/{x}/{y}.pbf"],"format":"pbf"}`),
+		ETag: tile.DerivedTag(`"v1"`, tileset.Tag),
 	}
 	a := d.Render("world.json", "https://a.example", stored)
 	b := d.Render("world.json", "https://b.example", stored)
@@ -86,3 +89,12 @@ func TestBaseURL(t *testing.T) {
 		})
 	}
 }
+
+// noEngine is an engine that holds nothing and is never purged.
+type noEngine struct{}
+
+func (noEngine) Get(context.Context, string, time.Time) (tiers.Result, error) {
+	return tiers.Result{}, tile.ErrNotFound
+}
+
+func (noEngine) OnPurge(func(string)) {}

@@ -39,7 +39,7 @@ type Reader interface {
 // glyph range of several fonts: ok is false for any other key. An error
 // wrapping tile.ErrNotFound is a stack none of whose fonts is stored,
 // ErrBadGlyphKey a key under a font directory that is no glyph range.
-func (s *Docs) Glyphs(ctx context.Context, tr Reader, key string, now time.Time) (t *tile.Tile, src tiers.Source, ok bool, err error) {
+func (s *Docs) Glyphs(ctx context.Context, key string, now time.Time) (t *tile.Tile, src tiers.Source, ok bool, err error) {
 	if !glyphShaped(key) {
 		return nil, 0, false, nil
 	}
@@ -56,7 +56,7 @@ func (s *Docs) Glyphs(ctx context.Context, tr Reader, key string, now time.Time)
 	src = tiers.FromMemory
 	var lastModified time.Time
 	for i := range r.Fonts {
-		b, ft, fsrc, err := readFont(ctx, tr, s.decode, r.FontKey(i), now)
+		b, ft, fsrc, err := readFont(ctx, s.eng, s.decode, r.FontKey(i), now)
 		if errors.Is(err, tile.ErrNotFound) {
 			memo.WriteString("\x00-")
 			continue

@@ -95,7 +95,14 @@ var wrapConn func(net.Conn) net.Conn
 // other answers a caller matches are the key space's (tile.ErrNotFound,
 // tile.ErrNotModified, tile.ErrTooLarge, tile.ErrPreconditionFailed),
 // wrapped with what was asked.
-var ErrStalled = errors.New("origin: body stalled")
+var ErrStalled error = stalled{}
+
+// stalled is ErrStalled: a timeout (tile.IsTimeout), as a slow network
+// read is.
+type stalled struct{}
+
+func (stalled) Error() string { return "origin: body stalled" }
+func (stalled) Timeout() bool { return true }
 
 // DefaultMaxObjectBytes is the default Config.MaxObjectBytes (MAX_TILE_BYTES).
 const DefaultMaxObjectBytes = 16 << 20
@@ -782,9 +789,5 @@ func IsTimeout(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStalled) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return tile.IsTimeout(err)
 }

@@ -86,18 +86,15 @@ func TestDeferredFirstCheckKeepsEveryPurge(t *testing.T) {
 				}
 				fcfg.Position = PositionFile{Path: filepath.Join(dir, PositionFileName)}
 			}
-			var f *Follower
 			eng, err := tiers.New(tiers.Config{Now: clock.Now, RevalidateAfter: time.Hour}, tiers.Deps{
 				Memory: mem, Disk: d,
 				Origin: origin.NewWithS3(e.api, origin.Config{Bucket: testBucket, Prefix: "tiles/", Now: clock.Now}),
-				Follow: func(eng *tiers.Engine) tiers.Syncer {
-					f = NewFollower(e.journal(JournalOptions{Now: clock.Now}), eng, fcfg, nil)
-					return f
-				},
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
+			f := NewFollower(e.journal(JournalOptions{Now: clock.Now}), eng, fcfg, nil)
+			eng.Follow(f)
 			f.Defer(clock.Now())
 			clock.Advance(time.Second)
 

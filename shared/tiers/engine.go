@@ -13,7 +13,7 @@
 //     files outside the lock a purge takes, the purge detaches its prefix
 //     from the disk tier after releasing it, and a purge that lands first
 //     wins over a fill's write.
-//   - With a journal follower (Deps.Follow), a cached copy is answered only
+//   - With a journal follower (Engine.Follow), a cached copy is answered only
 //     while the follower vouches for it (fail closed), and the follower's
 //     check runs beside the lookup (see Engine.Get).
 //   - When the origin fails, a copy within Config.StaleIfError of its
@@ -141,13 +141,6 @@ type Deps struct {
 	// first hit: a tile prepared after it entered the tier would hold heap
 	// the tier's bound never counted, and a hit stays free of allocations.
 	Prepare func(key string, t *tile.Tile)
-	// Purged, when set, runs inside every purge of prefix, while no fill
-	// inserts: for what the caller derived from the tiles it covers.
-	Purged func(prefix string)
-	// Follow, when set, builds the engine's journal follower: it is given
-	// the engine, whose Purge the follower drives, and returns the Syncer
-	// Get consults. nil: every cached copy is trusted.
-	Follow func(*Engine) Syncer
 }
 
 // Source is the tier that answered.
@@ -191,12 +184,13 @@ type Engine struct {
 	log     *slog.Logger
 	now     func() time.Time
 	prepare func(key string, t *tile.Tile)
-	purged  func(prefix string)
-	sy      Syncer // nil: every copy is trusted
+	purged  []func(prefix string) // OnPurge's
+	sy      Syncer                // Follow's; nil: every copy is trusted
 	// negative is the remembered 404 that misses share (see remembered).
 	negative atomic.Pointer[tile.Tile]
 
 	flight     flight.Group[fill]
+	derived    flight.Group[*tile.Tile] // Derived's
 	guard      guard.Guard
 	slots      chan struct{}  // one per origin fetch in flight
 	downUntil  atomic.Int64   // unix ns until which the origin counts as down
@@ -228,7 +222,7 @@ type counters struct {
 	inFlight, inFlightPeak                           atomic.Int64 // origin fetches running now, and the most at once
 }
 
-// New builds the engine, and its follower when d.Follow is set.
+// New builds the engine.
 func New(cfg Config, d Deps) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -244,14 +238,22 @@ func New(cfg Config, d Deps) (*Engine, error) {
 	log := defaults.Logger(d.Logger)
 	e := &Engine{
 		cfg: cfg, mem: d.Memory, disk: d.Disk, origin: d.Origin, metrics: d.Metrics,
-		log: log, now: now, prepare: d.Prepare, purged: d.Purged,
+		log: log, now: now, prepare: d.Prepare,
 		slots: make(chan struct{}, cfg.MaxOriginFetches),
-	}
-	if d.Follow != nil {
-		e.sy = d.Follow(e)
 	}
 	return e, nil
 }
+
+// Follow makes sy the engine's journal follower: Get consults it, and it
+// purges through the engine (purge.Follower is one). Without one, every
+// cached copy is trusted. The follower is built over the engine, so it is
+// set here, once, before the first lookup.
+func (e *Engine) Follow(sy Syncer) { e.sy = sy }
+
+// OnPurge runs fn inside every purge of prefix, while no fill inserts: for
+// what a caller derived from the tiles it covers (rendered documents, an
+// opened archive). Register before the first lookup.
+func (e *Engine) OnPurge(fn func(prefix string)) { e.purged = append(e.purged, fn) }
 
 // Result is what Get found.
 type Result struct {
@@ -384,8 +386,8 @@ func (e *Engine) PurgeTiers(prefix string) (memN, diskN int, err error) {
 		if e.disk != nil {
 			e.pending.add(prefix)
 		}
-		if e.purged != nil {
-			e.purged(prefix)
+		for _, fn := range e.purged {
+			fn(prefix)
 		}
 	})
 	if e.disk == nil {

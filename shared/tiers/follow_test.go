@@ -15,7 +15,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
-// TestFollowerBuiltWithTheEngine: the follower Deps.Follow builds purges
+// TestFollowerBuiltWithTheEngine: the follower set with Engine.Follow purges
 // the engine. A due check runs beside an answer the last check still
 // vouches for, and the answers after it have the new version; past the
 // vouched window the check runs first (fail closed).
@@ -177,15 +177,13 @@ func benchMemoryHits(b *testing.B, follow bool) {
 	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{})
 	var fol *purge.Follower
 	deps := tiers.Deps{Memory: mem, Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/"})}
-	if follow {
-		deps.Follow = func(e *tiers.Engine) tiers.Syncer {
-			fol = purge.NewFollower(j, e, purge.FollowerConfig{Interval: 100 * time.Millisecond, Timeout: time.Second}, nil)
-			return fol
-		}
-	}
 	eng, err := tiers.New(tiers.Config{RevalidateAfter: 24 * time.Hour}, deps)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if follow {
+		fol = purge.NewFollower(j, eng, purge.FollowerConfig{Interval: 100 * time.Millisecond, Timeout: time.Second}, nil)
+		eng.Follow(fol)
 	}
 	b.Cleanup(eng.Drain)
 	r.srv.Faults().Add(s3local.Fault{Match: s3local.MatchGet("/head.json"), Delay: 20 * time.Millisecond})
@@ -303,18 +301,15 @@ func followedEngine(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower,
 		t.Fatal(err)
 	}
 	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: r.clock.Now})
-	var fol *purge.Follower
 	eng, err := tiers.New(tiers.Config{Now: r.clock.Now, RevalidateAfter: 24 * time.Hour}, tiers.Deps{
 		Memory: mem,
 		Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: r.clock.Now}),
-		Follow: func(e *tiers.Engine) tiers.Syncer {
-			fol = purge.NewFollower(j, e, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: r.clock.Now}, nil)
-			return fol
-		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	fol := purge.NewFollower(j, eng, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: r.clock.Now}, nil)
+	eng.Follow(fol)
 	if err := fol.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

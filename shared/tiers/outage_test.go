@@ -68,21 +68,18 @@ func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *purge.Follower, 
 	}
 	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: r.clock.Now})
 	cfg.Now = r.clock.Now
-	var fol *purge.Follower
 	eng, err := tiers.New(cfg, tiers.Deps{
 		Memory: mem, Disk: d,
 		Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: r.clock.Now, MaxAttempts: 1}),
-		Follow: func(e *tiers.Engine) tiers.Syncer {
-			fol = purge.NewFollower(j, e, purge.FollowerConfig{
-				Interval: time.Second, Timeout: 200 * time.Millisecond, Now: r.clock.Now,
-				Position: purge.PositionFile{Path: filepath.Join(r.dir, purge.PositionFileName)},
-			}, nil)
-			return fol
-		},
 	})
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	fol := purge.NewFollower(j, eng, purge.FollowerConfig{
+		Interval: time.Second, Timeout: 200 * time.Millisecond, Now: r.clock.Now,
+		Position: purge.PositionFile{Path: filepath.Join(r.dir, purge.PositionFileName)},
+	}, nil)
+	eng.Follow(fol)
 	r.t.Cleanup(eng.Drain) // before the disk tier's directory goes
 	return eng, fol, fol.Start(context.Background())
 }

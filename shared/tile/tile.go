@@ -6,6 +6,7 @@
 package tile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -133,6 +134,39 @@ var (
 	// read was pinned to (If-Match). The caller reads the new version.
 	ErrPreconditionFailed = errors.New("tile: precondition failed")
 )
+
+// IsTimeout reports whether err is a deadline that passed or a read that
+// timed out (an error in its chain with a Timeout method that says so, as
+// net.Error has): answered 504 rather than 502.
+func IsTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// DerivedTag is `"inner<suffix>"` for etag `"inner"` (quotes optional): the
+// ETag of something derived from a version (a tile of an archive, a
+// TileJSON built from it, a document rendered for a base URL).
+func DerivedTag(etag, suffix string) string {
+	return `"` + strings.Trim(etag, `"`) + suffix + `"`
+}
+
+// RefusedError answers a request for a tile of a stored object its format
+// refused (malformed, unsupported, or too large to stage): the object holds
+// no tile until it changes. Whoever refused it logged why, once.
+type RefusedError struct {
+	Format string // "PMTiles"
+	Name   string // the tileset
+	Err    error
+}
+
+func (e *RefusedError) Error() string {
+	return "tile: " + e.Format + " " + e.Name + " refused: " + e.Err.Error()
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 var ErrBadKey = errors.New("tile: bad key")
 

@@ -1,21 +1,20 @@
 // Package tilename is the naming rule of tilesets, spelled once: a tileset
 // NAME is served under the tile directory NAME/, described by the TileJSON
 // NAME.json, and stored either as tiles under NAME/ (with tippecanoe's
-// NAME/metadata.json beside them) or as one archive, NAME.pmtiles (or
-// NAME.mbtiles). Names are tile keys without a slash; the functions here are
-// pure and check nothing else.
+// NAME/metadata.json beside them) or as one object of a format of
+// shared/formats (NAME.pmtiles, NAME.mbtiles). Names are tile keys without a
+// slash; the functions here are pure and check nothing else.
 package tilename
 
 import (
 	"strings"
 
 	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
+	"github.com/tilesieve/tilesieve/shared/formats"
 )
 
 // Extensions and file names of the rule.
 const (
-	ArchiveExt   = ".pmtiles"      // NAME.pmtiles serves the tileset NAME/
-	MBTilesExt   = ".mbtiles"      // NAME.mbtiles, an SQLite archive of the tileset NAME/
 	TileJSONExt  = ".json"         // NAME.json is the tileset's TileJSON
 	MetadataFile = "metadata.json" // NAME/metadata.json describes a tile directory
 )
@@ -26,17 +25,14 @@ func Dir(name string) string { return name + "/" }
 // TileJSONKey is the key of the TileJSON of the tileset name: "osm.json".
 func TileJSONKey(name string) string { return name + TileJSONExt }
 
-// ArchiveKey is the key of the PMTiles archive of the tileset name:
-// "osm.pmtiles".
-func ArchiveKey(name string) string { return name + ArchiveExt }
-
 // MetadataKey is the key of a tile directory's metadata:
 // "osm/metadata.json".
 func MetadataKey(name string) string { return Dir(name) + MetadataFile }
 
-// SingleFileExts are the extensions of the tilesets stored as one file:
-// NAME.pmtiles and NAME.mbtiles are each the tileset NAME/.
-var SingleFileExts = []string{ArchiveExt, MBTilesExt}
+// SingleFileExts are the extensions of the tilesets stored as one object,
+// one per format (formats.Table): NAME.pmtiles and NAME.mbtiles are each
+// the tileset NAME/.
+var SingleFileExts = formats.Exts()
 
 // singleFileName reports the tileset a top-level key NAME.pmtiles or
 // NAME.mbtiles holds.
@@ -49,13 +45,6 @@ func singleFileName(key string) (name string, ok bool) {
 	return "", false
 }
 
-// ArchiveName reports the tileset a top-level key "NAME.pmtiles" is the
-// archive of.
-func ArchiveName(key string) (name string, ok bool) {
-	name, ok = strings.CutSuffix(key, ArchiveExt)
-	return name, ok && isName(name)
-}
-
 // TileJSONName reports the tileset a top-level key "NAME.json" is the
 // TileJSON of.
 func TileJSONName(key string) (name string, ok bool) {
@@ -63,9 +52,10 @@ func TileJSONName(key string) (name string, ok bool) {
 	return name, ok && isName(name)
 }
 
-// TrimArchiveExt drops a trailing .pmtiles or .mbtiles from a file or key.
+// TrimArchiveExt drops a trailing format extension (.pmtiles, .mbtiles)
+// from a file or key.
 func TrimArchiveExt(s string) string {
-	for _, ext := range []string{ArchiveExt, MBTilesExt} {
+	for _, ext := range SingleFileExts {
 		s = strings.TrimSuffix(s, ext)
 	}
 	return s

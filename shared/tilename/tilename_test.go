@@ -59,7 +59,6 @@ func TestNames(t *testing.T) {
 	}{
 		{"Dir", Dir("osm"), "osm/"},
 		{"TileJSONKey", TileJSONKey("osm"), "osm.json"},
-		{"ArchiveKey", ArchiveKey("osm"), "osm.pmtiles"},
 		{"MetadataKey", MetadataKey("osm"), "osm/metadata.json"},
 		{"TrimArchiveExt pmtiles", TrimArchiveExt("osm.pmtiles"), "osm"},
 		{"TrimArchiveExt mbtiles", TrimArchiveExt("osm.mbtiles"), "osm"},
@@ -93,8 +92,8 @@ func TestArchiveAndTileJSONName(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
 			t.Parallel()
-			if n, ok := ArchiveName(tt.key); ok != tt.isArch || (ok && n != tt.archive) {
-				t.Errorf("ArchiveName: got %q %v, want %q %v", n, ok, tt.archive, tt.isArch)
+			if n, ok := singleFileName(tt.key); ok != tt.isArch || (ok && n != tt.archive) {
+				t.Errorf("singleFileName: got %q %v, want %q %v", n, ok, tt.archive, tt.isArch)
 			}
 			if n, ok := TileJSONName(tt.key); ok != tt.isTJ || (ok && n != tt.tilejson) {
 				t.Errorf("TileJSONName: got %q %v, want %q %v", n, ok, tt.tilejson, tt.isTJ)

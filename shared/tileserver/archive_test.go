@@ -20,7 +20,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // archiveEnv is env with archives on: the server is rebuilt over the same
@@ -48,7 +48,7 @@ func (l *logBuffer) lines(s string) []string {
 func newArchiveEnv(t *testing.T, opts ...option) *archiveEnv {
 	t.Helper()
 	ae := &archiveEnv{logs: &logBuffer{}}
-	var cfg tileserver.Config
+	var cfg servertest.Config
 	opts = append(opts,
 		withS3Wrapper(func(h http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,9 +58,9 @@ func newArchiveEnv(t *testing.T, opts ...option) *archiveEnv {
 				h.ServeHTTP(w, r)
 			})
 		}),
-		func(_ *env, c *tileserver.Config, _ *origin.Config) { cfg = *c })
+		func(_ *env, c *servertest.Config, _ *origin.Config) { cfg = *c })
 	ae.env = newEnv(t, opts...)
-	srv, err := tileserver.New(cfg, tileserver.Deps{Memory: ae.mem, Disk: ae.disk, Origin: ae.client, Purger: purge.NewPurger(ae.journal, purge.PurgerConfig{}, nil), Archives: ae.client,
+	srv, err := servertest.New(cfg, servertest.Deps{Memory: ae.mem, Disk: ae.disk, Origin: ae.client, Purger: purge.NewPurger(ae.journal, purge.PurgerConfig{}, nil), Archives: ae.client,
 		Logger: slog.New(slog.NewTextHandler(ae.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestArchiveTilesByteIdentical(t *testing.T) {
 // lacks as to missing objects.
 func TestArchiveMissingTile204(t *testing.T) {
 	t.Parallel()
-	e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.MissingTile = "204" }))
+	e := newArchiveEnv(t, withConfig(func(c *servertest.Config) { c.MissingTile = "204" }))
 	e.put("a.pmtiles", pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true}), "", "")
 	expect(t, e.do("GET", "/a/1/1/1.png"), 200, "MISS")
 	expect(t, e.do("GET", "/a/2/1/1.png"), 204, "MISS")
@@ -320,7 +320,7 @@ func TestArchiveRequestsPerTile(t *testing.T) {
 // per ArchiveTTL, beside (not before) its object read.
 func TestObjectTilesetCost(t *testing.T) {
 	t.Parallel()
-	e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.ArchiveTTL = time.Minute }))
+	e := newArchiveEnv(t, withConfig(func(c *servertest.Config) { c.ArchiveTTL = time.Minute }))
 	for i := range 4 {
 		e.put(fmt.Sprintf("osm/2/%d/0.png", i), []byte(fmt.Sprint("tile", i)), "image/png", "")
 	}
@@ -439,7 +439,7 @@ func TestTilePastMaxTileBytesIsNotRead(t *testing.T) {
 	for i := range big {
 		big[i] = byte(rng.Uint32())
 	}
-	e := newArchiveEnv(t, func(_ *env, _ *tileserver.Config, oc *origin.Config) { oc.MaxObjectBytes = limit })
+	e := newArchiveEnv(t, func(_ *env, _ *servertest.Config, oc *origin.Config) { oc.MaxObjectBytes = limit })
 	dups := []pmtiles.ZXY{{Z: 2, X: 0, Y: 0}, {Z: 2, X: 0, Y: 1}, {Z: 2, X: 1, Y: 0}, {Z: 2, X: 1, Y: 1}}
 	tiles := map[pmtiles.ZXY][]byte{{Z: 0, X: 0, Y: 0}: []byte("small")}
 	for _, zxy := range dups {
@@ -514,7 +514,7 @@ func TestArchiveNamesAreBounded(t *testing.T) {
 	}
 	// A flood on a busy machine: the bound is what is measured, so no
 	// request may fail on the 2 s origin deadline of the other tests.
-	e := newArchiveEnv(t, func(_ *env, c *tileserver.Config, o *origin.Config) {
+	e := newArchiveEnv(t, func(_ *env, c *servertest.Config, o *origin.Config) {
 		c.OriginTimeout, o.Timeout = time.Minute, time.Minute
 		c.ArchiveMaxNames = maxNames
 	})

@@ -1,7 +1,5 @@
 package tileserver
 
-import "net/http"
-
 // CDNSecretHeader carries Config.CDNSecret on the requests the CDN sends to
 // the origin (a CloudFront origin custom header, which replaces any value a
 // viewer sent under that name).
@@ -10,11 +8,4 @@ const CDNSecretHeader = "X-Tilesieve-Cdn"
 // baseURL is the public base URL of req (docs.Base.URL).
 func (s *Server) baseURL(req *Request) string {
 	return s.base.URL(req.get(HdrCDNSecret), req.get(HdrXForwardedHost), req.get(HdrHost))
-}
-
-// httpBaseURL is baseURL of a net/http request (the catalog's).
-func (s *Server) httpBaseURL(r *http.Request) string {
-	var req Request
-	HTTPRequest(r, &req)
-	return s.baseURL(&req)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // BenchmarkServeMemoryHitMetrics is a memory hit through the core with the
@@ -20,7 +21,7 @@ import (
 func BenchmarkServeMemoryHitMetrics(b *testing.B) {
 	for _, mode := range []string{"off", "on"} {
 		b.Run(mode, func(b *testing.B) {
-			var m tileserver.Metrics
+			var m servertest.Metrics
 			if mode == "on" {
 				tm, err := obs.NewTileMetrics(obs.MetricsConfig{FunctionName: "bench", Interval: time.Hour}, io.Discard, time.Now())
 				if err != nil {
@@ -28,7 +29,7 @@ func BenchmarkServeMemoryHitMetrics(b *testing.B) {
 				}
 				m = tm
 			}
-			e := newEnv(b, func(e *env, _ *tileserver.Config, _ *origin.Config) { e.metrics = m })
+			e := newEnv(b, func(e *env, _ *servertest.Config, _ *origin.Config) { e.metrics = m })
 			e.put("b/1/0/0.png", make([]byte, 30<<10), "image/png", "")
 			var req tileserver.Request
 			req.Method, req.Path = "GET", "/b/1/0/0.png"

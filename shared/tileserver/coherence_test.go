@@ -25,7 +25,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 const (
@@ -63,7 +63,7 @@ type instance struct {
 	dir      string
 	mem      *memory.Cache
 	disk     *disk.Store
-	srv      *tileserver.Server
+	srv      *servertest.Stack
 	follower *purge.Follower
 	handler  http.Handler
 	startErr error
@@ -154,11 +154,11 @@ func (f *fleet) startWith(in *instance, stagePrefixes []string, archives bool) {
 		}, nil)
 		return in.follower
 	}
-	deps := tileserver.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Follow: follow}
+	deps := servertest.Deps{Memory: in.mem, Disk: in.disk, Origin: o, Follow: follow}
 	if archives {
 		deps.Archives = o
 	}
-	in.srv, err = tileserver.New(tileserver.Config{Now: f.clock.Now, RevalidateAfter: 24 * time.Hour}, deps)
+	in.srv, err = servertest.New(servertest.Config{Now: f.clock.Now, RevalidateAfter: 24 * time.Hour}, deps)
 	if err != nil {
 		f.t.Fatal(err)
 	}

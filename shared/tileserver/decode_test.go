@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // amplifier is a gzip stream of n bytes that compresses about 50 to 1, as
@@ -87,7 +87,7 @@ func TestDecodedVariantBounded(t *testing.T) {
 		{name: "refused", decoded: 4 << 20, memMax: 64 << 20, maxTile: 2 << 20, status: 502, maxAlloc: 4 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, withMemBytes(tc.memMax), withConfig(func(c *tileserver.Config) { c.MaxTileBytes = tc.maxTile }))
+			e := newEnv(t, withMemBytes(tc.memMax), withConfig(func(c *servertest.Config) { c.MaxTileBytes = tc.maxTile }))
 			stored := amplifier(t, tc.decoded)
 			e.put("z/0/0/0.pbf", stored, "application/x-protobuf", "gzip")
 			// The stored tile enters the memory tier first (a gzip client).

@@ -18,6 +18,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // TestTileJSONArchive: NAME.json of an archive, from its header and
@@ -25,7 +26,7 @@ import (
 // host, or PUBLIC_URL; cached, with an ETag per base, 304 on a match.
 func TestTileJSONArchive(t *testing.T) {
 	t.Parallel()
-	e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.CDNSecret = "stack-secret" }))
+	e := newArchiveEnv(t, withConfig(func(c *servertest.Config) { c.CDNSecret = "stack-secret" }))
 	md := map[string]any{"name": "Roads", "attribution": "© contributors",
 		"vector_layers": []any{map[string]any{"id": "roads", "fields": map[string]any{}}}}
 	e.put("v.pmtiles", pmtilestest.Build(pyramid(2, 1), pmtilestest.Options{Clustered: true, TileType: pmtiles.TileTypeMVT, Metadata: md,
@@ -55,7 +56,7 @@ func TestTileJSONArchive(t *testing.T) {
 		t.Fatalf("forwarded host: %q, ETag %q", tj.Tiles, r.Header.Get("Etag"))
 	}
 
-	pub := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.PublicURL = "https://tiles.example.org/" }))
+	pub := newArchiveEnv(t, withConfig(func(c *servertest.Config) { c.PublicURL = "https://tiles.example.org/" }))
 	pub.put("v.pmtiles", pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true}), "", "")
 	r = pub.do("GET", "/v.json", "X-Forwarded-Host", "evil.example")
 	tj = tileset.TileJSON{}
@@ -115,7 +116,7 @@ func TestForwardedHostNeedsTheCDN(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) {
+			e := newArchiveEnv(t, withConfig(func(c *servertest.Config) {
 				c.CDNSecret, c.PublicURL = tt.cdnSecret, tt.publicURL
 			}))
 			e.put("v.pmtiles", pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true}), "", "")
@@ -227,7 +228,7 @@ func doHost(e *env, path, host string) *http.Response {
 // without a token.
 func TestCatalog(t *testing.T) {
 	t.Parallel()
-	e := newArchiveEnv(t, withConfig(func(c *tileserver.Config) { c.CDNSecret = "stack-secret" }))
+	e := newArchiveEnv(t, withConfig(func(c *servertest.Config) { c.CDNSecret = "stack-secret" }))
 	e.put("a.pmtiles", pmtilestest.Build(pyramid(1, 1), pmtilestest.Options{Clustered: true}), "", "")
 	e.put("osm/metadata.json", []byte(`{"format":"png"}`), "application/json", "")
 	e.put("osm/0/0/0.png", []byte("t"), "image/png", "")

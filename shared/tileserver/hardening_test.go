@@ -19,14 +19,14 @@ import (
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // TestObjectLargerThanMaxTileBytes: an object over MAX_TILE_BYTES is a 502
 // from its Content-Length, and is not cached.
 func TestObjectLargerThanMaxTileBytes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(_ *env, _ *tileserver.Config, o *origin.Config) { o.MaxObjectBytes = 64 << 10 })
+	e := newEnv(t, func(_ *env, _ *servertest.Config, o *origin.Config) { o.MaxObjectBytes = 64 << 10 })
 	e.put("big/1/0/0.png", bytes.Repeat([]byte{1}, 65<<10), "image/png", "")
 	e.put("ok/1/0/0.png", bytes.Repeat([]byte{1}, 64<<10), "image/png", "")
 	r := e.do("GET", "/big/1/0/0.png")
@@ -62,7 +62,7 @@ func (f *inFlight) wrap(h http.Handler) http.Handler {
 func TestS3HangWithImpatientClients(t *testing.T) {
 	t.Parallel()
 	var flying inFlight
-	e := newEnv(t, withS3Wrapper(flying.wrap), withConfig(func(c *tileserver.Config) {
+	e := newEnv(t, withS3Wrapper(flying.wrap), withConfig(func(c *servertest.Config) {
 		c.MaxOriginFetches = 4
 		c.OriginTimeout = time.Hour
 	}))
@@ -112,7 +112,7 @@ func TestS3HangWithImpatientClients(t *testing.T) {
 // one revalidation runs, instead of every request waiting for S3 again.
 func TestStaleWithoutWaitingAfterAFailure(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withConfig(func(c *tileserver.Config) {
+	e := newEnv(t, withConfig(func(c *servertest.Config) {
 		c.OriginTimeout = 200 * time.Millisecond
 		c.StaleCacheControl = "public, max-age=15"
 	}))
@@ -206,7 +206,7 @@ func TestHTTPEdges(t *testing.T) {
 // with Vary: Origin, and another gets no CORS header (but the same Vary).
 func TestCORSReflectsListedOrigins(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.CORSAllowOrigins = "https://a.example, https://b.example" }))
+	e := newEnv(t, withConfig(func(c *servertest.Config) { c.CORSAllowOrigins = "https://a.example, https://b.example" }))
 	e.put("c/1/0/0.png", []byte("x"), "image/png", "")
 	for _, tc := range []struct{ origin, want string }{
 		{"https://a.example", "https://a.example"}, {"https://evil.example", ""}, {"", ""},
@@ -219,7 +219,7 @@ func TestCORSReflectsListedOrigins(t *testing.T) {
 	// An origin is scheme://host[:port], as a browser sends it: nothing
 	// after the host, no user info.
 	for _, bad := range []string{"not an origin", "ftp://a.example", "https://a.example/", "https://a.example?", "https://a.example#x", "https://u@a.example"} {
-		if _, err := tileserver.New(tileserver.Config{CORSAllowOrigins: bad}, tileserver.Deps{Memory: e.mem, Origin: e.client}); err == nil {
+		if _, err := servertest.New(servertest.Config{CORSAllowOrigins: bad}, servertest.Deps{Memory: e.mem, Origin: e.client}); err == nil {
 			t.Errorf("CORS origin %q was accepted", bad)
 		}
 	}

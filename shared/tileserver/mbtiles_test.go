@@ -28,7 +28,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // mbEnv is a server with MBTiles on over the in-process S3 endpoint; its
@@ -37,7 +37,7 @@ import (
 // kept /tmp.
 type mbEnv struct {
 	*env
-	cfg      tileserver.Config
+	cfg      servertest.Config
 	stageDir string
 	room     atomic.Int64 // what the stager is told is free
 	probes   atomic.Int64 // GETs of a .mbtiles object's first byte
@@ -69,7 +69,7 @@ func newMBEnv(t *testing.T) *mbEnv {
 				h.ServeHTTP(w, r)
 			})
 		}),
-		func(_ *env, c *tileserver.Config, _ *origin.Config) { me.cfg = *c })
+		func(_ *env, c *servertest.Config, _ *origin.Config) { me.cfg = *c })
 	me.start()
 	// Registered after newEnv's, so it runs first, while S3 still runs;
 	// every test of a database checks that nothing of it is left open.
@@ -102,7 +102,7 @@ func (me *mbEnv) start() {
 		t.Fatal(err)
 	}
 	stager := stage.Files{Origin: me.client, Dir: me.stageDir, Room: func() (int64, error) { return me.room.Load(), nil }}
-	me.srv, err = tileserver.New(me.cfg, tileserver.Deps{Memory: me.mem, Disk: me.disk, Origin: me.client,
+	me.srv, err = servertest.New(me.cfg, servertest.Deps{Memory: me.mem, Disk: me.disk, Origin: me.client,
 		Purger: purge.NewPurger(me.journal, purge.PurgerConfig{}, nil), Archives: me.client, Stager: stager,
 		Logger: slog.New(slog.NewTextHandler(me.logs, nil))})
 	if err != nil {
@@ -323,7 +323,7 @@ func TestMBTilesTooLarge(t *testing.T) {
 		r := me.do("GET", "/topo/1/0/0.png")
 		expect(t, r, http.StatusBadGateway, "")
 	}
-	if got := len(me.logs.lines("mbtiles refused")); got != 1 {
+	if got := len(me.logs.lines(`msg="archive refused" format=mbtiles`)); got != 1 {
 		t.Errorf("refusals logged: got %d, want 1", got)
 	}
 	if got := me.logs.lines("does not fit"); len(got) != 1 {

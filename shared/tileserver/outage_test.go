@@ -8,7 +8,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/purge"
-	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // TestOutageAnswers: when S3 answers neither the journal nor the tile, a
@@ -28,7 +28,7 @@ func TestOutageAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, withFollower(purge.FollowerConfig{Interval: time.Second, Timeout: 200 * time.Millisecond}),
-				withConfig(func(c *tileserver.Config) {
+				withConfig(func(c *servertest.Config) {
 					c.StrictOutage = tc.strict
 					c.StaleCacheControl = "public, max-age=15"
 				}))

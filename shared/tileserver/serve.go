@@ -12,10 +12,10 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/obs"
-	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
+	"github.com/tilesieve/tilesieve/shared/tileserver/internal/httpspec"
+	"github.com/tilesieve/tilesieve/shared/tileserver/internal/variant"
 )
 
 // HeaderName names one of the request headers the server reads. Adapters
@@ -102,6 +102,12 @@ func (r *Request) get(n HeaderName) string {
 	}
 }
 
+// conditions are the request's conditional header values.
+func (r *Request) conditions() httpspec.Conditions {
+	return httpspec.Conditions{IfMatch: r.get(HdrIfMatch), IfNoneMatch: r.get(HdrIfNoneMatch),
+		IfModifiedSince: r.get(HdrIfModifiedSince), IfUnmodifiedSince: r.get(HdrIfUnmodifiedSince)}
+}
+
 // Field is one response header: its canonical name and its values. Values
 // are shared, capped slices: an adapter may hand them to net/http as they
 // are (a later Add copies).
@@ -132,12 +138,12 @@ type Response struct {
 	nfields int
 
 	// When the answer is a memory hit in the tile's stored representation,
-	// the tile's prepared answer serves it; timing and origin are the two
-	// per-request values that prepared answer leaves open.
-	prepared *prepared
-	timing   string        // the Server-Timing value, or ""
-	elapsed  time.Duration // from the start of Serve to the timing, when set
-	origin   string        // a reflected CORS origin, or ""
+	// the adapter's Extra kept beside the tile; timing and origin are the
+	// two per-request values it leaves open.
+	extra   Extra
+	timing  string        // the Server-Timing value, or ""
+	elapsed time.Duration // from the start of Serve to the timing, when set
+	origin  string        // a reflected CORS origin, or ""
 }
 
 // Fields are the answer's header fields.
@@ -153,14 +159,9 @@ func (r *Response) Get(name string) string {
 	return ""
 }
 
-// Payload returns, when the answer is a memory hit on a tile whose buffered
-// function-URL payload was prepared (Config.Payloads), that payload around
-// its hole: the adapter writes Timing, a closing quote and the fields of a
-// ReflectedOrigin into the hole. ok is false for any other answer.
-func (r *Response) Payload() (before, after []byte, ok bool) {
-	before, after = r.prepared.Payload()
-	return before, after, before != nil
-}
+// Extra is, when the answer is a memory hit in the tile's stored
+// representation, what Config.Extra kept beside the tile; nil otherwise.
+func (r *Response) Extra() Extra { return r.extra }
 
 // ReflectedOrigin is the CORS origin the answer reflects, or "".
 func (r *Response) ReflectedOrigin() string { return r.origin }
@@ -171,7 +172,7 @@ func (r *Response) reset() {
 	// TestResponseReset checks that this names every field.
 	clear(r.fields[:r.nfields])
 	r.Status, r.Body, r.Stream, r.Admin, r.nfields = 0, nil, nil, false, 0
-	r.prepared, r.timing, r.elapsed, r.origin = nil, "", 0, ""
+	r.extra, r.timing, r.elapsed, r.origin = nil, "", 0, ""
 }
 
 // set adds a field with one value, shared or new.
@@ -228,7 +229,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	res, err := s.eng.Get(ctx, key, now)
 	t, src, stream := res.Tile, res.Source, res.Stream
 	if errors.Is(err, tile.ErrNotFound) {
-		if ct, csrc, ok, cerr := s.docs.Glyphs(ctx, s.eng, key, now); ok {
+		if ct, csrc, ok, cerr := s.docs.Glyphs(ctx, key, now); ok {
 			t, src, err = ct, csrc, cerr // a font stack not stored as one
 		}
 	}
@@ -251,17 +252,18 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		s.answerMissing(req, resp, key, src)
 	default:
 		status, msg := http.StatusBadGateway, "origin error"
+		var refused *tile.RefusedError
 		switch {
 		case errors.Is(err, tiers.ErrPanic):
 			status, msg = http.StatusInternalServerError, "internal error"
-		case errors.Is(err, errTooLarge), errors.Is(err, tile.ErrTooLarge):
+		case errors.Is(err, variant.ErrTooLarge), errors.Is(err, tile.ErrTooLarge):
 			msg = "tile larger than MAX_TILE_BYTES"
 		case isTimeout(err):
 			status, msg = http.StatusGatewayTimeout, "origin timeout"
-		case archive.IsRefused(err):
-			msg = "invalid or unsupported PMTiles archive"
+		case errors.As(err, &refused):
+			msg = "invalid or unsupported " + refused.Format + " archive"
 		}
-		if !archive.IsRefused(err) { // logged once, when it was refused
+		if refused == nil { // logged once, when it was refused
 			s.log.Warn("tile not served", "key", key, "status", status, "err", err)
 		}
 		resp.set("X-Cache", xCacheValues[srcOrigin])
@@ -314,13 +316,12 @@ func (s *Server) record(key string, src source, resp *Response, start time.Time)
 	s.metrics.MaybeFlush(start.Add(d))
 }
 
-// ServeHTTP routes the health check and the admin API, and serves tiles
-// through Serve.
+// ServeHTTP serves tiles through Serve. The reserved path space
+// /_tilesieve/ is not the server's: Route hands it to the admin API, and
+// without that it is a 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, adminPrefix) {
-		s.stats.requests.Add(1)
-		s.eng.Check(r.Context(), s.now(), true)
-		s.admin.ServeHTTP(w, r)
+		http.NotFound(w, r)
 		return
 	}
 	var req Request
@@ -365,6 +366,4 @@ func (s *Server) logRequest(ctx context.Context, req *Request, key string, statu
 	)
 }
 
-func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || origin.IsTimeout(err)
-}
+func isTimeout(err error) bool { return tile.IsTimeout(err) }

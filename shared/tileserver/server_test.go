@@ -3,7 +3,6 @@ package tileserver_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,6 +31,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 const bucket = "tiles"
@@ -49,7 +49,7 @@ type env struct {
 	client *origin.Client
 	mem    *memory.Cache
 	disk   *disk.Store
-	srv    *tileserver.Server
+	srv    *servertest.Stack
 	clock  *clock
 	s3Reqs atomic.Int64 // requests that reached the S3 endpoint, but for beside
 	s3Gets atomic.Int64
@@ -62,7 +62,7 @@ type env struct {
 	archives sync.Map // archive names put, as keys
 	wrapS3   func(http.Handler) http.Handler
 	journal  *purge.Journal
-	metrics  tileserver.Metrics
+	metrics  servertest.Metrics
 	memMax   int64 // the memory tier's bound; default 64 MiB
 	// follow, when set, configures the journal follower built with the
 	// server (follower).
@@ -72,23 +72,23 @@ type env struct {
 
 // withFollower builds the server with a journal follower of e.journal.
 func withFollower(cfg purge.FollowerConfig) option {
-	return func(e *env, _ *tileserver.Config, _ *origin.Config) { e.follow = &cfg }
+	return func(e *env, _ *servertest.Config, _ *origin.Config) { e.follow = &cfg }
 }
 
 // withMemBytes sets the memory tier's bound.
 func withMemBytes(n int64) option {
-	return func(e *env, _ *tileserver.Config, _ *origin.Config) { e.memMax = n }
+	return func(e *env, _ *servertest.Config, _ *origin.Config) { e.memMax = n }
 }
 
-type option func(*env, *tileserver.Config, *origin.Config)
+type option func(*env, *servertest.Config, *origin.Config)
 
-func withConfig(f func(*tileserver.Config)) option {
-	return func(_ *env, c *tileserver.Config, _ *origin.Config) { f(c) }
+func withConfig(f func(*servertest.Config)) option {
+	return func(_ *env, c *servertest.Config, _ *origin.Config) { f(c) }
 }
 
 // withS3Wrapper puts a handler in front of the S3 endpoint.
 func withS3Wrapper(w func(http.Handler) http.Handler) option {
-	return func(e *env, _ *tileserver.Config, _ *origin.Config) { e.wrapS3 = w }
+	return func(e *env, _ *servertest.Config, _ *origin.Config) { e.wrapS3 = w }
 }
 
 func newEnv(t testing.TB, opts ...option) *env {
@@ -99,7 +99,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 		t.Fatal(err)
 	}
 	e.s3 = s3srv
-	cfg := tileserver.Config{
+	cfg := servertest.Config{
 		RevalidateAfter: time.Hour,
 		OriginTimeout:   2 * time.Second,
 		AdminToken:      "test-admin-token",
@@ -141,7 +141,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 		t.Fatal(err)
 	}
 	e.journal = purge.NewJournal(api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: e.clock.Now})
-	deps := tileserver.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Purger: purge.NewPurger(e.journal, purge.PurgerConfig{}, nil), Metrics: e.metrics}
+	deps := servertest.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Purger: purge.NewPurger(e.journal, purge.PurgerConfig{}, nil), Metrics: e.metrics}
 	if e.follow != nil {
 		deps.Follow = func(eng *tiers.Engine) tiers.Syncer {
 			fc := *e.follow
@@ -152,7 +152,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 			return e.follower
 		}
 	}
-	e.srv, err = tileserver.New(cfg, deps)
+	e.srv, err = servertest.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestMissingTile(t *testing.T) {
 	} {
 		t.Run(tc.mode+tc.path, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, withConfig(func(c *tileserver.Config) {
+			e := newEnv(t, withConfig(func(c *servertest.Config) {
 				c.MissingTile = tc.mode
 				c.NegativeCacheControl = "public, max-age=30"
 			}))
@@ -520,7 +520,7 @@ func TestDiskThatCannotWriteStillServes(t *testing.T) {
 	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := tileserver.New(tileserver.Config{Now: e.clock.Now}, tileserver.Deps{Memory: e.mem, Disk: broken, Origin: e.client})
+	srv, err := servertest.New(servertest.Config{Now: e.clock.Now}, servertest.Deps{Memory: e.mem, Disk: broken, Origin: e.client})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -642,7 +642,7 @@ func TestHealthAndAdmin(t *testing.T) {
 
 func TestAdminOffWithoutToken(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.AdminToken = "" }))
+	e := newEnv(t, withConfig(func(c *servertest.Config) { c.AdminToken = "" }))
 	expect(t, e.do("POST", "/_tilesieve/purge?prefix=a/", "Authorization", "Bearer x"), 404, "")
 	expect(t, e.do("GET", "/_tilesieve/health"), 200, "")
 }
@@ -678,7 +678,7 @@ func TestMemoryHitAllocations(t *testing.T) {
 // the key (what an upload causes) forgets it at once.
 func TestRememberedMisses(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.NegativeCacheControl = "public, max-age=60" }))
+	e := newEnv(t, withConfig(func(c *servertest.Config) { c.NegativeCacheControl = "public, max-age=60" }))
 	expect(t, e.do("GET", "/sparse/5/1/1.png"), 404, "MISS")
 	expect(t, e.do("GET", "/sparse/5/1/1.png"), 404, "HIT-MEMORY")
 	expect(t, e.do("HEAD", "/sparse/5/1/1.png"), 404, "HIT-MEMORY")
@@ -791,12 +791,20 @@ func TestSyncedHandlerChecksBeforeAdmin(t *testing.T) {
 	}
 }
 
-// TestPreparedPayload: with Payloads on, a memory hit is answered with the
-// function-URL payload prepared when the tile entered the memory tier, and
-// the memory tier's byte bound is charged for it.
-func TestPreparedPayload(t *testing.T) {
+// TestExtraKeptBesideTheTile: with Config.Extra, what it builds as a tile
+// enters the memory tier (from the fields of the tile's memory-hit answer
+// and its body) is handed to each memory hit of the tile in its stored
+// representation, and to no other answer, and the memory tier's byte bound
+// is charged for it.
+func TestExtraKeptBesideTheTile(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.Payloads = true }))
+	built := 0
+	e := newEnv(t, withConfig(func(c *servertest.Config) {
+		c.Extra = func(hit []tileserver.Field, body []byte) tileserver.Extra {
+			built++
+			return &extra{hit: hit, body: body}
+		}
+	}))
 	tileBody := bytes.Repeat([]byte{0, 1, 2, 0xff}, 3000)
 	e.put("p/1/0/0.png", tileBody, "image/png", "")
 	serve := func(hdr ...string) *tileserver.Response {
@@ -809,41 +817,42 @@ func TestPreparedPayload(t *testing.T) {
 		e.srv.Serve(context.Background(), &req, resp)
 		return resp
 	}
-	if r := serve(); r.Status != 200 || r.Get("X-Cache") != "MISS" {
-		t.Fatalf("miss: %d %s", r.Status, r.Get("X-Cache"))
-	}
-	if _, _, ok := serve().Payload(); !ok {
-		t.Fatal("memory hit without its prepared payload")
+	if r := serve(); r.Status != 200 || r.Get("X-Cache") != "MISS" || r.Extra() != nil {
+		t.Fatalf("miss: %d %s, extra %v", r.Status, r.Get("X-Cache"), r.Extra())
 	}
 	r := serve()
-	before, after, _ := r.Payload()
-	payload := string(before) + r.Timing() + `"` + string(after)
-	var got struct {
-		StatusCode      int               `json:"statusCode"`
-		Headers         map[string]string `json:"headers"`
-		Body            string            `json:"body"`
-		IsBase64Encoded bool              `json:"isBase64Encoded"`
+	x, ok := r.Extra().(*extra)
+	if !ok || built != 1 || !bytes.Equal(x.body, tileBody) {
+		t.Fatalf("memory hit: extra %v after %d built, want the one built with the tile", r.Extra(), built)
 	}
-	if err := json.Unmarshal([]byte(payload), &got); err != nil {
-		t.Fatalf("payload is not JSON: %v", err)
+	// The fields it was built with are the answer's, Server-Timing's value
+	// aside (the request's).
+	fields := r.Fields()
+	if len(x.hit) != len(fields) || x.hit[len(x.hit)-1].Name != "Server-Timing" || x.hit[0].Name != "X-Cache" {
+		t.Fatalf("fields: got %v, want the answer's %v, X-Cache first and Server-Timing last", x.hit, fields)
 	}
-	decoded, _ := base64.StdEncoding.DecodeString(got.Body)
-	if got.StatusCode != 200 || !got.IsBase64Encoded || !bytes.Equal(decoded, tileBody) {
-		t.Fatalf("payload: %d, %d body bytes", got.StatusCode, len(decoded))
-	}
-	for _, f := range r.Fields() {
-		if got.Headers[f.Name] != f.Values[0] {
-			t.Errorf("payload header %s = %q, the answer's is %q", f.Name, got.Headers[f.Name], f.Values[0])
+	for _, f := range x.hit[:len(x.hit)-1] {
+		if got := r.Get(f.Name); got != f.Values[0] {
+			t.Errorf("field %s: built with %q, the answer's is %q", f.Name, f.Values[0], got)
 		}
 	}
-	// A conditional hit is not the prepared answer.
-	if _, _, ok := serve("If-None-Match", r.Get("Etag")).Payload(); ok {
-		t.Error("a 304 used the prepared 200 payload")
+	// A conditional hit is not the 200 the extra was built for.
+	if x := serve("If-None-Match", r.Get("Etag")).Extra(); x != nil {
+		t.Error("a 304 was handed the extra of the 200")
 	}
-	if charged, min := e.mem.Stats().Bytes, int64(len(tileBody))*7/3; charged < min {
-		t.Errorf("memory tier charged %d bytes for a %d-byte tile and its payload, want at least %d", charged, len(tileBody), min)
+	if charged, min := e.mem.Stats().Bytes, int64(len(tileBody))*3; charged < min {
+		t.Errorf("memory tier charged %d bytes for a %d-byte tile and its extra, want at least %d", charged, len(tileBody), min)
 	}
 }
+
+// extra is an Extra that keeps what it was built from and costs twice its
+// body.
+type extra struct {
+	hit  []tileserver.Field
+	body []byte
+}
+
+func (x *extra) Cost() int64 { return 2 * int64(len(x.body)) }
 
 // TestHitAnswersMatchTheGeneralPath: a plain GET or HEAD of a cached tile is
 // answered from the tile's prepared fields; a request the conditionals do
@@ -853,7 +862,7 @@ func TestPreparedPayload(t *testing.T) {
 func TestHitAnswersMatchTheGeneralPath(t *testing.T) {
 	t.Parallel()
 	for _, cors := range []string{"*", "none", "https://app.example"} {
-		e := newEnv(t, withConfig(func(c *tileserver.Config) { c.CORSAllowOrigins = cors }))
+		e := newEnv(t, withConfig(func(c *servertest.Config) { c.CORSAllowOrigins = cors }))
 		e.put("h/1/0/0.png", []byte("png bytes"), "image/png", "")
 		e.put("h/1/0/0.pbf", gz("vector bytes"), "application/x-protobuf", "gzip")
 		for _, key := range []string{"h/1/0/0.png", "h/1/0/0.pbf"} {

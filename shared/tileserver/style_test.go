@@ -12,6 +12,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // TestContentTypesByKey: objects stored without a type, or with a generic
@@ -48,7 +49,7 @@ func TestContentTypesByKey(t *testing.T) {
 // rendered too; a re-upload and its purge serve the new style.
 func TestStyleRewritten(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withConfig(func(c *tileserver.Config) { c.CDNSecret = "stack-secret" }))
+	e := newEnv(t, withConfig(func(c *servertest.Config) { c.CDNSecret = "stack-secret" }))
 	stored := `{"version":8,"sources":{"osm":{"type":"vector","url":"http://127.0.0.1:8080/osm.json"},` +
 		`"other":{"type":"vector","url":"https://elsewhere.example/x.json"}},` +
 		`"sprite":"http://127.0.0.1:8080/osm/sprite","glyphs":"/fonts/{fontstack}/{range}.pbf","layers":[]}`

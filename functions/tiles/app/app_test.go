@@ -197,7 +197,7 @@ func TestOriginSettingsReachTheServer(t *testing.T) {
 	for range 10 {
 		<-done
 	}
-	if p := a.Server.Stats().Handler.OriginInFlightPeak; p != 2 {
+	if p := a.Stats().Handler.OriginInFlightPeak; p != 2 {
 		t.Errorf("%d origin fetches at once with MAX_ORIGIN_FETCHES=2", p)
 	}
 	// The client New builds holds no more sockets than fetches
@@ -391,7 +391,7 @@ func TestJournalReadAtInitOnlyWhenNeeded(t *testing.T) {
 				}
 			}
 			close(release)
-			a.Server.Drain()
+			a.Drain()
 			if !tc.waits {
 				if s := a.Follower.Stats(); s.LastOK.IsZero() {
 					t.Errorf("follower after the first request: got %+v, want a good check", s)

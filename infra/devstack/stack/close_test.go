@@ -102,7 +102,7 @@ func TestCloseWaitsForBackgroundChecks(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("disk tier directory after Close: %v, want it removed", err)
 	}
-	st.App.Server.Drain() // nothing may log after this point either
+	st.App.Drain() // nothing may log after this point either
 	if s := logs.String(); s != "" {
 		t.Errorf("warnings while closing:\n%s", s)
 	}

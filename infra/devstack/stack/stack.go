@@ -359,7 +359,7 @@ func (st *Stack) seed(ctx context.Context, c *s3.Client, maxZoom int) error {
 
 // load uploads one of the user's tilesets under TILES_PREFIX.
 func (st *Stack) load(ctx context.Context, c *s3.Client, path string) error {
-	name := strings.TrimSuffix(filepath.Base(filepath.Clean(path)), tilename.ArchiveExt)
+	name := tilename.TrimArchiveExt(filepath.Base(filepath.Clean(path)))
 	dst := upload.Destination{Bucket: st.Tiles.Bucket, Prefix: st.Tiles.TilesPrefix, Name: name}
 	rep, err := upload.Run(ctx, c, path, dst, upload.Options{})
 	if err != nil {

@@ -1,15 +1,11 @@
 package pmtiles
 
 import (
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
+	"github.com/tilesieve/tilesieve/shared/tile/coding"
 )
 
 // ErrTooLarge is bytes that decompress past the cap they were given (a
@@ -21,48 +17,44 @@ var ErrTooLarge = errors.New("pmtiles: decompresses past the cap")
 // Content-Encoding enc (any case): none for "" and "identity",
 // CompressionUnknown for a coding PMTiles does not name.
 func CompressionOf(enc string) Compression {
-	switch strings.ToLower(enc) {
-	case "", "identity":
-		return CompressionNone
-	case "gzip", "x-gzip":
+	c, ok := coding.Canonical(enc)
+	if !ok {
+		return CompressionUnknown
+	}
+	switch c {
+	case coding.Gzip:
 		return CompressionGzip
-	case "br":
+	case coding.Brotli:
 		return CompressionBrotli
-	case "zstd":
+	case coding.Zstd:
 		return CompressionZstd
 	}
-	return CompressionUnknown
+	return CompressionNone
+}
+
+// coding is the content coding of c; ok is false for a compression the
+// format does not name.
+func (c Compression) coding() (enc string, ok bool) {
+	switch c {
+	case CompressionNone:
+		return coding.Identity, true
+	case CompressionGzip, CompressionBrotli, CompressionZstd:
+		return c.String(), true
+	}
+	return "", false
 }
 
 // Decompress undoes compression c of a directory, the metadata or a tile,
 // refusing output past max bytes (ErrTooLarge) without allocating more than
-// about max: none, gzip, brotli and zstd are decoded; an unknown compression
-// is ErrUnsupported.
+// about max: none, gzip, brotli and zstd are decoded (shared/tile/coding);
+// an unknown compression is ErrUnsupported.
 func Decompress(raw []byte, c Compression, max int64) ([]byte, error) {
-	if c == CompressionNone {
-		if int64(len(raw)) > max {
-			return nil, tooLarge("%d bytes, more than the cap of %d", len(raw), max)
-		}
-		return raw, nil
+	enc, ok := c.coding()
+	if !ok {
+		return nil, fmtUnsupported("compression %v", c)
 	}
-	zr, err := NewDecompressor(bytes.NewReader(raw), c, max)
-	if err != nil {
-		return nil, err
-	}
-	defer zr.Close()
-	// Grow by reading, not by a size the stream claims, so a lying header
-	// costs nothing.
-	var out bytes.Buffer
-	n, err := out.ReadFrom(io.LimitReader(zr, max+1))
-	switch {
-	case errors.Is(err, bytes.ErrTooLarge), errors.Is(err, zstd.ErrDecoderSizeExceeded), errors.Is(err, zstd.ErrWindowSizeExceeded):
-		return nil, tooLarge("%v: %v", c, err)
-	case err != nil:
-		return nil, invalid("%v: %v", c, err)
-	case n > max:
-		return nil, tooLarge("%v: decompresses to more than the cap of %d bytes", c, max)
-	}
-	return out.Bytes(), nil
+	out, err := coding.Decode(raw, enc, max)
+	return out, codingErr(c, err)
 }
 
 // NewDecompressor returns a reader of r decompressed with c (gzip, brotli or
@@ -70,35 +62,24 @@ func Decompress(raw []byte, c Compression, max int64) ([]byte, error) {
 // reserve for its window; the caller still bounds the output it reads.
 // Close releases the decoder, not r.
 func NewDecompressor(r io.Reader, c Compression, limit int64) (io.ReadCloser, error) {
-	switch c {
-	case CompressionNone:
-		return io.NopCloser(r), nil
-	case CompressionGzip:
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			return nil, invalid("gzip: %v", err)
-		}
-		return zr, nil
-	case CompressionBrotli:
-		// The format caps the window at 16 MiB (the large-window
-		// extension is not decoded), so its ring buffer is bounded.
-		return io.NopCloser(brotli.NewReader(r)), nil
-	case CompressionZstd:
-		// A frame names its window; one larger than the output allowed
-		// (or than 8 MiB, what encoders use for small inputs, when limit
-		// is below it) is refused before it is allocated.
-		window := uint64(max(limit, 8<<20))
-		zr, err := zstd.NewReader(r,
-			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxWindow(min(window, zstd.MaxWindowSize)),
-			zstd.WithDecoderMaxMemory(uint64(limit)+1))
-		if err != nil {
-			return nil, invalid("zstd: %v", err)
-		}
-		return zr.IOReadCloser(), nil
+	enc, ok := c.coding()
+	if !ok {
+		return nil, fmtUnsupported("compression %v", c)
 	}
-	return nil, fmtUnsupported("compression %v", c)
+	zr, err := coding.NewReader(r, enc, limit)
+	return zr, codingErr(c, err)
+}
+
+// codingErr is a decoder's error with this package's identity: too large,
+// or invalid.
+func codingErr(c Compression, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, coding.ErrTooLarge):
+		return tooLarge("%v: %v", c, err)
+	}
+	return invalid("%v: %v", c, err)
 }
 
 func tooLarge(format string, args ...any) error {

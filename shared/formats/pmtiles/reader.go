@@ -6,35 +6,22 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tilesieve/tilesieve/shared/formats"
+
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 )
 
 // RangeReader reads bytes of one version of an archive. A server pins the
 // version it read the header from (S3 If-Match on the ETag), so every range
 // comes from the same bytes; an error it returns reaches the caller wrapped.
-type RangeReader interface {
-	ReadRange(ctx context.Context, offset, length int64) ([]byte, error)
-}
+type RangeReader = formats.RangeReader
 
 // RangeReaderFunc adapts a function to RangeReader.
-type RangeReaderFunc func(ctx context.Context, offset, length int64) ([]byte, error)
-
-// ReadRange calls f.
-func (f RangeReaderFunc) ReadRange(ctx context.Context, offset, length int64) ([]byte, error) {
-	return f(ctx, offset, length)
-}
+type RangeReaderFunc = formats.RangeReaderFunc
 
 // ReaderAt reads ranges from r: an archive staged to a local file
 // (*os.File), or bytes in memory (bytes.NewReader).
-func ReaderAt(r io.ReaderAt) RangeReader {
-	return RangeReaderFunc(func(_ context.Context, off, n int64) ([]byte, error) {
-		b := make([]byte, n)
-		if _, err := r.ReadAt(b, off); err != nil {
-			return nil, fmt.Errorf("pmtiles: read %d+%d: %w", off, n, err)
-		}
-		return b, nil
-	})
-}
+func ReaderAt(r io.ReaderAt) RangeReader { return formats.ReaderAt(r) }
 
 // Range is a byte range of the archive, from its first byte.
 type Range struct {

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/internal/httpurl"
 )
 
@@ -75,31 +74,51 @@ func TileURL(baseURL, name, ext string) (string, error) {
 	return base + "/" + strings.Join(segs, "/") + "/{z}/{x}/{y}." + ext, nil
 }
 
+// A TileJSON built from what a tileset holds (an archive, a database, a
+// metadata.json, its keys) is kept in the tiers with PlaceholderBase in its
+// URLs and an ETag ending in Tag, and rendered for the base URL of each
+// answer (shared/docs).
+const (
+	PlaceholderBase = "http://tilesieve.invalid"
+	Tag             = "/tilejson"
+)
+
+// maxZoom is the deepest zoom a TileJSON may name: the deepest a PMTiles
+// tile id addresses.
+const maxZoom = 31
+
+// Archive is what an archive's header says of its tileset.
+type Archive struct {
+	Ext              string // the tiles' extension: "png", "pbf"
+	Vector           bool   // vector tiles: the TileJSON needs vector_layers
+	MinZoom, MaxZoom int
+	Bounds           [4]float64 // zero: not given
+	Center           [3]float64 // zero: not given
+}
+
 // FromArchive describes the archive of tileset name: zooms, bounds, center
-// and tile type from the header, name, description, attribution, version and
-// vector_layers from the JSON metadata (pmtiles.Reader.Metadata), which may
-// be empty.
-func FromArchive(baseURL, name string, h pmtiles.Header, metadata []byte) (TileJSON, error) {
-	ext := h.TileType.Ext()
-	if ext == "" {
-		return TileJSON{}, fmt.Errorf("tileset: archive %s: tile type %v has no extension: %w", name, h.TileType, ErrMetadata)
+// and tile type from its header (h), name, description, attribution,
+// version and vector_layers from its JSON metadata, which may be empty.
+func FromArchive(baseURL, name string, h Archive, metadata []byte) (TileJSON, error) {
+	if h.Ext == "" {
+		return TileJSON{}, fmt.Errorf("tileset: archive %s: tile type has no extension: %w", name, ErrMetadata)
 	}
 	m, err := parseObject(metadata)
 	if err != nil {
 		return TileJSON{}, fmt.Errorf("tileset: archive %s: %w", name, err)
 	}
-	t, err := start(baseURL, name, ext, m)
+	t, err := start(baseURL, name, h.Ext, m)
 	if err != nil {
 		return TileJSON{}, err
 	}
-	t.MinZoom, t.MaxZoom = int(h.MinZoom), int(h.MaxZoom)
-	if b := h.Bounds(); b != [4]float64{} {
-		t.Bounds = b[:]
+	t.MinZoom, t.MaxZoom = h.MinZoom, h.MaxZoom
+	if h.Bounds != [4]float64{} {
+		t.Bounds = h.Bounds[:]
 	}
-	if c := h.Center(); c != [3]float64{} {
-		t.Center = c[:]
+	if h.Center != [3]float64{} {
+		t.Center = h.Center[:]
 	}
-	if h.TileType.Vector() {
+	if h.Vector {
 		if t.VectorLayers, err = vectorLayers(m); err != nil {
 			return TileJSON{}, fmt.Errorf("tileset: archive %s: %w", name, err)
 		}
@@ -161,7 +180,7 @@ func FromMetadata(baseURL, name string, metadata []byte) (TileJSON, error) {
 			t.VectorLayers = json.RawMessage("[]")
 		}
 	}
-	t.MaxZoom = pmtiles.MaxZoom
+	t.MaxZoom = maxZoom
 	for _, z := range []struct {
 		key string
 		dst *int
@@ -170,8 +189,8 @@ func FromMetadata(baseURL, name string, metadata []byte) (TileJSON, error) {
 			continue
 		}
 		v, err := numbers(m, z.key, 1)
-		if err != nil || v[0] < 0 || v[0] > pmtiles.MaxZoom || v[0] != float64(int(v[0])) {
-			return TileJSON{}, wrap(fmt.Errorf("%s: want a zoom 0-%d: %w", z.key, pmtiles.MaxZoom, ErrMetadata))
+		if err != nil || v[0] < 0 || v[0] > maxZoom || v[0] != float64(int(v[0])) {
+			return TileJSON{}, wrap(fmt.Errorf("%s: want a zoom 0-%d: %w", z.key, maxZoom, ErrMetadata))
 		}
 		*z.dst = int(v[0])
 	}

@@ -1,8 +1,8 @@
-// Package archive serves tilesets stored as one file, as an origin of the
-// tier engine: a PMTiles v3 archive (NAME.pmtiles, read by range and pinned
-// to its ETag) or an MBTiles database (NAME.mbtiles, staged whole to local
-// disk), each as the tileset NAME/ with its TileJSON at NAME.json; every
-// other key goes on to the object origin. A tileset's tiles land in the
+// Package archive serves tilesets stored as one object, as an origin of the
+// tier engine: an object of any format of shared/formats (NAME.pmtiles,
+// read by range and pinned to its ETag; NAME.mbtiles, staged whole to local
+// disk) is the tileset NAME/ with its TileJSON at NAME.json; every other key
+// goes on to the object origin. A tileset's tiles land in the
 // same tiers under the same keys whichever way it is stored, so purges,
 // revalidation and staleness treat them alike. A change of the file under
 // a read drops the tileset on this instance (Deps.Purge); a purge of the
@@ -21,10 +21,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats"
+	"github.com/tilesieve/tilesieve/shared/formats/registry"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/origin"
+	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
@@ -44,9 +46,6 @@ type Store interface {
 	MaxObjectBytes() int64
 }
 
-// Ext names an archive: TILES_PREFIX + NAME + Ext serves the tileset NAME/.
-const Ext = tilename.ArchiveExt
-
 // Defaults of the archive origin.
 const (
 	// DefaultTTL is how long "NAME.pmtiles does not exist" is believed, and
@@ -56,10 +55,6 @@ const (
 	// DefaultDirectoryBytes bounds the leaf directory cache when Deps
 	// gives none.
 	DefaultDirectoryBytes = 16 << 20
-	// TileJSONTag ends the ETag of a TileJSON built from an archive, a
-	// database or a metadata.json: the document is stored with
-	// PlaceholderBase, and rendered for the base URL of each answer.
-	TileJSONTag = "/tilejson"
 )
 
 // Config is the archive origin's behaviour.
@@ -77,7 +72,11 @@ type Config struct {
 type Deps struct {
 	Next  tiers.Origin // object tilesets
 	Store Store
-	// Stager stages NAME.mbtiles whole to local disk; nil: MBTiles are off.
+	// Formats opens each format of formats.Table by its name; nil: the
+	// registry's (shared/formats/registry).
+	Formats func(name string) (formats.Opener, bool)
+	// Stager copies objects of the formats read whole (formats.Whole, as
+	// MBTiles) to local disk; nil: those formats are off.
 	Stager Stager
 	// Directories keeps decoded leaf directories; nil: a cache of
 	// DefaultDirectoryBytes.
@@ -86,18 +85,7 @@ type Deps struct {
 	// metadata.json), returning it as it is for a coding it does not
 	// decode; nil: bodies are read as stored.
 	Decode func(enc string, b []byte) ([]byte, error)
-	// Purge drops a prefix from the tiers of this instance: a tileset
-	// whose archive changed under a read. The purge must reach Forget, as
-	// the tiers' purge hook does, so the new version is opened; nil:
-	// nothing is dropped.
-	Purge func(prefix string)
-	// Trusted reports whether what S3 said at storedAt may still be relied
-	// on at now: the tier engine's journal follower vouches for it
-	// (tiers.Engine.Trusted). A version checked when the follower no
-	// longer vouches for is checked again before a revalidation is
-	// answered from it, whatever the TTL; nil: the TTL alone decides.
-	Trusted func(storedAt, now time.Time) bool
-	Logger  *slog.Logger
+	Logger *slog.Logger
 }
 
 // Origin is the origin the tier engine reads from when archives are on: a
@@ -126,7 +114,8 @@ type Origin struct {
 	nextPrune int
 	maxNames  int                  // Config.MaxNames
 	local     map[string]localCopy // staged archives, by name
-	stager    Stager               // stages NAME.mbtiles; nil: MBTiles are off
+	stager    Stager               // stages Whole formats; nil: they are off
+	formats   []format             // what this origin serves, in order of precedence
 
 	// base is the context of every probe and staging: Close cancels it.
 	base context.Context
@@ -154,22 +143,56 @@ const MaxNames = maxNames
 // from the file while its ETag is the one in S3.
 type localCopy struct {
 	etag string
-	src  pmtiles.RangeReader
+	src  formats.RangeReader
 }
 
-// archive is what one tileset name resolved to at checked: an archive
-// version (r, etag), or none (missing). ready is closed once the probe that
-// made it ends; err is that probe's failure.
+// format is a format this origin serves.
+type format struct {
+	spec formats.Spec
+	open formats.Opener
+}
+
+// archive is what one tileset name resolved to at checked: an object of a
+// format opened at version etag (ds), or none (missing). ready is closed
+// once the probe that made it ends; err is that probe's failure.
 type archive struct {
 	name         string
 	ready        chan struct{}
 	checked      atomic.Int64 // UnixNano of the last time S3 confirmed what this is
 	missing      bool
 	err          error
-	r            *pmtiles.Reader
+	spec         formats.Spec // the format of the object found
+	ds           formats.Dataset
 	etag         string
 	lastModified time.Time
-	mb           *mbSource // set when the name is an MBTiles database (r is nil)
+}
+
+// objectKey is the tile key of ar's object: NAME + its format's extension.
+func (ar *archive) objectKey() string { return ar.name + ar.spec.Ext }
+
+// Engine is the tier engine the origin serves: an archive that changed
+// under a read drops its tileset through Purge (which must reach Forget, as
+// OnPurge makes every purge of this instance do, so the new version is
+// opened); Trusted reports whether what S3 said at storedAt may still be
+// relied on at now (the engine's journal follower vouches for it), so a
+// version checked when the follower no longer vouches for is checked again
+// before a revalidation is answered from it, whatever the TTL.
+// *tiers.Engine is one.
+type Engine interface {
+	Purge(prefix string) (int, error)
+	Trusted(storedAt, now time.Time) bool
+	OnPurge(fn func(prefix string))
+}
+
+// Follow serves eng: every purge of eng reaches Forget, and a changed
+// archive is dropped through it. The engine reads from this origin, so it
+// is set here, once, before the first request. Without it, a changed
+// archive is only forgotten, and the TTL alone decides when a version is
+// checked again.
+func (a *Origin) Follow(eng Engine) {
+	eng.OnPurge(a.Forget)
+	a.purgeTiers = func(prefix string) { _, _ = eng.Purge(prefix) }
+	a.trusted = eng.Trusted
 }
 
 // New builds the archive origin.
@@ -187,11 +210,21 @@ func New(cfg Config, d Deps) (*Origin, error) {
 	a := &Origin{
 		next: d.Next, store: d.Store, dirs: dirs, stager: d.Stager,
 		ttl: cmp.Or(cfg.TTL, DefaultTTL), originTimeout: cmp.Or(cfg.OriginTimeout, tiers.DefaultOriginTimeout),
-		now: cfg.Now, decode: d.Decode, purgeTiers: d.Purge, trusted: d.Trusted, log: d.Logger,
+		now: cfg.Now, decode: d.Decode, log: d.Logger,
 		names: map[string]*archive{}, local: map[string]localCopy{},
 		maxNames: defaults.Positive(cfg.MaxNames, maxNames),
 	}
 	a.nextPrune = a.maxNames
+	open := d.Formats
+	if open == nil {
+		open = registry.Opener
+	}
+	for _, spec := range formats.Table {
+		o, ok := open(spec.Name)
+		if ok && (spec.Staging != formats.Whole || a.stager != nil) {
+			a.formats = append(a.formats, format{spec, o})
+		}
+	}
 	a.base, a.stop = context.WithCancel(context.Background())
 	if a.ttl < 0 {
 		a.ttl = DefaultTTL
@@ -200,9 +233,7 @@ func New(cfg Config, d Deps) (*Origin, error) {
 	if a.decode == nil {
 		a.decode = func(_ string, b []byte) ([]byte, error) { return b, nil }
 	}
-	if a.purgeTiers == nil {
-		a.purgeTiers = func(string) {}
-	}
+	a.purgeTiers = a.Forget
 	return a, nil
 }
 
@@ -215,8 +246,16 @@ func (a *Origin) TTL() time.Duration { return a.ttl }
 // Store is the S3 access the origin reads archives through.
 func (a *Origin) Store() Store { return a.store }
 
-// MBTiles reports whether databases (NAME.mbtiles) are served.
-func (a *Origin) MBTiles() bool { return a.stager != nil }
+// Serves reports whether objects of the format called name are served (a
+// format read whole is off without a Stager).
+func (a *Origin) Serves(name string) bool {
+	for _, f := range a.formats {
+		if f.spec.Name == name {
+			return true
+		}
+	}
+	return false
+}
 
 // Names is how many tileset names the origin remembers (at most
 // Config.MaxNames).
@@ -428,52 +467,77 @@ func (a *Origin) prune() {
 	a.nextPrune = max(a.maxNames, len(a.names)+a.maxNames/4)
 }
 
-// probe opens name's archive: detached from any one request (others wait
-// on it), bounded by the origin timeout.
+// probe finds what name is: the first format (in order of precedence)
+// whose object NAME+ext exists is opened, detached from any one request
+// (others wait on it) and bounded by the origin timeout; none: missing.
+// The probe of each format reads the object's first bytes, which hold its
+// header (for PMTiles, its root directory too).
 func (a *Origin) probe(ar *archive) {
 	defer close(ar.ready)
 	ctx, cancel := context.WithTimeout(a.base, a.originTimeout)
 	defer cancel()
 	ar.checked.Store(a.now().UnixNano())
-	objectKey := a.store.ObjectKey(ar.name + Ext)
-	first, err := a.store.GetRange(ctx, objectKey, 0, pmtiles.RootWindow, "")
+	for _, f := range a.formats {
+		if a.probeFormat(ctx, ar, f) {
+			return
+		}
+	}
+	ar.missing = true
+}
+
+// probeFormat opens name's object of format f, if there is one: found is
+// false when S3 has none. A failure is kept in ar.err: one of S3 (passing)
+// is forgotten, so the next request probes again; a refusal (the object is
+// malformed, or too large to stage) is logged here, once, and answers 502
+// for the TTL or until a purge of it, without a read or a log line per
+// request.
+func (a *Origin) probeFormat(ctx context.Context, ar *archive, f format) (found bool) {
+	key := ar.name + f.spec.Ext
+	objectKey := a.store.ObjectKey(key)
+	first, err := a.store.GetRange(ctx, objectKey, 0, f.spec.ProbeBytes, "")
 	switch {
 	case errors.Is(err, tile.ErrNotFound):
-		a.probeMBTiles(ctx, ar)
-		return
+		return false
 	case err != nil:
-		ar.err = fmt.Errorf("archive: archive %s: %w", ar.name, err)
+		ar.err = fmt.Errorf("archive: %s %s: %w", f.spec.Name, ar.name, err)
 		a.forgetFailed(ar)
-		return
-	case first.Size < pmtiles.HeaderLen:
-		err = fmt.Errorf("pmtiles: archive of %d bytes is shorter than its header: %w", first.Size, pmtiles.ErrInvalid)
+		return true
+	}
+	ar.spec, ar.etag, ar.lastModified = f.spec, first.ETag, first.LastModified
+	obj := formats.Object{Name: ar.name, ETag: first.ETag, Size: first.Size, LastModified: first.LastModified, First: first.Body}
+	opts := formats.Options{MaxTileBytes: a.store.MaxObjectBytes(), Cache: versionCache{a.dirs, ar.name + "\x00" + first.ETag + "\x00"}}
+	began := time.Now()
+	if f.spec.Staging == formats.Whole {
+		// Staged as one download that every request of the name waits for,
+		// detached from them: a large object takes longer than a tile.
+		sctx, cancel := context.WithTimeout(a.base, wholeStageTimeout)
+		defer cancel()
+		obj.Path, err = a.stager.Stage(sctx, key, first.ETag, first.Size)
+		ctx = sctx
+	} else {
+		obj.Range = a.rangeReader(ar.name, objectKey, first.ETag)
+	}
+	if err == nil {
+		ar.ds, err = f.open(ctx, obj, opts)
+	}
+	switch {
+	case err == nil:
+		if f.spec.Staging == formats.Whole {
+			a.log.Info("archive staged", "format", f.spec.Name, "name", ar.name, "key", key, "etag", first.ETag, "size", first.Size, "path", obj.Path, "elapsed", time.Since(began))
+		}
+	case errors.Is(err, formats.ErrInvalid), errors.Is(err, stage.ErrNoRoom):
+		a.log.Error("archive refused", "format", f.spec.Name, "name", ar.name, "key", objectKey, "etag", first.ETag, "size", first.Size, "err", err)
+		ar.err = &tile.RefusedError{Format: f.spec.Title, Name: ar.name, Err: err}
 	default:
-		ar.etag, ar.lastModified = first.ETag, first.LastModified
-		src := a.rangeReader(ar.name, objectKey, first.ETag)
-		// NewReader validates the archive: header, sections inside its
-		// size, root directory and the root's entries inside their sections.
-		ar.r, err = pmtiles.NewReader(first.Body, first.Size, src, pmtiles.Options{Leaves: leafCache{a.dirs, ar.name + "\x00" + first.ETag + "\x00"}})
+		ar.err = fmt.Errorf("archive: %s %s: %w", f.spec.Name, ar.name, err)
+		a.forgetFailed(ar)
 	}
-	if err != nil {
-		// A malformed archive is reported here, once per probe, and
-		// answers 502 for the TTL (or until a purge of it), without a read
-		// or a log line per request.
-		a.log.Error("archive refused", "name", ar.name, "key", objectKey, "etag", first.ETag, "size", first.Size, "err", err)
-		ar.err = &refusedError{name: ar.name, err: err}
-	}
+	return true
 }
 
-// refusedError is the answer of an archive its probe refused: the probe
-// logged why, so a request does not.
-type refusedError struct {
-	name string
-	err  error
-}
-
-func (e *refusedError) Error() string {
-	return "archive: archive " + e.name + " refused: " + e.err.Error()
-}
-func (e *refusedError) Unwrap() error { return e.err }
+// wholeStageTimeout bounds one staging of an object read whole, detached
+// from the requests that wait for it.
+const wholeStageTimeout = 5 * time.Minute
 
 // Refusal opens name's archive as a request would, sharing its probe, and
 // returns why the probe refused it: nil when it serves, is not an archive,
@@ -488,9 +552,9 @@ func (a *Origin) Refusal(ctx context.Context, name string) error {
 	case <-ctx.Done():
 		return nil
 	}
-	var r *refusedError
+	var r *tile.RefusedError
 	if errors.As(ar.err, &r) {
-		return r.err
+		return r.Err
 	}
 	return nil
 }
@@ -498,7 +562,7 @@ func (a *Origin) Refusal(ctx context.Context, name string) error {
 // IsRefused reports whether err is the answer of an archive or database its
 // probe refused (malformed, or too large to stage): logged once, already.
 func IsRefused(err error) bool {
-	var r *refusedError
+	var r *tile.RefusedError
 	return errors.As(err, &r)
 }
 
@@ -516,14 +580,14 @@ func (a *Origin) forgetFailed(ar *archive) {
 
 // rangeReader reads the archive version etag: from its staged copy when
 // there is one of that version, else by ranged GETs pinned with If-Match.
-func (a *Origin) rangeReader(name, objectKey, etag string) pmtiles.RangeReader {
-	a.mu.Lock()
-	lc, ok := a.local[name]
-	a.mu.Unlock()
-	if ok && lc.etag == etag {
-		return lc.src
-	}
-	return pmtiles.RangeReaderFunc(func(ctx context.Context, off, n int64) ([]byte, error) {
+func (a *Origin) rangeReader(name, objectKey, etag string) formats.RangeReader {
+	return formats.RangeReaderFunc(func(ctx context.Context, off, n int64) ([]byte, error) {
+		a.mu.Lock()
+		lc, ok := a.local[name]
+		a.mu.Unlock()
+		if ok && lc.etag == etag {
+			return lc.src.ReadRange(ctx, off, n)
+		}
 		rg, err := a.store.GetRange(ctx, objectKey, off, n, etag)
 		if err != nil {
 			return nil, err
@@ -542,6 +606,20 @@ func (a *Origin) changed(ar *archive) {
 	a.purge(tilename.TileJSONKey(ar.name))
 }
 
+// covers reports whether a purge of prefix covers tileset name: its
+// directory NAME/ or the object of any format, NAME.pmtiles, NAME.mbtiles.
+func covers(prefix, name string) bool {
+	if strings.HasPrefix(name+"/", prefix) {
+		return true
+	}
+	for _, ext := range formats.Exts() {
+		if strings.HasPrefix(name+ext, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // Forget drops what is known of the archives a purge of prefix covers: a
 // purge of NAME/ or of NAME.pmtiles (or anything above them) means the
 // archive may be another now.
@@ -549,9 +627,9 @@ func (a *Origin) Forget(prefix string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for name, ar := range a.names {
-		if strings.HasPrefix(name+"/", prefix) || strings.HasPrefix(name+Ext, prefix) || strings.HasPrefix(name+MBTilesExt, prefix) {
+		if covers(prefix, name) {
 			if !a.closed { // else Close closes it
-				a.closing.Go(func() { closeMB(ar) })
+				a.closing.Go(func() { closeDataset(ar) })
 			}
 			delete(a.names, name)
 			a.dirs.DeletePrefix(name + "\x00")
@@ -598,47 +676,24 @@ func (a *Origin) notModified(ctx context.Context, ar *archive, ifNoneMatch strin
 // readTile reads tile z/x/y of ar; a revalidation whose tile ETag names the
 // archive's current version is ErrNotModified, answered without reading.
 func (a *Origin) readTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
-	if ar.mb != nil {
-		return a.readMBTile(ctx, ar, z, x, y, ext, ifNoneMatch)
-	}
-	h := ar.r.Header()
-	if !extMatches(h.TileType, ext) {
+	if !ar.ds.Accepts(ext) {
 		return nil, tile.ErrNotFound
 	}
 	if err := a.notModified(ctx, ar, ifNoneMatch); err != nil {
 		return nil, err
 	}
-	rg, ok, err := ar.r.Find(ctx, z, x, y)
-	if err != nil {
+	t, err := ar.ds.Tile(ctx, z, x, y)
+	switch {
+	case errors.Is(err, tile.ErrNotFound), errors.Is(err, tile.ErrPreconditionFailed):
 		return nil, err
-	}
-	if !ok {
-		return nil, tile.ErrNotFound
-	}
-	if max := a.store.MaxObjectBytes(); max > 0 && rg.Length > max {
-		// Refused from the directory entry, before a byte is read or
-		// allocated (Get remembers the refusal).
-		return nil, fmt.Errorf("archive: archive %s: tile %d/%d/%d is %d bytes, MAX_TILE_BYTES is %d: %w", ar.name, z, x, y, rg.Length, max, tile.ErrTooLarge)
-	}
-	if rg.Length > pmtiles.DefaultMaxTileBytes {
-		return nil, fmt.Errorf("archive: archive %s: tile %d/%d/%d of %d bytes: %w", ar.name, z, x, y, rg.Length, pmtiles.ErrInvalid)
-	}
-	etag := tileTag(ar.etag, rg)
-	if rg.Length == 0 {
-		return &tile.Tile{ContentType: h.TileType.ContentType(), ETag: etag, LastModified: ar.lastModified}, nil
-	}
-	body, err := a.rangeReader(ar.name, a.store.ObjectKey(ar.name+Ext), ar.etag).ReadRange(ctx, rg.Offset, rg.Length)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(body)) != rg.Length {
-		return nil, fmt.Errorf("archive: archive %s: tile read %d of %d bytes: %w", ar.name, len(body), rg.Length, pmtiles.ErrInvalid)
+	case err != nil:
+		return nil, fmt.Errorf("archive: %s %s: %w", ar.spec.Name, ar.name, err)
 	}
 	return &tile.Tile{
-		Body:            body,
-		ContentType:     h.TileType.ContentType(),
-		ContentEncoding: h.TileCompression.ContentEncoding(),
-		ETag:            etag,
+		Body:            t.Body,
+		ContentType:     t.ContentType,
+		ContentEncoding: t.ContentEncoding,
+		ETag:            tile.DerivedTag(ar.etag, "/"+t.Version),
 		LastModified:    ar.lastModified,
 	}, nil
 }
@@ -665,26 +720,19 @@ func (a *Origin) tileJSON(ctx context.Context, name, key, ifNoneMatch string) (*
 }
 
 func (a *Origin) archiveTileJSON(ctx context.Context, ar *archive, ifNoneMatch string) (*tile.Tile, error) {
-	etag := DerivedTag(ar.etag, TileJSONTag)
+	etag := tile.DerivedTag(ar.etag, tileset.Tag)
 	if ifNoneMatch != "" {
 		cur, err := a.current(ctx, ar)
 		if err != nil {
 			return nil, err
 		}
-		if ifNoneMatch == DerivedTag(cur.etag, TileJSONTag) {
+		if ifNoneMatch == tile.DerivedTag(cur.etag, tileset.Tag) {
 			return nil, tile.ErrNotModified
 		}
 	}
-	if ar.mb != nil {
-		return a.mbTileJSON(ctx, ar)
-	}
-	md, err := ar.r.Metadata(ctx)
+	tj, err := ar.ds.TileJSON(ctx, tileset.PlaceholderBase, ar.name)
 	if err != nil {
-		return nil, err
-	}
-	tj, err := tileset.FromArchive(PlaceholderBase, ar.name, ar.r.Header(), md)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("archive: %s %s: %w", ar.spec.Name, ar.name, err)
 	}
 	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: etag, LastModified: ar.lastModified}, nil
 }
@@ -693,14 +741,14 @@ func (a *Origin) archiveTileJSON(ctx context.Context, ar *archive, ifNoneMatch s
 // or the object NAME.json itself when there is no metadata.json.
 func (a *Origin) metadataJSON(ctx context.Context, name, key, ifNoneMatch string) (*tile.Tile, error) {
 	inm := ""
-	if inner, ok := strings.CutSuffix(ifNoneMatch, TileJSONTag+`"`); ok {
+	if inner, ok := strings.CutSuffix(ifNoneMatch, tileset.Tag+`"`); ok {
 		inm = inner + `"`
 	}
 	md, err := a.next.Get(ctx, tilename.MetadataKey(name), inm)
 	switch {
 	case errors.Is(err, tile.ErrNotFound):
 		objINM := ifNoneMatch
-		if strings.HasSuffix(ifNoneMatch, TileJSONTag+`"`) {
+		if strings.HasSuffix(ifNoneMatch, tileset.Tag+`"`) {
 			objINM = "" // the cached copy was a TileJSON: read the object afresh
 		}
 		t, err := a.next.Get(ctx, key, objINM)
@@ -715,30 +763,15 @@ func (a *Origin) metadataJSON(ctx context.Context, name, key, ifNoneMatch string
 	if err != nil {
 		return nil, fmt.Errorf("archive: %s/metadata.json: %w", name, err)
 	}
-	tj, err := tileset.FromMetadata(PlaceholderBase, name, body)
+	tj, err := tileset.FromMetadata(tileset.PlaceholderBase, name, body)
 	if err != nil {
 		return nil, err
 	}
-	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: DerivedTag(md.ETag, TileJSONTag), LastModified: md.LastModified}, nil
+	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: tile.DerivedTag(md.ETag, tileset.Tag), LastModified: md.LastModified}, nil
 }
 
-// PlaceholderBase is the base URL TileJSON documents are stored with;
-// document replaces their tile URLs with ones under the answer's base.
-const PlaceholderBase = "http://tilesieve.invalid"
-
-// tileTag is the ETag of the tile at rg of archive version etag: the tile
-// is the same exactly while the archive is.
-func tileTag(etag string, rg pmtiles.Range) string {
-	return DerivedTag(etag, "/"+strconv.FormatInt(rg.Offset, 10)+"+"+strconv.FormatInt(rg.Length, 10))
-}
-
-// DerivedTag is `"inner<suffix>"` for etag `"inner"` (quotes optional).
-func DerivedTag(etag, suffix string) string {
-	return `"` + strings.Trim(etag, `"`) + suffix + `"`
-}
-
-// archiveOfTag is the archive ETag a tile ETag was derived from (tileTag),
-// or "".
+// archiveOfTag is the archive ETag a tile ETag was derived from (readTile
+// derives one from the archive's ETag and the tile's version in it), or "".
 func archiveOfTag(tag string) string {
 	inner := strings.Trim(tag, `"`)
 	i := strings.LastIndexByte(inner, '/')
@@ -746,16 +779,6 @@ func archiveOfTag(tag string) string {
 		return ""
 	}
 	return `"` + inner[:i] + `"`
-}
-
-// extMatches reports whether ext is one the archive's tile type answers to.
-func extMatches(tt pmtiles.TileType, ext string) bool {
-	for _, e := range tt.Exts() {
-		if strings.EqualFold(e, ext) {
-			return true
-		}
-	}
-	return false
 }
 
 // parseZXY parses "z/x/y.ext" (decimal, no signs or leading zeros beyond
@@ -774,7 +797,7 @@ func parseZXY(rest string) (z uint8, x, y uint32, ext string, ok bool) {
 		n, err := strconv.ParseUint(s, 10, 64)
 		return n, err == nil && n <= max
 	}
-	zn, okz := num(zs, pmtiles.MaxZoom)
+	zn, okz := num(zs, maxZoom)
 	if !okz {
 		return 0, 0, 0, "", false
 	}
@@ -787,41 +810,40 @@ func parseZXY(rest string) (z uint8, x, y uint32, ext string, ok bool) {
 	return uint8(zn), uint32(xn), uint32(yn), ext, true
 }
 
-// leafCache keeps an archive version's decoded leaf directories in the
-// byte-bounded SIEVE of the server's directory cache, under prefix (the
-// archive's name and ETag) and the leaf's offset.
-type leafCache struct {
+// versionCache keeps what a format decodes of one archive version (PMTiles
+// leaf directories) in the byte-bounded SIEVE of the directory cache, under
+// prefix (the archive's name and ETag): Forget drops it with the name.
+type versionCache struct {
 	c      *memory.Cache
 	prefix string
 }
 
-func (l leafCache) key(r pmtiles.Range) string {
-	return l.prefix + strconv.FormatInt(r.Offset, 10) + "+" + strconv.FormatInt(r.Length, 10)
-}
-
-func (l leafCache) Get(r pmtiles.Range) ([]pmtiles.Entry, bool) {
-	t, ok := l.c.Get(l.key(r))
+func (v versionCache) Get(key string) (any, bool) {
+	t, ok := v.c.Get(v.prefix + key)
 	if !ok {
 		return nil, false
 	}
-	d, ok := t.Prepared.(leafEntries)
-	return d, ok
+	d, ok := t.Prepared.(decoded)
+	return d.v, ok
 }
 
-func (l leafCache) Put(r pmtiles.Range, entries []pmtiles.Entry) {
-	l.c.Set(l.key(r), &tile.Tile{Prepared: leafEntries(entries)})
+func (v versionCache) Put(key string, val any, cost int64) {
+	v.c.Set(v.prefix+key, &tile.Tile{Prepared: decoded{val, cost}})
 }
 
-// leafEntries is a decoded directory held in the directory cache.
-type leafEntries []pmtiles.Entry
+// decoded is a format's decoded value held in the directory cache.
+type decoded struct {
+	v    any
+	cost int64
+}
 
 // Cost implements tile.Prepared.
-func (d leafEntries) Cost() int64 { return tile.AllocBytes(cap(d)*pmtiles.EntryBytes) + 24 }
+func (d decoded) Cost() int64 { return d.cost }
 
 // UseLocal serves tileset name's archive, while S3 holds version etag of
 // it, from src (a copy staged to local disk) instead of ranged GETs. Once
 // the archive changes in S3, its tiles are read from S3 again.
-func (a *Origin) UseLocal(name, etag string, src pmtiles.RangeReader) {
+func (a *Origin) UseLocal(name, etag string, src formats.RangeReader) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.local[name] = localCopy{etag: etag, src: src}
@@ -845,7 +867,7 @@ func (a *Origin) Close() error {
 	}
 	a.mu.Unlock()
 	for _, ar := range open {
-		closeMB(ar)
+		closeDataset(ar)
 	}
 	a.closing.Wait()
 	return nil

@@ -3,7 +3,7 @@ package archive
 import (
 	"testing"
 
-	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 func TestParseZXY(t *testing.T) {
@@ -43,28 +43,12 @@ func TestTileTagNamesItsArchive(t *testing.T) {
 		{`abc`, `"abc"`},
 		{`"abc-2"`, `"abc-2"`},
 	} {
-		tag := tileTag(tc.etag, pmtiles.Range{Offset: 10, Length: 5})
+		tag := tile.DerivedTag(tc.etag, "/10+5") // as readTile derives a tile's
 		if got := archiveOfTag(tag); got != tc.want {
 			t.Errorf("archiveOfTag(%s): got %s, want %s", tag, got, tc.want)
 		}
 	}
 	if got := archiveOfTag(`"plain"`); got != "" {
 		t.Errorf(`archiveOfTag("plain"): got %s, want ""`, got)
-	}
-}
-
-func TestMBExtMatches(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		format, ext string
-		want        bool
-	}{
-		{"pbf", "pbf", true}, {"pbf", "MVT", true}, {"mvt", "pbf", true},
-		{"jpg", "jpeg", true}, {"png", "png", true}, {"png", "jpg", false},
-		{"", "png", false}, {"webp", "png", false},
-	} {
-		if got := mbExtMatches(tc.format, tc.ext); got != tc.want {
-			t.Errorf("mbExtMatches(%q, %q): got %v, want %v", tc.format, tc.ext, got, tc.want)
-		}
 	}
 }

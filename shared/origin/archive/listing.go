@@ -92,14 +92,41 @@ func (a *Origin) listedTileJSON(ctx context.Context, name, ifNoneMatch string) (
 	if !found {
 		return nil, fmt.Errorf("archive: %s.json: no metadata.json and no tiles: %w", name, tile.ErrNotFound)
 	}
-	etag := DerivedTag(`"keys-`+p.Format+"-"+strconv.Itoa(p.MinZoom)+"-"+strconv.Itoa(p.MaxZoom)+`"`, TileJSONTag)
+	etag := tile.DerivedTag(`"keys-`+p.Format+"-"+strconv.Itoa(p.MinZoom)+"-"+strconv.Itoa(p.MaxZoom)+`"`, tileset.Tag)
 	if ifNoneMatch == etag {
 		return nil, tile.ErrNotModified
 	}
 	md, _ := json.Marshal(map[string]any{"format": p.Format, "minzoom": p.MinZoom, "maxzoom": p.MaxZoom})
-	tj, err := tileset.FromMetadata(PlaceholderBase, name, md)
+	tj, err := tileset.FromMetadata(tileset.PlaceholderBase, name, md)
 	if err != nil {
 		return nil, err
 	}
 	return &tile.Tile{Body: tj.Marshal(), ContentType: "application/json", ETag: etag}, nil
+}
+
+// TopLevel lists the first level of TILES_PREFIX: its directories and the
+// keys of its objects, at most max of each (the catalog's listing).
+func (a *Origin) TopLevel(ctx context.Context, max int) (dirs, keys []string, err error) {
+	dirs, objects, err := a.store.Prefixes(ctx, "", max)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys = make([]string, len(objects))
+	for i, o := range objects {
+		keys[i] = o.Key
+	}
+	return dirs, keys, nil
+}
+
+// Exists reports, with a HEAD, whether the object key exists (nil).
+func (a *Origin) Exists(ctx context.Context, key string) error {
+	_, err := a.store.Head(ctx, key)
+	return err
+}
+
+// IsPyramid reports whether the keys of the directory name/ show a tile
+// pyramid (ListPyramid).
+func (a *Origin) IsPyramid(ctx context.Context, name string) (bool, error) {
+	_, found, err := a.ListPyramid(ctx, name)
+	return found, err
 }

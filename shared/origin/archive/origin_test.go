@@ -34,12 +34,11 @@ func TestOriginReadsArchivesAndObjects(t *testing.T) {
 	put("photos/0/0/0.png", []byte("object"))
 	oc := origin.NewWithS3(ep.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"})
 	purged := map[string]bool{}
-	var o *archive.Origin
-	// As the tiers' purge hook does, a purge reaches Forget.
-	o, err := archive.New(archive.Config{}, archive.Deps{Next: oc, Store: oc, Purge: func(p string) { purged[p] = true; o.Forget(p) }})
+	o, err := archive.New(archive.Config{}, archive.Deps{Next: oc, Store: oc})
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.Follow(&engine{purged: purged})
 	for _, tc := range []struct {
 		key, body string
 		wantErr   error
@@ -144,3 +143,22 @@ func TestProbeDropsTheObjectRead(t *testing.T) {
 		t.Fatal("the object read started beside the probe still ran 10 s after Get answered from the archive")
 	}
 }
+
+// engine records the purges an archive origin drives and, as the tier
+// engine does, runs the hooks registered with OnPurge inside each.
+type engine struct {
+	purged map[string]bool
+	hooks  []func(string)
+}
+
+func (e *engine) Purge(prefix string) (int, error) {
+	e.purged[prefix] = true
+	for _, h := range e.hooks {
+		h(prefix)
+	}
+	return 0, nil
+}
+
+func (e *engine) Trusted(time.Time, time.Time) bool { return true }
+
+func (e *engine) OnPurge(fn func(string)) { e.hooks = append(e.hooks, fn) }

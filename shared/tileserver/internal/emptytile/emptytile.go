@@ -1,4 +1,7 @@
-package tileserver
+// Package emptytile makes the answers for missing tiles of sparse tilesets
+// (MISSING_TILE=empty): a blank tile of the format the key's extension
+// names.
+package emptytile
 
 import (
 	"bytes"
@@ -7,16 +10,16 @@ import (
 	"image/png"
 )
 
-// emptyTiles are the answers for missing tiles of sparse tilesets
-// (MISSING_TILE=empty): a blank tile of the format the key's extension names.
-type emptyTile struct {
-	body        []byte
-	contentType string
+// Tile is a blank tile and its content type.
+type Tile struct {
+	Body        []byte
+	ContentType string
 }
 
 const emptyTileSize = 256
 
-func makeEmptyTiles() map[string]emptyTile {
+// Make encodes the blank tiles, by extension (".png").
+func Make() map[string]Tile {
 	var pngBuf, jpgBuf bytes.Buffer
 	// A fully transparent PNG compresses to a few hundred bytes.
 	transparent := image.NewNRGBA(image.Rect(0, 0, emptyTileSize, emptyTileSize))
@@ -26,7 +29,7 @@ func makeEmptyTiles() map[string]emptyTile {
 		white.Pix[i] = 0xff
 	}
 	_ = jpeg.Encode(&jpgBuf, white, &jpeg.Options{Quality: 75})
-	return map[string]emptyTile{
+	return map[string]Tile{
 		".png":  {pngBuf.Bytes(), "image/png"},
 		".jpg":  {jpgBuf.Bytes(), "image/jpeg"},
 		".jpeg": {jpgBuf.Bytes(), "image/jpeg"},

@@ -1,0 +1,19 @@
+package mbtiles
+
+import "testing"
+
+func TestAccepts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		format, ext string
+		want        bool
+	}{
+		{"pbf", "pbf", true}, {"pbf", "MVT", true}, {"mvt", "pbf", true},
+		{"jpg", "jpeg", true}, {"png", "png", true}, {"png", "jpg", false},
+		{"", "png", false}, {"webp", "png", false},
+	} {
+		if got := (&dataset{format: tc.format}).Accepts(tc.ext); got != tc.want {
+			t.Errorf("format %q, Accepts(%q): got %v, want %v", tc.format, tc.ext, got, tc.want)
+		}
+	}
+}
