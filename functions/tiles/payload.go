@@ -26,7 +26,9 @@ type payload struct {
 var payloadStructSize = unsafe.Sizeof(payload{})
 
 // Cost implements tileserver.Extra.
-func (p *payload) Cost() int64 { return tile.AllocBytes(int(payloadStructSize)) + tile.AllocBytes(cap(p.b)) }
+func (p *payload) Cost() int64 {
+	return tile.AllocBytes(int(payloadStructSize)) + tile.AllocBytes(cap(p.b))
+}
 
 // around returns the payload before and after its hole.
 func (p *payload) around() (before, after []byte) { return p.b[:p.split], p.b[p.split:] }
