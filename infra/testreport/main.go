@@ -105,16 +105,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, terminal func
 	if cfg.Module == "" {
 		cfg.Module = findModule()
 	}
-	if o.jsonFile != "" {
-		f, err := createJSON(o.jsonFile)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
-		defer f.Close()
-		cfg.JSON = f
+	if o.jsonFile == "" {
+		return follow(report.New(cfg), stdin, stderr, o.heartbeat)
 	}
-	return follow(report.New(cfg), stdin, stderr, o.heartbeat)
+	f, err := createJSON(o.jsonFile)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	cfg.JSON = f
+	code := follow(report.New(cfg), stdin, stderr, o.heartbeat)
+	if err := f.Close(); err != nil {
+		// The copy is for later reading; the tests' outcome stands.
+		fmt.Fprintf(stderr, "testreport: %v\n", err)
+	}
+	return code
 }
 
 func createJSON(path string) (*os.File, error) {
