@@ -37,16 +37,23 @@ run: ## Run the whole loop locally: embedded S3, tile function on :8080, worker,
 # as the emulator tests' bootstraps are built (no cgo, trimmed paths), so the
 # standard library, the AWS SDK and SQLite compiled for those bootstraps serve
 # them too instead of being compiled a third time.
+#
+# Each go test pipes its -json stream through build/testreport, which prints a
+# line per package, a heartbeat while packages run, failures as they happen
+# and a summary with every skipped test and its reason; the stream itself is
+# kept in build/test-<target>*.json. pipefail keeps go test's own exit status.
 .PHONY: test
 test: fmt-check tools ## gofmt check, go test -race with every go vet check (incl. fuzz seeds, RIE smoke tests), the bench module's tests
-	TILESIEVE_REQUIRE_RIE=1 $(GO) test -race -vet=all -count=1 -timeout 20m ./...
-	$(GO) test -race -vet=all -count=1 -tags envcreds ./shared/awsclient/
-	cd bench && E2E_SMOKE=purge CGO_ENABLED=0 GOFLAGS='$(GOFLAGS) -trimpath' $(GO) test -vet=all -count=1 -timeout 10m ./...
+	$(GO) build -o build/testreport ./infra/testreport
+	set -o pipefail; TILESIEVE_REQUIRE_RIE=1 $(GO) test -json -race -vet=all -count=1 -timeout 20m ./... 2>&1 | build/testreport -json build/test-test.json
+	set -o pipefail; $(GO) test -json -race -vet=all -count=1 -tags envcreds ./shared/awsclient/ 2>&1 | build/testreport -json build/test-test-envcreds.json
+	set -o pipefail; cd bench && E2E_SMOKE=purge CGO_ENABLED=0 GOFLAGS='$(GOFLAGS) -trimpath' $(GO) test -json -vet=all -count=1 -timeout 10m ./... 2>&1 | ../build/testreport -module github.com/tilesieve/tilesieve -json ../build/test-test-bench.json
 
 .PHONY: test-short
 test-short: ## The inner loop: go test -short, no -race; no emulator, browser or Varnish runs, long property runs cut down
-	$(GO) test -short -count=1 ./...
-	$(GO) test -short -count=1 -tags envcreds ./shared/awsclient/
+	$(GO) build -o build/testreport ./infra/testreport
+	set -o pipefail; $(GO) test -json -short -count=1 ./... 2>&1 | build/testreport -json build/test-test-short.json
+	set -o pipefail; $(GO) test -json -short -count=1 -tags envcreds ./shared/awsclient/ 2>&1 | build/testreport -json build/test-test-short-envcreds.json
 
 .PHONY: fmt-check
 fmt-check: ## Fail if gofmt would change a file

@@ -1,0 +1,4 @@
+// Package notests has no test files.
+package notests
+
+func F() int { return 1 }
