@@ -30,6 +30,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/sources"
 	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/queue"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
@@ -153,7 +154,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	a.Journal = purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{Logger: log})
 	handoff := op.handoff
 	if handoff == nil && cfg.PurgeQueueURL != "" {
-		if handoff, err = NewQueueHandoff(ctx, cfg.PurgeQueueURL, awsclient.Settings{}); err != nil {
+		if handoff, err = queue.NewHandoff(ctx, cfg.PurgeQueueURL, awsclient.Settings{}); err != nil {
 			return nil, err
 		}
 	}
