@@ -7,14 +7,14 @@
 //
 // What it promises: one SendMessage per invalidation, as the SDK's SQS
 // client would send it (AWS JSON 1.0, SigV4 with the function's
-// credentials, the answer's MD5OfMessageBody checked); throttling, 5xx
-// answers, transport errors and a wrong MD5 are retried, a refusal (no such
-// queue) is not; every error is prefixed "queue: ".
+// credentials, the answer's MD5OfMessageBody checked), to the endpoint the
+// AWS SDKs would choose for SQS; throttling, 5xx answers, transport errors
+// and a wrong MD5 are retried, a refusal (no such queue) is not; every
+// error is prefixed "queue: ".
 package queue
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
@@ -25,6 +25,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -73,7 +74,10 @@ func NewHandoff(ctx context.Context, queueURL string, s awsclient.Settings) (*Ha
 	if awsCfg.Credentials == nil {
 		return nil, errors.New("queue: SQS configuration: no credentials")
 	}
-	ep := endpoint(s.BaseEndpoint, aws.ToString(awsCfg.BaseEndpoint), u)
+	ep, err := endpoint(os.Getenv, s.BaseEndpoint, aws.ToString(awsCfg.BaseEndpoint), u)
+	if err != nil {
+		return nil, err
+	}
 	h := &Handoff{
 		hc: awsCfg.HTTPClient, creds: aws.NewCredentialsCache(awsCfg.Credentials), region: awsCfg.Region,
 		endpoint: ep, queue: queueURL, signer: v4.NewSigner(),
@@ -90,14 +94,26 @@ func NewHandoff(ctx context.Context, queueURL string, s awsclient.Settings) (*Ha
 	return h, nil
 }
 
-// endpoint is where SendMessage goes: one set in code (explicit), else
-// AWS_ENDPOINT_URL (global, as awsclient.Load read it), else the queue
-// URL's own host, SQS's regional endpoint.
-func endpoint(explicit, global string, queue *url.URL) string {
-	if e := cmp.Or(explicit, global); e != "" {
-		return strings.TrimSuffix(e, "/")
+// endpoint is where SendMessage goes, chosen as the AWS SDKs choose a
+// service's endpoint: one set in code (explicit) first; then, unless
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true, AWS_ENDPOINT_URL_SQS before
+// the global one (global: AWS_ENDPOINT_URL, as awsclient.Load read it);
+// else the queue URL's own host, SQS's regional endpoint.
+func endpoint(getenv func(string) string, explicit, global string, queue *url.URL) (string, error) {
+	name, e := "BaseEndpoint", explicit
+	if e == "" && !strings.EqualFold(getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"), "true") {
+		name, e = "AWS_ENDPOINT_URL_SQS", getenv("AWS_ENDPOINT_URL_SQS")
+		if e == "" {
+			name, e = "AWS_ENDPOINT_URL", global
+		}
 	}
-	return queue.Scheme + "://" + queue.Host
+	if e == "" {
+		return queue.Scheme + "://" + queue.Host, nil
+	}
+	if _, ok := httpurl.Parse(e); !ok {
+		return "", fmt.Errorf("queue: SQS endpoint %s=%q: want an http or https URL", name, e)
+	}
+	return strings.TrimSuffix(e, "/"), nil
 }
 
 // Hand sends inv to the worker's queue.

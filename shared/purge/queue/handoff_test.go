@@ -176,3 +176,89 @@ func TestQueueHandoffEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueHandoffEndpointFromEnvironment: the message goes where the AWS SDKs
+// would send an SQS call: an endpoint set in code first, then
+// AWS_ENDPOINT_URL_SQS before AWS_ENDPOINT_URL, both ignored when
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true, and else the queue URL's own
+// host. Each endpoint is a stand-in of its own, so the one that got the
+// message tells. Not parallel: it sets the environment.
+func TestQueueHandoffEndpointFromEnvironment(t *testing.T) {
+	stands := map[string]*sqsStandIn{}
+	urls := map[string]string{}
+	for _, name := range []string{"code", "sqs", "global", "queue"} {
+		stands[name] = &sqsStandIn{}
+		hs := httptest.NewServer(stands[name])
+		t.Cleanup(hs.Close)
+		urls[name] = hs.URL
+	}
+	queueURL := urls["queue"] + "/123456789012/q"
+	for _, tt := range []struct {
+		name   string
+		code   bool              // Settings.BaseEndpoint is the "code" stand-in
+		env    map[string]string // stand-in names, or a literal for AWS_IGNORE_CONFIGURED_ENDPOINT_URLS
+		wantAt string
+	}{
+		{name: "none: the queue URL's host", wantAt: "queue"},
+		{name: "AWS_ENDPOINT_URL", env: map[string]string{"AWS_ENDPOINT_URL": "global"}, wantAt: "global"},
+		{name: "AWS_ENDPOINT_URL_SQS", env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs"}, wantAt: "sqs"},
+		{name: "AWS_ENDPOINT_URL_SQS before AWS_ENDPOINT_URL",
+			env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs", "AWS_ENDPOINT_URL": "global"}, wantAt: "sqs"},
+		{name: "both ignored", env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs", "AWS_ENDPOINT_URL": "global",
+			"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "TRUE"}, wantAt: "queue"},
+		{name: "not ignored when false", env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs",
+			"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "false"}, wantAt: "sqs"},
+		{name: "set in code before the environment", code: true,
+			env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs", "AWS_ENDPOINT_URL": "global"}, wantAt: "code"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"} {
+				val := tt.env[v]
+				if u, ok := urls[val]; ok {
+					val = u
+				}
+				t.Setenv(v, val)
+			}
+			s := awsclient.Settings{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}
+			if tt.code {
+				s.BaseEndpoint = urls["code"]
+			}
+			before := map[string]int{}
+			for name, st := range stands {
+				before[name] = st.count()
+			}
+			h, err := queue.NewHandoff(context.Background(), queueURL, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Hand(context.Background(), purge.Invalidation{Targets: []string{"osm/"}, BatchID: "b"}); err != nil {
+				t.Fatal(err)
+			}
+			for name, st := range stands {
+				want := before[name]
+				if name == tt.wantAt {
+					want++
+				}
+				if got := st.count(); got != want {
+					t.Errorf("%s endpoint: got %d requests, want %d", name, got-before[name], want-before[name])
+				}
+			}
+		})
+	}
+	t.Run("not an http URL", func(t *testing.T) {
+		t.Setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "")
+		t.Setenv("AWS_ENDPOINT_URL_SQS", "localhost:4566")
+		_, err := queue.NewHandoff(context.Background(), queueURL, awsclient.Settings{Region: "us-east-1",
+			Credentials: credentials.NewStaticCredentialsProvider("a", "b", "")})
+		if err == nil || !strings.HasPrefix(err.Error(), "queue: ") || !strings.Contains(err.Error(), "AWS_ENDPOINT_URL_SQS") {
+			t.Errorf("got %v, want the queue package's error naming AWS_ENDPOINT_URL_SQS", err)
+		}
+	})
+}
+
+// count is the requests the stand-in has answered.
+func (s *sqsStandIn) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
