@@ -10,7 +10,7 @@ import (
 // TestBootstrapLinksOnlyWhatItCalls: the tile bootstrap, built as Lambda
 // runs it, links neither CloudFront's client (only the worker talks to the
 // CDN) nor SQS's (the admin handoff sends its one message itself, see
-// app.QueueHandoff), nor the SDK's configuration loader with its STS and SSO
+// queue.Handoff), nor the SDK's configuration loader with its STS and SSO
 // credential chain (the envcreds build reads the environment): each is a
 // package init on every cold start and bytes of the bootstrap. Neither
 // Lambda links the PMTiles writer or the upload package, which are the

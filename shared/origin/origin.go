@@ -26,16 +26,17 @@
 //     tells a deadline, a per-attempt timeout or a stalled body (the handler
 //     answers 504) from other failures (502).
 //
-// The retry loop is this package's own rather than the SDK's retryer, for
-// three reasons: an attempt here covers reading the body, which the SDK's
-// retry middleware has already returned from (so it cannot retry a truncated
-// or stalled body); each attempt gets its own timeout (Config.Timeout) that
-// also covers the body; and the backoff can see the caller's deadline and
-// give up rather than sleep past it. The SDK's own classification of
-// retryable errors (retry.DefaultRetryables) is reused, and the SDK retryer
-// is switched off per call (so retries never multiply). The *s3.Client built
-// by New keeps the SDK's standard retryer for other users of S3(), such as
-// the ranged downloads of shared/origin/transfer during staging.
+// The retrying is this package's, on the product's one retry policy
+// (shared/internal/retry), rather than the SDK's retryer, for three reasons:
+// an attempt here covers reading the body, which the SDK's retry middleware
+// has already returned from (so it cannot retry a truncated or stalled body);
+// each attempt gets its own timeout (Config.Timeout) that also covers the
+// body; and the backoff can see the caller's deadline and give up rather
+// than sleep past it. The SDK's own classification of retryable errors (its
+// retry.DefaultRetryables) is reused, and the SDK retryer is switched off per
+// call (so retries never multiply). The *s3.Client built by New keeps the
+// SDK's standard retryer for other users of S3(), such as the ranged
+// downloads of shared/origin/transfer during staging.
 package origin
 
 import (
@@ -44,7 +45,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -53,7 +53,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -63,8 +63,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/internal/httpurl"
+	"github.com/tilesieve/tilesieve/shared/internal/retry"
 	"github.com/tilesieve/tilesieve/shared/tile"
-	"github.com/tilesieve/tilesieve/shared/wait"
 )
 
 // Defaults of Config.
@@ -74,7 +74,7 @@ const (
 	DefaultMinBodyRate = 64 << 10 // bytes per second
 	DefaultBodyGrace   = 2 * time.Second
 
-	// Backoff before attempt n (n ≥ 1) is uniformly random in
+	// The wait after the n-th failed attempt is uniformly random in
 	// [0, min(backoffCap, backoffBase·2^(n-1))) ("full jitter").
 	backoffBase = 25 * time.Millisecond
 	backoffCap  = time.Second
@@ -703,7 +703,7 @@ func classify(err error) error {
 // sdkRetryables is the SDK's own judgement of which errors are worth another
 // attempt (connection errors, 500/502/503/504, throttling codes such as
 // SlowDown, unmodelled 429s).
-var sdkRetryables = retry.IsErrorRetryables(retry.DefaultRetryables)
+var sdkRetryables = awsretry.IsErrorRetryables(awsretry.DefaultRetryables)
 
 func retryable(err error) bool {
 	switch {
@@ -731,55 +731,56 @@ func retryable(err error) bool {
 
 // retry runs attempt until it succeeds, fails for good, runs out of
 // attempts, or the caller's deadline leaves no room for the next backoff.
+// Each attempt has its own timeout (Config.Timeout), which covers the body.
 func (c *Client) retry(ctx context.Context, op, name string, attempt func(context.Context) error) error {
-	var last error
-	for n := 0; n < c.cfg.MaxAttempts; n++ {
-		if n > 0 {
-			d := backoff(n)
-			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-				return fmt.Errorf("origin: %s %q: gave up after %d attempt(s), deadline too near to retry: %w", op, name, n, last)
-			}
-			if err := wait.Sleep(ctx, d); err != nil {
-				return fmt.Errorf("origin: %s %q: %w: after %d attempts: %w", op, name, err, n, last)
-			}
-		}
+	var prev, last error // the errors of the attempts before this one and of this one
+	err := c.policy().Do(ctx, func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		err := attempt(actx)
-		attemptErr := actx.Err()
+		timedOut := actx.Err() != nil
 		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			// The caller's deadline or cancellation: say so first, so that
-			// errors.Is(err, context.DeadlineExceeded) holds whatever the SDK
-			// made of it. An earlier attempt's failure is the real cause
-			// when the deadline cut a retry short, so it is kept too.
-			if last != nil {
-				return fmt.Errorf("origin: %s %q: %w during attempt %d: %w; previous attempt: %w", op, name, ctx.Err(), n+1, err, last)
-			}
-			return fmt.Errorf("origin: %s %q: %w: %w", op, name, ctx.Err(), err)
-		}
-		if attemptErr != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrStalled) {
+		if err != nil && ctx.Err() == nil && timedOut && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrStalled) {
 			err = fmt.Errorf("attempt timed out after %v: %w: %w", c.cfg.Timeout, context.DeadlineExceeded, err)
 		}
-		if errors.Is(err, tile.ErrNotModified) {
-			return err
-		}
-		if !retryable(err) {
-			return fmt.Errorf("origin: %s %q: %w", op, name, err)
-		}
-		last = err
+		prev, last = last, err
+		return err
+	})
+	re, ok := errors.AsType[*retry.Error](err)
+	if !ok {
+		return err
 	}
-	return fmt.Errorf("origin: %s %q: gave up after %d attempt(s): %w", op, name, c.cfg.MaxAttempts, last)
+	switch re.Stop {
+	case retry.StopEnded:
+		// The caller's deadline or cancellation: say so first, so that
+		// errors.Is(err, context.DeadlineExceeded) holds whatever the SDK
+		// made of it. An earlier attempt's failure is the real cause when
+		// the deadline cut a retry short, so it is kept too.
+		if prev != nil {
+			return fmt.Errorf("origin: %s %q: %w during attempt %d: %w; previous attempt: %w", op, name, re.Cause, re.Attempts, re.Err, prev)
+		}
+		return fmt.Errorf("origin: %s %q: %w: %w", op, name, re.Cause, re.Err)
+	case retry.StopWait:
+		return fmt.Errorf("origin: %s %q: %w: after %d attempts: %w", op, name, re.Cause, re.Attempts, re.Err)
+	case retry.StopDeadline:
+		return fmt.Errorf("origin: %s %q: gave up after %d attempt(s), deadline too near to retry: %w", op, name, re.Attempts, re.Err)
+	case retry.StopPermanent:
+		if errors.Is(re.Err, tile.ErrNotModified) {
+			return re.Err
+		}
+		return fmt.Errorf("origin: %s %q: %w", op, name, re.Err)
+	default:
+		return fmt.Errorf("origin: %s %q: gave up after %d attempt(s): %w", op, name, re.Attempts, re.Err)
+	}
 }
 
-func backoff(attempt int) time.Duration {
-	ceil := backoffBase << min(attempt-1, 16)
-	if ceil > backoffCap || ceil <= 0 {
-		ceil = backoffCap
+// policy is the retry policy of every read: Config.MaxAttempts attempts,
+// full-jitter backoff from backoffBase to backoffCap, and no wait into the
+// caller's deadline.
+func (c *Client) policy() retry.Policy {
+	return retry.Policy{
+		Attempts: c.cfg.MaxAttempts, Base: backoffBase, Cap: backoffCap, Jitter: retry.Full,
+		Retryable: retryable, GiveUpNearDeadline: true,
 	}
-	return rand.N(ceil)
 }
 
 // IsTimeout reports whether err is a timing failure: the caller's deadline,

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
+	"github.com/tilesieve/tilesieve/shared/internal/retry"
 	"github.com/tilesieve/tilesieve/shared/purge/cdn"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
-	"github.com/tilesieve/tilesieve/shared/wait"
 )
 
 // Invalidator purges the CDN for targets (directories, open prefixes and
@@ -48,7 +48,7 @@ type PurgerConfig struct {
 	// settle delay and the budget are then the receiver's.
 	Handoff Handoff
 	// Sleep waits d or until ctx ends; tests inject a clock through it.
-	// Default wait.Sleep.
+	// Default retry.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Metrics receives the journal appends and CDN outcomes; nil reports
 	// none. The Purger never flushes it.
@@ -76,7 +76,7 @@ func NewPurger(j *Journal, cfg PurgerConfig, log *slog.Logger) *Purger {
 		cfg.CDN = nil // no distribution: do not wait SettleDelay for nothing
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = wait.Sleep
+		cfg.Sleep = retry.Sleep
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}

@@ -48,7 +48,7 @@ type Options struct {
 	// local stack sets it, and says why.
 	SettleDelay *time.Duration
 	// Sleep is the settle delay's and the CDN's wait; tests inject a clock
-	// through it. Default wait.Sleep.
+	// through it. Default: a real sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// CDN, when set, is the CDN to invalidate instead of one built from
 	// DISTRIBUTION_ID (the local stack's tests put a cache and a CloudFront

@@ -31,6 +31,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/queue"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
@@ -229,7 +230,7 @@ func newMetrics(cfg config.Tiles, out io.Writer) (*obs.TileMetrics, error) {
 func newPurger(ctx context.Context, cfg config.Tiles, j *purge.Journal, h purge.Handoff, log *slog.Logger) (*purge.Purger, error) {
 	if h == nil && cfg.PurgeQueueURL != "" {
 		var err error
-		if h, err = NewQueueHandoff(ctx, cfg.PurgeQueueURL, awsSettings()); err != nil {
+		if h, err = queue.NewHandoff(ctx, cfg.PurgeQueueURL, awsSettings()); err != nil {
 			return nil, err
 		}
 	}

@@ -19,19 +19,18 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	cfapi "github.com/aws/aws-sdk-go-v2/service/cloudfront"
 	"github.com/aws/aws-sdk-go-v2/service/cloudfront/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
+	"github.com/tilesieve/tilesieve/shared/internal/retry"
 	"github.com/tilesieve/tilesieve/shared/purge/cdn"
-	"github.com/tilesieve/tilesieve/shared/wait"
 )
 
 // Config configures an Invalidator.
@@ -68,7 +67,7 @@ type Config struct {
 	// in progress are recent.
 	MaxListPages int
 	// Sleep waits d or until ctx ends; tests inject a clock through it.
-	// Default: wait.Sleep.
+	// Default: a real sleep (retry.Sleep).
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
@@ -85,9 +84,10 @@ const (
 // Invalidator issues CloudFront invalidations. A nil or disabled Invalidator
 // does nothing. Safe for concurrent use.
 type Invalidator struct {
-	api *cfapi.Client
-	cfg Config
-	log *slog.Logger
+	api   *cfapi.Client
+	cfg   Config
+	retry retry.Policy // CreateInvalidation's retries; its Backoff also paces the wait for budget
+	log   *slog.Logger
 
 	mu    sync.Mutex           // guards known
 	known map[string]cdn.Usage // invalidation id → its paths; invalidations are immutable
@@ -110,9 +110,15 @@ func New(api *cfapi.Client, cfg Config, log *slog.Logger) *Invalidator {
 	cfg.MaxExactPaths = defaults.Positive(cfg.MaxExactPaths, cdn.MaxExactPathsInProgress)
 	cfg.MaxListPages = defaults.Positive(cfg.MaxListPages, DefaultListPages)
 	if cfg.Sleep == nil {
-		cfg.Sleep = wait.Sleep
+		cfg.Sleep = retry.Sleep
 	}
-	return &Invalidator{api: api, cfg: cfg, log: defaults.Logger(log), known: map[string]cdn.Usage{}}
+	return &Invalidator{
+		api: api, cfg: cfg, log: defaults.Logger(log), known: map[string]cdn.Usage{},
+		retry: retry.Policy{
+			Attempts: cfg.MaxAttempts, Base: cfg.BaseDelay, Cap: cfg.MaxDelay, Jitter: retry.Equal,
+			Retryable: retryable, Wait: cfg.Sleep,
+		},
+	}
 }
 
 // Enabled reports whether a distribution is configured.
@@ -158,7 +164,7 @@ func (v *Invalidator) InvalidateTargets(ctx context.Context, targets []string, b
 			return out, err
 		}
 		out.Paths = cdn.Paths(v.cfg.PathPrefix, targets)
-		d := v.backoff(attempt)
+		d := v.retry.Backoff(attempt)
 		if waited+d > limit {
 			return out, fmt.Errorf("cloudfront: %d targets, %d wildcard and %d exact paths in progress after waiting %v: %w",
 				len(targets), used.Wildcard, used.Exact, waited, cdn.ErrNoBudget)
@@ -242,8 +248,7 @@ func (v *Invalidator) InProgress(ctx context.Context) (cdn.Usage, error) {
 }
 
 // create sends one CreateInvalidation with paths, retrying as
-// InvalidateTargets says,
-// and counts the answers that were throttling.
+// InvalidateTargets says, and counts the answers that were throttling.
 func (v *Invalidator) create(ctx context.Context, paths []string, batchID string) (throttledAnswers int, err error) {
 	ref := cdn.CallerReference(batchID, paths)
 	in := &cfapi.CreateInvalidationInput{
@@ -253,48 +258,42 @@ func (v *Invalidator) create(ctx context.Context, paths []string, batchID string
 			Paths:           &types.Paths{Quantity: aws.Int32(int32(len(paths))), Items: paths},
 		},
 	}
-	// This loop is the retry policy; the SDK's own would multiply attempts
-	// and does not retry TooManyInvalidationsInProgress.
+	// The SDK's retryer is off: it would multiply attempts and does not
+	// retry TooManyInvalidationsInProgress.
 	noRetry := func(o *cfapi.Options) { o.Retryer = aws.NopRetryer{} }
-	for attempt := 1; ; attempt++ {
-		var out *cfapi.CreateInvalidationOutput
-		out, err = v.api.CreateInvalidation(ctx, in, noRetry)
-		if err == nil {
-			id := ""
-			if out.Invalidation != nil {
-				id = aws.ToString(out.Invalidation.Id)
-			}
-			if id != "" && (out.Invalidation.Status == nil || aws.ToString(out.Invalidation.Status) != "Completed") {
-				v.mu.Lock()
-				v.known[id] = cdn.Count(paths)
-				v.mu.Unlock()
-			}
-			v.log.InfoContext(ctx, "cdn invalidation created", "id", id, "paths", len(paths), "caller_reference", ref, "attempts", attempt)
-			return throttledAnswers, nil
-		}
-		if throttled(err) {
-			throttledAnswers++
-		}
-		if !retryable(err) || attempt >= v.cfg.MaxAttempts {
-			break
-		}
-		d := v.backoff(attempt)
+	policy := v.retry
+	policy.OnRetry = func(attempt int, d time.Duration, err error) {
 		v.log.WarnContext(ctx, "cdn invalidation refused, retrying", "attempt", attempt, "wait", d, "err", err)
-		if serr := v.cfg.Sleep(ctx, d); serr != nil {
-			return throttledAnswers, fmt.Errorf("cloudfront: invalidate %d paths: %w (last error: %w)", len(paths), serr, err)
+	}
+	attempts := 0
+	err = policy.Do(ctx, func(ctx context.Context) error {
+		attempts++
+		out, err := v.api.CreateInvalidation(ctx, in, noRetry)
+		if err != nil {
+			if throttled(err) {
+				throttledAnswers++
+			}
+			return err
 		}
+		id := ""
+		if out.Invalidation != nil {
+			id = aws.ToString(out.Invalidation.Id)
+		}
+		if id != "" && (out.Invalidation.Status == nil || aws.ToString(out.Invalidation.Status) != "Completed") {
+			v.mu.Lock()
+			v.known[id] = cdn.Count(paths)
+			v.mu.Unlock()
+		}
+		v.log.InfoContext(ctx, "cdn invalidation created", "id", id, "paths", len(paths), "caller_reference", ref, "attempts", attempts)
+		return nil
+	})
+	if re, ok := errors.AsType[*retry.Error](err); ok {
+		if re.Stop == retry.StopWait {
+			return throttledAnswers, fmt.Errorf("cloudfront: invalidate %d paths: %w (last error: %w)", len(paths), re.Cause, re.Err)
+		}
+		return throttledAnswers, fmt.Errorf("cloudfront: invalidate %d paths: %w", len(paths), re.Err)
 	}
-	return throttledAnswers, fmt.Errorf("cloudfront: invalidate %d paths: %w", len(paths), err)
-}
-
-// backoff is the wait before attempt+1: between half and all of an
-// exponentially growing ceiling.
-func (v *Invalidator) backoff(attempt int) time.Duration {
-	ceil := v.cfg.BaseDelay << min(attempt-1, 20)
-	if ceil <= 0 || ceil > v.cfg.MaxDelay {
-		ceil = v.cfg.MaxDelay
-	}
-	return ceil/2 + rand.N(ceil/2+1)
+	return throttledAnswers, err
 }
 
 // throttled reports whether CloudFront refused a call for its rate or its
@@ -330,5 +329,5 @@ func retryable(err error) bool {
 		}
 	}
 	// 5xx, connection resets and timeouts, as the SDK classifies them.
-	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
+	return awsretry.IsErrorRetryables(awsretry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
 }

@@ -1,4 +1,4 @@
-package wait
+package retry
 
 import (
 	"context"

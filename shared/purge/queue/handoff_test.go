@@ -1,4 +1,4 @@
-package app_test
+package queue_test
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/tilesieve/tilesieve/functions/tiles/app"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/queue"
 	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 )
 
@@ -72,10 +72,10 @@ func (s *sqsStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // as one signed SendMessage in SQS's JSON protocol whose body the worker's
 // decoder recognises. Throttling, 5xx answers and a wrong MD5OfMessageBody
 // are retried within the attempts; a refusal (no such queue) is not, and a
-// send that fails is an error of the app package carrying SQS's code.
+// send that fails is an error of the queue package carrying SQS's code.
 func TestQueueHandoff(t *testing.T) {
 	t.Parallel()
-	const queue = "https://sqs.eu-west-1.amazonaws.com/123456789012/tilesieve-TileEventsQueue"
+	const queueURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/tilesieve-TileEventsQueue"
 	inv := purge.Invalidation{Targets: []string{"osm.json*", "osm/"}, BatchID: "admin:osm/:1", Seq: 4, Source: "admin"}
 	for _, tt := range []struct {
 		name         string
@@ -100,7 +100,7 @@ func TestQueueHandoff(t *testing.T) {
 			stand := &sqsStandIn{fail: tt.fail, badMD5: tt.badMD5}
 			hs := httptest.NewServer(stand)
 			t.Cleanup(hs.Close)
-			h, err := app.NewQueueHandoff(context.Background(), queue, awsclient.Settings{
+			h, err := queue.NewHandoff(context.Background(), queueURL, awsclient.Settings{
 				Region: "eu-west-1", BaseEndpoint: hs.URL, RetryMaxAttempts: tt.attempts,
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", tt.token),
 			})
@@ -115,8 +115,8 @@ func TestQueueHandoff(t *testing.T) {
 				t.Errorf("got %d requests, want %d", requests, tt.wantRequests)
 			}
 			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), "app: ") || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("got %v, want the app package's error carrying %q", err, tt.wantErr)
+				if err == nil || !strings.HasPrefix(err.Error(), "queue: ") || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("got %v, want the queue package's error carrying %q", err, tt.wantErr)
 				}
 				return
 			}
@@ -127,9 +127,9 @@ func TestQueueHandoff(t *testing.T) {
 				t.Fatalf("sent %d messages, want 1", len(sent))
 			}
 			m := sent[0]
-			if m.Queue != queue || m.Target != "AmazonSQS.SendMessage" || m.ContentType != "application/x-amz-json-1.0" ||
+			if m.Queue != queueURL || m.Target != "AmazonSQS.SendMessage" || m.ContentType != "application/x-amz-json-1.0" ||
 				!strings.HasPrefix(m.Auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(m.Auth, "/eu-west-1/sqs/aws4_request") {
-				t.Errorf("request %+v: want a SendMessage to %s signed for sqs in eu-west-1", m, queue)
+				t.Errorf("request %+v: want a SendMessage to %s signed for sqs in eu-west-1", m, queueURL)
 			}
 			if m.Token != tt.token || (tt.token != "" && !strings.Contains(m.Auth, "x-amz-security-token")) {
 				t.Errorf("security token %q (auth %s), want %q, signed", m.Token, m.Auth, tt.token)
@@ -156,8 +156,8 @@ func TestQueueHandoffEndpoint(t *testing.T) {
 	stand := &sqsStandIn{}
 	hs := httptest.NewServer(stand)
 	t.Cleanup(hs.Close)
-	queue := hs.URL + "/123456789012/q"
-	h, err := app.NewQueueHandoff(context.Background(), queue, awsclient.Settings{
+	queueURL := hs.URL + "/123456789012/q"
+	h, err := queue.NewHandoff(context.Background(), queueURL, awsclient.Settings{
 		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
 	})
 	if err != nil {
@@ -166,13 +166,99 @@ func TestQueueHandoffEndpoint(t *testing.T) {
 	if err := h.Hand(context.Background(), purge.Invalidation{Targets: []string{"osm/"}, BatchID: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(stand.sent) != 1 || stand.sent[0].Queue != queue {
-		t.Errorf("got %+v, want one message for %s", stand.sent, queue)
+	if len(stand.sent) != 1 || stand.sent[0].Queue != queueURL {
+		t.Errorf("got %+v, want one message for %s", stand.sent, queueURL)
 	}
 	for _, bad := range []string{"", "sqs.us-east-1.amazonaws.com/1/q", "ftp://h/q", "https:///q"} {
-		if _, err := app.NewQueueHandoff(context.Background(), bad, awsclient.Settings{Region: "us-east-1",
-			Credentials: credentials.NewStaticCredentialsProvider("a", "b", "")}); err == nil || !strings.HasPrefix(err.Error(), "app: ") {
-			t.Errorf("queue URL %q: got %v, want the app package's error", bad, err)
+		if _, err := queue.NewHandoff(context.Background(), bad, awsclient.Settings{Region: "us-east-1",
+			Credentials: credentials.NewStaticCredentialsProvider("a", "b", "")}); err == nil || !strings.HasPrefix(err.Error(), "queue: ") {
+			t.Errorf("queue URL %q: got %v, want the queue package's error", bad, err)
 		}
 	}
+}
+
+// TestQueueHandoffEndpointFromEnvironment: the message goes where the AWS SDKs
+// would send an SQS call: an endpoint set in code first, then
+// AWS_ENDPOINT_URL_SQS before AWS_ENDPOINT_URL, both ignored when
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true, and else the queue URL's own
+// host. Each endpoint is a stand-in of its own, so the one that got the
+// message tells. Not parallel: it sets the environment.
+func TestQueueHandoffEndpointFromEnvironment(t *testing.T) {
+	stands := map[string]*sqsStandIn{}
+	urls := map[string]string{}
+	for _, name := range []string{"code", "sqs", "global", "queue"} {
+		stands[name] = &sqsStandIn{}
+		hs := httptest.NewServer(stands[name])
+		t.Cleanup(hs.Close)
+		urls[name] = hs.URL
+	}
+	queueURL := urls["queue"] + "/123456789012/q"
+	for _, tt := range []struct {
+		name   string
+		code   bool              // Settings.BaseEndpoint is the "code" stand-in
+		env    map[string]string // stand-in names, or a literal for AWS_IGNORE_CONFIGURED_ENDPOINT_URLS
+		wantAt string
+	}{
+		{name: "none: the queue URL's host", wantAt: "queue"},
+		{name: "AWS_ENDPOINT_URL", env: map[string]string{"AWS_ENDPOINT_URL": "global"}, wantAt: "global"},
+		{name: "AWS_ENDPOINT_URL_SQS", env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs"}, wantAt: "sqs"},
+		{name: "AWS_ENDPOINT_URL_SQS before AWS_ENDPOINT_URL",
+			env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs", "AWS_ENDPOINT_URL": "global"}, wantAt: "sqs"},
+		{name: "both ignored", env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs", "AWS_ENDPOINT_URL": "global",
+			"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "TRUE"}, wantAt: "queue"},
+		{name: "not ignored when false", env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs",
+			"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "false"}, wantAt: "sqs"},
+		{name: "set in code before the environment", code: true,
+			env: map[string]string{"AWS_ENDPOINT_URL_SQS": "sqs", "AWS_ENDPOINT_URL": "global"}, wantAt: "code"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"} {
+				val := tt.env[v]
+				if u, ok := urls[val]; ok {
+					val = u
+				}
+				t.Setenv(v, val)
+			}
+			s := awsclient.Settings{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}
+			if tt.code {
+				s.BaseEndpoint = urls["code"]
+			}
+			before := map[string]int{}
+			for name, st := range stands {
+				before[name] = st.count()
+			}
+			h, err := queue.NewHandoff(context.Background(), queueURL, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Hand(context.Background(), purge.Invalidation{Targets: []string{"osm/"}, BatchID: "b"}); err != nil {
+				t.Fatal(err)
+			}
+			for name, st := range stands {
+				want := before[name]
+				if name == tt.wantAt {
+					want++
+				}
+				if got := st.count(); got != want {
+					t.Errorf("%s endpoint: got %d requests, want %d", name, got-before[name], want-before[name])
+				}
+			}
+		})
+	}
+	t.Run("not an http URL", func(t *testing.T) {
+		t.Setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "")
+		t.Setenv("AWS_ENDPOINT_URL_SQS", "localhost:4566")
+		_, err := queue.NewHandoff(context.Background(), queueURL, awsclient.Settings{Region: "us-east-1",
+			Credentials: credentials.NewStaticCredentialsProvider("a", "b", "")})
+		if err == nil || !strings.HasPrefix(err.Error(), "queue: ") || !strings.Contains(err.Error(), "AWS_ENDPOINT_URL_SQS") {
+			t.Errorf("got %v, want the queue package's error naming AWS_ENDPOINT_URL_SQS", err)
+		}
+	})
+}
+
+// count is the requests the stand-in has answered.
+func (s *sqsStandIn) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
 }
