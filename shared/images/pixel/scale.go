@@ -16,10 +16,11 @@ import (
 // level rounded down, whose last pixel stands for less than the others) is
 // sampled exactly with ApproxBiLinear's Transform when it shrinks by at
 // most 2; rounding it to whole pixels would shift the answer by up to one
-// pixel, which costs more fidelity than any kernel gains (measured against
-// vips from full resolution: 27.5 dB rounded, 33.2 dB exact). Larger
-// fractional scales, rare once plans use the smallest sufficient level, are
-// scaled from the whole pixels, where the shift is under half a pixel.
+// pixel, which costs more fidelity than any kernel gains (against vips from
+// full resolution, 400x280 from a 1001x701 image's 500x350 level: 27.5 dB
+// rounded, 33.2 dB exact). Larger fractional scales, rare once plans use
+// the smallest sufficient level, are scaled from the whole pixels, where
+// the shift is under half a pixel.
 func scale(_ context.Context, _ *Pipeline, job *Job, f *frame) error {
 	b := f.img.Bounds()
 	src := job.Source.Size()
@@ -52,19 +53,21 @@ func scale(_ context.Context, _ *Pipeline, job *Job, f *frame) error {
 }
 
 // kernelFor picks the resampling kernel for a sw×sh source scaled to dw×dh,
-// by measurement against vips (lanczos3, from full resolution) on a source
-// with text and thin lines, and by BenchmarkScale512From1024:
+// by measurement against vips from full resolution (go test -v -run
+// Fidelity ./shared/images/iiif: a source with text and thin lines) and by
+// BenchmarkScale512From1024:
 //
 //   - shrinking by at most 2, what plans from the smallest sufficient level
-//     mostly ask: ApproxBiLinear, 32.0 to 33.6 dB (CatmullRom 36.2 to 36.9,
-//     BiLinear 30.2 to 31.1), and 5 times faster than CatmullRom with Scale,
-//     15 times with Transform;
-//   - enlarging: ApproxBiLinear, 34.8 dB like the others;
-//   - shrinking by more than 2 (a pyramid missing levels, a distorting w,h):
-//     CatmullRom, which widens with the scale; ApproxBiLinear's four taps
-//     alias (at 10 times, 20.1 dB against 41.2).
+//     mostly ask: ApproxBiLinear, 31.4 to 33.3 dB against thumbnail_image
+//     (CatmullRom 34.9 to 36.8, BiLinear 29.5 to 30.6), 5 times faster
+//     than CatmullRom with Scale and 15 times with Transform;
+//   - shrinking by more (a pyramid missing levels, a distorting w,h):
+//     CatmullRom, which widens with the scale (at 10 times 40.9 dB, where
+//     ApproxBiLinear's four taps alias: 20.8);
+//   - enlarging, rare (^ sizes, from full resolution): CatmullRom, 49.9 dB
+//     against vips' bicubic affine, ApproxBiLinear 40.3.
 func kernelFor(sw, sh, dw, dh int) draw.Scaler {
-	if sw > 2*dw || sh > 2*dh {
+	if dw > sw || dh > sh || sw > 2*dw || sh > 2*dh {
 		return draw.CatmullRom
 	}
 	return draw.ApproxBiLinear
