@@ -131,3 +131,45 @@ func TestRenderErrors(t *testing.T) {
 		t.Error("NewRenderer(nil): got no error")
 	}
 }
+
+// grayTiles serves a gray image's levels as *image.Gray tiles, as a reader
+// decodes single-band JPEG tiles.
+type grayTiles struct{ levelTiles }
+
+func (s *grayTiles) Tile(ctx context.Context, level, x, y int) (image.Image, error) {
+	t, err := s.levelTiles.Tile(ctx, level, x, y)
+	if err != nil {
+		return nil, err
+	}
+	g := image.NewGray(t.Bounds())
+	draw.Draw(g, g.Rect, t, image.Point{}, draw.Src)
+	return g, nil
+}
+
+// TestRenderGray checks a gray image's default and color qualities come
+// out as one-band answers, scaled, turned or not.
+func TestRenderGray(t *testing.T) {
+	t.Parallel()
+	img := pyramid(1001, 701, 256, 256, false)
+	img.Gray = true
+	src := &grayTiles{*newLevelTiles(img)}
+	for _, path := range []string{
+		"full/400,/0/default.jpg",
+		"0,0,256,256/256,256/0/color.jpg",
+		"100,100,300,200/150,/90/default.png",
+		"full/max/!0/gray.png",
+	} {
+		out, res, err := render(t, newRenderer(t, nil, 1<<24), iiif.V3, path, img, src)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(out))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		w, h := res.OutputSize()
+		if cfg.ColorModel != color.GrayModel || cfg.Width != w || cfg.Height != h {
+			t.Errorf("%s: got %dx%d %v, want %dx%d gray", path, cfg.Width, cfg.Height, cfg.ColorModel, w, h)
+		}
+	}
+}
