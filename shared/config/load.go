@@ -200,27 +200,7 @@ func LoadTiles(env Env) (Tiles, error) {
 	if t.OriginFailureWindow < 0 {
 		r.fail("ORIGIN_FAILURE_WINDOW must not be negative")
 	}
-	if mb, ok := r.lookup(varFunctionMemory.Name); ok {
-		n, err := strconv.ParseInt(mb, 10, 64)
-		if err != nil || n <= 0 {
-			r.fail("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%q: want megabytes", mb)
-		} else {
-			t.FunctionMemoryBytes = n << 20
-		}
-	}
-	if n, ok := r.bytes(varMemBytes); ok {
-		t.MemBytes = n
-	} else if t.FunctionMemoryBytes > 0 {
-		t.MemBytes = t.FunctionMemoryBytes / 2
-	} else {
-		t.MemBytes = DefaultMemBytesOffLambda
-	}
-	if t.MemBytes < 1<<20 {
-		r.fail("MEM_CACHE_BYTES=%d: want at least 1MiB", t.MemBytes)
-	}
-	if t.FunctionMemoryBytes > 0 && t.MemBytes > t.FunctionMemoryBytes*3/4 {
-		r.fail("MEM_CACHE_BYTES=%d leaves too little of the function's %d bytes for the runtime", t.MemBytes, t.FunctionMemoryBytes)
-	}
+	r.memory(&t)
 	if n, ok := r.bytes(varDiskBytes); ok {
 		t.DiskBytes = n
 	} else {
@@ -244,26 +224,7 @@ func LoadTiles(env Env) (Tiles, error) {
 			r.fail("PUBLIC_URL=%q: %s, such as https://tiles.example.com", t.PublicURL, httpurl.WantBase)
 		}
 	}
-	routed := map[string]sources.Source{}
-	for _, src := range t.Sources {
-		routed[src.Name] = src
-	}
-	for _, p := range t.StagePrefixes {
-		if err := tile.ValidatePrefix(p); err != nil {
-			r.fail("STAGE_PREFIXES: %v", err)
-		}
-		name := sources.Name(p)
-		src, ok := routed[name]
-		switch {
-		case !ok:
-		case strings.Contains(p, "/"):
-			// Staging lists TILES_BUCKET; a source's archive is staged
-			// through the source (NAME.pmtiles, NAME.mbtiles).
-			r.fail("STAGE_PREFIXES: %q is in the tileset %s of SOURCES: only its archive (%s.pmtiles or %s.mbtiles) can be staged", p, name, name, name)
-		case p != name+src.ArchiveExt():
-			r.fail("STAGE_PREFIXES: %q: the tileset %s of SOURCES is s3://%s/%s, which has no such archive", p, name, src.Bucket, src.Prefix)
-		}
-	}
+	r.stagePrefixes(t)
 	port := r.int(varPort)
 	if port == 0 || port > 65535 {
 		r.fail("PORT=%d: want 1-65535", port)
@@ -391,4 +352,55 @@ func directiveSeconds(cc, name string) time.Duration {
 		return time.Duration(n) * time.Second
 	}
 	return 0
+}
+
+// memory reads the function's memory and the memory tier's bound, half of
+// it unless MEM_CACHE_BYTES says otherwise.
+func (r *reader) memory(t *Tiles) {
+	if mb, ok := r.lookup(varFunctionMemory.Name); ok {
+		n, err := strconv.ParseInt(mb, 10, 64)
+		if err != nil || n <= 0 {
+			r.fail("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%q: want megabytes", mb)
+		} else {
+			t.FunctionMemoryBytes = n << 20
+		}
+	}
+	if n, ok := r.bytes(varMemBytes); ok {
+		t.MemBytes = n
+	} else if t.FunctionMemoryBytes > 0 {
+		t.MemBytes = t.FunctionMemoryBytes / 2
+	} else {
+		t.MemBytes = DefaultMemBytesOffLambda
+	}
+	if t.MemBytes < 1<<20 {
+		r.fail("MEM_CACHE_BYTES=%d: want at least 1MiB", t.MemBytes)
+	}
+	if t.FunctionMemoryBytes > 0 && t.MemBytes > t.FunctionMemoryBytes*3/4 {
+		r.fail("MEM_CACHE_BYTES=%d leaves too little of the function's %d bytes for the runtime", t.MemBytes, t.FunctionMemoryBytes)
+	}
+}
+
+// stagePrefixes checks STAGE_PREFIXES: tile-key prefixes, and in a
+// tileset of SOURCES only its archive.
+func (r *reader) stagePrefixes(t Tiles) {
+	routed := map[string]sources.Source{}
+	for _, src := range t.Sources {
+		routed[src.Name] = src
+	}
+	for _, p := range t.StagePrefixes {
+		if err := tile.ValidatePrefix(p); err != nil {
+			r.fail("STAGE_PREFIXES: %v", err)
+		}
+		name := sources.Name(p)
+		src, ok := routed[name]
+		switch {
+		case !ok:
+		case strings.Contains(p, "/"):
+			// Staging lists TILES_BUCKET; a source's archive is staged
+			// through the source (NAME.pmtiles, NAME.mbtiles).
+			r.fail("STAGE_PREFIXES: %q is in the tileset %s of SOURCES: only its archive (%s.pmtiles or %s.mbtiles) can be staged", p, name, name, name)
+		case p != name+src.ArchiveExt():
+			r.fail("STAGE_PREFIXES: %q: the tileset %s of SOURCES is s3://%s/%s, which has no such archive", p, name, src.Bucket, src.Prefix)
+		}
+	}
 }

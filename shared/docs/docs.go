@@ -319,14 +319,75 @@ func (s *Docs) Tilesets(ctx context.Context) ([]CatalogEntry, error) {
 	if c.names != nil && c.atGen == gen && s.now().Sub(c.at) < s.archives.TTL() {
 		return c.names, nil
 	}
+	names, err := s.listTilesets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.names, c.at, c.atGen = names, s.now(), gen
+	return names, nil
+}
+
+// listTilesets lists the tilesets under TILES_PREFIX afresh, sorted by
+// name, in a bounded time and with at most catalogHeads requests at once.
+func (s *Docs) listTilesets(ctx context.Context) ([]CatalogEntry, error) {
 	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
 	defer cancel()
 	dirs, keys, err := s.archives.TopLevel(ctx, catalogMax)
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]CatalogEntry{}
-	var archives []string                // read by range: opened here to show a refusal
+	byName, archives := s.objectTilesets(keys)
+	var mu sync.Mutex // guards byName below
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, catalogHeads)
+	run := func(fn func()) {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn()
+		}()
+	}
+	for _, name := range archives {
+		// Opened as a request would open it (the same probe, kept for
+		// requests), so a malformed archive shows here with its reason.
+		run(func() {
+			if err := s.archives.Refusal(ctx, name); err != nil {
+				mu.Lock()
+				e := byName[name]
+				e.Error = err.Error()
+				byName[name] = e
+				mu.Unlock()
+			}
+		})
+	}
+	for _, d := range dirs {
+		name := strings.TrimSuffix(d, "/")
+		if _, ok := byName[name]; ok { // written above, before any goroutine
+			continue
+		}
+		run(func() {
+			if s.isDirTileset(ctx, name) {
+				mu.Lock()
+				byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: tilename.TileJSONKey(name)}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	names := make([]CatalogEntry, 0, len(byName))
+	for _, e := range byName {
+		names = append(names, e)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
+	return names, nil
+}
+
+// objectTilesets are the tilesets stored as one object among the top-level
+// keys, the format earlier in formats.Table winning a name, and the names
+// of those read by range (archives), which the catalog opens.
+func (s *Docs) objectTilesets(keys []string) (byName map[string]CatalogEntry, archives []string) {
+	byName = map[string]CatalogEntry{}
 	for _, spec := range formats.Table { // in order of precedence
 		if !s.archives.Serves(spec.Name) {
 			continue
@@ -342,58 +403,18 @@ func (s *Docs) Tilesets(ctx context.Context) ([]CatalogEntry, error) {
 			}
 		}
 	}
-	var mu sync.Mutex // guards byName below
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, catalogHeads)
-	for _, name := range archives {
-		// Opened as a request would open it (the same probe, kept for
-		// requests), so a malformed archive shows here with its reason.
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := s.archives.Refusal(ctx, name); err != nil {
-				mu.Lock()
-				e := byName[name]
-				e.Error = err.Error()
-				byName[name] = e
-				mu.Unlock()
-			}
-		}()
+	return byName, archives
+}
+
+// isDirTileset reports whether the directory name/ is a tileset: it has a
+// metadata.json, or its keys show a tile pyramid.
+func (s *Docs) isDirTileset(ctx context.Context, name string) bool {
+	if s.archives.Exists(ctx, tilename.MetadataKey(name)) == nil {
+		return true
 	}
-	for _, d := range dirs {
-		name := strings.TrimSuffix(d, "/")
-		mu.Lock()
-		_, ok := byName[name]
-		mu.Unlock()
-		if ok {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := s.archives.Exists(ctx, tilename.MetadataKey(name)); err != nil {
-				// No metadata.json: a tileset when its keys show one.
-				found, lerr := s.archives.IsPyramid(ctx, name)
-				if lerr != nil {
-					s.log.Warn("catalog: directory not listed", "name", name, "err", lerr)
-				}
-				if !found {
-					return
-				}
-			}
-			mu.Lock()
-			byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: tilename.TileJSONKey(name)}
-			mu.Unlock()
-		}()
+	found, err := s.archives.IsPyramid(ctx, name)
+	if err != nil {
+		s.log.Warn("catalog: directory not listed", "name", name, "err", err)
 	}
-	wg.Wait()
-	names := make([]CatalogEntry, 0, len(byName))
-	for _, e := range byName {
-		names = append(names, e)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
-	c.names, c.at, c.atGen = names, s.now(), gen
-	return names, nil
+	return found
 }

@@ -103,6 +103,44 @@ func (e *Engine) revalidateDetached(ctx context.Context, key string, cached *til
 		})
 }
 
+// takeSlot waits for one of the MaxOriginFetches origin fetch slots, within
+// ctx; release gives it back.
+func (e *Engine) takeSlot(ctx context.Context) (release func(), err error) {
+	select {
+	case e.slots <- struct{}{}:
+		n := e.stats.inFlight.Add(1)
+		for p := e.stats.inFlightPeak.Load(); n > p && !e.stats.inFlightPeak.CompareAndSwap(p, n); p = e.stats.inFlightPeak.Load() {
+		}
+		return func() {
+			e.stats.inFlight.Add(-1)
+			<-e.slots
+		}, nil
+	case <-ctx.Done():
+		e.stats.originErrors.Add(1)
+		return nil, fmt.Errorf("tiers: waiting for one of %d origin fetch slots: %w", cap(e.slots), ctx.Err())
+	}
+}
+
+// observe records an origin fetch that took d and ended with err: in the
+// metrics (a 404 or 304 is an answer, not a failure), and as the end of an
+// outage when S3 answered.
+func (e *Engine) observe(err error, d time.Duration) {
+	answered := err == nil || errors.Is(err, tile.ErrNotModified) || errors.Is(err, tile.ErrNotFound)
+	if e.metrics != nil {
+		var merr error
+		if !answered {
+			merr = err
+		}
+		e.metrics.OriginFetch(d, merr)
+	}
+	if answered {
+		e.downUntil.Store(0) // S3 answers again
+		if e.inOutage.CompareAndSwap(true, false) {
+			e.log.Info("S3 answers again: the outage's stale answers end")
+		}
+	}
+}
+
 // fetchOnce is the body of one merged fetch, started at guard epoch epoch.
 // fctx is the flight's (detached from any one caller, cancelled when none
 // waits any more); it is bounded by OriginTimeout and by the deadline of
@@ -115,19 +153,11 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 		fctx, cancelDL = context.WithDeadline(fctx, dl)
 		defer cancelDL()
 	}
-	select {
-	case e.slots <- struct{}{}:
-		n := e.stats.inFlight.Add(1)
-		for p := e.stats.inFlightPeak.Load(); n > p && !e.stats.inFlightPeak.CompareAndSwap(p, n); p = e.stats.inFlightPeak.Load() {
-		}
-		defer func() {
-			e.stats.inFlight.Add(-1)
-			<-e.slots
-		}()
-	case <-fctx.Done():
-		e.stats.originErrors.Add(1)
-		return nil, 0, fmt.Errorf("tiers: waiting for one of %d origin fetch slots: %w", cap(e.slots), fctx.Err())
+	release, err := e.takeSlot(fctx)
+	if err != nil {
+		return nil, 0, err
 	}
+	defer release()
 	etag := ""
 	if cached != nil {
 		etag = cached.ETag
@@ -138,19 +168,7 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 	sent := e.now()
 	began := time.Now()
 	t, err := e.origin.Get(fctx, key, etag)
-	if e.metrics != nil {
-		merr := err
-		if errors.Is(err, tile.ErrNotFound) || errors.Is(err, tile.ErrNotModified) {
-			merr = nil // an answer, not a failure
-		}
-		e.metrics.OriginFetch(time.Since(began), merr)
-	}
-	if err == nil || errors.Is(err, tile.ErrNotModified) || errors.Is(err, tile.ErrNotFound) {
-		e.downUntil.Store(0) // S3 answers again
-		if e.inOutage.CompareAndSwap(true, false) {
-			e.log.Info("S3 answers again: the outage's stale answers end")
-		}
-	}
+	e.observe(err, time.Since(began))
 	switch {
 	case err == nil:
 		t.StoredAt = sent

@@ -251,26 +251,32 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		}
 		s.answerMissing(req, resp, key, src)
 	default:
-		status, msg := http.StatusBadGateway, "origin error"
-		var refused *tile.RefusedError
-		switch {
-		case errors.Is(err, tiers.ErrPanic):
-			status, msg = http.StatusInternalServerError, "internal error"
-		case errors.Is(err, variant.ErrTooLarge), errors.Is(err, tile.ErrTooLarge):
-			msg = "tile larger than MAX_TILE_BYTES"
-		case isTimeout(err):
-			status, msg = http.StatusGatewayTimeout, "origin timeout"
-		case errors.As(err, &refused):
-			msg = "invalid or unsupported " + refused.Format + " archive"
-		}
-		if refused == nil { // logged once, when it was refused
-			s.log.Warn("tile not served", "key", key, "status", status, "err", err)
-		}
-		resp.set("X-Cache", xCacheValues[srcOrigin])
-		s.answerPlain(req, resp, status, msg)
+		s.answerError(req, resp, key, err)
 	}
 	s.logRequest(ctx, req, key, resp.Status, src, start)
 	s.record(key, src, resp, start)
+}
+
+// answerError answers an error of the tiers or the origin: 500 for a
+// panic, 504 for a timeout, else 502, with a short public reason.
+func (s *Server) answerError(req *Request, resp *Response, key string, err error) {
+	status, msg := http.StatusBadGateway, "origin error"
+	var refused *tile.RefusedError
+	switch {
+	case errors.Is(err, tiers.ErrPanic):
+		status, msg = http.StatusInternalServerError, "internal error"
+	case errors.Is(err, variant.ErrTooLarge), errors.Is(err, tile.ErrTooLarge):
+		msg = "tile larger than MAX_TILE_BYTES"
+	case isTimeout(err):
+		status, msg = http.StatusGatewayTimeout, "origin timeout"
+	case errors.As(err, &refused):
+		msg = "invalid or unsupported " + refused.Format + " archive"
+	}
+	if refused == nil { // logged once, when it was refused
+		s.log.Warn("tile not served", "key", key, "status", status, "err", err)
+	}
+	resp.set("X-Cache", xCacheValues[srcOrigin])
+	s.answerPlain(req, resp, status, msg)
 }
 
 // adminPath reports whether the request's path, decoded, is under

@@ -43,10 +43,34 @@ func ParseDirectory(b []byte) ([]Entry, error) {
 	}
 	entries := make([]Entry, n)
 	// The format stores the entries column by column, in this order.
-	columns := []struct {
-		name string
-		set  func(i int, v uint64) error
-	}{
+	for _, c := range directoryColumns(entries) {
+		for i := range entries {
+			v, err := r.next(c.name)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.set(i, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if r.off != len(b) {
+		return nil, invalid("directory: %d bytes after the last entry", len(b)-r.off)
+	}
+	return entries, nil
+}
+
+// directoryColumn is one column of a directory: its name, for errors, and
+// how a value of it sets entry i.
+type directoryColumn struct {
+	name string
+	set  func(i int, v uint64) error
+}
+
+// directoryColumns are the columns of a directory of entries, in the order
+// the format stores them, each checking its values.
+func directoryColumns(entries []Entry) []directoryColumn {
+	return []directoryColumn{
 		{"tile id", func(i int, d uint64) error {
 			var id uint64
 			if i > 0 {
@@ -93,21 +117,6 @@ func ParseDirectory(b []byte) ([]Entry, error) {
 			return nil
 		}},
 	}
-	for _, c := range columns {
-		for i := range entries {
-			v, err := r.next(c.name)
-			if err != nil {
-				return nil, err
-			}
-			if err := c.set(i, v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if r.off != len(b) {
-		return nil, invalid("directory: %d bytes after the last entry", len(b)-r.off)
-	}
-	return entries, nil
 }
 
 type varintReader struct {
