@@ -1,0 +1,533 @@
+package xyz_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/images/geo"
+	"github.com/tilesieve/tilesieve/shared/images/xyz"
+)
+
+// onGrid is an EPSG:3857 raster on the XYZ grid of zoom z with tiles of side
+// ts, its origin at XYZ tile (tx, ty), w × h stored tiles and halving
+// overviews.
+func onGrid(z, ts, tx, ty, w, h, overviews int) xyz.Raster {
+	res := xyz.Resolution(z, ts)
+	side := res * float64(ts)
+	r := xyz.Raster{EPSG: 3857, Bands: 3,
+		Transform: [6]float64{-geo.MercatorHalfWorld + float64(tx)*side, res, 0, geo.MercatorHalfWorld - float64(ty)*side, 0, -res}}
+	for l := 0; l <= overviews; l++ {
+		r.Levels = append(r.Levels, xyz.Level{Width: (w*ts + 1<<l - 1) >> l, Height: (h*ts + 1<<l - 1) >> l, TileWidth: ts, TileHeight: ts})
+	}
+	return r
+}
+
+// synthetic serves stored tiles whose pixels are a function of their level
+// and position, counting the reads.
+type synthetic struct {
+	raster xyz.Raster
+	mu     sync.Mutex
+	reads  map[[3]int]int
+	kind   string // "", "gray", "ycbcr", "rgba", "paletted"
+}
+
+func pixelAt(level, x, y int) color.NRGBA {
+	return color.NRGBA{uint8(x*7 + level*50), uint8(y * 3), uint8(x + y), 255}
+}
+
+func (s *synthetic) Tile(_ context.Context, level, x, y int) (xyz.Block, error) {
+	s.mu.Lock()
+	if s.reads == nil {
+		s.reads = map[[3]int]int{}
+	}
+	s.reads[[3]int{level, x, y}]++
+	s.mu.Unlock()
+	l := s.raster.Levels[level]
+	r := image.Rect(0, 0, l.TileWidth, l.TileHeight).Add(image.Pt(1000, -40)) // any origin
+	img := image.NewNRGBA(r)
+	for j := range l.TileHeight {
+		for i := range l.TileWidth {
+			img.SetNRGBA(r.Min.X+i, r.Min.Y+j, pixelAt(level, x*l.TileWidth+i, y*l.TileHeight+j))
+		}
+	}
+	return xyz.Block{Image: convert(img, s.kind)}, nil
+}
+
+// convert re-encodes an opaque NRGBA image as another image type.
+func convert(img *image.NRGBA, kind string) image.Image {
+	r := img.Rect
+	switch kind {
+	case "gray":
+		g := image.NewGray(r)
+		for i := range g.Pix {
+			g.Pix[i] = img.Pix[4*i]
+		}
+		return g
+	case "rgba":
+		c := image.NewRGBA(r)
+		copy(c.Pix, img.Pix)
+		return c
+	case "ycbcr":
+		c := image.NewYCbCr(r, image.YCbCrSubsampleRatio444)
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				p := img.NRGBAAt(x, y)
+				c.Y[c.YOffset(x, y)], c.Cb[c.COffset(x, y)], c.Cr[c.COffset(x, y)] = color.RGBToYCbCr(p.R, p.G, p.B)
+			}
+		}
+		return c
+	case "paletted":
+		pal := color.Palette{}
+		for i := range 256 {
+			pal = append(pal, color.NRGBA{uint8(i), uint8(i), uint8(i), 255})
+		}
+		c := image.NewPaletted(r, pal)
+		for i := range c.Pix {
+			c.Pix[i] = img.Pix[4*i]
+		}
+		return c
+	}
+	return img
+}
+
+func TestMetadata(t *testing.T) {
+	t.Parallel()
+	aligned2 := onGrid(10, 256, 540, 362, 4, 3, 2) // the second overview is off zoom 8's grid
+	aligned2.AlignedLevels, aligned2.TilingScheme = 2, "GoogleMapsCompatible"
+	offGrid := onGrid(10, 256, 541, 361, 4, 3, 2) // overviews off their zooms' grids
+	offGrid.TilingScheme = "GoogleMapsCompatible"
+	shifted := onGrid(10, 256, 541, 361, 4, 3, 0)
+	shifted.Transform[0] += 0.3 * shifted.Transform[1] // a third of a pixel off
+	shifted.TilingScheme = "WebMercatorQuad"
+	big := onGrid(9, 512, 270, 180, 2, 2, 1)
+	utm := xyz.Raster{EPSG: 32633, Bands: 3, Transform: [6]float64{400000, 10, 0, 5400000, 0, -10},
+		Levels: []xyz.Level{{Width: 10000, Height: 8000, TileWidth: 512, TileHeight: 512}, {Width: 625, Height: 500, TileWidth: 512, TileHeight: 512}}}
+	tests := []struct {
+		name        string
+		r           xyz.Raster
+		tileSize    int
+		minZ, maxZ  int
+		storedZooms []int
+		check       string // what Check says, if anything
+	}{
+		{"aligned at two levels", aligned2, 256, 8, 10, []int{9, 10}, ""},
+		{"overviews off the grid", offGrid, 256, 8, 10, []int{10}, ""},
+		{"origin a third of a pixel off", shifted, 256, 10, 10, nil, "not on the XYZ grid"},
+		{"512-pixel tiles", big, 512, 8, 9, []int{8, 9}, ""},
+		// 10 m at 48.7°N is 15.1 m of web mercator: zoom 14 (9.55 m) is the
+		// first as fine; 160 m is 241 m: zoom 10 (152.9 m).
+		{"utm", utm, 256, 10, 14, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ts, err := xyz.New(tt.r, xyz.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := ts.Metadata()
+			slicesSort(m.StoredZooms)
+			slicesSort(tt.storedZooms)
+			if m.TileSize != tt.tileSize || m.MinZoom != tt.minZ || m.MaxZoom != tt.maxZ || !reflect.DeepEqual(m.StoredZooms, tt.storedZooms) {
+				t.Errorf("got tile size %d, zooms %d–%d, stored %v; want %d, %d–%d, %v",
+					m.TileSize, m.MinZoom, m.MaxZoom, m.StoredZooms, tt.tileSize, tt.minZ, tt.maxZ, tt.storedZooms)
+			}
+			if err := ts.Check(); (err == nil) != (tt.check == "") || (err != nil && !strings.Contains(err.Error(), tt.check)) {
+				t.Errorf("Check: got %v, want %q", err, tt.check)
+			}
+			if m.Center[2] != float64(m.MinZoom) || !(m.Bounds[0] < m.Bounds[2] && m.Bounds[1] < m.Bounds[3]) {
+				t.Errorf("got bounds %v, centre %v", m.Bounds, m.Center)
+			}
+		})
+	}
+}
+
+func slicesSort(s []int) {
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+}
+
+// TestBoundsUTM checks that the bounds follow the curved edges of a UTM
+// raster: its western edge bulges west between its corners at 70°N.
+func TestBoundsUTM(t *testing.T) {
+	t.Parallel()
+	r := xyz.Raster{EPSG: 32633, Bands: 1, Transform: [6]float64{166000, 100, 0, 8000000, 0, -100},
+		Levels: []xyz.Level{{Width: 3000, Height: 2000, TileWidth: 256, TileHeight: 256}}}
+	ts, err := xyz.New(r, xyz.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := geo.Lookup(32633)
+	west := 180.0
+	for _, y := range []float64{8000000, 7800000} {
+		lon, _ := c.ToLonLat(166000, y)
+		west = math.Min(west, lon)
+	}
+	if got := ts.Metadata().Bounds[0]; !(got <= west) {
+		t.Errorf("got west %.6f, want ≤ %.6f (the corners' westmost)", got, west)
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	t.Parallel()
+	good := onGrid(10, 256, 540, 360, 4, 3, 1)
+	nd := -1.0
+	tests := []struct {
+		name   string
+		edit   func(r *xyz.Raster)
+		target error
+		says   string
+	}{
+		{"unsupported CRS", func(r *xyz.Raster) { r.EPSG = 2056 }, nil, "gdalwarp -t_srs EPSG:3857"},
+		{"rotated", func(r *xyz.Raster) { r.Transform[2] = 0.5 }, xyz.ErrInvalidRaster, "rotated or sheared"},
+		{"sheared", func(r *xyz.Raster) { r.Transform[4] = -1e-9 }, xyz.ErrInvalidRaster, "rotated or sheared"},
+		{"zero pixel", func(r *xyz.Raster) { r.Transform[1] = 0 }, xyz.ErrInvalidRaster, "pixel size"},
+		{"NaN origin", func(r *xyz.Raster) { r.Transform[0] = math.NaN() }, xyz.ErrInvalidRaster, "term 0"},
+		{"infinite pixel", func(r *xyz.Raster) { r.Transform[5] = math.Inf(-1) }, xyz.ErrInvalidRaster, "term 5"},
+		{"no levels", func(r *xyz.Raster) { r.Levels = nil }, xyz.ErrInvalidRaster, "0 levels"},
+		{"2^31 wide", func(r *xyz.Raster) { r.Levels[0].Width = 1 << 31 }, xyz.ErrInvalidRaster, "level 0"},
+		{"negative height", func(r *xyz.Raster) { r.Levels[1].Height = -5 }, xyz.ErrInvalidRaster, "level 1"},
+		{"overview larger", func(r *xyz.Raster) { r.Levels[1].Width = r.Levels[0].Width + 1 }, xyz.ErrInvalidRaster, "level 1"},
+		{"huge tiles", func(r *xyz.Raster) { r.Levels[0].TileWidth = 1 << 20 }, xyz.ErrInvalidRaster, "tiles"},
+		{"tiny tiles", func(r *xyz.Raster) { r.Levels[0].TileHeight = 1 }, xyz.ErrInvalidRaster, "tiles"},
+		{"too many levels", func(r *xyz.Raster) {
+			for range 40 {
+				r.Levels = append(r.Levels, r.Levels[1])
+			}
+		}, xyz.ErrInvalidRaster, "levels"},
+		{"five bands", func(r *xyz.Raster) { r.Bands = 5 }, xyz.ErrInvalidRaster, "bands"},
+		{"float RGB", func(r *xyz.Raster) { r.Float = true }, xyz.ErrInvalidRaster, "one band"},
+		{"alpha on 3 bands", func(r *xyz.Raster) { r.HasAlpha = true }, xyz.ErrInvalidRaster, "alpha"},
+		{"outside the world", func(r *xyz.Raster) { r.EPSG, r.Transform = 4326, [6]float64{0, 1, 0, -86, 0, -0.001} }, xyz.ErrInvalidRaster, "outside"},
+		{"beyond a UTM zone's domain", func(r *xyz.Raster) { r.EPSG, r.Transform = 32633, [6]float64{-1e12, 1e9, 0, 0, 0, -1} }, xyz.ErrInvalidRaster, "domain"},
+		{"joins problems", func(r *xyz.Raster) { r.Transform[2], r.Bands, r.NoData = 1, 9, &nd }, xyz.ErrInvalidRaster, "bands"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := good
+			r.Levels = append([]xyz.Level(nil), good.Levels...)
+			tt.edit(&r)
+			_, err := xyz.New(r, xyz.Config{})
+			if err == nil || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("got %v, want an error saying %q", err, tt.says)
+			}
+			if tt.target != nil && !errors.Is(err, tt.target) {
+				t.Errorf("got %v, want it to match %v", err, tt.target)
+			}
+			var ue *geo.UnsupportedError
+			if tt.target == nil && !errors.As(err, &ue) {
+				t.Errorf("got %v, want a *geo.UnsupportedError", err)
+			}
+		})
+	}
+	if _, err := xyz.New(good, xyz.Config{MaxReadTiles: -1, Fetchers: 1000}); err == nil ||
+		!strings.Contains(err.Error(), "MaxReadTiles") || !strings.Contains(err.Error(), "Fetchers") {
+		t.Errorf("got %v, want both Config problems", err)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	aligned, err := xyz.New(onGrid(10, 256, 540, 360, 4, 3, 2), xyz.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := onGrid(14, 256, 8000, 5000, 40, 40, 0) // no overviews
+	noOverviews, err := xyz.New(flat, xyz.Config{MaxReadTiles: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		ts      *xyz.Tileset
+		z, x, y int
+		kind    xyz.PlanKind
+		level   int
+		stored  xyz.TileIndex
+		tiles   int
+		err     error
+	}{
+		{"stored", aligned, 10, 541, 362, xyz.Stored, 0, xyz.TileIndex{X: 1, Y: 2}, 0, nil},
+		{"stored at an aligned overview", aligned, 9, 271, 181, xyz.Stored, 1, xyz.TileIndex{X: 1, Y: 1}, 0, nil},
+		{"beside the stored grid", aligned, 10, 544, 362, xyz.Empty, 0, xyz.TileIndex{}, 0, nil},
+		{"far away", aligned, 12, 0, 0, xyz.Empty, 0, xyz.TileIndex{}, 0, nil},
+		// The last column's centre, 511.75, blends in column 512 of the next tile.
+		{"finer than the data", aligned, 11, 1083, 723, xyz.Resample, 0, xyz.TileIndex{}, 4, nil},
+		{"coarser than the last overview", aligned, 6, 33, 22, xyz.Resample, 2, xyz.TileIndex{}, 1, nil},
+		{"z beyond 30", aligned, 31, 0, 0, 0, 0, xyz.TileIndex{}, 0, xyz.ErrInvalidTile},
+		{"negative z", aligned, -1, 0, 0, 0, 0, xyz.TileIndex{}, 0, xyz.ErrInvalidTile},
+		{"x beyond 2^z", aligned, 3, 8, 0, 0, 0, xyz.TileIndex{}, 0, xyz.ErrInvalidTile},
+		{"negative y", aligned, 3, 0, -1, 0, 0, xyz.TileIndex{}, 0, xyz.ErrInvalidTile},
+		{"z 30 far away", aligned, 30, 1<<30 - 1, 1<<30 - 1, xyz.Empty, 0, xyz.TileIndex{}, 0, nil},
+		{"too costly", noOverviews, 10, 500, 312, 0, 0, xyz.TileIndex{}, 0, xyz.ErrTooCostly},
+		{"within the bound", noOverviews, 13, 4000, 2500, xyz.Resample, 0, xyz.TileIndex{}, 4, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := tt.ts.Plan(tt.z, tt.x, tt.y)
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("got %v, want %v", err, tt.err)
+			}
+			if err != nil {
+				return
+			}
+			if p.Kind != tt.kind || p.Level != tt.level || p.Stored != tt.stored || len(p.Tiles) != tt.tiles {
+				t.Errorf("got %v level %d stored %v %d tiles, want %v level %d stored %v %d tiles",
+					p.Kind, p.Level, p.Stored, len(p.Tiles), tt.kind, tt.level, tt.stored, tt.tiles)
+			}
+		})
+	}
+}
+
+// TestRenderStored decodes a passthrough tile: the stored pixels as they are.
+func TestRenderStored(t *testing.T) {
+	t.Parallel()
+	r := onGrid(10, 256, 540, 360, 4, 3, 1)
+	ts, _ := xyz.New(r, xyz.Config{})
+	p, err := ts.Plan(10, 542, 361)
+	if err != nil || p.Kind != xyz.Stored {
+		t.Fatalf("got %v, %v, want a stored plan", p.Kind, err)
+	}
+	src := &synthetic{raster: r}
+	img, err := ts.RenderImage(context.Background(), src, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src.reads) != 1 || src.reads[[3]int{0, 2, 1}] != 1 {
+		t.Errorf("got reads %v, want tile 2/1 of level 0 once", src.reads)
+	}
+	for y := range 256 {
+		for x := range 256 {
+			if got, want := img.NRGBAAt(x, y), pixelAt(0, 2*256+x, 256+y); got != want {
+				t.Fatalf("pixel %d,%d: got %v, want %v", x, y, got, want)
+			}
+		}
+	}
+}
+
+// TestRenderShifted resamples zoom 9 from the first overview, whose origin
+// is half an XYZ tile off zoom 9's grid: every pixel is a stored pixel 128
+// columns and rows away, read from four stored tiles, whatever their type.
+func TestRenderShifted(t *testing.T) {
+	t.Parallel()
+	r := onGrid(10, 256, 541, 361, 4, 4, 1)
+	ts, _ := xyz.New(r, xyz.Config{})
+	for _, kind := range []string{"", "gray", "rgba", "ycbcr", "paletted"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			p, err := ts.Plan(9, 271, 181)
+			if err != nil || p.Kind != xyz.Resample || p.Level != 1 || len(p.Tiles) != 4 {
+				t.Fatalf("got %+v, %v, want a resample of 4 tiles of level 1", p, err)
+			}
+			src := &synthetic{raster: r, kind: kind}
+			img, err := ts.RenderImage(context.Background(), src, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want [2][2]image.Image // the stored tiles as the source holds them
+			for i := range 4 {
+				b, _ := (&synthetic{raster: r, kind: kind}).Tile(context.Background(), 1, i%2, i/2)
+				want[i/2][i%2] = b.Image
+			}
+			for y := range 256 {
+				for x := range 256 {
+					sx, sy := 128+x, 128+y
+					w := color.NRGBAModel.Convert(want[sy/256][sx/256].At(1000+sx%256, -40+sy%256)).(color.NRGBA)
+					if got := img.NRGBAAt(x, y); got != w {
+						t.Fatalf("pixel %d,%d: got %v, want %v", x, y, got, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNoDataDoesNotBleed renders a raster whose left half is at the nodata
+// value and whose right half is one colour, half a pixel off the output
+// grid: a pixel holds data exactly where the pixel under its centre does,
+// and then has exactly the data's colour.
+func TestNoDataDoesNotBleed(t *testing.T) {
+	t.Parallel()
+	const side = 256
+	for _, how := range []string{"nodata", "mask", "alpha"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			r := onGrid(12, side, 2000, 1500, 1, 1, 0)
+			r.Transform[0] += r.Transform[1] * 0.37
+			r.Transform[3] -= r.Transform[1] * 0.61
+			nd := 3.0
+			switch how {
+			case "nodata":
+				r.NoData = &nd
+			case "mask":
+				r.HasMask = true
+			case "alpha":
+				r.Bands, r.HasAlpha = 4, true
+			}
+			ts, err := xyz.New(r, xyz.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := xyz.TileSourceFunc(func(context.Context, int, int, int) (xyz.Block, error) {
+				img := image.NewNRGBA(image.Rect(0, 0, side, side))
+				mask := image.NewAlpha(img.Rect)
+				for y := range side {
+					for x := range side {
+						c := color.NRGBA{200, 100, 50, 255}
+						if x < side/2 {
+							c = color.NRGBA{3, 3, 3, 255}
+							if how == "alpha" {
+								c.A = 0
+							}
+						} else {
+							mask.SetAlpha(x, y, color.Alpha{255})
+						}
+						img.SetNRGBA(x, y, c)
+					}
+				}
+				b := xyz.Block{Image: img}
+				if how == "mask" {
+					b.Mask = mask
+				}
+				return b, nil
+			})
+			p, _ := ts.Plan(12, 2000, 1500)
+			img, err := ts.RenderImage(context.Background(), src, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for y := range side {
+				for x := range side {
+					u, v := float64(x)+0.5-0.37, float64(y)+0.5-0.61
+					wantData := u >= side/2 && v >= 0
+					got := img.NRGBAAt(x, y)
+					if (got.A != 0) != wantData || (wantData && got != (color.NRGBA{200, 100, 50, 255})) {
+						t.Fatalf("pixel %d,%d: got %v, want data %v of colour 200,100,50", x, y, got, wantData)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	t.Parallel()
+	r := onGrid(10, 256, 541, 361, 4, 4, 1)
+	ts, _ := xyz.New(r, xyz.Config{Fetchers: 2})
+	p, _ := ts.Plan(9, 271, 181)
+	boom := errors.New("boom")
+	other, _ := xyz.New(r, xyz.Config{})
+	empty, _ := ts.Plan(12, 0, 0)
+	tests := []struct {
+		name string
+		ts   *xyz.Tileset
+		p    xyz.Plan
+		src  xyz.TileSource
+		want error
+		says string
+	}{
+		{"source fails", ts, p, xyz.TileSourceFunc(func(ctx context.Context, level, x, y int) (xyz.Block, error) {
+			if x == 1 && y == 1 {
+				return xyz.Block{}, boom
+			}
+			return xyz.Block{Image: image.NewNRGBA(image.Rect(0, 0, 256, 256))}, nil
+		}), boom, "tile 1/1 of level 1"},
+		{"every tile sparse", ts, p, xyz.TileSourceFunc(func(context.Context, int, int, int) (xyz.Block, error) {
+			return xyz.Block{}, nil
+		}), xyz.ErrNoData, ""},
+		{"empty plan", ts, empty, &synthetic{raster: r}, xyz.ErrNoData, ""},
+		{"another tileset's plan", other, p, &synthetic{raster: r}, nil, "not made by this tileset"},
+		{"malformed block", ts, p, xyz.TileSourceFunc(func(context.Context, int, int, int) (xyz.Block, error) {
+			img := image.NewNRGBA(image.Rect(0, 0, 256, 256))
+			img.Pix = img.Pix[:100]
+			return xyz.Block{Image: img}, nil
+		}), nil, "do not fill"},
+		{"float block", ts, p, xyz.TileSourceFunc(func(context.Context, int, int, int) (xyz.Block, error) {
+			return xyz.Block{Float: xyz.NewFloatImage(image.Rect(0, 0, 256, 256))}, nil
+		}), nil, "float block"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := tt.ts.RenderImage(context.Background(), tt.src, tt.p)
+			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("got %v, want %v saying %q", err, tt.want, tt.says)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ts.RenderImage(ctx, &synthetic{raster: r}, p); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: got %v, want context.Canceled", err)
+	}
+	if _, err := ts.RenderFloat(context.Background(), &synthetic{raster: r}, p); err == nil {
+		t.Error("RenderFloat of an 8-bit raster: got no error")
+	}
+}
+
+func TestElevationEncodings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		h              float32
+		rgb, terrarium [3]uint8
+		backRGB        float64 // what terrain-RGB decodes to
+	}{
+		{0, [3]uint8{1, 134, 160}, [3]uint8{128, 0, 0}, 0},
+		{8848.86, [3]uint8{2, 224, 73}, [3]uint8{162, 144, 220}, 8848.9},
+		{-10.05, [3]uint8{1, 134, 59}, [3]uint8{127, 245, 243}, -10.1},
+		{-10000, [3]uint8{0, 0, 0}, [3]uint8{88, 240, 0}, -10000},
+		{-20000, [3]uint8{0, 0, 0}, [3]uint8{49, 224, 0}, -10000},                  // below terrain-RGB: clamped
+		{1e9, [3]uint8{255, 255, 255}, [3]uint8{255, 255, 255}, xyz.TerrainRGBMax}, // above both
+		{-1e9, [3]uint8{0, 0, 0}, [3]uint8{0, 0, 0}, -10000},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.h), func(t *testing.T) {
+			t.Parallel()
+			f := xyz.NewFloatImage(image.Rect(0, 0, 1, 1))
+			f.Set(0, 0, tt.h)
+			px := xyz.TerrainRGB(f).Pix[:4]
+			if got := [3]uint8{px[0], px[1], px[2]}; got != tt.rgb || px[3] != 255 {
+				t.Errorf("terrain-RGB: got %v alpha %d, want %v", got, px[3], tt.rgb)
+			}
+			if got := xyz.TerrainRGBHeight(px[0], px[1], px[2]); math.Abs(got-tt.backRGB) > 1e-6 {
+				t.Errorf("terrain-RGB decodes to %v, want %v", got, tt.backRGB)
+			}
+			px = xyz.Terrarium(f).Pix[:4]
+			if got := [3]uint8{px[0], px[1], px[2]}; got != tt.terrarium {
+				t.Errorf("Terrarium: got %v, want %v", got, tt.terrarium)
+			}
+			if back := xyz.TerrariumHeight(px[0], px[1], px[2]); tt.h > -30000 && tt.h < 30000 && math.Abs(back-float64(tt.h)) > 1.0/256+1e-3 {
+				t.Errorf("Terrarium decodes to %v, want %v within 1/256", back, tt.h)
+			}
+		})
+	}
+	for _, v := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		f := xyz.NewFloatImage(image.Rect(0, 0, 1, 1))
+		f.Set(0, 0, v)
+		if px := xyz.TerrainRGB(f).Pix[:4]; px[3] != 0 || xyz.TerrainRGBHeight(px[0], px[1], px[2]) != 0 {
+			t.Errorf("terrain-RGB of %v: got %v, want transparent 0 m", v, px)
+		}
+		if px := xyz.Terrarium(f).Pix[:4]; px[3] != 0 || xyz.TerrariumHeight(px[0], px[1], px[2]) != 0 {
+			t.Errorf("Terrarium of %v: got %v, want transparent 0 m", v, px)
+		}
+	}
+	short := &xyz.FloatImage{Pix: make([]float32, 3), Stride: 2, Rect: image.Rect(0, 0, 2, 2)}
+	if px := xyz.TerrainRGB(short).Pix; px[15] != 0 || px[3] != 255 {
+		t.Errorf("a FloatImage with a short Pix: got %v, want the missing pixel transparent", px)
+	}
+}
