@@ -151,10 +151,37 @@ func (c CRS) ToLonLat(x, y float64) (lon, lat float64) {
 // FromMercator maps a web mercator point to the CRS's coordinates, the step
 // every resampled XYZ pixel takes.
 func (c CRS) FromMercator(mx, my float64) (x, y float64) {
-	if c.kind == kindWebMercator {
+	switch c.kind {
+	case kindWebMercator:
 		return mx, my
+	case kindUTM:
+		return c.tm.forward(mx/EarthRadius*rad, math.Sinh(my/EarthRadius))
 	}
 	return c.FromLonLat(MercatorToLonLat(mx, my))
+}
+
+// FromMercatorX is the x of FromMercator for a separable CRS, which depends
+// on mx alone; NaN for the others.
+func (c CRS) FromMercatorX(mx float64) float64 {
+	switch c.kind {
+	case kindWebMercator:
+		return mx
+	case kindGeographic:
+		return mx / EarthRadius * rad
+	}
+	return math.NaN()
+}
+
+// FromMercatorY is the y of FromMercator for a separable CRS, which depends
+// on my alone; NaN for the others.
+func (c CRS) FromMercatorY(my float64) float64 {
+	switch c.kind {
+	case kindWebMercator:
+		return my
+	case kindGeographic:
+		return MercatorLat(my)
+	}
+	return math.NaN()
 }
 
 // ToMercator maps the CRS's coordinates to web mercator.

@@ -99,11 +99,17 @@ func (t *TransverseMercator) Forward(lon, lat float64) (x, y float64) {
 	if !(math.Abs(lat) <= 90) || math.IsInf(lon, 0) || math.IsNaN(lon) {
 		return math.NaN(), math.NaN()
 	}
+	return t.forward(lon, math.Tan(lat*deg))
+}
+
+// forward is Forward with the latitude given as τ = tan φ, which a web
+// mercator y gives without a trigonometric call: tan(gd ψ) = sinh ψ.
+func (t *TransverseMercator) forward(lon, tau float64) (x, y float64) {
 	l := math.Remainder(lon-t.lon0, 360)
-	if math.Abs(l) > 90 {
+	if !(math.Abs(l) <= 90) || math.IsNaN(tau) {
 		return math.NaN(), math.NaN()
 	}
-	taup := t.taup(math.Tan(lat * deg))
+	taup := t.taup(tau)
 	sl, cl := math.Sincos(l * deg)
 	// ξ′, η′: the point on the transverse mercator of the conformal sphere.
 	xip := math.Atan2(taup, cl)

@@ -45,7 +45,7 @@ func TestGridError(t *testing.T) {
 			if len(g.ci) > 1 {
 				step = g.ci[1] - g.ci[0]
 			}
-			t.Logf("level %d, window %v, grid step %d: worst %.2g px (at edge midpoints %.2g)", level, win, step, worst, g.err)
+			t.Logf("zoom %d level %d, window %v, grid step %d: worst %.2g px (at edge midpoints %.2g)", z, level, win, step, worst, g.err)
 			if worst > 2*gridTolerance {
 				t.Errorf("got worst error %.3g level pixels, want ≤ %.3g", worst, 2*gridTolerance)
 			}

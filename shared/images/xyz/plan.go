@@ -108,11 +108,18 @@ func (t *Tileset) window(z, x, y int) (image.Rectangle, bool) {
 // zoomSlack), so nothing is upsampled that a finer level could give.
 func (t *Tileset) chooseLevel(z, x, y int, win image.Rectangle) int {
 	m := t.mapper(z, x, y, 0)
-	ic, jc := float64(win.Min.X+win.Max.X)/2, float64(win.Min.Y+win.Max.Y)/2
-	u, v := m.pos(ic, jc)
-	ui, vi := m.pos(ic+1, jc)
-	uj, vj := m.pos(ic, jc+1)
-	s := min(math.Hypot(ui-u, vi-v), math.Hypot(uj-u, vj-v))
+	// The centre, or where the CRS has no position for it (a UTM raster
+	// across the antimeridian seen at zoom 0), a corner.
+	s := math.NaN()
+	minX, minY, maxX, maxY := float64(win.Min.X), float64(win.Min.Y), float64(win.Max.X-1), float64(win.Max.Y-1)
+	for _, c := range [][2]float64{{(minX + maxX) / 2, (minY + maxY) / 2}, {minX, minY}, {maxX, minY}, {minX, maxY}, {maxX, maxY}} {
+		u, v := m.pos(c[0], c[1])
+		ui, vi := m.pos(c[0]+1, c[1])
+		uj, vj := m.pos(c[0], c[1]+1)
+		if s = min(math.Hypot(ui-u, vi-v), math.Hypot(uj-u, vj-v)); !math.IsNaN(s) {
+			break
+		}
+	}
 	g0, best := &t.levels[0], 0
 	for l := 1; l < len(t.levels); l++ {
 		g := &t.levels[l]
@@ -151,8 +158,21 @@ func (t *Tileset) mapper(z, x, y, level int) mapper {
 // pos is the level position of the centre of output pixel (i, j).
 func (m *mapper) pos(i, j float64) (u, v float64) {
 	x, y := m.crs.FromMercator(m.minX+(i+0.5)*m.res, m.maxY-(j+0.5)*m.res)
+	return m.u(x), (y - m.y0) / m.py
+}
+
+// posU and posV are pos's u and v for a separable CRS.
+func (m *mapper) posU(i float64) float64 {
+	return m.u(m.crs.FromMercatorX(m.minX + (i+0.5)*m.res))
+}
+
+func (m *mapper) posV(j float64) float64 {
+	return (m.crs.FromMercatorY(m.maxY-(j+0.5)*m.res) - m.y0) / m.py
+}
+
+func (m *mapper) u(x float64) float64 {
 	if m.wrap > 0 {
 		x = m.wrapFrom + math.Mod(math.Mod(x-m.wrapFrom, m.wrap)+m.wrap, m.wrap)
 	}
-	return (x - m.x0) / m.px, (y - m.y0) / m.py
+	return (x - m.x0) / m.px
 }

@@ -70,14 +70,18 @@ type Config struct {
 	// an XYZ tile read from the right overview needs 4 to 16, up to about 40
 	// from an EPSG:4326 raster near the poles).
 	MaxReadTiles int
+	// MaxReadPixels bounds the level pixels those tiles hold, which the
+	// resampler holds in memory at 4 bytes each (default 8 Mi: 32 MiB).
+	MaxReadPixels int
 	// Fetchers is how many TileSource calls run at once (default 8).
 	Fetchers int
 }
 
 // Default Config values.
 const (
-	DefaultMaxReadTiles = 64
-	DefaultFetchers     = 8
+	DefaultMaxReadTiles  = 64
+	DefaultMaxReadPixels = 8 << 20
+	DefaultFetchers      = 8
 )
 
 // Validate reports every problem with the Config at once.
@@ -85,6 +89,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.MaxReadTiles < 0 || c.MaxReadTiles > 4096 {
 		errs = append(errs, fmt.Errorf("xyz: MaxReadTiles %d is not in 0..4096", c.MaxReadTiles))
+	}
+	if c.MaxReadPixels < 0 || c.MaxReadPixels > 1<<30 {
+		errs = append(errs, fmt.Errorf("xyz: MaxReadPixels %d is not in 0..2^30", c.MaxReadPixels))
 	}
 	if c.Fetchers < 0 || c.Fetchers > 256 {
 		errs = append(errs, fmt.Errorf("xyz: Fetchers %d is not in 0..256", c.Fetchers))
@@ -95,6 +102,9 @@ func (c Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.MaxReadTiles == 0 {
 		c.MaxReadTiles = DefaultMaxReadTiles
+	}
+	if c.MaxReadPixels == 0 {
+		c.MaxReadPixels = DefaultMaxReadPixels
 	}
 	if c.Fetchers == 0 {
 		c.Fetchers = DefaultFetchers

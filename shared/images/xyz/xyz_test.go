@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -234,9 +235,11 @@ func TestNewRefuses(t *testing.T) {
 			}
 		})
 	}
-	if _, err := xyz.New(good, xyz.Config{MaxReadTiles: -1, Fetchers: 1000}); err == nil ||
-		!strings.Contains(err.Error(), "MaxReadTiles") || !strings.Contains(err.Error(), "Fetchers") {
-		t.Errorf("got %v, want both Config problems", err)
+	_, err := xyz.New(good, xyz.Config{MaxReadTiles: -1, MaxReadPixels: 1 << 40, Fetchers: 1000})
+	for _, field := range []string{"MaxReadTiles", "MaxReadPixels", "Fetchers"} {
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("got %v, want it to name %s", err, field)
+		}
 	}
 }
 
@@ -248,6 +251,10 @@ func TestPlan(t *testing.T) {
 	}
 	flat := onGrid(14, 256, 8000, 5000, 40, 40, 0) // no overviews
 	noOverviews, err := xyz.New(flat, xyz.Config{MaxReadTiles: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fewPixels, err := xyz.New(flat, xyz.Config{MaxReadPixels: 200000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +282,7 @@ func TestPlan(t *testing.T) {
 		{"z 30 far away", aligned, 30, 1<<30 - 1, 1<<30 - 1, xyz.Empty, 0, xyz.TileIndex{}, 0, nil},
 		{"too costly", noOverviews, 10, 500, 312, 0, 0, xyz.TileIndex{}, 0, xyz.ErrTooCostly},
 		{"within the bound", noOverviews, 13, 4000, 2500, xyz.Resample, 0, xyz.TileIndex{}, 4, nil},
+		{"too many pixels", fewPixels, 13, 4000, 2500, 0, 0, xyz.TileIndex{}, 0, xyz.ErrTooCostly},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -529,5 +537,119 @@ func TestElevationEncodings(t *testing.T) {
 	short := &xyz.FloatImage{Pix: make([]float32, 3), Stride: 2, Rect: image.Rect(0, 0, 2, 2)}
 	if px := xyz.TerrainRGB(short).Pix; px[15] != 0 || px[3] != 255 {
 		t.Errorf("a FloatImage with a short Pix: got %v, want the missing pixel transparent", px)
+	}
+}
+
+// TestAntimeridian serves EPSG:4326 and UTM zone 60 rasters that cross the
+// antimeridian: tiles on both sides hold the columns their longitudes name.
+func TestAntimeridian(t *testing.T) {
+	t.Parallel()
+	// Column c of the source is coloured by c, so a pixel says where it came from.
+	colour := func(r xyz.Raster) xyz.TileSource {
+		return xyz.TileSourceFunc(func(_ context.Context, level, x, y int) (xyz.Block, error) {
+			l := r.Levels[level]
+			img := image.NewNRGBA(image.Rect(0, 0, l.TileWidth, l.TileHeight))
+			for j := range l.TileHeight {
+				for i := range l.TileWidth {
+					c := x*l.TileWidth + i
+					img.SetNRGBA(i, j, color.NRGBA{uint8(c), uint8(c >> 8), 0, 255})
+				}
+			}
+			return xyz.Block{Image: img}, nil
+		})
+	}
+	wgs := xyz.Raster{EPSG: 4326, Bands: 3, Transform: [6]float64{170, 0.01, 0, 10, 0, -0.01},
+		Levels: []xyz.Level{{Width: 2000, Height: 2000, TileWidth: 256, TileHeight: 256}}}
+	utm := xyz.Raster{EPSG: 32660, Bands: 3, Transform: [6]float64{300000, 100, 0, 1000000, 0, -100},
+		Levels: []xyz.Level{{Width: 8000, Height: 2000, TileWidth: 256, TileHeight: 256}}} // to 182.5°E
+	c60, _ := geo.Lookup(32660)
+	tests := []struct {
+		name   string
+		r      xyz.Raster
+		column func(lon, lat float64) float64 // the source column at a point
+	}{
+		{"4326", wgs, func(lon, _ float64) float64 { return (math.Mod(lon+360, 360) - 170) / 0.01 }},
+		{"utm 60", utm, func(lon, lat float64) float64 { x, _ := c60.FromLonLat(lon, lat); return (x - 300000) / 100 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ts, err := xyz.New(tt.r, xyz.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := ts.Metadata().Bounds; b[0] != -180 || b[2] != 180 {
+				t.Errorf("got bounds %v, want the whole width of the world", b)
+			}
+			for _, lon := range []float64{179.7, -179.7} {
+				const z = 9
+				x, y := tileAt(lon, 8, z)
+				p, err := ts.Plan(z, x, y)
+				if err != nil || p.Kind != xyz.Resample {
+					t.Fatalf("lon %g: got %v, %v, want a resample", lon, p.Kind, err)
+				}
+				img, err := ts.RenderImage(context.Background(), colour(tt.r), p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := xyz.TileBounds(z, x, y)
+				clon, clat := geo.MercatorToLonLat((b[0]+b[2])/2+xyz.Resolution(z, 256)/2, (b[1]+b[3])/2-xyz.Resolution(z, 256)/2)
+				got := img.NRGBAAt(128, 128)
+				want := tt.column(clon, clat)
+				if c := float64(got.R) + 256*float64(got.G); got.A != 255 || math.Abs(c-want) > 1 {
+					t.Errorf("lon %g: centre pixel is column %g (alpha %d), want %.1f", lon, c, got.A, want)
+				}
+			}
+		})
+	}
+}
+
+// TestHugeRaster plans and renders a raster claiming 2^51 pixels, with
+// overviews down to one tile, and a level without overviews: the work and
+// the memory stay those of a few stored tiles.
+func TestHugeRaster(t *testing.T) {
+	r := xyz.Raster{EPSG: 3857, Bands: 3, Transform: [6]float64{-2e7, 0.5, 0, 2e7, 0, -0.5},
+		Levels: []xyz.Level{{Width: xyz.MaxDimension, Height: xyz.MaxDimension / 2, TileWidth: 512, TileHeight: 512}}}
+	flat := r
+	flat.Levels = append([]xyz.Level(nil), r.Levels...)
+	for l := 1; xyz.MaxDimension>>l >= 512; l++ {
+		r.Levels = append(r.Levels, xyz.Level{Width: xyz.MaxDimension >> l, Height: xyz.MaxDimension >> (l + 1), TileWidth: 512, TileHeight: 512})
+	}
+	for _, tt := range []struct {
+		name string
+		r    xyz.Raster
+		err  func(z int) error
+	}{
+		{"with overviews", r, func(int) error { return nil }},
+		{"without", flat, func(z int) error {
+			if z < 17 {
+				return xyz.ErrTooCostly
+			}
+			return nil
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts, err := xyz.New(tt.r, xyz.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for _, z := range []int{0, 3, 10, 25} {
+				p, err := ts.Plan(z, 1<<z/2, 1<<z/3)
+				if want := tt.err(z); !errors.Is(err, want) {
+					t.Fatalf("zoom %d: got %v, want %v", z, err, want)
+				}
+				if err == nil {
+					if _, err := ts.RenderImage(context.Background(), smallBlocks, p); err != nil && !errors.Is(err, xyz.ErrNoData) {
+						t.Fatal(err)
+					}
+				}
+			}
+			runtime.ReadMemStats(&after)
+			if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+				t.Errorf("got %d MiB allocated, want at most 64", n>>20)
+			}
+		})
 	}
 }
