@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/images/xyz"
+	"github.com/tilesieve/tilesieve/shared/images/xyz/terrain"
 )
 
 // pattern is an RGB test image with smooth waves and the sharp edges of a
@@ -252,7 +253,7 @@ func TestElevationFidelity(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					rgb := xyz.TerrainRGB(f)
+					rgb := terrain.RGB(f)
 					r := ref.sub(i, j, md.TileSize)
 					for k, h := range r.f {
 						px := rgb.Pix[4*k:][:4]
@@ -262,7 +263,7 @@ func TestElevationFidelity(t *testing.T) {
 							}
 							continue
 						}
-						diffs[p.Level] = append(diffs[p.Level], math.Abs(xyz.TerrainRGBHeight(px[0], px[1], px[2])-float64(h)))
+						diffs[p.Level] = append(diffs[p.Level], math.Abs(terrain.DecodeRGB(px[0], px[1], px[2])-float64(h)))
 					}
 				}
 			}

@@ -31,21 +31,21 @@ func TestGridError(t *testing.T) {
 			}
 			level := ts.chooseLevel(z, x, y, win)
 			m := ts.mapper(z, x, y, level)
-			g := buildGrid(&m, win)
+			j, _, err := ts.newJob(z, x, y, level, win)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := j.grid
 			us, vs := make([]float64, win.Dx()), make([]float64, win.Dx())
 			worst := 0.0
 			for row := range win.Dy() {
-				g.row(row, us, vs)
+				g.Row(row, us, vs)
 				for i := range us {
 					u, v := m.pos(float64(win.Min.X+i), float64(win.Min.Y+row))
 					worst = math.Max(worst, math.Hypot(us[i]-u, vs[i]-v))
 				}
 			}
-			step := 0
-			if len(g.ci) > 1 {
-				step = g.ci[1] - g.ci[0]
-			}
-			t.Logf("zoom %d level %d, window %v, grid step %d: worst %.2g px (at edge midpoints %.2g)", z, level, win, step, worst, g.err)
+			t.Logf("zoom %d level %d, window %v, grid step %d: worst %.2g px (at edge midpoints %.2g)", z, level, win, g.Step(), worst, g.Err())
 			if worst > 2*gridTolerance {
 				t.Errorf("got worst error %.3g level pixels, want ≤ %.3g", worst, 2*gridTolerance)
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"image"
 	"math"
+
+	"github.com/tilesieve/tilesieve/shared/images/xyz/internal/posgrid"
 )
 
 // Positions of a non-separable CRS (UTM) are computed exactly on a grid of
@@ -16,13 +18,6 @@ const (
 	gridStep      = 64
 	gridTolerance = 1.0 / 64
 )
-
-// posGrid holds exact positions at its nodes.
-type posGrid struct {
-	ci, cj []int     // node columns and rows relative to the window, first 0, last size − 1
-	u, v   []float64 // positions at the nodes, row by row
-	err    float64   // the largest interpolation error measured
-}
 
 // newJob maps the window of an XYZ tile into a level and finds the stored
 // tiles it covers. A nil job is a window that misses the level.
@@ -42,18 +37,30 @@ func (t *Tileset) newJob(z, x, y, level int, win image.Rectangle) (*job, []TileI
 			b.add(math.NaN(), j.vs[k])
 		}
 	} else {
-		j.grid = buildGrid(&m, win)
-		for k := range j.grid.u {
-			b.add(j.grid.u[k], j.grid.v[k])
+		j.grid = posgrid.Build(win.Dx(), win.Dy(), gridStep, gridTolerance, func(i, k int) (float64, float64) {
+			return m.pos(float64(win.Min.X+i), float64(win.Min.Y+k))
+		})
+		us, vs := j.grid.Nodes()
+		for k := range us {
+			b.add(us[k], vs[k])
 		}
 		margin = gridTolerance
 	}
-	tiles, src, err := t.cover(level, b, margin)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tile %d/%d/%d: %w", z, x, y, err)
-	}
+	tx0, ty0, tx1, ty1, src := t.cover(level, b, margin)
 	if src.Empty() {
 		return nil, nil, nil
+	}
+	n, px := (tx1-tx0+1)*(ty1-ty0+1), src.Dx()*src.Dy()
+	if n > t.cfg.MaxReadTiles || px > t.cfg.MaxReadPixels {
+		return nil, nil, fmt.Errorf("%w: %d/%d/%d reads %d stored tiles of level %d, %d pixels (limits %d and %d; "+
+			"overviews would make it cheap: the COG driver's OVERVIEWS option, or gdaladdo)",
+			ErrTooCostly, z, x, y, n, level, px, t.cfg.MaxReadTiles, t.cfg.MaxReadPixels)
+	}
+	tiles := make([]TileIndex, 0, n)
+	for ty := ty0; ty <= ty1; ty++ {
+		for tx := tx0; tx <= tx1; tx++ {
+			tiles = append(tiles, TileIndex{tx, ty})
+		}
 	}
 	j.src = src
 	return j, tiles, nil
@@ -78,9 +85,10 @@ func (b *bounds) add(u, v float64) {
 	}
 }
 
-// cover lists the stored tiles of a level that bilinear sampling at
-// positions within b (± margin) touches, and the level pixels they cover.
-func (t *Tileset) cover(level int, b bounds, margin float64) ([]TileIndex, image.Rectangle, error) {
+// cover finds the stored tiles of a level (columns tx0..tx1, rows ty0..ty1)
+// that bilinear sampling at positions within b (± margin) touches, and the
+// level pixels they cover; empty when b misses the level.
+func (t *Tileset) cover(level int, b bounds, margin float64) (tx0, ty0, tx1, ty1 int, src image.Rectangle) {
 	g := &t.levels[level]
 	// Sampling at u reads columns ⌊u − ½⌋ and ⌊u − ½⌋ + 1.
 	c0 := max(0, math.Floor(b.minU-0.5-margin))
@@ -88,113 +96,11 @@ func (t *Tileset) cover(level int, b bounds, margin float64) ([]TileIndex, image
 	r0 := max(0, math.Floor(b.minV-0.5-margin))
 	r1 := min(float64(g.Height-1), math.Floor(b.maxV+0.5+margin))
 	if !(c0 <= c1 && r0 <= r1) {
-		return nil, image.Rectangle{}, nil
+		return 0, 0, 0, 0, image.Rectangle{}
 	}
-	tx0, tx1 := int(c0)/g.TileWidth, int(c1)/g.TileWidth
-	ty0, ty1 := int(r0)/g.TileHeight, int(r1)/g.TileHeight
-	src := image.Rect(tx0*g.TileWidth, ty0*g.TileHeight,
+	tx0, tx1 = int(c0)/g.TileWidth, int(c1)/g.TileWidth
+	ty0, ty1 = int(r0)/g.TileHeight, int(r1)/g.TileHeight
+	src = image.Rect(tx0*g.TileWidth, ty0*g.TileHeight,
 		min((tx1+1)*g.TileWidth, g.Width), min((ty1+1)*g.TileHeight, g.Height))
-	n, px := (tx1-tx0+1)*(ty1-ty0+1), src.Dx()*src.Dy()
-	if n > t.cfg.MaxReadTiles || px > t.cfg.MaxReadPixels {
-		return nil, image.Rectangle{}, fmt.Errorf("%w: %d stored tiles of level %d, %d pixels (limits %d and %d; "+
-			"overviews would make it cheap: the COG driver's OVERVIEWS option, or gdaladdo)",
-			ErrTooCostly, n, level, px, t.cfg.MaxReadTiles, t.cfg.MaxReadPixels)
-	}
-	tiles := make([]TileIndex, 0, n)
-	for ty := ty0; ty <= ty1; ty++ {
-		for tx := tx0; tx <= tx1; tx++ {
-			tiles = append(tiles, TileIndex{tx, ty})
-		}
-	}
-	return tiles, src, nil
-}
-
-// buildGrid maps a window through a non-separable CRS, refining the grid
-// until bilinear interpolation between its nodes is within gridTolerance.
-func buildGrid(m *mapper, win image.Rectangle) *posGrid {
-	var g *posGrid
-	for step := gridStep; ; step /= 2 {
-		g = &posGrid{ci: nodes(win.Dx(), step), cj: nodes(win.Dy(), step)}
-		g.u = make([]float64, len(g.ci)*len(g.cj))
-		g.v = make([]float64, len(g.u))
-		for r, cj := range g.cj {
-			for c, ci := range g.ci {
-				g.u[r*len(g.ci)+c], g.v[r*len(g.ci)+c] = m.pos(float64(win.Min.X+ci), float64(win.Min.Y+cj))
-			}
-		}
-		g.err = g.measure(m, win)
-		if step == 1 || !(g.err > gridTolerance) {
-			return g
-		}
-	}
-}
-
-// nodes are the grid's columns (or rows) for a window of n pixels.
-func nodes(n, step int) []int {
-	c := make([]int, 0, n/step+2)
-	for i := 0; i < n-1; i += step {
-		c = append(c, i)
-	}
-	return append(c, max(n-1, 0))
-}
-
-// measure is the largest distance between the exact and the interpolated
-// position at the midpoints of the cells' top and left edges. Not at their
-// centres: a conformal map's coordinates are harmonic, so there the errors
-// of the two directions cancel. NaN positions (outside the CRS's domain)
-// count as exact: they are no data either way.
-func (g *posGrid) measure(m *mapper, win image.Rectangle) float64 {
-	worst := 0.0
-	nc := len(g.ci)
-	check := func(i, j, k int, fx, fy float64) {
-		u, v := m.pos(float64(win.Min.X+i), float64(win.Min.Y+j))
-		iu := lerp(lerp(g.u[k], g.u[k+1], fx), lerp(g.u[k+nc], g.u[k+nc+1], fx), fy)
-		iv := lerp(lerp(g.v[k], g.v[k+1], fx), lerp(g.v[k+nc], g.v[k+nc+1], fx), fy)
-		if d := math.Hypot(u-iu, v-iv); d > worst {
-			worst = d
-		}
-	}
-	for r := 0; r+1 < len(g.cj); r++ {
-		for c := 0; c+1 < nc; c++ {
-			i0, i1, j0, j1 := g.ci[c], g.ci[c+1], g.cj[r], g.cj[r+1]
-			if mid := (i0 + i1) / 2; mid > i0 {
-				check(mid, j0, r*nc+c, float64(mid-i0)/float64(i1-i0), 0)
-			}
-			if mid := (j0 + j1) / 2; mid > j0 {
-				check(i0, mid, r*nc+c, 0, float64(mid-j0)/float64(j1-j0))
-			}
-		}
-	}
-	return worst
-}
-
-func lerp(a, b, f float64) float64 { return a + (b-a)*f }
-
-// row fills the positions of window row r (relative to the window).
-func (g *posGrid) row(r int, us, vs []float64) {
-	m := 0
-	for m+2 < len(g.cj) && g.cj[m+1] <= r {
-		m++
-	}
-	nc := len(g.ci)
-	fy := 0.0
-	if len(g.cj) > 1 {
-		fy = float64(r-g.cj[m]) / float64(g.cj[m+1]-g.cj[m])
-	}
-	for c := range nc {
-		k := m*nc + c
-		u, v := g.u[k], g.v[k]
-		if len(g.cj) > 1 {
-			u, v = lerp(u, g.u[k+nc], fy), lerp(v, g.v[k+nc], fy)
-		}
-		us[g.ci[c]], vs[g.ci[c]] = u, v
-	}
-	for c := 0; c+1 < nc; c++ {
-		a, b := g.ci[c], g.ci[c+1]
-		du := (us[b] - us[a]) / float64(b-a)
-		dv := (vs[b] - vs[a]) / float64(b-a)
-		for i := a + 1; i < b; i++ {
-			us[i], vs[i] = us[a]+du*float64(i-a), vs[a]+dv*float64(i-a)
-		}
-	}
+	return tx0, ty0, tx1, ty1, src
 }

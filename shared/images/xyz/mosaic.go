@@ -6,6 +6,8 @@ import (
 	"image/color"
 	"math"
 	"sync"
+
+	"github.com/tilesieve/tilesieve/shared/images/xyz/internal/bilinear"
 )
 
 // FloatImage is a single-band float32 raster laid out as image.Gray is:
@@ -53,10 +55,8 @@ func (f *FloatImage) Set(x, y int, v float32) {
 // mosaic8 holds the level pixels one XYZ tile reads, as non-premultiplied
 // RGBA; alpha 0 is no data.
 type mosaic8 struct {
-	r      image.Rectangle
-	pix    []uint8
-	stride int
-	buf    *[]uint8
+	bilinear.RGBA
+	buf *[]uint8 // pooled
 }
 
 // Mosaics are pooled: one is up to MaxReadTiles stored tiles.
@@ -74,7 +74,7 @@ func newMosaic8(r image.Rectangle) *mosaic8 {
 		*bp = (*bp)[:n]
 		clear(*bp)
 	}
-	return &mosaic8{r: r, pix: *bp, stride: r.Dx() * 4, buf: bp}
+	return &mosaic8{RGBA: bilinear.RGBA{Rect: r, Pix: *bp, Stride: r.Dx() * 4}, buf: bp}
 }
 
 func (m *mosaic8) release() { pool8.Put(m.buf) }
@@ -101,11 +101,11 @@ func (m *mosaic8) put(t *Tileset, level int, ti TileIndex, b Block) error {
 	if !blockOK(b) {
 		return errMalformed
 	}
-	r, d := place(&t.levels[level], ti, b.Image.Bounds(), m.r)
+	r, d := place(&t.levels[level], ti, b.Image.Bounds(), m.Rect)
 	nd, hasND := noData8(t.raster.NoData)
 	for y := r.Min.Y; y < r.Max.Y; y++ {
-		o := (y-m.r.Min.Y)*m.stride + (r.Min.X-m.r.Min.X)*4
-		row := m.pix[o : o+r.Dx()*4]
+		o := (y-m.Rect.Min.Y)*m.Stride + (r.Min.X-m.Rect.Min.X)*4
+		row := m.Pix[o : o+r.Dx()*4]
 		copyRow8(row, b.Image, r.Min.X+d.X, y+d.Y)
 		if hasND {
 			for i := 0; i < len(row); i += 4 {
@@ -219,9 +219,8 @@ func copyRow8(dst []uint8, img image.Image, x, y int) {
 // mosaicF holds the level pixels one XYZ tile reads from a float raster;
 // NaN is no data.
 type mosaicF struct {
-	r   image.Rectangle
-	pix []float32
-	buf *[]float32
+	bilinear.Float
+	buf *[]float32 // pooled
 }
 
 func newMosaicF(r image.Rectangle) *mosaicF {
@@ -235,7 +234,7 @@ func newMosaicF(r image.Rectangle) *mosaicF {
 	for i := range *bp {
 		(*bp)[i] = nan
 	}
-	return &mosaicF{r: r, pix: *bp, buf: bp}
+	return &mosaicF{Float: bilinear.Float{Rect: r, Pix: *bp, Stride: r.Dx()}, buf: bp}
 }
 
 func (m *mosaicF) release() { poolF.Put(m.buf) }
@@ -252,7 +251,7 @@ func (m *mosaicF) put(t *Tileset, level int, ti TileIndex, b Block) error {
 	if !blockOK(b) {
 		return errMalformed
 	}
-	r, d := place(&t.levels[level], ti, b.Float.Rect, m.r)
+	r, d := place(&t.levels[level], ti, b.Float.Rect, m.Rect)
 	nan := float32(math.NaN())
 	var nd float32
 	hasND := t.raster.NoData != nil && !math.IsNaN(*t.raster.NoData)
@@ -260,7 +259,7 @@ func (m *mosaicF) put(t *Tileset, level int, ti TileIndex, b Block) error {
 		nd = float32(*t.raster.NoData) // compared as the band's type, as GDAL does
 	}
 	for y := r.Min.Y; y < r.Max.Y; y++ {
-		dst := m.pix[(y-m.r.Min.Y)*m.r.Dx()+r.Min.X-m.r.Min.X:][:r.Dx()]
+		dst := m.Pix[(y-m.Rect.Min.Y)*m.Stride+r.Min.X-m.Rect.Min.X:][:r.Dx()]
 		f := b.Float
 		copy(dst, f.Pix[(y+d.Y-f.Rect.Min.Y)*f.Stride+r.Min.X+d.X-f.Rect.Min.X:])
 		for i, v := range dst {

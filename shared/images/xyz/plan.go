@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/tilesieve/tilesieve/shared/images/geo"
+	"github.com/tilesieve/tilesieve/shared/images/xyz/internal/posgrid"
 )
 
 // PlanKind is how an XYZ tile is answered.
@@ -53,7 +54,7 @@ type job struct {
 	level  int
 	win    image.Rectangle // output pixels that may hold data
 	us, vs []float64       // separable CRS: u of each window column, v of each row
-	grid   *posGrid        // other CRSs
+	grid   *posgrid.Grid   // other CRSs
 	src    image.Rectangle // level pixels covered by the tiles read
 }
 

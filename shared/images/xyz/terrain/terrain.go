@@ -1,19 +1,22 @@
-package xyz
+// Package terrain encodes elevations (an xyz.FloatImage in metres) as the
+// PNG-ready pixels of the two elevation tile formats web maps decode: Mapbox
+// terrain-RGB and Terrarium. No data (NaN or ±Inf) is transparent, and its
+// colour is the encoding of 0 m, so a client that ignores alpha sees sea
+// level rather than a pit 10 km deep. Heights outside an encoding's range
+// are clamped to it.
+package terrain
 
 import (
 	"image"
 	"math"
-)
 
-// Elevation encodings of a FloatImage as PNG-ready pixels. No data (NaN, or
-// ±Inf) is transparent, and its colour is the encoding of 0 m, so a client
-// that ignores alpha sees sea level rather than a pit 10 km deep. Heights
-// outside an encoding's range are clamped to it.
+	"github.com/tilesieve/tilesieve/shared/images/xyz"
+)
 
 // Mapbox terrain-RGB: h = −10000 + (R·65536 + G·256 + B) · 0.1.
 const (
-	TerrainRGBMin = -10000.0
-	TerrainRGBMax = TerrainRGBMin + (1<<24-1)*0.1
+	RGBMin = -10000.0
+	RGBMax = RGBMin + (1<<24-1)*0.1
 )
 
 // Terrarium: h = R·256 + G + B/256 − 32768.
@@ -22,21 +25,22 @@ const (
 	TerrariumMax = 32767.0 + 255.0/256
 )
 
-// TerrainRGB encodes heights as Mapbox terrain-RGB: v = round((h + 10000) · 10).
-func TerrainRGB(f *FloatImage) *image.NRGBA {
+// RGB encodes heights as Mapbox terrain-RGB: v = round((h + 10000) · 10),
+// R = v/65536, G = v/256 mod 256, B = v mod 256.
+func RGB(f *xyz.FloatImage) *image.NRGBA {
 	return encode(f, terrainRGB)
 }
 
 // Terrarium encodes heights as Terrarium: v = h + 32768, R = ⌊v/256⌋,
 // G = ⌊v⌋ mod 256, B = ⌊frac(v) · 256⌋.
-func Terrarium(f *FloatImage) *image.NRGBA {
+func Terrarium(f *xyz.FloatImage) *image.NRGBA {
 	return encode(f, terrarium)
 }
 
-func encode(f *FloatImage, enc func(float64) (r, g, b uint8)) *image.NRGBA {
+func encode(f *xyz.FloatImage, enc func(float64) (r, g, b uint8)) *image.NRGBA {
 	out := image.NewNRGBA(image.Rect(0, 0, f.Rect.Dx(), f.Rect.Dy()))
 	zr, zg, zb := enc(0)
-	fast := f.ok()
+	fast := f.Stride >= f.Rect.Dx() && len(f.Pix) >= (f.Rect.Dy()-1)*f.Stride+f.Rect.Dx()
 	for y := range f.Rect.Dy() {
 		dst := out.Pix[y*out.Stride:][:4*f.Rect.Dx()]
 		for i := range f.Rect.Dx() {
@@ -59,7 +63,7 @@ func encode(f *FloatImage, enc func(float64) (r, g, b uint8)) *image.NRGBA {
 }
 
 func terrainRGB(h float64) (r, g, b uint8) {
-	v := uint32(math.Round((max(TerrainRGBMin, min(TerrainRGBMax, h)) - TerrainRGBMin) * 10))
+	v := uint32(math.Round((max(RGBMin, min(RGBMax, h)) - RGBMin) * 10))
 	return uint8(v >> 16), uint8(v >> 8), uint8(v)
 }
 
@@ -69,12 +73,12 @@ func terrarium(h float64) (r, g, b uint8) {
 	return uint8(int(i) >> 8), uint8(int(i)), uint8(math.Floor((v - i) * 256))
 }
 
-// TerrainRGBHeight decodes a terrain-RGB pixel.
-func TerrainRGBHeight(r, g, b uint8) float64 {
-	return TerrainRGBMin + float64(uint32(r)<<16|uint32(g)<<8|uint32(b))*0.1
+// DecodeRGB is the height of a terrain-RGB pixel.
+func DecodeRGB(r, g, b uint8) float64 {
+	return RGBMin + float64(uint32(r)<<16|uint32(g)<<8|uint32(b))*0.1
 }
 
-// TerrariumHeight decodes a Terrarium pixel.
-func TerrariumHeight(r, g, b uint8) float64 {
+// DecodeTerrarium is the height of a Terrarium pixel.
+func DecodeTerrarium(r, g, b uint8) float64 {
 	return float64(r)*256 + float64(g) + float64(b)/256 + TerrariumMin
 }
