@@ -1,9 +1,6 @@
 package xyz
 
-import (
-	"image"
-	"math"
-)
+import "image"
 
 // positions fills the level positions of window row r.
 func (j *job) positions(r int, us, vs []float64) {
@@ -36,10 +33,7 @@ func (j *job) sample8(m *mosaic8, out *image.NRGBA) bool {
 
 // sampleF is sample8 for a float raster: no data is NaN.
 func (j *job) sampleF(m *mosaicF, out *FloatImage) bool {
-	nan := float32(math.NaN())
-	for i := range out.Pix {
-		out.Pix[i] = nan
-	}
+	fillNaN(out.Pix)
 	w := j.win.Dx()
 	us, vs := make([]float64, w), make([]float64, w)
 	found := false

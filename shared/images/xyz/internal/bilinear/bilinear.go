@@ -128,6 +128,17 @@ func (m *Float) SampleRow(us, vs []float64, dst []float32) bool {
 		fx, fy := math.Floor(fu), math.Floor(fv)
 		ax, ay := fu-fx, fv-fy
 		x0, y0 := int(fx)-m.Rect.Min.X, int(fy)-m.Rect.Min.Y
+		if x0 >= 0 && y0 >= 0 && x0+1 < w && y0+1 < h {
+			o := y0*m.Stride + x0
+			p, q := m.Pix[o:o+2], m.Pix[o+m.Stride:o+m.Stride+2]
+			p0, p1, q0, q1 := float64(p[0]), float64(p[1]), float64(q[0]), float64(q[1])
+			top, bottom := p0+ax*(p1-p0), q0+ax*(q1-q0)
+			if r := top + ay*(bottom-top); r == r { // NaN if any neighbour is
+				dst[i] = float32(r)
+				found = true
+				continue
+			}
+		}
 		var sw, s float64
 		for k := range 4 {
 			x, y := x0+k&1, y0+k>>1
