@@ -61,7 +61,8 @@ type job struct {
 // Plan decides how to answer XYZ tile z/x/y: the stored tile as it is, no
 // tile, or which stored tiles to resample. It reads nothing. A tile beyond
 // the XYZ tiling is ErrInvalidTile; one that would read more than
-// Config.MaxReadTiles stored tiles is ErrTooCostly.
+// Config.MaxReadTiles stored tiles or Config.MaxReadPixels pixels is
+// ErrTooCostly.
 func (t *Tileset) Plan(z, x, y int) (Plan, error) {
 	if z < 0 || z > MaxZoom || x < 0 || y < 0 || x >= 1<<z || y >= 1<<z {
 		return Plan{}, fmt.Errorf("%w: %d/%d/%d", ErrInvalidTile, z, x, y)
@@ -105,8 +106,10 @@ func (t *Tileset) window(z, x, y int) (image.Rectangle, bool) {
 }
 
 // chooseLevel picks the coarsest level whose pixels are no coarser than the
-// XYZ tile's at the centre of the window, along the finer of its axes (with
-// zoomSlack), so nothing is upsampled that a finer level could give.
+// XYZ tile's (with zoomSlack) at the centre of the window, along whichever
+// axis of the tile maps onto fewer level pixels: no axis is upsampled that a
+// finer level could give. (An EPSG:4326 raster far from the equator is
+// downsampled across more pixels east–west than north–south.)
 func (t *Tileset) chooseLevel(z, x, y int, win image.Rectangle) int {
 	m := t.mapper(z, x, y, 0)
 	// The centre, or where the CRS has no position for it (a UTM raster

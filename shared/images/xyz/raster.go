@@ -16,8 +16,9 @@ var (
 	// ErrInvalidTile is a z/x/y outside the XYZ tiling (z beyond MaxZoom,
 	// x or y beyond 2^z − 1).
 	ErrInvalidTile = errors.New("xyz: no such tile")
-	// ErrTooCostly is a tile whose footprint needs more stored tiles than
-	// Config.MaxReadTiles allows, typically far below the coarsest overview.
+	// ErrTooCostly is a tile whose footprint needs more stored tiles or
+	// pixels than Config allows, typically far below the coarsest overview.
+	// It is best answered as a missing tile.
 	ErrTooCostly = errors.New("xyz: tile needs too many stored tiles")
 	// ErrNoData is a tile with no data: outside the raster, or every pixel
 	// transparent. It is answered as a missing tile.

@@ -600,3 +600,32 @@ func TestHugeRaster(t *testing.T) {
 		})
 	}
 }
+
+// TestRender512 resamples a 512-pixel XYZ tile from an overview half a tile
+// off its zoom's grid, in a tileset whose stored tiles set the tile size.
+func TestRender512(t *testing.T) {
+	t.Parallel()
+	r := onGrid(9, 512, 271, 181, 4, 4, 1)
+	ts, err := xyz.New(r, xyz.Config{})
+	if err != nil || ts.Metadata().TileSize != 512 {
+		t.Fatalf("got %v, tile size %d, want 512", err, ts.Metadata().TileSize)
+	}
+	p, err := ts.Plan(8, 136, 91)
+	if err != nil || p.Kind != xyz.Resample || p.Level != 1 {
+		t.Fatalf("got %+v, %v, want a resample of level 1", p, err)
+	}
+	img, err := ts.RenderImage(context.Background(), &synthetic{raster: r}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 512 || b.Dy() != 512 {
+		t.Fatalf("got %v, want 512 × 512", b)
+	}
+	for y := range 512 {
+		for x := range 512 {
+			if got, want := img.NRGBAAt(x, y), pixelAt(1, 256+x, 256+y); got != want {
+				t.Fatalf("pixel %d,%d: got %v, want %v", x, y, got, want)
+			}
+		}
+	}
+}
