@@ -15,14 +15,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/protomaps/go-pmtiles/pmtiles"
-
 	"github.com/tilesieve/tilesieve/bench/e2e/loadtool"
-	"github.com/tilesieve/tilesieve/bench/e2e/pmwrite"
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
 	"github.com/tilesieve/tilesieve/shared/formats/mbtiles" // also registers the "sqlite" driver writeMBTiles uses
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 )
 
 // ArchiveParams sizes the archive section.
@@ -520,15 +518,15 @@ func s3Requests(base string) (int, error) {
 
 // writeArchive packs the prefix/z/x/y.jpg tiles of set into path.
 func writeArchive(path, prefix string, set tileset.Set) error {
-	var tiles []pmwrite.Tile
+	var tiles []archiveTile
 	for _, t := range set {
 		var z, x, y int
 		if _, err := fmt.Sscanf(t.Key, prefix+"/%d/%d/%d.jpg", &z, &x, &y); err != nil {
 			return fmt.Errorf("pmtiles: key %q: %w", t.Key, err)
 		}
-		tiles = append(tiles, pmwrite.Tile{Z: uint8(z), X: uint32(x), Y: uint32(y), Body: t.Body})
+		tiles = append(tiles, archiveTile{uint8(z), uint32(x), uint32(y), t.Body})
 	}
-	return pmwrite.WriteFile(path, tiles, pmtiles.Jpeg, prefix)
+	return writePMTiles(path, tiles, pmtiles.TileTypeJPEG, prefix)
 }
 
 // pairedNote is the median over rounds of a's req/s over b's in the same
@@ -584,7 +582,7 @@ func (res *ArchiveResult) targets(samples map[[2]string][]ServerRow) {
 // renderArchive writes the archive section.
 func renderArchive(b *strings.Builder, s *ArchiveResult) {
 	fmt.Fprintf(b, "### 8. PMTiles archives\n\n")
-	fmt.Fprintf(b, "%d JPEG tiles `{0..%d}/x/y.jpg` (%s) uploaded three times to `bench/cmd/s3serve`: as objects `osm/z/x/y.jpg`, as one PMTiles v3 archive `arc.pmtiles` of the same bytes (written with go-pmtiles' header and directory serialisation, `e2e/pmwrite`) and as one MBTiles database `mb.mbtiles` (below). One `go build ./functions/tiles` process (local server mode, `MEM_CACHE_BYTES=%d`, room for every copy, a 1 GiB disk tier beside which the database is staged; memory hits do not touch it) serves all three, `/osm/…`, `/arc/…` and `/mb/…`; `pmtiles serve` of github.com/protomaps/go-pmtiles v1.31.2 (built from the module cache, `--cache-size=64`) serves the same archive file from local disk. Each is warmed by one pass over every tile, then loaded one at a time in %d round(s) whose order rotates; each row is the median round, and each ratio below the median of the rounds' ratios.\n\n",
+	fmt.Fprintf(b, "%d JPEG tiles `{0..%d}/x/y.jpg` (%s) uploaded three times to `bench/cmd/s3serve`: as objects `osm/z/x/y.jpg`, as one PMTiles v3 archive `arc.pmtiles` of the same bytes (written with the product's writer, `shared/formats/pmtiles/pmwrite`, as `tilesieve upload` writes it) and as one MBTiles database `mb.mbtiles` (below). One `go build ./functions/tiles` process (local server mode, `MEM_CACHE_BYTES=%d`, room for every copy, a 1 GiB disk tier beside which the database is staged; memory hits do not touch it) serves all three, `/osm/…`, `/arc/…` and `/mb/…`; `pmtiles serve` of github.com/protomaps/go-pmtiles v1.31.2 (built from the module cache, `--cache-size=64`) serves the same archive file from local disk. Each is warmed by one pass over every tile, then loaded one at a time in %d round(s) whose order rotates; each row is the median round, and each ratio below the median of the rounds' ratios.\n\n",
 		s.Tiles, s.Params.MaxZoom, mib(s.Bytes), s.Params.SharedMem(), max(1, s.Params.Rounds))
 	if len(s.Commands) == 2 {
 		fmt.Fprintf(b, "Commands: `%s` and `%s`. The load generator shares the cores with the server.\n\n", s.Commands[0], s.Commands[1])

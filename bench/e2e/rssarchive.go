@@ -12,9 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/protomaps/go-pmtiles/pmtiles"
-
-	"github.com/tilesieve/tilesieve/bench/e2e/pmwrite"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/origin/archive"
 )
 
@@ -30,14 +28,14 @@ func writeOversizeArchive(seed, name string, size, n int) error {
 	rand.Read(big)
 	small := make([]byte, 512)
 	rand.Read(small)
-	tiles := []pmwrite.Tile{{Z: 0, X: 0, Y: 0, Body: small}}
+	tiles := []archiveTile{{0, 0, 0, small}}
 	for i := range n {
-		tiles = append(tiles, pmwrite.Tile{Z: 6, X: uint32(i), Y: 0, Body: big})
+		tiles = append(tiles, archiveTile{6, uint32(i), 0, big})
 	}
 	if err := os.MkdirAll(seed, 0o755); err != nil {
 		return err
 	}
-	return pmwrite.WriteFile(filepath.Join(seed, name+".pmtiles"), tiles, pmtiles.Png, name)
+	return writePMTiles(filepath.Join(seed, name+".pmtiles"), tiles, pmtiles.TileTypePNG, name)
 }
 
 // runOversizeArchive: rounds of clients at once, client i asking for tile

@@ -1,33 +1,29 @@
-// Package pmtilestest writes small PMTiles v3 archives for tests, so tests
-// of the product module can build archives without another module's writer:
-// clustered or not, with run-length dedup, directories compressed with any
-// of the format's compressions, and leaf directories once the root would
-// grow past a size. It writes what the spec
-// allows, not what any one tool writes; cross-checks against go-pmtiles'
-// writer live in the bench module.
+// Package pmtilestest builds small PMTiles v3 archives in memory for tests.
+// Build writes them through pmwrite, the project's one PMTiles writer, so
+// tests read what the upload tool writes. The kit keeps only what that
+// writer must not do, each saying why: Options.Edit rewrites a header after
+// the fact, the default of Options.LeafEntries cuts the small leaves tests
+// need, and EncodeHeader and EncodeDirectory hand-make broken sections.
+// Cross-checks against go-pmtiles live in the bench module (bench/pmcheck).
 package pmtilestest
 
 import (
 	"bytes"
 	"cmp"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 	"testing"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmwrite"
 )
 
-// Options shape the archive. The zero value writes a clustered PNG archive
-// without dedup, with uncompressed directories and a root of at most
-// pmtiles.RootWindow-pmtiles.HeaderLen bytes.
+// Options shape the archive. The zero value writes an unclustered PNG
+// archive without dedup, with uncompressed directories and a root of at
+// most pmtiles.RootWindow-pmtiles.HeaderLen bytes.
 type Options struct {
 	Clustered bool // tile data in tile-id order (else in reverse order)
 	// Dedup stores identical tiles once and joins consecutive tile ids with
@@ -36,197 +32,143 @@ type Options struct {
 	InternalCompression pmtiles.Compression // none (the zero value), gzip, brotli or zstd
 	TileCompression     pmtiles.Compression // recorded in the header; tiles are stored as given
 	TileType            pmtiles.TileType    // default PNG
-	Metadata            any                 // JSON-encoded into the metadata section; nil writes none
+	Metadata            any                 // JSON-encoded into the metadata section; nil writes {}
 	// MaxRootBytes is the stored size the root directory may have before
 	// the entries move to leaf directories; default RootWindow - HeaderLen.
 	MaxRootBytes int
 	// LeafEntries is the number of entries per leaf directory when leaves
 	// are needed; default the smallest power of two from 16 that lets the
-	// root fit.
+	// root fit. (pmwrite's own sizing starts at 4096 entries a leaf, as
+	// go-pmtiles does, so a test archive would get one leaf; tests want
+	// several.)
 	LeafEntries int
-	// Edit, when set, changes the header (bounds, center, counts) before it
-	// is written.
+	// Edit, when set, changes the header after the archive is written, for
+	// tests of what a reader makes of headers no writer would write (the
+	// archive's sections are not moved to match).
 	Edit func(*pmtiles.Header)
 }
 
 // Build writes an archive of tiles (at least one: the format has no empty
-// directory). It panics on a tile outside its zoom's
-// grid or zoom above pmtiles.MaxZoom (test input, not outside input).
+// directory; an empty tile is left out, as pmwrite leaves it). It panics on
+// a tile outside its zoom's grid or zoom above pmtiles.MaxZoom (test input,
+// not outside input).
 func Build(tiles map[pmtiles.ZXY][]byte, o Options) []byte {
-	if o.TileType == pmtiles.TileTypeUnknown {
-		o.TileType = pmtiles.TileTypePNG
+	opts := pmwrite.Options{
+		TileType:            cmp.Or(o.TileType, pmtiles.TileTypePNG),
+		TileCompression:     o.TileCompression,
+		InternalCompression: cmp.Or(o.InternalCompression, pmtiles.CompressionNone),
+		// The whole Web Mercator square, centred at the lowest zoom, as
+		// tests of TileJSON expect, whatever the tiles cover.
+		Bounds:          &[4]float64{-180, -85.0511287, 180, 85.0511287},
+		Center:          &[3]float64{0, 0, -1},
+		Unclustered:     !o.Clustered,
+		NoDeduplication: !o.Dedup,
+		MaxRootBytes:    o.MaxRootBytes,
+		LeafEntries:     o.LeafEntries,
 	}
-	if o.InternalCompression == pmtiles.CompressionUnknown {
-		o.InternalCompression = pmtiles.CompressionNone
-	}
-	if o.TileCompression == pmtiles.CompressionUnknown {
-		o.TileCompression = pmtiles.CompressionNone
-	}
-	if o.MaxRootBytes == 0 {
-		o.MaxRootBytes = pmtiles.RootWindow - pmtiles.HeaderLen
-	}
-	type idTile struct {
-		id   uint64
-		body []byte
-	}
-	ids := make([]idTile, 0, len(tiles))
-	minZ, maxZ := uint8(pmtiles.MaxZoom), uint8(0)
-	for t, b := range tiles {
-		id, err := t.ID()
-		if err != nil {
-			panic(fmt.Sprintf("pmtilestest: %v", err))
-		}
-		ids = append(ids, idTile{id, b})
-		minZ, maxZ = min(minZ, t.Z), max(maxZ, t.Z)
-	}
-	if len(ids) == 0 {
-		minZ = 0
-	}
-	slices.SortFunc(ids, func(a, b idTile) int { return cmp.Compare(a.id, b.id) })
-
-	// Lay out tile data: in id order when clustered, else reversed.
-	order := slices.Clone(ids)
-	if !o.Clustered {
-		slices.Reverse(order)
-	}
-	var data bytes.Buffer
-	offsets := make(map[uint64]uint64, len(ids)) // tile id → offset
-	seen := map[string]uint64{}                  // body → offset, with Dedup
-	contents := 0
-	for _, it := range order {
-		if o.Dedup {
-			if off, ok := seen[string(it.body)]; ok {
-				offsets[it.id] = off
-				continue
-			}
-			seen[string(it.body)] = uint64(data.Len())
-		}
-		offsets[it.id] = uint64(data.Len())
-		data.Write(it.body)
-		contents++
-	}
-
-	var entries []pmtiles.Entry
-	for _, it := range ids {
-		if n := len(entries); o.Dedup && n > 0 {
-			last := &entries[n-1]
-			if last.TileID+uint64(last.RunLength) == it.id && offsets[it.id] == last.Offset && uint64(len(it.body)) == uint64(last.Length) {
-				last.RunLength++
-				continue
-			}
-		}
-		entries = append(entries, pmtiles.Entry{TileID: it.id, Offset: offsets[it.id], Length: uint32(len(it.body)), RunLength: 1})
-	}
-
-	root, leaves := directories(entries, o)
-	var meta []byte
 	if o.Metadata != nil {
 		j, err := json.Marshal(o.Metadata)
 		if err != nil {
 			panic(fmt.Sprintf("pmtilestest: metadata: %v", err))
 		}
-		meta = compress(j, o.InternalCompression)
+		opts.Metadata = j
 	}
-	h := pmtiles.Header{
-		SpecVersion:         3,
-		RootOffset:          pmtiles.HeaderLen,
-		RootLength:          uint64(len(root)),
-		AddressedTilesCount: uint64(len(ids)),
-		TileEntriesCount:    uint64(len(entries)),
-		TileContentsCount:   uint64(contents),
-		Clustered:           o.Clustered,
-		InternalCompression: o.InternalCompression,
-		TileCompression:     o.TileCompression,
-		TileType:            o.TileType,
-		MinZoom:             minZ,
-		MaxZoom:             maxZ,
-		MinLonE7:            -1800000000,
-		MinLatE7:            -850511287,
-		MaxLonE7:            1800000000,
-		MaxLatE7:            850511287,
-		CenterZoom:          minZ,
+	// In tile-id order, or the reverse: unclustered, pmwrite lays the data
+	// out in the order added.
+	ids := make([]pmtiles.ZXY, 0, len(tiles))
+	for t := range tiles {
+		ids = append(ids, t)
 	}
-	h.MetadataOffset = h.RootOffset + h.RootLength
-	h.MetadataLength = uint64(len(meta))
-	h.LeafDirectoryOffset = h.MetadataOffset + h.MetadataLength
-	h.LeafDirectoryLength = uint64(len(leaves))
-	h.TileDataOffset = h.LeafDirectoryOffset + h.LeafDirectoryLength
-	h.TileDataLength = uint64(data.Len())
-	if o.Edit != nil {
-		o.Edit(&h)
+	slices.SortFunc(ids, func(a, b pmtiles.ZXY) int { return cmp.Compare(id(a), id(b)) })
+	if !o.Clustered {
+		slices.Reverse(ids)
 	}
-	out := EncodeHeader(h)
-	for _, b := range [][]byte{root, meta, leaves, data.Bytes()} {
-		out = append(out, b...)
-	}
-	return out
-}
-
-// directories encodes entries as one root, or as a root of leaf pointers and
-// the leaves, whichever keeps the root within o.MaxRootBytes.
-func directories(entries []pmtiles.Entry, o Options) (root, leaves []byte) {
-	root = compress(EncodeDirectory(entries), o.InternalCompression)
-	if len(root) <= o.MaxRootBytes || len(entries) == 0 {
-		return root, nil
-	}
-	size := o.LeafEntries
-	if size <= 0 {
-		size = 16
-	}
-	for {
-		var ptrs []pmtiles.Entry
-		leaves = leaves[:0]
-		for i := 0; i < len(entries); i += size {
-			leaf := compress(EncodeDirectory(entries[i:min(i+size, len(entries))]), o.InternalCompression)
-			ptrs = append(ptrs, pmtiles.Entry{TileID: entries[i].TileID, Offset: uint64(len(leaves)), Length: uint32(len(leaf))})
-			leaves = append(leaves, leaf...)
-		}
-		root = compress(EncodeDirectory(ptrs), o.InternalCompression)
-		if len(root) <= o.MaxRootBytes || o.LeafEntries > 0 {
-			return root, leaves
-		}
-		size *= 2
-	}
-}
-
-// EncodeHeader is the 127-byte encoding of h (pmtiles.AppendHeader).
-func EncodeHeader(h pmtiles.Header) []byte { return pmtiles.AppendHeader(nil, h) }
-
-// EncodeDirectory is the uncompressed encoding of entries (sorted by
-// TileID), with contiguous offsets written as 0 (pmtiles.AppendDirectory).
-func EncodeDirectory(entries []pmtiles.Entry) []byte { return pmtiles.AppendDirectory(nil, entries) }
-
-func compress(b []byte, c pmtiles.Compression) []byte { return Compress(b, c) }
-
-// Compress compresses b with c (none, gzip, brotli or zstd), for
-// directories, metadata and tiles of test archives. It panics on another
-// compression.
-func Compress(b []byte, c pmtiles.Compression) []byte {
-	var buf bytes.Buffer
-	var zw io.WriteCloser
-	switch c {
-	case pmtiles.CompressionNone:
-		return b
-	case pmtiles.CompressionGzip:
-		zw = gzip.NewWriter(&buf)
-	case pmtiles.CompressionBrotli:
-		zw = brotli.NewWriterLevel(&buf, brotli.DefaultCompression)
-	case pmtiles.CompressionZstd:
-		w, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+	if o.LeafEntries > 0 {
+		b, err := write(ids, tiles, opts)
 		if err != nil {
 			panic(err)
 		}
-		zw = w
-	default:
-		panic(fmt.Sprintf("pmtilestest: cannot write %v", c))
+		return edit(b, o.Edit)
 	}
-	if _, err := zw.Write(b); err != nil {
+	// pmwrite moves entries to leaves only past the root's limit, so a
+	// small archive still gets a root alone.
+	limit := uint64(cmp.Or(o.MaxRootBytes, pmtiles.RootWindow-pmtiles.HeaderLen))
+	for size := 16; ; size *= 2 {
+		opts.LeafEntries = size
+		b, err := write(ids, tiles, opts)
+		if err == nil {
+			if h, _ := pmtiles.ParseHeader(b); h.RootLength <= limit {
+				return edit(b, o.Edit)
+			}
+		}
+		if size >= len(ids) {
+			panic(fmt.Sprintf("pmtilestest: no leaf size keeps the root within %d bytes: %v", limit, err))
+		}
+	}
+}
+
+// id is t's tile id; it panics on a tile outside its grid.
+func id(t pmtiles.ZXY) uint64 {
+	id, err := t.ID()
+	if err != nil {
+		panic(fmt.Sprintf("pmtilestest: %v", err))
+	}
+	return id
+}
+
+// write adds tiles in the order of ids to a pmwrite.Writer and returns the
+// archive. It panics on a tile pmwrite refuses; the error is an option
+// that cannot make an archive (leaves too small for the root's window).
+func write(ids []pmtiles.ZXY, tiles map[pmtiles.ZXY][]byte, opts pmwrite.Options) ([]byte, error) {
+	w, err := pmwrite.New("")
+	if err != nil {
 		panic(err)
 	}
-	if err := zw.Close(); err != nil {
-		panic(err)
+	defer w.Close()
+	for _, t := range ids {
+		if err := w.Add(t.Z, t.X, t.Y, tiles[t]); err != nil {
+			panic(fmt.Sprintf("pmtilestest: %v", err))
+		}
 	}
-	return buf.Bytes()
+	var out bytes.Buffer
+	if _, err := w.Finish(&out, opts); err != nil {
+		return nil, fmt.Errorf("pmtilestest: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+// edit applies f to the archive's header in place.
+func edit(b []byte, f func(*pmtiles.Header)) []byte {
+	if f == nil {
+		return b
+	}
+	h, err := pmtiles.ParseHeader(b)
+	if err != nil {
+		panic(fmt.Sprintf("pmtilestest: %v", err))
+	}
+	f(&h)
+	copy(b, EncodeHeader(h))
+	return b
+}
+
+// EncodeHeader is the 127-byte encoding of h (pmtiles.AppendHeader), for
+// hand-made archives no writer would write.
+func EncodeHeader(h pmtiles.Header) []byte { return pmtiles.AppendHeader(nil, h) }
+
+// EncodeDirectory is the uncompressed encoding of entries (sorted by
+// TileID), with contiguous offsets written as 0 (pmtiles.AppendDirectory),
+// for hand-made directories no writer would write (cycles, overlaps).
+func EncodeDirectory(entries []pmtiles.Entry) []byte { return pmtiles.AppendDirectory(nil, entries) }
+
+// Compress compresses b with c (none, gzip, brotli or zstd) as pmwrite
+// compresses an archive's sections, for metadata and tiles of tests. It
+// panics on another compression.
+func Compress(b []byte, c pmtiles.Compression) []byte {
+	out, err := pmwrite.Compress(b, c)
+	if err != nil {
+		panic(fmt.Sprintf("pmtilestest: %v", err))
+	}
+	return out
 }
 
 // Open opens archive, held in memory, with the product's reader and default

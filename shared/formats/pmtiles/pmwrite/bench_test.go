@@ -1,4 +1,4 @@
-package pmwrite
+package pmwrite_test
 
 import (
 	"encoding/binary"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmwrite"
 )
 
 // BenchmarkWriteDistinctTiles writes b.N distinct tiles of zoom 12 and
@@ -14,7 +15,7 @@ import (
 // entries and hashes; the tile bytes are in the temporary file).
 func BenchmarkWriteDistinctTiles(b *testing.B) {
 	b.ReportAllocs()
-	w, err := New(b.TempDir())
+	w, err := pmwrite.New(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func BenchmarkWriteDistinctTiles(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "heap-B/tile")
 	b.StartTimer()
-	if _, err := w.Finish(io.Discard, Options{TileType: pmtiles.TileTypePNG}); err != nil {
+	if _, err := w.Finish(io.Discard, pmwrite.Options{TileType: pmtiles.TileTypePNG}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -1,6 +1,8 @@
 // Package pmwrite writes PMTiles v3 archives: tiles in, in any order, one
-// clustered archive out. It lives apart from package pmtiles so that what
-// only the upload tool needs is not linked into the tile function.
+// archive out. It is the project's one PMTiles writer (the upload tool's
+// conversions and the test kit pmtilestest both write through it), and it
+// lives apart from package pmtiles so that what only writers need is not
+// linked into the tile function.
 //
 // What it promises:
 //
@@ -8,15 +10,19 @@
 //     only an entry per tile and a hash per distinct tile (about 145 bytes
 //     a distinct tile, BenchmarkWriteDistinctTiles), never the archive.
 //   - Identical tile bytes are stored once (by SHA-256), and consecutive tile
-//     ids with identical bytes become one run-length entry.
-//   - The archive is clustered (tile data in tile-id order), its directories
-//     and metadata gzip-compressed, its root directory within the first
-//     pmtiles.RootWindow bytes, with leaf directories (one level, ascending)
-//     when the entries do not fit the root.
+//     ids with identical bytes become one run-length entry, unless
+//     Options.NoDeduplication.
+//   - By default the archive is clustered (tile data in tile-id order), its
+//     directories and metadata gzip-compressed, its root directory within
+//     the first pmtiles.RootWindow bytes, with leaf directories (one level,
+//     ascending) when the entries do not fit the root. Options choose the
+//     other layouts the spec allows: unclustered data, no deduplication,
+//     directories compressed otherwise, a smaller root, leaf sizes.
 //   - The header records the tile type and compression given, the zooms of
 //     the tiles added, and the bounds and center given (else those of the
-//     tiles). Equal input writes equal bytes, so a second conversion of the
-//     same tiles uploads nothing new.
+//     tiles). Equal input (for an unclustered archive, in equal order)
+//     writes equal bytes, so a second conversion of the same tiles uploads
+//     nothing new.
 //   - Bad input (a tile outside its zoom's grid, a tile added twice,
 //     metadata that is not a JSON object, no tiles) is an error, never a
 //     partial archive; an empty tile, which the format cannot hold, is
@@ -27,7 +33,6 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -47,6 +52,10 @@ func badInput(format string, args ...any) error {
 	return fmt.Errorf("pmwrite: "+format+": %w", append(args, ErrInput)...)
 }
 
+// maxRoot is the most a root directory may take: the spec's first read,
+// less the header.
+const maxRoot = pmtiles.RootWindow - pmtiles.HeaderLen
+
 // Options describe the archive, given to Finish: what the header and
 // metadata say is often known only once every tile is. Zero values take the
 // defaults.
@@ -55,6 +64,9 @@ type Options struct {
 	// TileCompression is the compression of the tile bytes as they are
 	// added (they are stored as given); default none.
 	TileCompression pmtiles.Compression
+	// InternalCompression compresses the directories and the metadata:
+	// gzip (the default), none, brotli or zstd.
+	InternalCompression pmtiles.Compression
 	// Metadata is the archive's JSON metadata, one JSON object; nil or
 	// empty writes {}.
 	Metadata []byte
@@ -66,19 +78,39 @@ type Options struct {
 	// the nearest of them; nil takes the middle of the bounds at the
 	// lowest zoom.
 	Center *[3]float64
+
+	// Unclustered lays the tile data out in the order the tiles were added
+	// instead of tile-id order, and the header says so (readers then cannot
+	// take neighbouring tiles for neighbouring bytes).
+	Unclustered bool
+	// NoDeduplication stores every tile's bytes apart, identical or not,
+	// each under its own entry (no run lengths), as go-pmtiles' convert
+	// --no-deduplication does.
+	NoDeduplication bool
+	// MaxRootBytes is the stored size past which a root holding every
+	// entry gives way to leaf directories; default and at most
+	// pmtiles.RootWindow-pmtiles.HeaderLen. A smaller root makes an
+	// archive's first read smaller.
+	MaxRootBytes int
+	// LeafEntries is the number of entries a leaf directory holds once
+	// leaves are needed. 0 sizes them as go-pmtiles does: 4096 entries, or
+	// a 3500th of them, grown by a fifth until the root fits MaxRootBytes.
+	// A size given is kept as long as the root fits the spec's window.
+	LeafEntries int
 }
 
 // Stats count what an archive holds.
 type Stats struct {
 	Tiles    uint64 // addressed tiles
 	Entries  uint64 // directory entries of tiles, after run-length encoding
-	Contents uint64 // distinct tile blobs stored
+	Contents uint64 // tile blobs stored (distinct ones, unless NoDeduplication)
 	Empty    uint64 // empty tiles left out
 	Leaves   int    // leaf directories
 	Bytes    int64  // the archive's size
 }
 
-// rec is one tile added: its id and where its bytes are in the temp file.
+// rec is one tile added: its id and where its bytes are in the temp file
+// (in the data section, once laid out).
 type rec struct {
 	id     uint64
 	off    uint64
@@ -94,15 +126,14 @@ type blob struct {
 // Writer collects tiles and writes the archive. It is not safe for
 // concurrent use.
 type Writer struct {
-	tmp       *os.File
-	buf       *bufio.Writer
-	size      uint64 // bytes written to tmp
-	recs      []rec
-	blobs     map[[sha256.Size]byte]blob
-	empty     uint64
-	zooms     [pmtiles.MaxZoom + 1]extent
-	rootLimit int // the root directory's stored size limit
-	done      bool
+	tmp   *os.File
+	buf   *bufio.Writer
+	size  uint64 // bytes written to tmp
+	recs  []rec  // in the order added
+	blobs map[[sha256.Size]byte]blob
+	empty uint64
+	zooms [pmtiles.MaxZoom + 1]extent
+	done  bool
 }
 
 // extent is the tile rows and columns a zoom covers.
@@ -120,10 +151,9 @@ func New(dir string) (*Writer, error) {
 		return nil, fmt.Errorf("pmwrite: %w", err)
 	}
 	return &Writer{
-		tmp:       tmp,
-		buf:       bufio.NewWriterSize(tmp, 1<<20),
-		blobs:     map[[sha256.Size]byte]blob{},
-		rootLimit: pmtiles.RootWindow - pmtiles.HeaderLen,
+		tmp:   tmp,
+		buf:   bufio.NewWriterSize(tmp, 1<<20),
+		blobs: map[[sha256.Size]byte]blob{},
 	}, nil
 }
 
@@ -135,10 +165,14 @@ func (opts Options) check() (Options, error) {
 	if opts.TileCompression == pmtiles.CompressionUnknown {
 		opts.TileCompression = pmtiles.CompressionNone
 	}
-	switch opts.TileCompression {
-	case pmtiles.CompressionNone, pmtiles.CompressionGzip, pmtiles.CompressionBrotli, pmtiles.CompressionZstd:
-	default:
+	if !known(opts.TileCompression) {
 		return opts, badInput("tile compression %v", opts.TileCompression)
+	}
+	if opts.InternalCompression == pmtiles.CompressionUnknown {
+		opts.InternalCompression = pmtiles.CompressionGzip
+	}
+	if !known(opts.InternalCompression) {
+		return opts, badInput("internal compression %v: want none, gzip, br or zstd", opts.InternalCompression)
 	}
 	if len(bytes.TrimSpace(opts.Metadata)) == 0 {
 		opts.Metadata = []byte("{}")
@@ -153,7 +187,25 @@ func (opts Options) check() (Options, error) {
 	if c := opts.Center; c != nil && !(c[0] >= -180 && c[0] <= 180 && c[1] >= -90 && c[1] <= 90 && c[2] <= pmtiles.MaxZoom) {
 		return opts, badInput("center %v: want a longitude, a latitude and a zoom up to %d", *c, pmtiles.MaxZoom)
 	}
+	if opts.MaxRootBytes == 0 {
+		opts.MaxRootBytes = maxRoot
+	}
+	if opts.MaxRootBytes < 0 || opts.MaxRootBytes > maxRoot {
+		return opts, badInput("root of at most %d bytes: want 1 to %d", opts.MaxRootBytes, maxRoot)
+	}
+	if opts.LeafEntries < 0 {
+		return opts, badInput("%d entries a leaf", opts.LeafEntries)
+	}
 	return opts, nil
+}
+
+// known is a compression the writer can store and record.
+func known(c pmtiles.Compression) bool {
+	switch c {
+	case pmtiles.CompressionNone, pmtiles.CompressionGzip, pmtiles.CompressionBrotli, pmtiles.CompressionZstd:
+		return true
+	}
+	return false
 }
 
 // Add adds tile z/x/y (XYZ rows, y grows southwards) with its stored bytes,
@@ -214,43 +266,22 @@ func (w *Writer) Finish(out io.Writer, opts Options) (Stats, error) {
 	if err := w.buf.Flush(); err != nil {
 		return st, fmt.Errorf("pmwrite: temporary file: %w", err)
 	}
-	slices.SortFunc(w.recs, func(a, b rec) int { return cmp.Compare(a.id, b.id) })
-
-	// Lay tile data out in tile-id order, each distinct blob once, where
-	// the first tile holding it falls.
-	var entries []pmtiles.Entry
-	final := make(map[uint64]uint64, len(w.blobs)) // temp offset → data offset
-	order := make([]blob, 0, len(w.blobs))         // blobs in data order
-	var dataLen uint64
-	for i, r := range w.recs {
-		if i > 0 && w.recs[i-1].id == r.id {
-			t, _ := pmtiles.IDToZXY(r.id)
-			return st, badInput("tile %v added twice", t)
-		}
-		off, ok := final[r.off]
-		if !ok {
-			off = dataLen
-			final[r.off] = off
-			order = append(order, blob{off: r.off, length: r.length})
-			dataLen += uint64(r.length)
-		}
-		if n := len(entries); n > 0 {
-			last := &entries[n-1]
-			if last.Offset == off && last.TileID+uint64(last.RunLength) == r.id && last.RunLength < math.MaxUint32 {
-				last.RunLength++
-				continue
-			}
-		}
-		entries = append(entries, pmtiles.Entry{TileID: r.id, Offset: off, Length: r.length, RunLength: 1})
+	entries, order, dataLen, err := w.layout(opts)
+	if err != nil {
+		return st, err
 	}
 	st.Tiles, st.Entries, st.Contents = uint64(len(w.recs)), uint64(len(entries)), uint64(len(order))
 
-	root, leaves, n, err := directories(entries, w.rootLimit)
+	enc, err := newEncoder(opts.InternalCompression)
+	if err != nil {
+		return st, err
+	}
+	root, leaves, n, err := directories(entries, enc, opts)
 	if err != nil {
 		return st, err
 	}
 	st.Leaves = n
-	meta, err := gzipBytes(opts.Metadata)
+	meta, err := enc.encode(opts.Metadata)
 	if err != nil {
 		return st, err
 	}
@@ -279,6 +310,51 @@ func (w *Writer) Finish(out io.Writer, opts Options) (Stats, error) {
 	return st, nil
 }
 
+// layout places the tile data, each blob where the first tile holding it
+// falls (every tile's bytes apart without deduplication), in tile-id order
+// or, unclustered, in the order added. It returns the directory entries in
+// tile-id order, the blobs to copy in data order and the data's length.
+func (w *Writer) layout(opts Options) (entries []pmtiles.Entry, order []blob, dataLen uint64, err error) {
+	byID := func(a, b rec) int { return cmp.Compare(a.id, b.id) }
+	if !opts.Unclustered {
+		slices.SortFunc(w.recs, byID)
+	}
+	dedup := !opts.NoDeduplication
+	final := make(map[uint64]uint64, len(w.blobs)) // temp offset → data offset
+	order = make([]blob, 0, len(w.blobs))
+	for i := range w.recs {
+		r := &w.recs[i]
+		off, ok := final[r.off]
+		if !ok || !dedup {
+			off = dataLen
+			if dedup {
+				final[r.off] = off
+			}
+			order = append(order, blob{off: r.off, length: r.length})
+			dataLen += uint64(r.length)
+		}
+		r.off = off
+	}
+	if opts.Unclustered {
+		slices.SortFunc(w.recs, byID)
+	}
+	for i, r := range w.recs {
+		if i > 0 && w.recs[i-1].id == r.id {
+			t, _ := pmtiles.IDToZXY(r.id)
+			return nil, nil, 0, badInput("tile %v added twice", t)
+		}
+		if n := len(entries); dedup && n > 0 {
+			last := &entries[n-1]
+			if last.Offset == r.off && last.TileID+uint64(last.RunLength) == r.id && last.RunLength < math.MaxUint32 {
+				last.RunLength++
+				continue
+			}
+		}
+		entries = append(entries, pmtiles.Entry{TileID: r.id, Offset: r.off, Length: r.length, RunLength: 1})
+	}
+	return entries, order, dataLen, nil
+}
+
 // Close removes the temporary file; after Finish it does nothing.
 func (w *Writer) Close() error {
 	if w.done {
@@ -296,8 +372,8 @@ func (w *Writer) header(st Stats, opts Options) pmtiles.Header {
 		AddressedTilesCount: st.Tiles,
 		TileEntriesCount:    st.Entries,
 		TileContentsCount:   st.Contents,
-		Clustered:           true,
-		InternalCompression: pmtiles.CompressionGzip,
+		Clustered:           !opts.Unclustered,
+		InternalCompression: opts.InternalCompression,
 		TileCompression:     opts.TileCompression,
 		TileType:            opts.TileType,
 	}
@@ -349,59 +425,56 @@ func lat(f float64) float64 {
 func e7(v float64) int32 { return int32(math.Round(v * 1e7)) }
 
 // directories encodes entries as one root, or, when that does not fit in
-// limit bytes stored, as leaves of equal entry counts (grown until the
-// root of pointers to them fits) and a root of those pointers.
-func directories(entries []pmtiles.Entry, limit int) (root, leaves []byte, n int, err error) {
-	if root, err = gzipBytes(pmtiles.AppendDirectory(nil, entries)); err != nil {
+// opts.MaxRootBytes stored, as leaves of opts.LeafEntries entries (or of
+// equal entry counts grown until the root of pointers to them fits) and a
+// root of those pointers.
+func directories(entries []pmtiles.Entry, enc *encoder, opts Options) (root, leaves []byte, n int, err error) {
+	if root, err = enc.encode(pmtiles.AppendDirectory(nil, entries)); err != nil {
 		return nil, nil, 0, err
 	}
-	if len(root) <= limit {
+	if len(root) <= opts.MaxRootBytes {
 		return root, nil, 0, nil
+	}
+	if opts.LeafEntries > 0 {
+		if root, leaves, n, err = leafDirectories(entries, opts.LeafEntries, enc); err == nil && len(root) > maxRoot {
+			err = badInput("leaves of %d entries: a root of %d bytes, more than %d", opts.LeafEntries, len(root), maxRoot)
+		}
+		return root, leaves, n, err
 	}
 	// As go-pmtiles does: start from 4096 entries a leaf (or what makes
 	// about 3500 leaves) and grow by a fifth until the root fits.
 	size := max(4096, float64(len(entries))/3500)
-	if limit < pmtiles.RootWindow-pmtiles.HeaderLen {
-		size = 1 // a lowered limit (tests) starts from the smallest leaves
-	}
 	for {
 		per := max(int(size), 1)
-		var ptrs []pmtiles.Entry
-		leaves = leaves[:0]
-		for i := 0; i < len(entries); i += per {
-			leaf, err := gzipBytes(pmtiles.AppendDirectory(nil, entries[i:min(i+per, len(entries))]))
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			ptrs = append(ptrs, pmtiles.Entry{TileID: entries[i].TileID, Offset: uint64(len(leaves)), Length: uint32(len(leaf))})
-			leaves = append(leaves, leaf...)
-		}
-		if root, err = gzipBytes(pmtiles.AppendDirectory(nil, ptrs)); err != nil {
+		if root, leaves, n, err = leafDirectories(entries, per, enc); err != nil {
 			return nil, nil, 0, err
 		}
-		if len(root) <= limit {
-			return root, leaves, len(ptrs), nil
+		if len(root) <= opts.MaxRootBytes {
+			return root, leaves, n, nil
 		}
 		if per >= len(entries) {
-			return nil, nil, 0, fmt.Errorf("pmwrite: a root of one leaf takes %d bytes, more than %d", len(root), limit)
+			return nil, nil, 0, badInput("root of at most %d bytes: a root of one leaf takes %d", opts.MaxRootBytes, len(root))
 		}
 		size = max(size*1.2, size+1)
 	}
 }
 
-// gzipBytes compresses b with gzip, without a name or a time in the header,
-// so equal bytes compress to equal bytes.
-func gzipBytes(b []byte) ([]byte, error) {
-	var out bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&out, gzip.BestCompression)
+// leafDirectories encodes entries as leaves of per entries each and a root
+// of pointers to them, returning root, leaves and the number of leaves.
+func leafDirectories(entries []pmtiles.Entry, per int, enc *encoder) ([]byte, []byte, int, error) {
+	var ptrs []pmtiles.Entry
+	var leaves []byte
+	for i := 0; i < len(entries); i += per {
+		leaf, err := enc.encode(pmtiles.AppendDirectory(nil, entries[i:min(i+per, len(entries))]))
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		ptrs = append(ptrs, pmtiles.Entry{TileID: entries[i].TileID, Offset: uint64(len(leaves)), Length: uint32(len(leaf))})
+		leaves = append(leaves, leaf...)
+	}
+	root, err := enc.encode(pmtiles.AppendDirectory(nil, ptrs))
 	if err != nil {
-		return nil, fmt.Errorf("pmwrite: gzip: %w", err)
+		return nil, nil, 0, err
 	}
-	if _, err := zw.Write(b); err != nil {
-		return nil, fmt.Errorf("pmwrite: gzip: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("pmwrite: gzip: %w", err)
-	}
-	return out.Bytes(), nil
+	return root, leaves, len(ptrs), nil
 }

@@ -1,4 +1,4 @@
-package pmwrite
+package pmwrite_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
+	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmwrite"
 )
 
 type tileAt struct {
@@ -20,17 +21,17 @@ type tileAt struct {
 
 // write builds an archive of tiles (added in the order of keys) with the
 // root limited to limit bytes (0: the spec's).
-func write(t testing.TB, tiles map[tileAt][]byte, keys []tileAt, opts Options, limit int) ([]byte, Stats) {
+func write(t testing.TB, tiles map[tileAt][]byte, keys []tileAt, opts pmwrite.Options, limit int) ([]byte, pmwrite.Stats) {
 	t.Helper()
 	if opts.TileType == pmtiles.TileTypeUnknown {
 		opts.TileType = pmtiles.TileTypePNG
 	}
-	w, err := New(t.TempDir())
+	if limit > 0 {
+		opts.MaxRootBytes = limit
+	}
+	w, err := pmwrite.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
-	}
-	if limit > 0 {
-		w.rootLimit = limit
 	}
 	for _, k := range keys {
 		if err := w.Add(k.z, k.x, k.y, tiles[k]); err != nil {
@@ -132,7 +133,7 @@ func TestRoundTrip(t *testing.T) {
 				rand.New(rand.NewPCG(1, 2)).Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 			}
 			meta := []byte(`{"name":"t","vector_layers":[]}`)
-			archive, st := write(t, tiles, keys, Options{Metadata: meta}, tc.limit)
+			archive, st := write(t, tiles, keys, pmwrite.Options{Metadata: meta}, tc.limit)
 			r := readBack(t, archive, tiles, tc.maxZ+1)
 			h := r.Header()
 			var nonEmpty, distinctBlobs = 0, map[string]bool{}
@@ -223,7 +224,7 @@ func TestLeavesAtScale(t *testing.T) {
 		}
 		return b
 	})
-	archive, st := write(t, tiles, keys, Options{}, 0)
+	archive, st := write(t, tiles, keys, pmwrite.Options{}, 0)
 	if st.Leaves == 0 {
 		t.Fatalf("leaves: got 0 for %d entries, want some", st.Entries)
 	}
@@ -236,12 +237,12 @@ func TestLeavesAtScale(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	t.Parallel()
 	tiles, keys := pyramid(4, func(z uint8, x, y uint32) []byte { return []byte{byte(x), byte(y % 3), z} })
-	a, _ := write(t, tiles, keys, Options{}, 0)
+	a, _ := write(t, tiles, keys, pmwrite.Options{}, 0)
 	rev := make([]tileAt, len(keys))
 	for i, k := range keys {
 		rev[len(keys)-1-i] = k
 	}
-	b, _ := write(t, tiles, rev, Options{}, 0)
+	b, _ := write(t, tiles, rev, pmwrite.Options{}, 0)
 	if !bytes.Equal(a, b) {
 		t.Fatalf("two writes of the same tiles in other orders: got %d and %d differing bytes, want equal archives", len(a), len(b))
 	}
@@ -253,15 +254,15 @@ func TestHeaderBoundsAndCenter(t *testing.T) {
 	keys := []tileAt{{1, 0, 0}, {2, 1, 1}}
 	for _, tc := range []struct {
 		name       string
-		opts       Options
+		opts       pmwrite.Options
 		wantBounds [4]float64
 		wantCenter [3]float64
 	}{
-		{"from the tiles", Options{}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{-90, 42.5255644, 1}},
-		{"given", Options{Bounds: &[4]float64{5.5, 45, 10.5, 48}, Center: &[3]float64{8.5, 47.3, 2}}, [4]float64{5.5, 45, 10.5, 48}, [3]float64{8.5, 47.3, 2}},
-		{"bounds given, center from them", Options{Bounds: &[4]float64{0, 0, 10, 20}}, [4]float64{0, 0, 10, 20}, [3]float64{5, 10, 1}},
-		{"center given without its zoom", Options{Center: &[3]float64{8.5, 47.3, -1}}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{8.5, 47.3, 1}},
-		{"center zoom past the tiles", Options{Center: &[3]float64{8.5, 47.3, 14}}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{8.5, 47.3, 2}},
+		{"from the tiles", pmwrite.Options{}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{-90, 42.5255644, 1}},
+		{"given", pmwrite.Options{Bounds: &[4]float64{5.5, 45, 10.5, 48}, Center: &[3]float64{8.5, 47.3, 2}}, [4]float64{5.5, 45, 10.5, 48}, [3]float64{8.5, 47.3, 2}},
+		{"bounds given, center from them", pmwrite.Options{Bounds: &[4]float64{0, 0, 10, 20}}, [4]float64{0, 0, 10, 20}, [3]float64{5, 10, 1}},
+		{"center given without its zoom", pmwrite.Options{Center: &[3]float64{8.5, 47.3, -1}}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{8.5, 47.3, 1}},
+		{"center zoom past the tiles", pmwrite.Options{Center: &[3]float64{8.5, 47.3, 14}}, [4]float64{-180, 0, 0, 85.0511288}, [3]float64{8.5, 47.3, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -280,7 +281,7 @@ func TestHeaderBoundsAndCenter(t *testing.T) {
 func TestTileCompressionRecorded(t *testing.T) {
 	t.Parallel()
 	tiles := map[tileAt][]byte{{0, 0, 0}: {0x1f, 0x8b, 1}}
-	archive, _ := write(t, tiles, []tileAt{{0, 0, 0}}, Options{TileType: pmtiles.TileTypeMVT, TileCompression: pmtiles.CompressionGzip}, 0)
+	archive, _ := write(t, tiles, []tileAt{{0, 0, 0}}, pmwrite.Options{TileType: pmtiles.TileTypeMVT, TileCompression: pmtiles.CompressionGzip}, 0)
 	h := readBack(t, archive, tiles, 0).Header()
 	if h.TileType != pmtiles.TileTypeMVT || h.TileCompression != pmtiles.CompressionGzip {
 		t.Fatalf("got %v tiles compressed %v, want mvt compressed gzip", h.TileType, h.TileCompression)
@@ -291,34 +292,39 @@ func TestBadInput(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		opts Options
-		add  func(w *Writer) error
+		opts pmwrite.Options
+		add  func(w *pmwrite.Writer) error
 	}{
-		{name: "no tile type", opts: Options{TileType: pmtiles.TileTypeUnknown}},
-		{name: "unknown tile compression", opts: Options{TileType: pmtiles.TileTypePNG, TileCompression: 9}},
-		{name: "metadata not an object", opts: Options{TileType: pmtiles.TileTypePNG, Metadata: []byte(`[1]`)}},
-		{name: "metadata not JSON", opts: Options{TileType: pmtiles.TileTypePNG, Metadata: []byte(`{"a":`)}},
-		{name: "bounds reversed", opts: Options{TileType: pmtiles.TileTypePNG, Bounds: &[4]float64{10, 0, 5, 1}}},
-		{name: "center zoom too deep", opts: Options{TileType: pmtiles.TileTypePNG, Center: &[3]float64{0, 0, 40}}},
-		{name: "center outside the world", opts: Options{TileType: pmtiles.TileTypePNG, Center: &[3]float64{200, 0, 1}}},
-		{name: "tile outside its grid", opts: Options{TileType: pmtiles.TileTypePNG}, add: func(w *Writer) error { return w.Add(1, 2, 0, []byte("x")) }},
-		{name: "zoom too deep", opts: Options{TileType: pmtiles.TileTypePNG}, add: func(w *Writer) error { return w.Add(32, 0, 0, []byte("x")) }},
-		{name: "tile added twice", opts: Options{TileType: pmtiles.TileTypePNG}, add: func(w *Writer) error {
+		{name: "no tile type", opts: pmwrite.Options{TileType: pmtiles.TileTypeUnknown}},
+		{name: "unknown tile compression", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, TileCompression: 9}},
+		{name: "metadata not an object", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, Metadata: []byte(`[1]`)}},
+		{name: "metadata not JSON", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, Metadata: []byte(`{"a":`)}},
+		{name: "bounds reversed", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, Bounds: &[4]float64{10, 0, 5, 1}}},
+		{name: "center zoom too deep", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, Center: &[3]float64{0, 0, 40}}},
+		{name: "center outside the world", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, Center: &[3]float64{200, 0, 1}}},
+		{name: "unknown internal compression", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, InternalCompression: 9}},
+		{name: "root past the spec's window", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, MaxRootBytes: pmtiles.RootWindow}},
+		{name: "negative root size", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, MaxRootBytes: -1}},
+		{name: "root too small for one leaf", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, MaxRootBytes: 1}},
+		{name: "negative leaf size", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG, LeafEntries: -1}},
+		{name: "tile outside its grid", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG}, add: func(w *pmwrite.Writer) error { return w.Add(1, 2, 0, []byte("x")) }},
+		{name: "zoom too deep", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG}, add: func(w *pmwrite.Writer) error { return w.Add(32, 0, 0, []byte("x")) }},
+		{name: "tile added twice", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG}, add: func(w *pmwrite.Writer) error {
 			_ = w.Add(1, 1, 1, []byte("a"))
 			return w.Add(1, 1, 1, []byte("b"))
 		}},
-		{name: "no tiles", opts: Options{TileType: pmtiles.TileTypePNG}, add: func(*Writer) error { return nil }},
-		{name: "only empty tiles", opts: Options{TileType: pmtiles.TileTypePNG}, add: func(w *Writer) error { return w.Add(0, 0, 0, nil) }},
+		{name: "no tiles", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG}, add: func(*pmwrite.Writer) error { return nil }},
+		{name: "only empty tiles", opts: pmwrite.Options{TileType: pmtiles.TileTypePNG}, add: func(w *pmwrite.Writer) error { return w.Add(0, 0, 0, nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			w, err := New(dir)
+			w, err := pmwrite.New(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.add == nil {
-				tc.add = func(w *Writer) error { return w.Add(0, 0, 0, []byte("x")) }
+				tc.add = func(w *pmwrite.Writer) error { return w.Add(0, 0, 0, []byte("x")) }
 			}
 			if err = tc.add(w); err == nil {
 				var out bytes.Buffer
@@ -328,8 +334,8 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 			w.Close()
-			if !errors.Is(err, ErrInput) {
-				t.Fatalf("got %v, want an error matching ErrInput", err)
+			if !errors.Is(err, pmwrite.ErrInput) {
+				t.Fatalf("got %v, want an error matching pmwrite.ErrInput", err)
 			}
 			if left, _ := os.ReadDir(dir); len(left) != 0 {
 				t.Errorf("temporary files left: got %v, want none", left)
@@ -341,7 +347,7 @@ func TestBadInput(t *testing.T) {
 func TestTemporaryFileRemoved(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	w, err := New(dir)
+	w, err := pmwrite.New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +357,7 @@ func TestTemporaryFileRemoved(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) != 1 {
 		t.Fatalf("while writing: got %d temporary files, want 1", len(left))
 	}
-	if _, err := w.Finish(&bytes.Buffer{}, Options{TileType: pmtiles.TileTypePNG}); err != nil {
+	if _, err := w.Finish(&bytes.Buffer{}, pmwrite.Options{TileType: pmtiles.TileTypePNG}); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
@@ -370,11 +376,14 @@ func TestRandomTileSets(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			tiles, keys := randomSet(rand.New(rand.NewPCG(seed, 7)))
-			limit := 0
+			limit, opts := 0, pmwrite.Options{}
 			if seed%2 == 1 {
 				limit = 40 + int(seed)
 			}
-			archive, _ := write(t, tiles, keys, Options{}, limit)
+			if seed%4 == 3 {
+				opts.LeafEntries = 1 + int(seed%7) // many small leaves
+			}
+			archive, _ := write(t, tiles, keys, opts, limit)
 			readBack(t, archive, tiles, 6)
 		})
 	}
@@ -434,7 +443,7 @@ func FuzzRoundTrip(f *testing.F) {
 		if nonEmpty == 0 {
 			return
 		}
-		archive, _ := write(t, tiles, keys, Options{}, 48)
+		archive, _ := write(t, tiles, keys, pmwrite.Options{LeafEntries: 1 + len(keys)%5}, 48)
 		readBack(t, archive, tiles, 6)
 	})
 }
