@@ -2,14 +2,9 @@
 // request) to every tier that may hold the old bytes: the instances' memory
 // and disk tiers, through the journal, and the CDN.
 //
-//   - Journal is the purge journal in the bucket: one head object, written
-//     only by compare-and-swap (If-Match on the ETag read), that numbers the
-//     entries and keeps the most recent ones, so concurrent writers never
-//     lose each other's entries and a reader catches up in one GET. It
-//     refuses to write to a bucket that does not honour the conditions.
-//   - Follower keeps one function instance in step with the journal: at most
-//     one cheap check per interval, riding on requests. Over tiers that
-//     start empty its first check need not hold up init (Follower.Defer).
+//   - The journal (package journal) records each purge as one numbered
+//     entry, and a follower (package follower) keeps each function instance
+//     in step with it.
 //   - Purger is the one purge pipeline, the same for every source: one
 //     journal entry, then, after the settle delay that lets every instance
 //     apply it, a CDN invalidation within the CDN's budget of paths in

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/purge/cdn"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/wait"
@@ -66,12 +67,12 @@ type PurgerConfig struct {
 // A Purger is safe for concurrent use.
 type Purger struct {
 	cfg PurgerConfig
-	j   *Journal
+	j   *journal.Journal
 	log *slog.Logger
 }
 
 // NewPurger returns the pipeline over journal j.
-func NewPurger(j *Journal, cfg PurgerConfig, log *slog.Logger) *Purger {
+func NewPurger(j *journal.Journal, cfg PurgerConfig, log *slog.Logger) *Purger {
 	if e, ok := cfg.CDN.(interface{ Enabled() bool }); ok && !e.Enabled() {
 		cfg.CDN = nil // no distribution: do not wait SettleDelay for nothing
 	}
@@ -86,7 +87,7 @@ func NewPurger(j *Journal, cfg PurgerConfig, log *slog.Logger) *Purger {
 }
 
 // Journal is the journal the Purger records in.
-func (p *Purger) Journal() *Journal { return p.j }
+func (p *Purger) Journal() *journal.Journal { return p.j }
 
 // InvalidatesCDN reports whether the Purger invalidates a CDN itself (and
 // so waits the settle delay before it does).
@@ -177,7 +178,7 @@ func (p *Purger) Purge(ctx context.Context, r Request) (Outcome, error) {
 }
 
 // Record appends one journal entry of prefixes.
-func (p *Purger) Record(ctx context.Context, prefixes []string, source string) (Entry, error) {
+func (p *Purger) Record(ctx context.Context, prefixes []string, source string) (journal.Entry, error) {
 	start := p.cfg.Now()
 	e, err := p.j.Append(ctx, prefixes, source)
 	p.cfg.Metrics.JournalAppend(p.cfg.Now().Sub(start), err)

@@ -15,7 +15,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
-	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/follower"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
@@ -55,7 +56,7 @@ func newOutageRig(t testing.TB) *outageRig {
 // instance starts one tile function instance over the rig's disk
 // directory: engine, follower (its position kept beside the disk tier) and
 // Start, whose error it returns.
-func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *purge.Follower, error) {
+func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *follower.Follower, error) {
 	r.t.Helper()
 	mem, err := memory.New(memory.Config{MaxBytes: 16 << 20})
 	if err != nil {
@@ -65,16 +66,16 @@ func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *purge.Follower, 
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: r.clock.Now})
+	j := journal.New(r.api, bucket, "_tilesieve/journal/", journal.Options{Now: r.clock.Now})
 	cfg.Now = r.clock.Now
-	var fol *purge.Follower
+	var fol *follower.Follower
 	eng, err := tiers.New(cfg, tiers.Deps{
 		Memory: mem, Disk: d,
 		Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: r.clock.Now, MaxAttempts: 1}),
 		Follow: func(e *tiers.Engine) tiers.Syncer {
-			fol = purge.NewFollower(j, e, purge.FollowerConfig{
+			fol = follower.New(j, e, follower.Config{
 				Interval: time.Second, Timeout: 200 * time.Millisecond, Now: r.clock.Now,
-				Position: purge.PositionFile{Path: filepath.Join(r.dir, purge.PositionFileName)},
+				Position: journal.PositionFile{Path: filepath.Join(r.dir, journal.PositionFileName)},
 			}, nil)
 			return fol
 		},

@@ -30,6 +30,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/sources"
 	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/follower"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
@@ -46,9 +48,9 @@ type App struct {
 	Router   *origin.Router
 	Memory   *memory.Cache
 	Disk     *disk.Store // nil when the disk tier is off or could not open
-	Journal  *purge.Journal
+	Journal  *journal.Journal
 	Purger   *purge.Purger // admin purges: the journal, then the handoff to the worker
-	Follower *purge.Follower
+	Follower *follower.Follower
 	Staged   stage.Report
 	// StagedArchives are the tileset archives copied beside the disk tier.
 	StagedArchives []string
@@ -150,7 +152,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 			a.Disk = d
 		}
 	}
-	a.Journal = purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{Logger: log})
+	a.Journal = journal.New(o.S3(), cfg.Bucket, cfg.JournalPrefix, journal.Options{Logger: log})
 	handoff := op.handoff
 	if handoff == nil && cfg.PurgeQueueURL != "" {
 		if handoff, err = NewQueueHandoff(ctx, cfg.PurgeQueueURL, awsclient.Settings{}); err != nil {
@@ -159,9 +161,9 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	}
 	a.Purger = purge.NewPurger(a.Journal, purge.PurgerConfig{Handoff: handoff}, log)
 	// The journal follower is built with the tiers it purges (Deps.Follow).
-	fcfg := purge.FollowerConfig{Interval: cfg.SyncInterval, Timeout: cfg.SyncTimeout}
+	fcfg := follower.Config{Interval: cfg.SyncInterval, Timeout: cfg.SyncTimeout}
 	if a.Disk != nil {
-		fcfg.Position = purge.PositionFile{Path: filepath.Join(a.Disk.Dir(), purge.PositionFileName), Fsync: cfg.DiskFsync}
+		fcfg.Position = journal.PositionFile{Path: filepath.Join(a.Disk.Dir(), journal.PositionFileName), Fsync: cfg.DiskFsync}
 	}
 	if a.Metrics != nil {
 		fcfg.Observer = a.Metrics
@@ -204,7 +206,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		Metrics:  a.tileMetrics(),
 		Logger:   log,
 		Follow: func(eng *tiers.Engine) tiers.Syncer {
-			a.Follower = purge.NewFollower(a.Journal, eng, fcfg, log)
+			a.Follower = follower.New(a.Journal, eng, fcfg, log)
 			return a.Follower
 		},
 	})
@@ -279,7 +281,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 // position (a position file means a disk tier kept from an earlier
 // process, which is read against the journal first, as is one that cannot
 // be read).
-func emptyTiers(d *disk.Store, pos purge.PositionStore) bool {
+func emptyTiers(d *disk.Store, pos journal.PositionStore) bool {
 	if d == nil {
 		return true
 	}

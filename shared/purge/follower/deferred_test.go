@@ -1,4 +1,4 @@
-package purge
+package follower
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
@@ -29,7 +30,7 @@ func TestDeferredFirstCheckKeepsEveryPurge(t *testing.T) {
 	const key, other = "a/0.png", "b/0.png"
 	for _, tc := range []struct {
 		name     string
-		window   int  // the journal's window; 0: DefaultWindow
+		window   int  // the journal's window; 0: journal.DefaultWindow
 		inFlight bool // the first check runs while the fill's GET is under way
 		disk     bool // an empty disk tier beside memory, its position in a file
 		// more appends entries beside the purge of a/ (after the follower
@@ -51,7 +52,7 @@ func TestDeferredFirstCheckKeepsEveryPurge(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t)
 			clock := newClock()
-			opts := JournalOptions{Now: clock.Now, Window: tc.window}
+			opts := journal.Options{Now: clock.Now, Window: tc.window}
 			worker := e.journal(opts)
 			put := func(k, body string) {
 				t.Helper()
@@ -77,21 +78,21 @@ func TestDeferredFirstCheckKeepsEveryPurge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fcfg := FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: clock.Now}
+			fcfg := Config{Interval: time.Second, Timeout: 10 * time.Second, Now: clock.Now}
 			var d *disk.Store
 			if tc.disk {
 				dir := t.TempDir()
 				if d, err = disk.Open(disk.Config{Dir: dir, MaxBytes: 1 << 20}, nil); err != nil {
 					t.Fatal(err)
 				}
-				fcfg.Position = PositionFile{Path: filepath.Join(dir, PositionFileName)}
+				fcfg.Position = journal.PositionFile{Path: filepath.Join(dir, journal.PositionFileName)}
 			}
 			var f *Follower
 			eng, err := tiers.New(tiers.Config{Now: clock.Now, RevalidateAfter: time.Hour}, tiers.Deps{
 				Memory: mem, Disk: d,
 				Origin: origin.NewWithS3(e.api, origin.Config{Bucket: testBucket, Prefix: "tiles/", Now: clock.Now}),
 				Follow: func(eng *tiers.Engine) tiers.Syncer {
-					f = NewFollower(e.journal(JournalOptions{Now: clock.Now}), eng, fcfg, nil)
+					f = New(e.journal(journal.Options{Now: clock.Now}), eng, fcfg, nil)
 					return f
 				},
 			})
@@ -177,8 +178,8 @@ func TestDeferredFirstCheckAppliesOnlyAfterALookup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			fe := newFollowerEnv(t, FollowerConfig{})
-			fe.w = fe.journal(JournalOptions{Now: fe.clock.Now}) // entries on the test's clock
+			fe := newFollowerEnv(t, Config{})
+			fe.w = fe.journal(journal.Options{Now: fe.clock.Now}) // entries on the test's clock
 			fe.append(t, "old/")
 			fe.clock.Advance(2 * ClockMargin)
 			fe.f.Defer(fe.clock.Now())
