@@ -12,47 +12,18 @@ func (f *Follower) applySnapshot(snap journal.Snapshot) {
 	if e, ok := snap.At(snap.Seq); ok {
 		next.Entry = journal.EntryDigest(e)
 	}
-	// from is the last entry the tiers hold the purge of: a drop covers
-	// the entries after it.
-	from := f.pos.Seq
-	var drop string
-	switch {
-	case !f.known:
-		drop = "the kept disk tier's journal position is unknown"
-	case snap.Missing:
-		if f.pos.Journal != "" {
-			drop = "the journal is gone (wiped or reset)"
-		}
-	case f.pos.Journal != "" && snap.Journal != f.pos.Journal:
-		drop = "a new journal"
-	case snap.Seq < f.pos.Seq:
-		drop = "the journal is behind this instance"
-	case f.pos.Seq+1 < snap.Oldest():
-		drop = "entries since this instance's position are out of the journal's window"
-	default:
-		// The entry this instance applied last, if the head still holds
-		// it, must be the one it applied: a different one there means a
-		// writer overwrote the head (a store that ignores conditional
-		// writes), and its purge, and perhaps others, never reached here.
-		if e, ok := snap.At(f.pos.Seq); ok && f.pos.Seq > 0 && journal.EntryDigest(e) != f.pos.Entry {
-			drop = "a different entry at a sequence number this instance applied"
-			if f.pos.Entry == "" {
-				drop = "the entry this instance applied last is unknown (a position saved without it)"
-			}
-			from = f.pos.Seq - 1
-		}
-	}
 	if f.fresh {
-		f.pos, f.known = next, true
-		f.applied.Store(next.Seq)
+		// The tiers hold nothing yet: the head is where they are.
+		f.moveTo(next)
 		f.save()
 		return
 	}
+	drop, from := f.dropReason(snap)
 	if !f.deferred && next == f.pos && drop == "" {
 		return
 	}
 	ok := true
-	applied := appliedCount{}
+	var applied appliedCount
 	switch {
 	case f.deferred:
 		// looked is read after the head: a lookup that had not asked by
@@ -64,13 +35,7 @@ func (f *Follower) applySnapshot(snap journal.Snapshot) {
 		f.pending.Store(false)
 	case drop != "":
 		f.log.Warn("purge follower dropping both tiers", "reason", drop, "position", f.pos, "journal", next)
-		ok = f.purgeAll(&applied)
-		sameJournal := f.known && f.pos.Journal == snap.Journal
-		for _, e := range snap.Entries {
-			if !sameJournal || e.Seq > from {
-				applied.entry(e)
-			}
-		}
+		ok = f.dropAfter(snap, from, &applied)
 	default:
 		for _, e := range snap.Entries {
 			if e.Seq > f.pos.Seq {
@@ -78,19 +43,78 @@ func (f *Follower) applySnapshot(snap journal.Snapshot) {
 			}
 		}
 	}
-	if f.cfg.Observer != nil && applied.entries > 0 {
-		var lag time.Duration
-		if !applied.newest.IsZero() {
-			// A worker's clock ahead of this one's is no lag.
-			lag = max(0, f.cfg.Now().Sub(applied.newest))
-		}
-		f.cfg.Observer.PurgesApplied(applied.entries, applied.keys, lag)
-	}
-	f.pos, f.known = next, true
-	f.applied.Store(next.Seq)
+	f.report(applied)
+	f.moveTo(next)
 	if ok && !f.diskBehind {
 		f.save()
 	}
+}
+
+// dropReason says why the tiers cannot be brought from f.pos to snap entry
+// by entry, so that both must be dropped, or "" when they can. from is the
+// last entry whose purge the tiers hold: a drop covers the entries after
+// it. f.mu is held.
+func (f *Follower) dropReason(snap journal.Snapshot) (reason string, from uint64) {
+	from = f.pos.Seq
+	switch {
+	case !f.known:
+		return "the kept disk tier's journal position is unknown", from
+	case snap.Missing:
+		if f.pos.Journal != "" {
+			return "the journal is gone (wiped or reset)", from
+		}
+	case f.pos.Journal != "" && snap.Journal != f.pos.Journal:
+		return "a new journal", from
+	case snap.Seq < f.pos.Seq:
+		return "the journal is behind this instance", from
+	case f.pos.Seq+1 < snap.Oldest():
+		return "entries since this instance's position are out of the journal's window", from
+	default:
+		// The entry this instance applied last, if the head still holds
+		// it, must be the one it applied: a different one there means a
+		// writer overwrote the head (a store that ignores conditional
+		// writes), and its purge, and perhaps others, never reached here.
+		if e, ok := snap.At(f.pos.Seq); ok && f.pos.Seq > 0 && journal.EntryDigest(e) != f.pos.Entry {
+			if f.pos.Entry == "" {
+				return "the entry this instance applied last is unknown (a position saved without it)", from - 1
+			}
+			return "a different entry at a sequence number this instance applied", from - 1
+		}
+	}
+	return "", from
+}
+
+// dropAfter drops both tiers, for the entries of snap after from (every
+// entry of another journal), and reports whether the disk let go of every
+// file. f.mu is held.
+func (f *Follower) dropAfter(snap journal.Snapshot, from uint64, a *appliedCount) bool {
+	ok := f.purgeAll(a)
+	sameJournal := f.known && f.pos.Journal == snap.Journal
+	for _, e := range snap.Entries {
+		if !sameJournal || e.Seq > from {
+			a.entry(e)
+		}
+	}
+	return ok
+}
+
+// report tells the Observer what one check applied. f.mu is held.
+func (f *Follower) report(a appliedCount) {
+	if f.cfg.Observer == nil || a.entries == 0 {
+		return
+	}
+	var lag time.Duration
+	if !a.newest.IsZero() {
+		// A worker's clock ahead of this one's is no lag.
+		lag = max(0, f.cfg.Now().Sub(a.newest))
+	}
+	f.cfg.Observer.PurgesApplied(a.entries, a.keys, lag)
+}
+
+// moveTo makes next the position of the tiers. f.mu is held.
+func (f *Follower) moveTo(next journal.Position) {
+	f.pos, f.known = next, true
+	f.applied.Store(next.Seq)
 }
 
 // apply purges one entry's prefixes and reports whether the disk let go of
