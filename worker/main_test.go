@@ -21,8 +21,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
-	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/testkit/lambdatest"
 	"github.com/tilesieve/tilesieve/worker/app"
 )
@@ -54,7 +54,7 @@ func TestBuildAndHandle(t *testing.T) {
 	if _, err := w.Handle(context.Background(), app.Event(raw)); err != nil {
 		t.Fatal(err)
 	}
-	j := purge.NewJournal(s3e.Client, "tiles", "_tilesieve/journal/", purge.JournalOptions{})
+	j := journal.New(s3e.Client, "tiles", "_tilesieve/journal/", journal.Options{})
 	if head, err := j.Head(context.Background()); err != nil || head != 1 {
 		t.Errorf("journal head %d, %v: want one entry", head, err)
 	}
@@ -153,7 +153,7 @@ func TestBootstrapUnderEmulator(t *testing.T) {
 	if strings.Contains(string(out), "errorMessage") {
 		t.Fatalf("worker failed: %s", out)
 	}
-	j := purge.NewJournal(s3e.Client, "tiles", "_tilesieve/journal/", purge.JournalOptions{})
+	j := journal.New(s3e.Client, "tiles", "_tilesieve/journal/", journal.Options{})
 	head, err := j.Head(context.Background())
 	if err != nil || head != 1 {
 		t.Fatalf("journal after the put event: head %d, %v; want one entry", head, err)

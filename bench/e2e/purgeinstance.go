@@ -14,6 +14,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 )
 
 // purgeInstance is one tile function instance of the purge measurements:
@@ -68,7 +69,7 @@ func (p *purgeInstance) Close() {
 // newPurgeWorker is the worker of the purge measurements: S3 events to
 // journal entries through c, without a CDN.
 func newPurgeWorker(c *s3.Client, log *slog.Logger) *purge.Worker {
-	return purge.NewWorker(purge.WorkerConfig{Bucket: Bucket}, purge.NewPurger(purge.NewJournal(c, Bucket, "_tilesieve/journal/", purge.JournalOptions{}), purge.PurgerConfig{}, log), log)
+	return purge.NewWorker(purge.WorkerConfig{Bucket: Bucket}, purge.NewPurger(journal.New(c, Bucket, "_tilesieve/journal/", journal.Options{}), purge.PurgerConfig{}, log), log)
 }
 
 // purgeTilePut returns a PUT of version v of purgeKey to l, which answers

@@ -42,7 +42,7 @@ import (
 	"github.com/tilesieve/tilesieve/infra/tilesieve/upload"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/origin"
-	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 )
 
 func main() {
@@ -200,7 +200,7 @@ func runCheck(ctx context.Context, args []string, env config.Env, stdout, stderr
 	if code != 0 {
 		return code
 	}
-	j := purge.NewJournal(oc.S3(), bucket, prefix, purge.JournalOptions{})
+	j := journal.New(oc.S3(), bucket, prefix, journal.Options{})
 	where := "s3://" + bucket + "/" + prefix
 	fmt.Fprintf(stdout, "%s: checking that the bucket honours conditional writes on PUT (If-None-Match: * and If-Match)\n", where)
 	steps, err := j.Probe(ctx)
@@ -219,7 +219,7 @@ func runCheck(ctx context.Context, args []string, env config.Env, stdout, stderr
 	case err == nil:
 		fmt.Fprintf(stdout, "%s: honours conditional writes: the purge journal can be kept here\n", where)
 		return 0
-	case errors.Is(err, purge.ErrNoConditionalWrites):
+	case errors.Is(err, journal.ErrNoConditionalWrites):
 		fmt.Fprintf(stdout, "%s: does NOT honour conditional writes: the sync worker would refuse to record purges here (%v)\n", where, err)
 		return 1
 	default:

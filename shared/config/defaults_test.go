@@ -11,6 +11,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/follower"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 )
@@ -43,8 +44,8 @@ func TestPackageDefaultsAreConfigs(t *testing.T) {
 		{"origin.DefaultMaxObjectBytes", "MAX_TILE_BYTES", size, origin.DefaultMaxObjectBytes},
 		{"disk.DefaultDir", "DISK_CACHE_DIR", text, disk.DefaultDir},
 		{"stage.DefaultBudget", "STAGE_BUDGET", duration, stage.DefaultBudget},
-		{"purge.DefaultInterval", "SYNC_INTERVAL", duration, purge.DefaultInterval},
-		{"purge.DefaultTimeout", "SYNC_TIMEOUT", duration, purge.DefaultTimeout},
+		{"follower.DefaultInterval", "SYNC_INTERVAL", duration, follower.DefaultInterval},
+		{"follower.DefaultTimeout", "SYNC_TIMEOUT", duration, follower.DefaultTimeout},
 		{"purge.DefaultThreshold", "COALESCE_THRESHOLD", whole, purge.DefaultThreshold},
 		{"purge.DefaultCap", "COALESCE_CAP", whole, purge.DefaultCap},
 		{"obs.DefaultNamespace", "METRICS_NAMESPACE", text, obs.DefaultNamespace},

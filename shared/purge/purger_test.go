@@ -10,7 +10,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 )
 
@@ -138,10 +140,10 @@ func TestWorkerAppliesHandoffs(t *testing.T) {
 	})
 	t.Run("no CDN", func(t *testing.T) {
 		t.Parallel()
-		s3e := newEnv(t)
+		s3e := s3localtest.Start(t, workerBucket)
 		never := func(context.Context, time.Duration) error { t.Error("waited without a CDN"); return nil }
-		p := NewPurger(NewJournal(s3e.api, testBucket, workerJournal, JournalOptions{}), PurgerConfig{SettleDelay: time.Hour, Sleep: never}, nil)
-		w := NewWorker(WorkerConfig{Bucket: testBucket, TilesPrefix: "tiles/"}, p, nil)
+		p := NewPurger(journal.New(s3e.Client, workerBucket, workerJournal, journal.Options{}), PurgerConfig{SettleDelay: time.Hour, Sleep: never}, nil)
+		w := NewWorker(WorkerConfig{Bucket: workerBucket, TilesPrefix: "tiles/"}, p, nil)
 		res := w.Process(context.Background(), handoffBatch(t, encoded(t, inv)))
 		if res.Ignored != 1 || len(res.Failed) != 0 || res.Invalidations != 0 {
 			t.Errorf("result %+v: want it ignored, not failed", res)

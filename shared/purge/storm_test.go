@@ -42,34 +42,10 @@ func TestWorkerStormAsDeployed(t *testing.T) {
 		sleep:  sl.Sleep,
 	})
 
-	// Tiles of three tilesets; one of them hot, so that some directories
-	// fill up and some keys stay single.
-	r := rand.New(rand.NewPCG(11, 12))
-	seen := map[string]bool{}
-	var keys []string
-	for len(keys) < notifications {
-		var key string
-		switch n := r.IntN(10); {
-		case n < 5:
-			z := 6 + r.IntN(12)
-			key = fmt.Sprintf("osm/%d/%d/%d.png", z, r.IntN(1<<z), r.IntN(1<<z))
-		case n < 8:
-			key = fmt.Sprintf("sat/14/%d/%d.jpg", 8000+r.IntN(4), r.IntN(64))
-		default:
-			key = fmt.Sprintf("iiif/scan %d/0,0,512,512/full/0/default.jpg", r.IntN(5000))
-		}
-		if !seen[key] {
-			seen[key] = true
-			keys = append(keys, key)
-		}
-	}
-	type message struct {
-		key string
-		seq int
-	}
-	queue := make([]message, 0, notifications)
+	keys := stormKeys(notifications)
+	queue := make([]stormMessage, 0, notifications)
 	for i, k := range keys {
-		queue = append(queue, message{k, i})
+		queue = append(queue, stormMessage{k, i})
 	}
 
 	ctx := context.Background()
@@ -81,29 +57,11 @@ func TestWorkerStormAsDeployed(t *testing.T) {
 		n := min(batchSize, len(queue))
 		batch := queue[:n]
 		queue = queue[n:]
-		// Each message is its own single-record notification.
-		var bkeys []string
-		var seqs []int
-		byID := map[string]message{}
-		for _, m := range batch {
-			bkeys, seqs = append(bkeys, m.key), append(seqs, m.seq)
-			byID[fmt.Sprintf("m-%07d", m.seq)] = m
-		}
-		out, err := we.w.Handle(ctx, sqsBatchOf(t, "ObjectCreated:Put", bkeys, seqs))
+		failed := deliverStormBatch(ctx, t, we, batch)
 		invocations++
-		if err != nil {
-			t.Fatal(err)
-		}
-		failed := failedIDs(t, out)
 		if len(failed) > 0 {
 			failures++
-			for _, id := range failed {
-				m, ok := byID[id]
-				if !ok {
-					t.Fatalf("failure %q is not a message of the batch", id)
-				}
-				queue = append(queue, m)
-			}
+			queue = append(queue, failed...)
 			sl.clock.Advance(visibility)
 		}
 		if p := we.cf.InProgress(); p.Wildcard > cdntest.MaxWildcardPaths || p.Exact > cdntest.MaxExactPaths {
@@ -125,7 +83,74 @@ func TestWorkerStormAsDeployed(t *testing.T) {
 	if minBatches := notifications / batchSize; invocations < minBatches || entries < uint64(minBatches) {
 		t.Errorf("invocations %d, entries %d: want at least %d", invocations, entries, minBatches)
 	}
-	// Every key is covered by a path CloudFront was asked to invalidate.
+	checkEveryKeyInvalidated(t, we, keys)
+	t.Logf("%d notifications: %d invocations (%d with failures), %d journal entries, %d invalidations, peak %+v, %v of CloudFront time, %d ListInvalidations, %d GetInvalidation",
+		notifications, invocations, failures, entries, we.cf.Invalidations(), peak,
+		sl.clock.Now().Sub(time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)), we.cf.Calls("ListInvalidations"), we.cf.Calls("GetInvalidation"))
+}
+
+// stormMessage is one S3 notification on the queue.
+type stormMessage struct {
+	key string
+	seq int
+}
+
+// stormKeys are n distinct tile keys of three tilesets; one of them hot, so
+// that some directories fill up and some keys stay single.
+func stormKeys(n int) []string {
+	r := rand.New(rand.NewPCG(11, 12))
+	seen := map[string]bool{}
+	var keys []string
+	for len(keys) < n {
+		var key string
+		switch n := r.IntN(10); {
+		case n < 5:
+			z := 6 + r.IntN(12)
+			key = fmt.Sprintf("osm/%d/%d/%d.png", z, r.IntN(1<<z), r.IntN(1<<z))
+		case n < 8:
+			key = fmt.Sprintf("sat/14/%d/%d.jpg", 8000+r.IntN(4), r.IntN(64))
+		default:
+			key = fmt.Sprintf("iiif/scan %d/0,0,512,512/full/0/default.jpg", r.IntN(5000))
+		}
+		if !seen[key] {
+			seen[key] = true
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// deliverStormBatch has the worker handle batch, each message its own
+// single-record notification, as one invocation, and returns the messages
+// it reported failed.
+func deliverStormBatch(ctx context.Context, t *testing.T, we *workerEnv, batch []stormMessage) []stormMessage {
+	t.Helper()
+	var keys []string
+	var seqs []int
+	byID := map[string]stormMessage{}
+	for _, m := range batch {
+		keys, seqs = append(keys, m.key), append(seqs, m.seq)
+		byID[fmt.Sprintf("m-%07d", m.seq)] = m
+	}
+	out, err := we.w.Handle(ctx, sqsBatchOf(t, "ObjectCreated:Put", keys, seqs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []stormMessage
+	for _, id := range failedIDs(t, out) {
+		m, ok := byID[id]
+		if !ok {
+			t.Fatalf("failure %q is not a message of the batch", id)
+		}
+		failed = append(failed, m)
+	}
+	return failed
+}
+
+// checkEveryKeyInvalidated checks that every key is covered by a path
+// CloudFront was asked to invalidate.
+func checkEveryKeyInvalidated(t *testing.T, we *workerEnv, keys []string) {
+	t.Helper()
 	var paths []string
 	for _, req := range we.cf.Requests() {
 		paths = append(paths, req.Paths...)
@@ -138,9 +163,6 @@ func TestWorkerStormAsDeployed(t *testing.T) {
 			t.Fatalf("key %q never invalidated", k)
 		}
 	}
-	t.Logf("%d notifications: %d invocations (%d with failures), %d journal entries, %d invalidations, peak %+v, %v of CloudFront time, %d ListInvalidations, %d GetInvalidation",
-		notifications, invocations, failures, entries, we.cf.Invalidations(), peak,
-		sl.clock.Now().Sub(time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)), we.cf.Calls("ListInvalidations"), we.cf.Calls("GetInvalidation"))
 }
 
 // covers reports whether the wildcard path q covers the path p.

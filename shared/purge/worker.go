@@ -14,6 +14,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/origin/sources"
+	"github.com/tilesieve/tilesieve/shared/purge/cdn"
 	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
@@ -121,7 +122,7 @@ func (w *Worker) Process(ctx context.Context, b s3event.Batch) Result {
 	withChange := map[string]bool{} // SQS message ids that carry a tile change
 	// The journal's own objects are skipped even if TILES_PREFIX or a
 	// source contains them, or every append would trigger another.
-	journal := sources.Journal{Bucket: w.cfg.Bucket, Prefix: w.p.Journal().Prefix()}
+	journal := sources.Journal{Bucket: w.cfg.Bucket, Prefix: w.p.j.Prefix()}
 	for _, c := range b.Changes {
 		keys := w.cfg.Sources.TileKeys(c.Bucket, c.Key, journal)
 		if len(keys) == 0 {
@@ -189,7 +190,7 @@ func (w *Worker) handedOver(ctx context.Context, b s3event.Batch, res *Result) [
 			res.Problems = append(res.Problems, s3event.Problem{MessageID: m.MessageID, Index: m.Index, Reason: err.Error()})
 			continue
 		}
-		if !w.p.InvalidatesCDN() {
+		if !w.p.invalidatesCDN() {
 			// No CDN here: nothing to do, and nothing to retry.
 			w.log.InfoContext(ctx, "handed-over invalidation ignored: no CDN", "targets", inv.Targets, "seq", inv.Seq)
 			res.Ignored++
@@ -200,63 +201,42 @@ func (w *Worker) handedOver(ctx context.Context, b s3event.Batch, res *Result) [
 	return out
 }
 
-// purge records the batch's prefixes, waits the settle delay once for them
-// and for the handed-over invalidations (the tile function recorded those in
-// the journal before it handed them over), and invalidates the CDN for each.
-// It returns the error of the batch's own purge; a failed handed-over
+// purge runs the purge sequence for the batch: its own prefixes, recorded
+// under the worker's name, and the handed-over invalidations (the tile
+// function recorded those before it handed them over), after one settle
+// delay. It returns the error of the batch's own purge; a failed handed-over
 // invalidation fails its message instead.
 func (w *Worker) purge(ctx context.Context, changes []s3event.Change, handed []handed, res *Result, failed map[string]bool) error {
-	var ownErr error
-	own := len(res.Prefixes) > 0
-	if own {
-		source := "worker " + res.Source.String()
-		if lc, ok := lambdacontext.FromContext(ctx); ok {
-			source += " " + lc.AwsRequestID
-		}
-		e, err := w.p.Record(ctx, res.Prefixes, source)
-		if err != nil {
-			own, ownErr = false, err
-		} else {
-			res.Seq = e.Seq
-		}
+	s := sequence{handed: make([]Invalidation, len(handed))}
+	for i, h := range handed {
+		s.handed[i] = h.inv
 	}
-	if !w.p.InvalidatesCDN() || (!own && len(handed) == 0) {
-		return ownErr
-	}
-	if err := w.p.Settle(ctx); err != nil {
-		for _, h := range handed {
-			failed[h.messageID] = true
-			res.HandoffErrs++
-		}
-		if own {
-			return err
-		}
-		return ownErr
-	}
-	if own {
-		r := Request{Prefixes: res.Prefixes, Keys: true, BatchID: batchID(changes)}
-		out, err := w.p.InvalidateNow(ctx, Invalidation{Targets: r.targets(), BatchID: r.BatchID})
-		res.Paths, res.Throttled = out.Paths, out.Throttled
-		if err != nil {
-			// Recorded for the instances but not for the CDN (refused, or
-			// no budget left within the deadline): fail the batch so it
-			// comes back; the journal gets a harmless second entry then.
-			ownErr = err
-		}
-	}
-	for _, h := range handed {
-		out, err := w.p.InvalidateNow(ctx, h.inv)
+	s.done = func(i int, out cdn.Outcome, err error) {
+		h := handed[i]
 		res.Throttled += out.Throttled
 		if err != nil {
 			w.log.WarnContext(ctx, "handed-over invalidation failed", "targets", h.inv.Targets, "seq", h.inv.Seq, "source", h.inv.Source, "err", err)
 			failed[h.messageID] = true
 			res.HandoffErrs++
-			continue
+			return
 		}
 		res.Invalidations++
 		w.log.InfoContext(ctx, "handed-over invalidation applied", "paths", out.Paths, "seq", h.inv.Seq, "source", h.inv.Source)
 	}
-	return ownErr
+	if len(res.Prefixes) > 0 {
+		source := "worker " + res.Source.String()
+		if lc, ok := lambdacontext.FromContext(ctx); ok {
+			source += " " + lc.AwsRequestID
+		}
+		s.own = &Request{Prefixes: res.Prefixes, Keys: true, Source: source, BatchID: batchID(changes)}
+	}
+	// A batch recorded for the instances but not for the CDN (refused, or
+	// no budget left within the deadline) fails, so it comes back; the
+	// journal gets a harmless second entry then.
+	out, err := w.p.run(ctx, s)
+	res.Seq, res.Paths = out.Seq, out.Paths
+	res.Throttled += out.Throttled
+	return err
 }
 
 // noMetrics is the metrics when none are given.
@@ -322,9 +302,4 @@ func (c WorkerConfig) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Validate checks a PurgerConfig.
-func (c PurgerConfig) Validate() error {
-	return defaults.NotNegative("purge", "SettleDelay", c.SettleDelay)
 }

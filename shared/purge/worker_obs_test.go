@@ -17,6 +17,9 @@ import (
 	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
 )
 
+// The worker hands this metric set to the Worker and its Purger.
+var _ WorkerMetrics = (*obs.WorkerMetrics)(nil)
+
 // TestWorkerMetricsKnownBatches runs known invocations through Handle with
 // the worker's metric set writing into a buffer: each writes exactly one
 // EMF line, and its numbers are the invocation's.

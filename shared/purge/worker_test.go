@@ -22,6 +22,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/purge/cdn"
 	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
 	"github.com/tilesieve/tilesieve/shared/purge/cdn/cloudfront"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 )
@@ -38,7 +39,7 @@ const (
 type workerEnv struct {
 	s3 *s3localtest.Endpoint
 	cf *cdntest.Server
-	j  *Journal
+	j  *journal.Journal
 	w  testWorker
 }
 
@@ -78,7 +79,7 @@ func newWorkerEnv(t *testing.T, cfg WorkerConfig, o workerOpts) *workerEnv {
 	if cfg.Bucket == "" {
 		cfg.Bucket = workerBucket
 	}
-	j := NewJournal(s3e.Client, workerBucket, workerJournal, JournalOptions{Logger: o.log})
+	j := journal.New(s3e.Client, workerBucket, workerJournal, journal.Options{Logger: o.log})
 	c := o.cdn
 	c.DistributionID = workerDist
 	if c.MaxAttempts == 0 {
@@ -112,6 +113,12 @@ func (we *workerEnv) head(t *testing.T) uint64 {
 // failJournalWrites makes every PUT under the journal prefix fail.
 func (we *workerEnv) failJournalWrites() {
 	we.s3.Faults().Add(s3local.Fault{Match: matchPath(http.MethodPut, "/"+workerJournal), Status: http.StatusInternalServerError})
+}
+
+func matchPath(method, substr string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		return r.Method == method && strings.Contains(r.URL.Path, substr)
+	}
 }
 
 // fakeSleep moves a fake clock instead of waiting.
@@ -580,7 +587,7 @@ func TestWorkerSettleDelay(t *testing.T) {
 	s3e := s3localtest.Start(t, workerBucket)
 	var none *cloudfront.Invalidator
 	never := func(context.Context, time.Duration) error { t.Error("waited without a CDN"); return nil }
-	p := NewPurger(NewJournal(s3e.Client, workerBucket, workerJournal, JournalOptions{}), PurgerConfig{SettleDelay: time.Hour, Sleep: never, CDN: none}, nil)
+	p := NewPurger(journal.New(s3e.Client, workerBucket, workerJournal, journal.Options{}), PurgerConfig{SettleDelay: time.Hour, Sleep: never, CDN: none}, nil)
 	w := testWorker{NewWorker(WorkerConfig{Bucket: workerBucket, TilesPrefix: "tiles/"}, p, nil)}
 	if _, err := w.Handle(context.Background(), fixtures.Read(t, "s3-put.json")); err != nil {
 		t.Errorf("without CDN: %v", err)

@@ -63,7 +63,7 @@ type Origin interface {
 // Syncer brings an instance up to date with the purge journal; it runs on the
 // request path (Lambda freezes idle instances, so nothing runs between
 // requests) and must return quickly whatever happens. The journal follower
-// (purge.Follower) is one.
+// (follower.Follower) is one.
 type Syncer interface {
 	// Due reports, cheaply, whether a check is due at now: the bound after
 	// an upload asks for one before the answer.
@@ -245,7 +245,7 @@ func New(cfg Config, d Deps) (*Engine, error) {
 }
 
 // Follow makes sy the engine's journal follower: Get consults it, and it
-// purges through the engine (purge.Follower is one). Without one, every
+// purges through the engine (follower.Follower is one). Without one, every
 // cached copy is trusted. The follower is built over the engine, so it is
 // set here, once, before the first lookup.
 func (e *Engine) Follow(sy Syncer) { e.sy = sy }
@@ -338,7 +338,7 @@ func (e *Engine) syncDetached(ctx context.Context) {
 
 // CheckBeside starts the follower's check without waiting for it (at most
 // one at a time; Drain waits for it): a follower begun without reading the
-// journal (purge.Follower.Defer) reads it beside init. Without a follower
+// journal (follower.Follower.Defer) reads it beside init. Without a follower
 // it does nothing.
 func (e *Engine) CheckBeside(ctx context.Context) {
 	if e.sy != nil {
@@ -360,7 +360,7 @@ func (e *Engine) Check(ctx context.Context, now time.Time, ifDue bool) {
 // lookups that start after it. It reports how many entries left the tiers;
 // its error reports disk files that could not be unlinked, which would come
 // back after a restart. It is what the journal follower drives
-// (purge.Target).
+// (follower.Target).
 func (e *Engine) Purge(prefix string) (int, error) {
 	memN, diskN, err := e.PurgeTiers(prefix)
 	e.log.Debug("purged", "prefix", prefix, "memory_entries", memN, "disk_entries", diskN)

@@ -10,7 +10,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
-	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/follower"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
@@ -174,15 +175,15 @@ func benchMemoryHits(b *testing.B, follow bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{})
-	var fol *purge.Follower
+	j := journal.New(r.api, bucket, "_tilesieve/journal/", journal.Options{})
+	var fol *follower.Follower
 	deps := tiers.Deps{Memory: mem, Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/"})}
 	eng, err := tiers.New(tiers.Config{RevalidateAfter: 24 * time.Hour}, deps)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if follow {
-		fol = purge.NewFollower(j, eng, purge.FollowerConfig{Interval: 100 * time.Millisecond, Timeout: time.Second}, nil)
+		fol = follower.New(j, eng, follower.Config{Interval: 100 * time.Millisecond, Timeout: time.Second}, nil)
 		eng.Follow(fol)
 	}
 	b.Cleanup(eng.Drain)
@@ -282,7 +283,7 @@ const followedKey = "a/1/0/0.png"
 
 // followedHit is followedEngine with v1 of followedKey in S3 and, read
 // once, in the memory tier.
-func followedHit(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower) {
+func followedHit(t *testing.T, r *outageRig) (*tiers.Engine, *follower.Follower) {
 	t.Helper()
 	eng, fol, _ := followedEngine(t, r)
 	r.put(followedKey, "v1")
@@ -294,13 +295,13 @@ func followedHit(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower) {
 
 // followedEngine is an engine over a memory tier and the rig's S3, with a
 // follower of the rig's journal j (Interval 1s, Timeout 10s), started.
-func followedEngine(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower, *purge.Journal) {
+func followedEngine(t *testing.T, r *outageRig) (*tiers.Engine, *follower.Follower, *journal.Journal) {
 	t.Helper()
 	mem, err := memory.New(memory.Config{MaxBytes: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: r.clock.Now})
+	j := journal.New(r.api, bucket, "_tilesieve/journal/", journal.Options{Now: r.clock.Now})
 	eng, err := tiers.New(tiers.Config{Now: r.clock.Now, RevalidateAfter: 24 * time.Hour}, tiers.Deps{
 		Memory: mem,
 		Origin: origin.NewWithS3(r.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: r.clock.Now}),
@@ -308,7 +309,7 @@ func followedEngine(t *testing.T, r *outageRig) (*tiers.Engine, *purge.Follower,
 	if err != nil {
 		t.Fatal(err)
 	}
-	fol := purge.NewFollower(j, eng, purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second, Now: r.clock.Now}, nil)
+	fol := follower.New(j, eng, follower.Config{Interval: time.Second, Timeout: 10 * time.Second, Now: r.clock.Now}, nil)
 	eng.Follow(fol)
 	if err := fol.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
-	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/follower"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
@@ -56,7 +57,7 @@ func newOutageRig(t testing.TB) *outageRig {
 // instance starts one tile function instance over the rig's disk
 // directory: engine, follower (its position kept beside the disk tier) and
 // Start, whose error it returns.
-func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *purge.Follower, error) {
+func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *follower.Follower, error) {
 	r.t.Helper()
 	mem, err := memory.New(memory.Config{MaxBytes: 16 << 20})
 	if err != nil {
@@ -66,7 +67,7 @@ func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *purge.Follower, 
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	j := purge.NewJournal(r.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: r.clock.Now})
+	j := journal.New(r.api, bucket, "_tilesieve/journal/", journal.Options{Now: r.clock.Now})
 	cfg.Now = r.clock.Now
 	eng, err := tiers.New(cfg, tiers.Deps{
 		Memory: mem, Disk: d,
@@ -75,9 +76,9 @@ func (r *outageRig) instance(cfg tiers.Config) (*tiers.Engine, *purge.Follower, 
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	fol := purge.NewFollower(j, eng, purge.FollowerConfig{
+	fol := follower.New(j, eng, follower.Config{
 		Interval: time.Second, Timeout: 200 * time.Millisecond, Now: r.clock.Now,
-		Position: purge.PositionFile{Path: filepath.Join(r.dir, purge.PositionFileName)},
+		Position: journal.PositionFile{Path: filepath.Join(r.dir, journal.PositionFileName)},
 	}, nil)
 	eng.Follow(fol)
 	r.t.Cleanup(eng.Drain) // before the disk tier's directory goes

@@ -21,6 +21,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/follower"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
@@ -64,7 +66,7 @@ type instance struct {
 	mem      *memory.Cache
 	disk     *disk.Store
 	srv      *servertest.Stack
-	follower *purge.Follower
+	follower *follower.Follower
 	handler  http.Handler
 	startErr error
 }
@@ -98,7 +100,7 @@ func newFleetTimeout(t *testing.T, n int, memBytes int64, timeout time.Duration)
 	// Two workers with journals of their own: concurrent writers, each
 	// with its own (possibly lagging) idea of the head.
 	for range 2 {
-		j := purge.NewJournal(workerAPI, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
+		j := journal.New(workerAPI, bucket, "_tilesieve/journal/", journal.Options{Now: f.clock.Now})
 		f.workers = append(f.workers, purge.NewWorker(purge.WorkerConfig{Bucket: bucket, TilesPrefix: "tiles/"}, purge.NewPurger(j, purge.PurgerConfig{}, nil), nil))
 	}
 	for range n {
@@ -146,11 +148,11 @@ func (f *fleet) startWith(in *instance, stagePrefixes []string, archives bool) {
 		f.t.Fatal(err)
 	}
 	o := origin.NewWithS3(f.api, origin.Config{Bucket: bucket, Prefix: "tiles/", Now: f.clock.Now, MaxAttempts: 1})
-	j := purge.NewJournal(f.api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: f.clock.Now})
+	j := journal.New(f.api, bucket, "_tilesieve/journal/", journal.Options{Now: f.clock.Now})
 	follow := func(eng *tiers.Engine) tiers.Syncer {
-		in.follower = purge.NewFollower(j, eng, purge.FollowerConfig{
+		in.follower = follower.New(j, eng, follower.Config{
 			Interval: syncInterval, Timeout: f.timeout, Now: f.clock.Now,
-			Position: purge.PositionFile{Path: filepath.Join(in.dir, purge.PositionFileName)},
+			Position: journal.PositionFile{Path: filepath.Join(in.dir, journal.PositionFileName)},
 		}, nil)
 		return in.follower
 	}

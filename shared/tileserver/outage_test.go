@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
-	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/follower"
 	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
@@ -27,7 +27,7 @@ func TestOutageAnswers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, withFollower(purge.FollowerConfig{Interval: time.Second, Timeout: 200 * time.Millisecond}),
+			e := newEnv(t, withFollower(follower.Config{Interval: time.Second, Timeout: 200 * time.Millisecond}),
 				withConfig(func(c *servertest.Config) {
 					c.StrictOutage = tc.strict
 					c.StaleCacheControl = "public, max-age=15"

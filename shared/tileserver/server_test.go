@@ -25,6 +25,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/follower"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
@@ -61,17 +63,17 @@ type env struct {
 	beside   atomic.Int64
 	archives sync.Map // archive names put, as keys
 	wrapS3   func(http.Handler) http.Handler
-	journal  *purge.Journal
+	journal  *journal.Journal
 	metrics  servertest.Metrics
 	memMax   int64 // the memory tier's bound; default 64 MiB
 	// follow, when set, configures the journal follower built with the
 	// server (follower).
-	follow   *purge.FollowerConfig
-	follower *purge.Follower
+	follow   *follower.Config
+	follower *follower.Follower
 }
 
 // withFollower builds the server with a journal follower of e.journal.
-func withFollower(cfg purge.FollowerConfig) option {
+func withFollower(cfg follower.Config) option {
 	return func(e *env, _ *servertest.Config, _ *origin.Config) { e.follow = &cfg }
 }
 
@@ -140,7 +142,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.journal = purge.NewJournal(api, bucket, "_tilesieve/journal/", purge.JournalOptions{Now: e.clock.Now})
+	e.journal = journal.New(api, bucket, "_tilesieve/journal/", journal.Options{Now: e.clock.Now})
 	deps := servertest.Deps{Memory: e.mem, Disk: e.disk, Origin: e.client, Purger: purge.NewPurger(e.journal, purge.PurgerConfig{}, nil), Metrics: e.metrics}
 	if e.follow != nil {
 		deps.Follow = func(eng *tiers.Engine) tiers.Syncer {
@@ -148,7 +150,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 			if fc.Now == nil {
 				fc.Now = e.clock.Now
 			}
-			e.follower = purge.NewFollower(e.journal, eng, fc, nil)
+			e.follower = follower.New(e.journal, eng, fc, nil)
 			return e.follower
 		}
 	}
@@ -728,7 +730,7 @@ func TestMissBesideADueCheck(t *testing.T) {
 			}
 			h.ServeHTTP(w, r)
 		})
-	}), withFollower(purge.FollowerConfig{Interval: time.Second, Timeout: 10 * time.Second}))
+	}), withFollower(follower.Config{Interval: time.Second, Timeout: 10 * time.Second}))
 	e.put("o/1/0/0.png", []byte("tile"), "image/png", "")
 	fol := e.follower
 	if err := fol.Start(context.Background()); err != nil {
@@ -766,7 +768,7 @@ func TestMissBesideADueCheck(t *testing.T) {
 // due.
 func TestSyncedHandlerChecksBeforeAdmin(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withFollower(purge.FollowerConfig{Interval: time.Second}))
+	e := newEnv(t, withFollower(follower.Config{Interval: time.Second}))
 	fol := e.follower
 	if err := fol.Start(context.Background()); err != nil {
 		t.Fatal(err)

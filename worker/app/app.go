@@ -27,6 +27,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/purge/cdn/cloudfront"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/purge/s3event"
 )
 
@@ -62,7 +63,7 @@ type Options struct {
 type App struct {
 	Worker  *purge.Worker
 	Purger  *purge.Purger
-	Journal *purge.Journal
+	Journal *journal.Journal
 	CDN     *cloudfront.Invalidator // nil without DISTRIBUTION_ID
 	Metrics *obs.WorkerMetrics
 	// Settle is the delay between a journal entry and its CDN invalidation.
@@ -97,7 +98,7 @@ func New(ctx context.Context, cfg config.Worker, o Options) (*App, error) {
 			}, log)
 		}
 	}
-	a.Journal = purge.NewJournal(s3c, cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{Logger: log})
+	a.Journal = journal.New(s3c, cfg.Bucket, cfg.JournalPrefix, journal.Options{Logger: log})
 	var metrics purge.WorkerMetrics
 	if cfg.Metrics.Enabled && o.MetricsOut != nil {
 		m, err := obs.NewWorkerMetrics(obs.MetricsConfig{

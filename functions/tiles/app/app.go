@@ -31,6 +31,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/origin/stage"
 	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/follower"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/purge/queue"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
@@ -53,9 +55,9 @@ type App struct {
 	Admin    *admin.Handler
 	Memory   *memory.Cache
 	Disk     *disk.Store // nil when the disk tier is off or could not open
-	Journal  *purge.Journal
+	Journal  *journal.Journal
 	Purger   *purge.Purger // admin purges: the journal, then the handoff to the worker
-	Follower *purge.Follower
+	Follower *follower.Follower
 	Staged   stage.Report
 	// StagedArchives are the tileset archives copied beside the disk tier.
 	StagedArchives []string
@@ -168,8 +170,8 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		Metrics: a.tiersMetrics(), Logger: log, Prepare: answers.Prepare}); err != nil {
 		return nil, err
 	}
-	a.Journal = purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{Logger: log})
-	a.Follower = purge.NewFollower(a.Journal, a.Engine, a.followerConfig(cfg), log)
+	a.Journal = journal.New(o.S3(), cfg.Bucket, cfg.JournalPrefix, journal.Options{Logger: log})
+	a.Follower = follower.New(a.Journal, a.Engine, a.followerConfig(cfg), log)
 	a.Engine.Follow(a.Follower)
 	a.Archives.Follow(a.Engine)
 	if a.Purger, err = newPurger(ctx, cfg, a.Journal, op.handoff, log); err != nil {
@@ -227,7 +229,7 @@ func newMetrics(cfg config.Tiles, out io.Writer) (*obs.TileMetrics, error) {
 // newPurger is the admin purges' pipeline: the journal, then the CDN
 // invalidation handed to the worker (h, or the queue PURGE_QUEUE_URL
 // names; none: the CDN is left alone).
-func newPurger(ctx context.Context, cfg config.Tiles, j *purge.Journal, h purge.Handoff, log *slog.Logger) (*purge.Purger, error) {
+func newPurger(ctx context.Context, cfg config.Tiles, j *journal.Journal, h purge.Handoff, log *slog.Logger) (*purge.Purger, error) {
 	if h == nil && cfg.PurgeQueueURL != "" {
 		var err error
 		if h, err = queue.NewHandoff(ctx, cfg.PurgeQueueURL, awsSettings()); err != nil {
@@ -239,8 +241,8 @@ func newPurger(ctx context.Context, cfg config.Tiles, j *purge.Journal, h purge.
 
 // followerConfig is the journal follower's: its position is kept beside
 // the disk tier, and its checks are counted in the metrics.
-func (a *App) followerConfig(cfg config.Tiles) purge.FollowerConfig {
-	fcfg := purge.FollowerConfig{Interval: cfg.SyncInterval, Timeout: cfg.SyncTimeout, Position: a.position(cfg)}
+func (a *App) followerConfig(cfg config.Tiles) follower.Config {
+	fcfg := follower.Config{Interval: cfg.SyncInterval, Timeout: cfg.SyncTimeout, Position: a.position(cfg)}
 	if a.Metrics != nil {
 		fcfg.Observer = a.Metrics
 		a.Metrics.WatchTiers(func() obs.TierSize {
@@ -253,11 +255,11 @@ func (a *App) followerConfig(cfg config.Tiles) purge.FollowerConfig {
 
 // position is where the follower keeps its journal position: beside the
 // disk tier, which it describes; nil without one.
-func (a *App) position(cfg config.Tiles) purge.PositionStore {
+func (a *App) position(cfg config.Tiles) journal.PositionStore {
 	if a.Disk == nil {
 		return nil
 	}
-	return purge.PositionFile{Path: filepath.Join(a.Disk.Dir(), purge.PositionFileName), Fsync: cfg.DiskFsync}
+	return journal.PositionFile{Path: filepath.Join(a.Disk.Dir(), journal.PositionFileName), Fsync: cfg.DiskFsync}
 }
 
 // handlerStats are the HTTP layer's own counters, which the admin API's

@@ -23,7 +23,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
-	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
@@ -350,7 +350,7 @@ func TestJournalReadAtInitOnlyWhenNeeded(t *testing.T) {
 			srv, cfg, o := setup(t, env, 2)
 			ctx := context.Background()
 			// A purge recorded just before the start, of other tiles.
-			j := purge.NewJournal(o.S3(), cfg.Bucket, cfg.JournalPrefix, purge.JournalOptions{})
+			j := journal.New(o.S3(), cfg.Bucket, cfg.JournalPrefix, journal.Options{})
 			if _, err := j.Append(ctx, []string{"other/"}, "test"); err != nil {
 				t.Fatal(err)
 			}
@@ -364,8 +364,8 @@ func TestJournalReadAtInitOnlyWhenNeeded(t *testing.T) {
 				return false
 			}, Hold: func() { <-release }})
 			if tc.position {
-				p := purge.PositionFile{Path: filepath.Join(cfg.DiskDir, purge.PositionFileName)}
-				if err := p.Save(purge.Position{}); err != nil {
+				p := journal.PositionFile{Path: filepath.Join(cfg.DiskDir, journal.PositionFileName)}
+				if err := p.Save(journal.Position{}); err != nil {
 					t.Fatal(err)
 				}
 			}

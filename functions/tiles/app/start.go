@@ -15,7 +15,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/origin/sources"
 	"github.com/tilesieve/tilesieve/shared/origin/stage"
-	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
@@ -39,7 +39,7 @@ func (a *App) start(ctx context.Context, cfg config.Tiles, log *slog.Logger) {
 	if !staging && empty {
 		// Tiers that hold nothing need no purge before the first answer:
 		// the first check runs beside init and the first requests instead
-		// of holding them up (see purge.Follower.Defer for why that keeps
+		// of holding them up (see follower.Follower.Defer for why that keeps
 		// every purge).
 		a.Follower.Defer(time.Now())
 		a.Engine.CheckBeside(ctx)
@@ -91,7 +91,7 @@ func (a *App) readJournal(ctx context.Context, empty bool, log *slog.Logger) {
 // position (a position file means a disk tier kept from an earlier
 // process, which is read against the journal first, as is one that cannot
 // be read).
-func emptyTiers(d *disk.Store, pos purge.PositionStore) bool {
+func emptyTiers(d *disk.Store, pos journal.PositionStore) bool {
 	if d == nil {
 		return true
 	}

@@ -25,86 +25,91 @@ func brief(c s3event.Change) string {
 	return s
 }
 
+// decodeFixtureCase is what one sample event decodes to.
+type decodeFixtureCase struct {
+	file     string
+	source   s3event.Source
+	changes  []string
+	problems []int // indexes of the records reported
+	msgProbs []string
+	ignored  int
+}
+
+// decodeFixtureCases are the sample events and what each decodes to.
+var decodeFixtureCases = []decodeFixtureCase{
+	{
+		file:    "s3-put.json",
+		source:  s3event.SourceS3,
+		changes: []string{"created tiles tiles/city maps/c++/100%/3/4/5.png 0067D3F4ADA1B2C3E0"},
+	},
+	{
+		file:    "s3-delete.json",
+		source:  s3event.SourceS3,
+		changes: []string{"removed tiles tiles/osm/12/2048/1361.png 0067D3FD1321AB45CD"},
+	},
+	{
+		file:    "s3-delete-marker.json",
+		source:  s3event.SourceS3,
+		changes: []string{"removed tiles tiles/city maps/3/4/6.png 0067D3FD1321AB45DE"},
+	},
+	{
+		file:    "s3-lifecycle.json",
+		source:  s3event.SourceS3,
+		changes: []string{"expired tiles tiles/weather/radar/2025-03-08T00:00Z/5/16/10.png 0067D4C5DF00000001"},
+	},
+	{file: "s3-lifecycle-transition.json", source: s3event.SourceS3, ignored: 1},
+	{file: "s3-test-event.json", source: s3event.SourceTestEvent, ignored: 1},
+	{
+		file:   "sqs-s3.json",
+		source: s3event.SourceSQS,
+		changes: []string{
+			"created tiles tiles/osm/5/16/10.png 0067D41111111111A0 @19dd",
+			"created tiles tiles/osm/5/16/11.png 0067D41111111111A1 @4a9c",
+			"removed tiles tiles/osm/5/16/10.png 0067D41111111111B0 @5bad",
+			"created tiles tiles/osm hd/5/16/10.png 67D41111111111B1 @6c0e",
+			"created tiles tiles/osm/5/16/10.png 67D411111111119F @7d1f",
+			"created tiles tiles/café/地図/2/1/1.pbf 0067D41111111111C0 @8e20",
+			"created tiles tiles/iiif/page=7/100%/0,0,512,512/full/0/default.jpg 0067D41111111111C1 @9f31",
+			"created tiles tiles/c++/1/0/1.png 0067D41111111111C2 @a042",
+			"created tiles uploads/raw/scan 0001.tif 0067D41111111111C3 @b153",
+			"created tiles _tilesieve/journal/head 0067D41111111111C4 @c264",
+			"expired tiles tiles/weather/radar/2025-03-08T00:00Z/5/16/10.png 0067D41111111111C6 @e486",
+			"removed tiles tiles/city maps/3/4/6.png 0067D41111111111C7 @f597",
+			"created tiles tiles/osm/12/2048/1361.png 0067D41111111111C8 @06a8",
+		},
+		msgProbs: []string{"3f8b1a2c-5d6e-4f70-8a9b-0c1d2e3f4a5b", "d375fb46-f708-491a-a435-a0b1c2d3e4f5"},
+		ignored:  1, // the TestEvent body
+	},
+	{
+		file:    "eventbridge-created.json",
+		source:  s3event.SourceEventBridge,
+		changes: []string{"created tiles tiles/city maps/c++/3/4/5.png 0067D3F4ADA1B2C3E0"},
+	},
+	{
+		file:    "eventbridge-deleted.json",
+		source:  s3event.SourceEventBridge,
+		changes: []string{"removed tiles tiles/café/100%/2/1/1.pbf 0067D3FD1321AB45EF"},
+	},
+	{
+		// What the ExistingBucket rule delivers: EventBridge events inside SQS messages.
+		file:   "sqs-eventbridge.json",
+		source: s3event.SourceSQS,
+		changes: []string{
+			"created my-maps tiles/osm/5/16/10.png 0067D41A2B3C4D5E60 @c1f0",
+			"expired my-maps tiles/weather/radar/2025-03-08T00:00Z/5/16/10.png 0067D41A2B3C4D5E61 @d2a1",
+			"created my-maps tiles/city maps/c++/3/4/5.png 0067D41A2B3C4D5E62 @e3b2",
+		},
+	},
+	{
+		file:     "s3-malformed.json",
+		source:   s3event.SourceS3,
+		problems: []int{0},
+	},
+}
+
 func TestDecodeFixtures(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		file     string
-		source   s3event.Source
-		changes  []string
-		problems []int // indexes of the records reported
-		msgProbs []string
-		ignored  int
-	}{
-		{
-			file:    "s3-put.json",
-			source:  s3event.SourceS3,
-			changes: []string{"created tiles tiles/city maps/c++/100%/3/4/5.png 0067D3F4ADA1B2C3E0"},
-		},
-		{
-			file:    "s3-delete.json",
-			source:  s3event.SourceS3,
-			changes: []string{"removed tiles tiles/osm/12/2048/1361.png 0067D3FD1321AB45CD"},
-		},
-		{
-			file:    "s3-delete-marker.json",
-			source:  s3event.SourceS3,
-			changes: []string{"removed tiles tiles/city maps/3/4/6.png 0067D3FD1321AB45DE"},
-		},
-		{
-			file:    "s3-lifecycle.json",
-			source:  s3event.SourceS3,
-			changes: []string{"expired tiles tiles/weather/radar/2025-03-08T00:00Z/5/16/10.png 0067D4C5DF00000001"},
-		},
-		{file: "s3-lifecycle-transition.json", source: s3event.SourceS3, ignored: 1},
-		{file: "s3-test-event.json", source: s3event.SourceTestEvent, ignored: 1},
-		{
-			file:   "sqs-s3.json",
-			source: s3event.SourceSQS,
-			changes: []string{
-				"created tiles tiles/osm/5/16/10.png 0067D41111111111A0 @19dd",
-				"created tiles tiles/osm/5/16/11.png 0067D41111111111A1 @4a9c",
-				"removed tiles tiles/osm/5/16/10.png 0067D41111111111B0 @5bad",
-				"created tiles tiles/osm hd/5/16/10.png 67D41111111111B1 @6c0e",
-				"created tiles tiles/osm/5/16/10.png 67D411111111119F @7d1f",
-				"created tiles tiles/café/地図/2/1/1.pbf 0067D41111111111C0 @8e20",
-				"created tiles tiles/iiif/page=7/100%/0,0,512,512/full/0/default.jpg 0067D41111111111C1 @9f31",
-				"created tiles tiles/c++/1/0/1.png 0067D41111111111C2 @a042",
-				"created tiles uploads/raw/scan 0001.tif 0067D41111111111C3 @b153",
-				"created tiles _tilesieve/journal/head 0067D41111111111C4 @c264",
-				"expired tiles tiles/weather/radar/2025-03-08T00:00Z/5/16/10.png 0067D41111111111C6 @e486",
-				"removed tiles tiles/city maps/3/4/6.png 0067D41111111111C7 @f597",
-				"created tiles tiles/osm/12/2048/1361.png 0067D41111111111C8 @06a8",
-			},
-			msgProbs: []string{"3f8b1a2c-5d6e-4f70-8a9b-0c1d2e3f4a5b", "d375fb46-f708-491a-a435-a0b1c2d3e4f5"},
-			ignored:  1, // the TestEvent body
-		},
-		{
-			file:    "eventbridge-created.json",
-			source:  s3event.SourceEventBridge,
-			changes: []string{"created tiles tiles/city maps/c++/3/4/5.png 0067D3F4ADA1B2C3E0"},
-		},
-		{
-			file:    "eventbridge-deleted.json",
-			source:  s3event.SourceEventBridge,
-			changes: []string{"removed tiles tiles/café/100%/2/1/1.pbf 0067D3FD1321AB45EF"},
-		},
-		{
-			// What the ExistingBucket rule delivers: EventBridge events inside SQS messages.
-			file:   "sqs-eventbridge.json",
-			source: s3event.SourceSQS,
-			changes: []string{
-				"created my-maps tiles/osm/5/16/10.png 0067D41A2B3C4D5E60 @c1f0",
-				"expired my-maps tiles/weather/radar/2025-03-08T00:00Z/5/16/10.png 0067D41A2B3C4D5E61 @d2a1",
-				"created my-maps tiles/city maps/c++/3/4/5.png 0067D41A2B3C4D5E62 @e3b2",
-			},
-		},
-		{
-			file:     "s3-malformed.json",
-			source:   s3event.SourceS3,
-			problems: []int{0},
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range decodeFixtureCases {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
 			b, err := s3event.Decode(fixtures.Read(t, tt.file))

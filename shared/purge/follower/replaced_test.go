@@ -1,4 +1,4 @@
-package purge
+package follower
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 )
 
 // replaceHead rewrites the head as a writer that lost a compare-and-swap
@@ -28,7 +29,7 @@ func (fe *followerEnv) replaceHead(t *testing.T, at uint64, prefix string, exten
 	s.Seq = at
 	if extend {
 		s.Seq++
-		s.Entries = append(s.Entries, Entry{Seq: s.Seq, Prefixes: []string{"after/"}, Time: fe.clock.Now()})
+		s.Entries = append(s.Entries, journal.Entry{Seq: s.Seq, Prefixes: []string{"after/"}, Time: fe.clock.Now()})
 	}
 	body, err := json.Marshal(s)
 	if err != nil {
@@ -57,7 +58,7 @@ func TestFollowerReplacedEntry(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			fe := newFollowerEnv(t, FollowerConfig{})
+			fe := newFollowerEnv(t, Config{})
 			ctx := context.Background()
 			if err := fe.f.Start(ctx); err != nil {
 				t.Fatal(err)
@@ -106,7 +107,7 @@ func TestFollowerRestartReplacedEntry(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			fe := newFollowerEnv(t, FollowerConfig{})
+			fe := newFollowerEnv(t, Config{})
 			pos := tempPosition(t)
 			ctx := context.Background()
 			fe.startAt(t, pos)
@@ -115,7 +116,7 @@ func TestFollowerRestartReplacedEntry(t *testing.T) {
 			fe.syncAfter(ctx, time.Second)
 			fe.rec.take()
 			saved, ok, err := pos.Load()
-			if err != nil || !ok || saved.Seq != 2 || saved.Entry != EntryDigest(read(t, fe.w).Entries[1]) {
+			if err != nil || !ok || saved.Seq != 2 || saved.Entry != journal.EntryDigest(read(t, fe.w).Entries[1]) {
 				t.Fatalf("saved position %+v %v %v, want seq 2 with the digest of its entry", saved, ok, err)
 			}
 			if tc.old {
@@ -133,39 +134,6 @@ func TestFollowerRestartReplacedEntry(t *testing.T) {
 			}
 			if p, _, _ := pos.Load(); p.Seq != 3 || p.Entry == "" {
 				t.Errorf("saved position after restart: got %+v, want seq 3 with a digest", p)
-			}
-		})
-	}
-}
-
-// TestPositionFileCompatible: a position file written before digests were
-// kept loads, with the entry unknown; one with a digest keeps it.
-func TestPositionFileCompatible(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		file string
-		want Position
-	}{
-		{`{"journal":"abc","seq":42}`, Position{Journal: "abc", Seq: 42}},
-		{`{"journal":"abc","seq":42,"entry":"0123"}`, Position{Journal: "abc", Seq: 42, Entry: "0123"}},
-		{`{"journal":"","seq":0}`, Position{}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.file, func(t *testing.T) {
-			t.Parallel()
-			p := tempPosition(t)
-			if err := os.WriteFile(p.Path, []byte(tc.file), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			got, ok, err := p.Load()
-			if err != nil || !ok || got != tc.want {
-				t.Fatalf("got %+v %v %v, want %+v", got, ok, err, tc.want)
-			}
-			if err := p.Save(got); err != nil {
-				t.Fatal(err)
-			}
-			if again, _, _ := p.Load(); again != got {
-				t.Errorf("after a save: got %+v, want %+v", again, got)
 			}
 		})
 	}

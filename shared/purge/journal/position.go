@@ -1,4 +1,4 @@
-package purge
+package journal
 
 import (
 	"crypto/sha256"
@@ -34,8 +34,8 @@ func EntryDigest(e Entry) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// at returns the entry numbered seq if s holds it.
-func (s Snapshot) at(seq uint64) (Entry, bool) {
+// At returns the entry numbered seq if s holds it.
+func (s Snapshot) At(seq uint64) (Entry, bool) {
 	if seq < s.Oldest() || seq > s.Seq || len(s.Entries) == 0 {
 		return Entry{}, false
 	}
@@ -71,11 +71,11 @@ func (p PositionFile) Load() (Position, bool, error) {
 		return Position{}, false, nil
 	}
 	if err != nil {
-		return Position{}, false, fmt.Errorf("purge: read journal position: %w", err)
+		return Position{}, false, fmt.Errorf("journal: read position: %w", err)
 	}
 	var pos Position
 	if err := json.Unmarshal(b, &pos); err != nil || (pos.Journal == "" && pos.Seq != 0) {
-		return Position{}, false, fmt.Errorf("purge: journal position %s is corrupt", p.Path)
+		return Position{}, false, fmt.Errorf("journal: position %s is corrupt", p.Path)
 	}
 	return pos, true, nil
 }
@@ -84,11 +84,11 @@ func (p PositionFile) Load() (Position, bool, error) {
 func (p PositionFile) Save(pos Position) (err error) {
 	b, err := json.Marshal(pos)
 	if err != nil {
-		return fmt.Errorf("purge: encode journal position: %w", err)
+		return fmt.Errorf("journal: encode position: %w", err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(p.Path), ".position-*")
 	if err != nil {
-		return fmt.Errorf("purge: save journal position: %w", err)
+		return fmt.Errorf("journal: save position: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -97,18 +97,18 @@ func (p PositionFile) Save(pos Position) (err error) {
 		}
 	}()
 	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("purge: save journal position: %w", err)
+		return fmt.Errorf("journal: save position: %w", err)
 	}
 	if p.Fsync {
 		if err = f.Sync(); err != nil {
-			return fmt.Errorf("purge: save journal position: %w", err)
+			return fmt.Errorf("journal: save position: %w", err)
 		}
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("purge: save journal position: %w", err)
+		return fmt.Errorf("journal: save position: %w", err)
 	}
 	if err = os.Rename(f.Name(), p.Path); err != nil {
-		return fmt.Errorf("purge: save journal position: %w", err)
+		return fmt.Errorf("journal: save position: %w", err)
 	}
 	return nil
 }

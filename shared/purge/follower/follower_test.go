@@ -1,35 +1,34 @@
-package purge
+package follower
 
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 )
 
 type followerEnv struct {
 	*env
 	clock *clock
-	j     *Journal // the follower's
-	w     *Journal // a worker's
+	j     *journal.Journal // the follower's
+	w     *journal.Journal // a worker's
 	rec   *recorder
 	f     *Follower
 }
 
-func newFollowerEnv(t *testing.T, cfg FollowerConfig) *followerEnv {
+func newFollowerEnv(t *testing.T, cfg Config) *followerEnv {
 	t.Helper()
 	e := newEnv(t)
 	fe := &followerEnv{env: e, clock: newClock(), rec: &recorder{}}
-	fe.j = e.journal(JournalOptions{})
-	fe.w = e.journal(JournalOptions{})
+	fe.j = e.journal(journal.Options{})
+	fe.w = e.journal(journal.Options{})
 	cfg.Now = fe.clock.Now
-	fe.f = NewFollower(fe.j, fe.rec, cfg, nil)
+	fe.f = New(fe.j, fe.rec, cfg, nil)
 	return fe
 }
 
@@ -42,9 +41,9 @@ func (fe *followerEnv) append(t *testing.T, prefixes ...string) {
 
 // startAt restarts the follower with its position saved at pos, and
 // starts it.
-func (fe *followerEnv) startAt(t *testing.T, pos PositionFile) {
+func (fe *followerEnv) startAt(t *testing.T, pos journal.PositionFile) {
 	t.Helper()
-	fe.restart(FollowerConfig{Position: pos})
+	fe.restart(Config{Position: pos})
 	if err := fe.f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -57,22 +56,17 @@ func (fe *followerEnv) syncAfter(ctx context.Context, d time.Duration) {
 	fe.f.MaybeSync(ctx)
 }
 
-// tempPosition is a position file of the test's own, not yet written.
-func tempPosition(t *testing.T) PositionFile {
-	return PositionFile{Path: filepath.Join(t.TempDir(), PositionFileName)}
-}
-
 // restart is a new follower of the same journal over the same position
 // file: a process restarted over a kept disk tier.
-func (fe *followerEnv) restart(cfg FollowerConfig) {
+func (fe *followerEnv) restart(cfg Config) {
 	cfg.Now = fe.clock.Now
 	fe.rec = &recorder{}
-	fe.f = NewFollower(fe.env.journal(JournalOptions{}), fe.rec, cfg, nil)
+	fe.f = New(fe.env.journal(journal.Options{}), fe.rec, cfg, nil)
 }
 
 func TestFollowerAppliesInOrder(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{})
+	fe := newFollowerEnv(t, Config{})
 	ctx := context.Background()
 	fe.append(t, "old/") // before the instance started, whose tiers are empty: not applied
 	if err := fe.f.Start(ctx); err != nil {
@@ -98,7 +92,7 @@ func TestFollowerAppliesInOrder(t *testing.T) {
 // that finds nothing is one GET answered 304.
 func TestFollowerRateLimited(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{Interval: time.Second})
+	fe := newFollowerEnv(t, Config{Interval: time.Second})
 	ctx := context.Background()
 	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -132,7 +126,7 @@ func TestFollowerRateLimited(t *testing.T) {
 // the last good check still vouches, the others do not wait for it.
 func TestFollowerOneCheckAtATime(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{Interval: time.Second, Timeout: 5 * time.Second})
+	fe := newFollowerEnv(t, Config{Interval: time.Second, Timeout: 5 * time.Second})
 	ctx := context.Background()
 	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -171,7 +165,7 @@ func TestFollowerOneCheckAtATime(t *testing.T) {
 // every one of them.
 func TestFollowerIdleWakeUpBehind1000(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{})
+	fe := newFollowerEnv(t, Config{})
 	ctx := context.Background()
 	if err := fe.f.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -198,11 +192,11 @@ func TestFollowerBehindTheWindow(t *testing.T) {
 	e := newEnv(t)
 	clk := newClock()
 	rec := &recorder{}
-	f := NewFollower(e.journal(JournalOptions{}), rec, FollowerConfig{Now: clk.Now}, nil)
+	f := New(e.journal(journal.Options{}), rec, Config{Now: clk.Now}, nil)
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	appendN(t, e.journal(JournalOptions{Window: 50}), 120, "p%d/")
+	appendN(t, e.journal(journal.Options{Window: 50}), 120, "p%d/")
 	clk.Advance(time.Second)
 	f.MaybeSync(context.Background())
 	if got := rec.take(); !slices.Equal(got, []string{"all"}) || f.Applied() != 120 {
@@ -215,7 +209,7 @@ func TestFollowerBehindTheWindow(t *testing.T) {
 // the next upload creates; both drop the tiers.
 func TestFollowerJournalWiped(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{})
+	fe := newFollowerEnv(t, Config{})
 	ctx := context.Background()
 	fe.append(t, "a/")
 	if err := fe.f.Start(ctx); err != nil {
@@ -258,7 +252,7 @@ func TestFollowerFailClosed(t *testing.T) {
 			// A timeout generous enough that a good check never hits it on
 			// a loaded machine; the slow journal is slower still.
 			const timeout = time.Second
-			fe := newFollowerEnv(t, FollowerConfig{Interval: time.Second, Timeout: timeout})
+			fe := newFollowerEnv(t, Config{Interval: time.Second, Timeout: timeout})
 			ctx := context.Background()
 			if err := fe.f.Start(ctx); err != nil {
 				t.Fatal(err)
@@ -298,7 +292,7 @@ func TestFollowerFailClosed(t *testing.T) {
 // the tiers were at (here: empty tiers of a new journal, so every entry).
 func TestFollowerStartFailed(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{})
+	fe := newFollowerEnv(t, Config{})
 	ctx := context.Background()
 	fe.srv.Faults().Add(s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Times: 1, Status: http.StatusInternalServerError})
 	if err := fe.f.Start(ctx); err == nil {
@@ -322,7 +316,7 @@ func TestFollowerStartFailed(t *testing.T) {
 // it was down, before anything is served, and nothing more.
 func TestFollowerRestartWithKeptDisk(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{})
+	fe := newFollowerEnv(t, Config{})
 	pos := tempPosition(t)
 	ctx := context.Background()
 	fe.append(t, "before/")
@@ -357,11 +351,11 @@ func TestFollowerStartEmpty(t *testing.T) {
 	ctx := context.Background()
 	t.Run("read", func(t *testing.T) {
 		t.Parallel()
-		fe := newFollowerEnv(t, FollowerConfig{})
+		fe := newFollowerEnv(t, Config{})
 		pos := tempPosition(t)
 		fe.append(t, "before/1/")
 		fe.append(t, "before/2/")
-		fe.restart(FollowerConfig{Position: pos})
+		fe.restart(Config{Position: pos})
 		if err := fe.f.StartEmpty(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -384,9 +378,9 @@ func TestFollowerStartEmpty(t *testing.T) {
 	})
 	t.Run("read failed", func(t *testing.T) {
 		t.Parallel()
-		fe := newFollowerEnv(t, FollowerConfig{})
+		fe := newFollowerEnv(t, Config{})
 		fe.append(t, "before/")
-		fe.restart(FollowerConfig{Position: tempPosition(t)})
+		fe.restart(Config{Position: tempPosition(t)})
 		fe.srv.Faults().Add(s3local.Fault{Match: matchPath(http.MethodGet, "head.json"), Times: 1, Status: http.StatusInternalServerError})
 		if err := fe.f.StartEmpty(ctx); err == nil {
 			t.Fatal("start succeeded through a failing journal")
@@ -403,7 +397,7 @@ func TestFollowerStartEmpty(t *testing.T) {
 // of everything that succeeds moves the saved position on.
 func TestFollowerUnlinkFailureNotSaved(t *testing.T) {
 	t.Parallel()
-	fe := newFollowerEnv(t, FollowerConfig{})
+	fe := newFollowerEnv(t, Config{})
 	pos := tempPosition(t)
 	ctx := context.Background()
 	fe.startAt(t, pos)
@@ -420,32 +414,5 @@ func TestFollowerUnlinkFailureNotSaved(t *testing.T) {
 	}
 	if p, _, _ := pos.Load(); p.Seq != 2 {
 		t.Errorf("saved position %d, want 2", p.Seq)
-	}
-}
-
-// TestPositionFile: saves are whole, and a corrupt file is an error.
-func TestPositionFile(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	p := PositionFile{Path: filepath.Join(dir, PositionFileName), Fsync: true}
-	if _, ok, err := p.Load(); ok || err != nil {
-		t.Fatalf("missing file: ok %v err %v", ok, err)
-	}
-	want := Position{Journal: "abc", Seq: 42}
-	if err := p.Save(want); err != nil {
-		t.Fatal(err)
-	}
-	if got, ok, err := p.Load(); !ok || err != nil || got != want {
-		t.Fatalf("got %+v %v %v, want %+v", got, ok, err, want)
-	}
-	if err := os.WriteFile(p.Path, []byte(`{"journal":`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := p.Load(); err == nil {
-		t.Error("a torn position file loaded")
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("files left in the directory: %d, want only the position file", len(entries))
 	}
 }

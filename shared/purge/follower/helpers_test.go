@@ -1,24 +1,30 @@
-package purge
+package follower
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 	"github.com/tilesieve/tilesieve/shared/testkit/fakeclock"
 )
 
-const testBucket = "tiles"
+const (
+	testBucket        = "tiles"
+	testJournalPrefix = "_tilesieve/journal/"
+)
 
 // env is an in-process S3 endpoint reached over HTTP by the real SDK.
 type env struct {
@@ -50,6 +56,14 @@ func (l *requestLog) since(n int) []string {
 
 func (l *requestLog) count() int { return int(l.n.Load()) }
 
+// counting serves h, logging every request first.
+func (l *requestLog) counting(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.add(r)
+		h.ServeHTTP(w, r)
+	})
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	log := &requestLog{}
@@ -57,30 +71,41 @@ func newEnv(t *testing.T) *env {
 	return &env{srv: ep.Server, api: ep.Client, reqs: log}
 }
 
-// appendConcurrently runs writers writers, each with a Journal of its own
-// (as if in a process of its own), each appending each entries of one prefix
-// ("wW/I/"); fn sees every append's outcome, from the writer's goroutine.
-func (e *env) appendConcurrently(writers, each int, fn func(prefix string, en Entry, err error)) {
-	var wg sync.WaitGroup
-	for w := range writers {
-		j := e.journal(JournalOptions{})
-		wg.Go(func() {
-			for i := range each {
-				p := fmt.Sprintf("w%d/%d/", w, i)
-				en, err := j.Append(context.Background(), []string{p}, "test")
-				fn(p, en, err)
-			}
-		})
-	}
-	wg.Wait()
+func (e *env) journal(opts journal.Options) *journal.Journal {
+	return journal.New(e.api, testBucket, testJournalPrefix, opts)
 }
 
-// counting serves h, logging every request first.
-func (l *requestLog) counting(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l.add(r)
-		h.ServeHTTP(w, r)
-	})
+func (e *env) deleteHead(t *testing.T) {
+	t.Helper()
+	if _, err := e.api.DeleteObject(context.Background(), &s3.DeleteObjectInput{
+		Bucket: aws.String(testBucket), Key: aws.String(testJournalPrefix + "head.json"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendN(t *testing.T, j *journal.Journal, n int, format string) {
+	t.Helper()
+	for i := range n {
+		if _, err := j.Append(context.Background(), []string{fmt.Sprintf(format, i)}, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// read reads the whole head.
+func read(t *testing.T, j *journal.Journal) journal.Snapshot {
+	t.Helper()
+	s, err := j.Read(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// tempPosition is a position file of the test's own, not yet written.
+func tempPosition(t *testing.T) journal.PositionFile {
+	return journal.PositionFile{Path: filepath.Join(t.TempDir(), journal.PositionFileName)}
 }
 
 // clock is the settable clock of one test.

@@ -1,4 +1,29 @@
-package purge
+// Package journal is the purge journal: one object in the bucket, the head,
+// that records every purge as a numbered entry, for every function instance
+// to follow (package follower).
+//
+// It is correct by construction, because the head is the only thing anybody
+// writes, and only by compare-and-swap:
+//
+//   - A sequence number is never handed out twice, and a write that lags or
+//     fails never hides a later entry: an append PUTs the head with If-Match
+//     on the ETag it read (If-None-Match: * to create it), and a writer that
+//     lost the race re-reads and tries again. A failed write changed nothing.
+//   - A reader catches up in one GET whatever the backlog, as the head keeps
+//     the most recent entries, and a check that finds nothing new is a 304.
+//   - A reader can tell when it cannot trust what it reads: a wiped journal
+//     comes back with a new id, a reader behind the oldest entry the head
+//     keeps knows it, and a Position names the entry it applied by its
+//     digest, so another entry found at that number is seen to be one.
+//   - A Journal refuses to write to a store that accepts the conditions and
+//     ignores them (ErrNoConditionalWrites), where concurrent appends would
+//     overwrite each other without a word.
+//
+// Nothing expires: there is no lifecycle rule to race. Readers need
+// s3:GetObject on the head and s3:ListBucket on the bucket (without it S3
+// answers 403, not 404, for the head of a journal not yet written); writers
+// also need s3:PutObject.
+package journal
 
 import (
 	"bytes"
@@ -29,8 +54,8 @@ type Entry struct {
 	Source   string    `json:"source,omitempty"`
 }
 
-// JournalOptions tunes a Journal.
-type JournalOptions struct {
+// Options tunes a Journal.
+type Options struct {
 	// Now is the clock stamped on entries; default time.Now.
 	Now func() time.Time
 	// Window is how many of the most recent entries the head keeps. A reader
@@ -44,7 +69,7 @@ type JournalOptions struct {
 	Logger *slog.Logger
 }
 
-// Defaults of JournalOptions.
+// Defaults of Options.
 const (
 	DefaultWindow       = 1024
 	DefaultMaxHeadBytes = 1 << 20
@@ -57,48 +82,23 @@ const (
 	maxReadBytes      = 8 << 20  // a head larger than this is refused as corrupt
 )
 
-// Journal is the purge journal: one object, the head, at "<prefix>head.json",
-// kept in the bucket outside TILES_PREFIX. The head carries the journal's id,
-// the last sequence number and the most recent entries:
+// Journal is the journal under one key prefix, kept in the bucket outside
+// TILES_PREFIX. Its head, "<prefix>head.json", carries the journal's id, the
+// last sequence number and the most recent entries:
 //
 //	{"journal":"5f0c…","seq":42,"entries":[{"seq":41,…},{"seq":42,…}]}
 //
-// It is correct by construction because it is the only thing anybody writes:
-//
-//   - Append is a compare-and-swap: read the head, add one entry numbered
-//     seq+1, and PUT it back with If-Match on the ETag read (If-None-Match: *
-//     to create it). A writer that lost the race re-reads and tries again, so
-//     a number is never handed out twice and no write that lags or fails can
-//     hide a later entry: a failed write changed nothing.
-//   - A reader gets everything since its position in one GET, whatever the
-//     backlog, and a check that finds nothing new is a 304 (If-None-Match on
-//     the ETag it last read).
-//   - A journal that was wiped is recreated with a new id, and a reader
-//     that sees a different id, or is behind the oldest entry the head
-//     keeps, or finds a different entry at a number it applied, drops its
-//     tiers instead of trusting what it cannot read.
-//
-// All of it rests on the bucket honouring the conditions: a store that
-// accepts If-Match and If-None-Match on PUT and ignores them (several
-// S3-compatible stores do) answers 200 to every compare-and-swap, and
-// concurrent appends overwrite each other without a word. So before its
-// first write a Journal probes the bucket once (Verify: three PUTs of one
-// small object, once per process), and refuses to append, with an error
-// wrapping ErrNoConditionalWrites, where the conditions are not honoured.
-// Against a store that passed, a 200 to a PUT with If-Match is a
-// compare-and-swap won, and a warm append stays one PUT.
-//
-// Nothing expires: there is no lifecycle rule to race. Readers need
-// s3:GetObject on the head and s3:ListBucket on the bucket (without it S3
-// answers 403, not 404, for the head of a journal not yet written); writers
-// also need s3:PutObject.
+// Before its first write a Journal probes the bucket once (Verify) and
+// refuses to append where the conditions are not honoured. Against a store
+// that passed, a 200 to a PUT with If-Match is a compare-and-swap won, and a
+// warm append stays one PUT.
 //
 // A Journal is safe for concurrent use.
 type Journal struct {
 	api    *s3.Client
 	bucket string
 	prefix string
-	opts   JournalOptions
+	opts   Options
 	log    *slog.Logger
 
 	mu       sync.Mutex // guards last, known and verified, and serialises this process's appends
@@ -107,9 +107,9 @@ type Journal struct {
 	verified bool       // Probe found that the bucket honours conditional writes
 }
 
-// NewJournal returns the journal at bucket/prefix. prefix is normally
+// New returns the journal at bucket/prefix. prefix is normally
 // "_tilesieve/journal/".
-func NewJournal(api *s3.Client, bucket, prefix string, opts JournalOptions) *Journal {
+func New(api *s3.Client, bucket, prefix string, opts Options) *Journal {
 	opts.Now = defaults.Clock(opts.Now)
 	opts.Window = defaults.Positive(opts.Window, DefaultWindow)
 	opts.MaxHeadBytes = defaults.Positive(opts.MaxHeadBytes, DefaultMaxHeadBytes)
@@ -144,13 +144,13 @@ func (s Snapshot) Oldest() uint64 {
 // Errors.
 var (
 	// ErrNoPrefixes is returned by Append for an empty purge.
-	ErrNoPrefixes = errors.New("purge: entry without prefixes")
+	ErrNoPrefixes = errors.New("journal: entry without prefixes")
 	// ErrUnchanged is returned by Read when the head still has the ETag
 	// given: nothing was appended since.
-	ErrUnchanged = errors.New("purge: journal unchanged")
+	ErrUnchanged = errors.New("journal: unchanged")
 	// ErrCorrupt is a head that cannot be decoded. Readers treat it as a
 	// failed read; the next Append replaces it with a new journal.
-	ErrCorrupt = errors.New("purge: journal head unreadable")
+	ErrCorrupt = errors.New("journal: head unreadable")
 )
 
 // Read reads the head. With ifNoneMatch set to the ETag of an earlier
@@ -171,12 +171,12 @@ func (j *Journal) Read(ctx context.Context, ifNoneMatch string) (Snapshot, error
 	case http.StatusNotFound:
 		return Snapshot{Missing: true}, nil
 	default:
-		return Snapshot{}, fmt.Errorf("purge: read journal head: %w", err)
+		return Snapshot{}, fmt.Errorf("journal: read head: %w", err)
 	}
 	defer out.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(out.Body, maxReadBytes+1))
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("purge: read journal head: %w", err)
+		return Snapshot{}, fmt.Errorf("journal: read head: %w", err)
 	}
 	s, err := decodeHead(body)
 	if err != nil {
@@ -232,7 +232,7 @@ func (j *Journal) Append(ctx context.Context, prefixes []string, source string) 
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.verify(ctx); err != nil {
-		return Entry{}, fmt.Errorf("purge: append refused: %w", err)
+		return Entry{}, fmt.Errorf("journal: append refused: %w", err)
 	}
 	cur := j.last
 	if !j.known {
@@ -271,10 +271,10 @@ func (j *Journal) Append(ctx context.Context, prefixes []string, source string) 
 			// on a missing key), or is writing it now (409,
 			// ConditionalRequestConflict). Read it again and build on that.
 		default:
-			return Entry{}, fmt.Errorf("purge: append entry %d: %w", next.Seq, err)
+			return Entry{}, fmt.Errorf("journal: append entry %d: %w", next.Seq, err)
 		}
 		if attempt == maxAppendAttempts {
-			return Entry{}, fmt.Errorf("purge: append: lost %d compare-and-swaps in a row: %w", attempt, err)
+			return Entry{}, fmt.Errorf("journal: append: lost %d compare-and-swaps in a row: %w", attempt, err)
 		}
 		j.log.DebugContext(ctx, "purge journal: head moved under an append, retrying", "attempt", attempt, "status", code)
 		if cur, err = j.readForAppend(ctx); err != nil {
@@ -303,7 +303,7 @@ func (j *Journal) corruptHead(ctx context.Context) (Snapshot, error) {
 		return Snapshot{Missing: true}, nil
 	}
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("purge: head of an unreadable journal: %w", err)
+		return Snapshot{}, fmt.Errorf("journal: head of an unreadable journal: %w", err)
 	}
 	return Snapshot{ETag: aws.ToString(out.ETag)}, nil // no id: extend starts a new journal
 }
@@ -327,7 +327,7 @@ func (j *Journal) extend(cur Snapshot, e Entry) (Snapshot, []byte, error) {
 	for {
 		body, err := json.Marshal(next)
 		if err != nil {
-			return Snapshot{}, nil, fmt.Errorf("purge: encode journal head: %w", err)
+			return Snapshot{}, nil, fmt.Errorf("journal: encode head: %w", err)
 		}
 		if len(body) <= j.opts.MaxHeadBytes || len(next.Entries) == 1 {
 			return next, body, nil
@@ -342,7 +342,7 @@ func (j *Journal) extend(cur Snapshot, e Entry) (Snapshot, []byte, error) {
 func newJournalID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("purge: journal id: %w", err)
+		return "", fmt.Errorf("journal: new id: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
 }

@@ -1,4 +1,4 @@
-package purge_test
+package journal_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
-	"github.com/tilesieve/tilesieve/shared/purge"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 )
 
 // The journal against an S3 endpoint (here the in-process one, reached over
@@ -23,7 +23,7 @@ func ExampleJournal() {
 	defer hs.Close()
 	ctx := context.Background()
 	clock := func() time.Time { return time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC) }
-	j := purge.NewJournal(srv.Client(hs.URL), "tiles", "_tilesieve/journal/", purge.JournalOptions{Now: clock})
+	j := journal.New(srv.Client(hs.URL), "tiles", "_tilesieve/journal/", journal.Options{Now: clock})
 
 	for _, prefixes := range [][]string{{"osm/12/2048/"}, {"osm.json", "osm.pmtiles", "osm/"}} {
 		e, err := j.Append(ctx, prefixes, "example")
@@ -43,7 +43,7 @@ func ExampleJournal() {
 	}
 
 	_, err = j.Read(ctx, snap.ETag)
-	fmt.Println("read again, unchanged:", errors.Is(err, purge.ErrUnchanged))
+	fmt.Println("read again, unchanged:", errors.Is(err, journal.ErrUnchanged))
 	// Output:
 	// appended 1 [osm/12/2048/]
 	// appended 2 [osm.json osm.pmtiles osm/]

@@ -1,4 +1,4 @@
-package purge
+package journal
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // does not honour If-None-Match: * or If-Match on PUT. The journal's
 // compare-and-swap then silently loses concurrent appends, so Append
 // refuses to write.
-var ErrNoConditionalWrites = errors.New("purge: the S3 store does not honour conditional writes (If-None-Match: * and If-Match on PUT), which the purge journal needs")
+var ErrNoConditionalWrites = errors.New("journal: the S3 store does not honour conditional writes (If-None-Match: * and If-Match on PUT), which the purge journal needs")
 
 // probeWrongETag is an ETag no object has: an MD5 of zeros.
 const probeWrongETag = `"00000000000000000000000000000000"`
@@ -81,11 +81,11 @@ func (j *Journal) Probe(ctx context.Context) ([]ProbeStep, error) {
 		switch {
 		case step.OK:
 		case s.feature != "" && code == http.StatusOK:
-			return done, fmt.Errorf("purge: %s succeeded, so the bucket ignores %s on PUT: %w", s.describe, s.feature, ErrNoConditionalWrites)
+			return done, fmt.Errorf("journal: %s succeeded, so the bucket ignores %s on PUT: %w", s.describe, s.feature, ErrNoConditionalWrites)
 		case notImplemented(err):
-			return done, fmt.Errorf("purge: %s answered %d: %w (%w)", s.request, code, ErrNoConditionalWrites, err)
+			return done, fmt.Errorf("journal: %s answered %d: %w (%w)", s.request, code, ErrNoConditionalWrites, err)
 		default:
-			return done, fmt.Errorf("purge: probe of conditional writes: %s: %w", s.request, err)
+			return done, fmt.Errorf("journal: probe of conditional writes: %s: %w", s.request, err)
 		}
 	}
 	return done, nil

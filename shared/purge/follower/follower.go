@@ -1,4 +1,24 @@
-package purge
+// Package follower keeps one function instance in step with the purge
+// journal (package journal): it reads the journal's head and applies each
+// new entry's prefixes to the instance's tiers. Lambda freezes idle
+// instances, so there is no background loop: checks ride on requests.
+//
+// It promises:
+//
+//   - At most one check per interval, and a check is one GET of the head (a
+//     304 when nothing changed), whatever the backlog.
+//   - It fails closed: a copy older than the last good check by more than
+//     Interval+Timeout is not trusted (Follower.Trusted), so it is
+//     revalidated with S3.
+//   - Its position persists with the disk tier, saved only once every purge
+//     up to it has reached the disk for good, so a process restarted over a
+//     kept disk tier applies what it missed before the disk answers.
+//   - A journal it cannot follow from its position (wiped, a new id, behind
+//     it, past its window, another entry at a number it applied) drops both
+//     tiers rather than trust what it cannot read.
+//   - Over tiers that start empty its first check need not hold up init
+//     (Follower.Defer), and no purge recorded since it began is missed.
+package follower
 
 import (
 	"context"
@@ -9,6 +29,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 )
 
 // Target is what a follower purges: the tiers of one function instance
@@ -40,8 +61,8 @@ type Observer interface {
 	PurgesApplied(purges, keysDropped int, newestAge time.Duration)
 }
 
-// FollowerConfig tunes a Follower.
-type FollowerConfig struct {
+// Config tunes a Follower.
+type Config struct {
 	// Interval is the least time between two checks (SYNC_INTERVAL); default 1s.
 	Interval time.Duration
 	// Timeout bounds one check (SYNC_TIMEOUT); default 1s. A copy is trusted
@@ -52,14 +73,14 @@ type FollowerConfig struct {
 	// tier, so a process restarted over a kept disk tier applies what it
 	// missed before the disk answers. Nil for an instance without a disk
 	// tier (its tiers start empty).
-	Position PositionStore
+	Position journal.PositionStore
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Observer, if set, is told of every check and of the purges applied.
 	Observer Observer
 }
 
-// Defaults of FollowerConfig.
+// Defaults of Config.
 const (
 	DefaultInterval = time.Second
 	DefaultTimeout  = time.Second
@@ -71,20 +92,15 @@ const (
 // writer's clock.
 const ClockMargin = time.Minute
 
-// Follower keeps one function instance in step with the journal. Lambda
-// freezes idle instances, so there is no background loop: checks ride on
-// requests through MaybeSync, at most one per Interval. A check is one GET
-// of the journal head, a 304 when nothing changed, whatever the backlog.
-//
-// It fails closed: Trusted tells the server which cached copies it may
-// answer with, and a copy older than the last good check by more than
-// Interval+Timeout is not one of them.
+// Follower keeps one function instance in step with the journal: checks
+// ride on requests through MaybeSync, and Trusted tells the server which
+// cached copies it may answer with.
 //
 // A Follower is safe for concurrent use.
 type Follower struct {
-	j   *Journal
+	j   *journal.Journal
 	t   Target
-	cfg FollowerConfig
+	cfg Config
 	log *slog.Logger
 
 	next    atomic.Int64  // unix ns at which a check is due
@@ -99,18 +115,18 @@ type Follower struct {
 
 	checks, unchanged, failures, purgeAlls atomic.Uint64
 
-	mu         sync.Mutex // guards the fields below and serialises checks
-	pos        Position   // the last entry applied to the tiers
-	known      bool       // the tiers hold nothing older than pos (false: a kept disk tier of unknown position)
-	etag       string     // the head's version when last read
-	diskBehind bool       // a purge did not fully reach the disk: pos is not saved until a purge of everything does
-	fresh      bool       // during Start without a disk tier, or StartEmpty: the tiers are empty, nothing to apply
-	deferred   bool       // begun by Defer: the first good check applies what was recorded since began
-	began      time.Time  // when Defer was called
+	mu         sync.Mutex       // guards the fields below and serialises checks
+	pos        journal.Position // the last entry applied to the tiers
+	known      bool             // the tiers hold nothing older than pos (false: a kept disk tier of unknown position)
+	etag       string           // the head's version when last read
+	diskBehind bool             // a purge did not fully reach the disk: pos is not saved until a purge of everything does
+	fresh      bool             // during Start without a disk tier, or StartEmpty: the tiers are empty, nothing to apply
+	deferred   bool             // begun by Defer: the first good check applies what was recorded since began
+	began      time.Time        // when Defer was called
 }
 
-// NewFollower returns a follower of j that purges t.
-func NewFollower(j *Journal, t Target, cfg FollowerConfig, log *slog.Logger) *Follower {
+// New returns a follower of j that purges t.
+func New(j *journal.Journal, t Target, cfg Config, log *slog.Logger) *Follower {
 	cfg.Interval = defaults.Positive(cfg.Interval, DefaultInterval)
 	cfg.Timeout = defaults.Positive(cfg.Timeout, DefaultTimeout)
 	cfg.Now = defaults.Clock(cfg.Now)
@@ -287,8 +303,8 @@ func (f *Follower) Unreachable() bool { return f.failing.Load() }
 // Applied is the sequence number of the last entry applied.
 func (f *Follower) Applied() uint64 { return f.applied.Load() }
 
-// FollowerStats counts what a follower did.
-type FollowerStats struct {
+// Stats counts what a follower did.
+type Stats struct {
 	Applied   uint64    `json:"applied"`    // last entry applied
 	Checks    uint64    `json:"checks"`     // checks made
 	Unchanged uint64    `json:"unchanged"`  // checks answered 304
@@ -298,8 +314,8 @@ type FollowerStats struct {
 }
 
 // Stats returns the follower's counters.
-func (f *Follower) Stats() FollowerStats {
-	s := FollowerStats{
+func (f *Follower) Stats() Stats {
+	s := Stats{
 		Applied:   f.applied.Load(),
 		Checks:    f.checks.Load(),
 		Unchanged: f.unchanged.Load(),
@@ -330,7 +346,7 @@ func (f *Follower) check(ctx context.Context, start time.Time) (err error) {
 	f.checks.Add(1)
 	snap, err := f.j.Read(ctx, f.etag)
 	switch {
-	case errors.Is(err, ErrUnchanged):
+	case errors.Is(err, journal.ErrUnchanged):
 		f.unchanged.Add(1)
 	case err != nil:
 		f.failures.Add(1)
@@ -345,184 +361,4 @@ func (f *Follower) check(ctx context.Context, start time.Time) (err error) {
 	f.took.Store(int64(max(0, f.cfg.Now().Sub(start))))
 	f.failing.Store(false)
 	return nil
-}
-
-// applySnapshot brings the tiers from f.pos to snap. f.mu is held.
-func (f *Follower) applySnapshot(snap Snapshot) {
-	next := Position{Journal: snap.Journal, Seq: snap.Seq}
-	if e, ok := snap.at(snap.Seq); ok {
-		next.Entry = EntryDigest(e)
-	}
-	// from is the last entry the tiers hold the purge of: a drop covers
-	// the entries after it.
-	from := f.pos.Seq
-	var drop string
-	switch {
-	case !f.known:
-		drop = "the kept disk tier's journal position is unknown"
-	case snap.Missing:
-		if f.pos.Journal != "" {
-			drop = "the journal is gone (wiped or reset)"
-		}
-	case f.pos.Journal != "" && snap.Journal != f.pos.Journal:
-		drop = "a new journal"
-	case snap.Seq < f.pos.Seq:
-		drop = "the journal is behind this instance"
-	case f.pos.Seq+1 < snap.Oldest():
-		drop = "entries since this instance's position are out of the journal's window"
-	default:
-		// The entry this instance applied last, if the head still holds
-		// it, must be the one it applied: a different one there means a
-		// writer overwrote the head (a store that ignores conditional
-		// writes), and its purge, and perhaps others, never reached here.
-		if e, ok := snap.at(f.pos.Seq); ok && f.pos.Seq > 0 && EntryDigest(e) != f.pos.Entry {
-			drop = "a different entry at a sequence number this instance applied"
-			if f.pos.Entry == "" {
-				drop = "the entry this instance applied last is unknown (a position saved without it)"
-			}
-			from = f.pos.Seq - 1
-		}
-	}
-	if f.fresh {
-		f.pos, f.known = next, true
-		f.applied.Store(next.Seq)
-		f.save()
-		return
-	}
-	if !f.deferred && next == f.pos && drop == "" {
-		return
-	}
-	ok := true
-	applied := appliedCount{}
-	switch {
-	case f.deferred:
-		// looked is read after the head: a lookup that had not asked by
-		// now begins its GET after the head was read.
-		f.deferred = false
-		if f.looked.Load() {
-			ok = f.applySince(snap, f.began.Add(-ClockMargin), &applied)
-		}
-		f.pending.Store(false)
-	case drop != "":
-		f.log.Warn("purge follower dropping both tiers", "reason", drop, "position", f.pos, "journal", next)
-		ok = f.purgeAll(&applied)
-		sameJournal := f.known && f.pos.Journal == snap.Journal
-		for _, e := range snap.Entries {
-			if !sameJournal || e.Seq > from {
-				applied.entry(e)
-			}
-		}
-	default:
-		for _, e := range snap.Entries {
-			if e.Seq > f.pos.Seq {
-				ok = f.apply(e, &applied) && ok
-			}
-		}
-	}
-	if f.cfg.Observer != nil && applied.entries > 0 {
-		var lag time.Duration
-		if !applied.newest.IsZero() {
-			// A worker's clock ahead of this one's is no lag.
-			lag = max(0, f.cfg.Now().Sub(applied.newest))
-		}
-		f.cfg.Observer.PurgesApplied(applied.entries, applied.keys, lag)
-	}
-	f.pos, f.known = next, true
-	f.applied.Store(next.Seq)
-	if ok && !f.diskBehind {
-		f.save()
-	}
-}
-
-// apply purges one entry's prefixes and reports whether the disk let go of
-// every file. f.mu is held.
-func (f *Follower) apply(e Entry, a *appliedCount) bool {
-	ok := true
-	for _, p := range e.Prefixes {
-		if p == "" {
-			ok = f.purgeAll(a) && ok
-			continue
-		}
-		if err := f.purgePrefix(p, a); err != nil {
-			f.log.Warn("purge not fully applied on disk; it is applied again after a restart", "seq", e.Seq, "prefix", p, "err", err)
-			f.diskBehind, ok = true, false
-		}
-	}
-	a.entry(e)
-	f.log.Debug("purge applied", "seq", e.Seq, "prefixes", e.Prefixes, "source", e.Source)
-	return ok
-}
-
-// applySince is the first good check of a deferred follower after a lookup
-// began (see Defer): it applies every entry of snap recorded since since,
-// or drops both tiers when snap may not hold all of them. A missing head
-// has nothing to apply, as for a follower that never saw a journal. f.mu
-// is held.
-func (f *Follower) applySince(snap Snapshot, since time.Time, a *appliedCount) bool {
-	// Every entry since since is held when the oldest one held is older,
-	// or when the head holds the journal from its first entry.
-	held := snap.Oldest() <= 1 || len(snap.Entries) > 0 && !snap.Entries[0].Time.IsZero() && snap.Entries[0].Time.Before(since)
-	if !held {
-		f.log.Debug("purge follower dropping what the tiers took in before the first check: the journal's head no longer holds every entry since this instance began")
-		ok := f.purgeAll(a)
-		for _, e := range snap.Entries {
-			if recordedSince(e, since) {
-				a.entry(e)
-			}
-		}
-		return ok
-	}
-	ok := true
-	for _, e := range snap.Entries {
-		if recordedSince(e, since) {
-			ok = f.apply(e, a) && ok
-		}
-	}
-	return ok
-}
-
-// recordedSince reports whether e was recorded at or after t by its
-// writer's clock; an entry without a time counts as recorded since.
-func recordedSince(e Entry, t time.Time) bool { return e.Time.IsZero() || !e.Time.Before(t) }
-
-// appliedCount is what one check applied, for the Observer.
-type appliedCount struct {
-	entries, keys int
-	newest        time.Time // the Time of the newest entry applied
-}
-
-func (a *appliedCount) entry(e Entry) {
-	a.entries++
-	if e.Time.After(a.newest) {
-		a.newest = e.Time
-	}
-}
-
-// purgePrefix purges one prefix from the tiers, counting the keys dropped.
-func (f *Follower) purgePrefix(p string, a *appliedCount) error {
-	n, err := f.t.Purge(p)
-	a.keys += n
-	return err
-}
-
-// purgeAll drops both tiers and reports whether the disk let go of every
-// file. f.mu is held.
-func (f *Follower) purgeAll(a *appliedCount) bool {
-	f.purgeAlls.Add(1)
-	if err := f.purgePrefix("", a); err != nil {
-		f.log.Warn("dropping the tiers left files on disk; they are dropped again after a restart", "err", err)
-		f.diskBehind = true
-		return false
-	}
-	f.diskBehind = false // nothing older than this survives on disk
-	return true
-}
-
-func (f *Follower) save() {
-	if f.cfg.Position == nil {
-		return
-	}
-	if err := f.cfg.Position.Save(f.pos); err != nil {
-		f.log.Warn("purge follower: journal position not saved; a restart applies these purges again", "err", err)
-	}
 }

@@ -1,4 +1,4 @@
-package purge
+package journal
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 
 const testJournalPrefix = "_tilesieve/journal/"
 
-func (e *env) journal(opts JournalOptions) *Journal {
-	return NewJournal(e.api, testBucket, testJournalPrefix, opts)
+func (e *env) journal(opts Options) *Journal {
+	return New(e.api, testBucket, testJournalPrefix, opts)
 }
 
 func appendN(t *testing.T, j *Journal, n int, format string) {
@@ -62,7 +62,7 @@ func (e *env) deleteHead(t *testing.T) {
 func TestJournalAppendRead(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.journal(JournalOptions{})
+	j := e.journal(Options{})
 	if s := read(t, j); !s.Missing || s.Seq != 0 {
 		t.Fatalf("empty journal: %+v", s)
 	}
@@ -89,7 +89,7 @@ func TestJournalAppendRead(t *testing.T) {
 func TestJournalUnchangedIsOne304(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.journal(JournalOptions{})
+	j := e.journal(Options{})
 	appendN(t, j, 300, "p%d/")
 	s := read(t, j)
 	before := e.reqs.count()
@@ -107,7 +107,7 @@ func TestJournalUnchangedIsOne304(t *testing.T) {
 func TestJournalWarmAppendIsOnePut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.journal(JournalOptions{})
+	j := e.journal(Options{})
 	before := e.reqs.count()
 	appendN(t, j, 1, "a/")
 	probe, head := "PUT /"+testBucket+"/"+j.ProbeKey(), "/"+testBucket+"/"+j.HeadKey()
@@ -123,7 +123,7 @@ func TestJournalWarmAppendIsOnePut(t *testing.T) {
 	}
 	// Another writer that moved the head: the next append reads it again,
 	// without probing again.
-	appendN(t, e.journal(JournalOptions{}), 1, "other/")
+	appendN(t, e.journal(Options{}), 1, "other/")
 	before = e.reqs.count()
 	appendN(t, j, 1, "d/")
 	if got, want := e.reqs.since(before), []string{"PUT " + head, "GET " + head, "PUT " + head}; !slices.Equal(got, want) {
@@ -136,13 +136,13 @@ func TestJournalWarmAppendIsOnePut(t *testing.T) {
 func TestJournalWindow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.journal(JournalOptions{Window: 10})
+	j := e.journal(Options{Window: 10})
 	appendN(t, j, 25, "p%d/")
 	s := read(t, j)
 	if s.Seq != 25 || s.Oldest() != 16 || len(s.Entries) != 10 {
 		t.Fatalf("got seq %d, oldest %d, %d entries; want 25, 16, 10", s.Seq, s.Oldest(), len(s.Entries))
 	}
-	big := e.journal(JournalOptions{MaxHeadBytes: 2048})
+	big := e.journal(Options{MaxHeadBytes: 2048})
 	long := strings.Repeat("x", 200) + "/"
 	for range 40 {
 		if _, err := big.Append(context.Background(), []string{long}, "test"); err != nil {
@@ -176,7 +176,7 @@ func TestJournalConcurrentWriters(t *testing.T) {
 		}
 		got[en.Seq] = p
 	})
-	s := read(t, e.journal(JournalOptions{}))
+	s := read(t, e.journal(Options{}))
 	if s.Seq != writers*each || len(s.Entries) != writers*each {
 		t.Fatalf("head at %d with %d entries, want %d", s.Seq, len(s.Entries), writers*each)
 	}
@@ -194,7 +194,7 @@ func TestJournalConcurrentWriters(t *testing.T) {
 func TestJournalLaggingWriterNeverReusesANumber(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	lagging, other := e.journal(JournalOptions{}), e.journal(JournalOptions{})
+	lagging, other := e.journal(Options{}), e.journal(Options{})
 	appendN(t, lagging, 3, "l%d/") // lagging is warm at 3
 	appendN(t, other, 4, "o%d/")   // the head moved on to 7
 	// One failed write (S3 answers 503 to the PUT), then the lagging
@@ -222,7 +222,7 @@ func TestJournalLaggingWriterNeverReusesANumber(t *testing.T) {
 func TestJournalConflictRetried(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.journal(JournalOptions{})
+	j := e.journal(Options{})
 	e.srv.Faults().Add(s3local.Fault{Match: matchPath(http.MethodPut, "head.json"), Times: 2, Status: http.StatusConflict})
 	en, err := j.Append(context.Background(), []string{"a/"}, "test")
 	if err != nil || en.Seq != 1 {
@@ -235,7 +235,7 @@ func TestJournalConflictRetried(t *testing.T) {
 func TestJournalWiped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	warm, cold := e.journal(JournalOptions{}), e.journal(JournalOptions{})
+	warm, cold := e.journal(Options{}), e.journal(Options{})
 	appendN(t, warm, 3, "a%d/")
 	old := read(t, warm).Journal
 	e.deleteHead(t)
@@ -261,7 +261,7 @@ func TestJournalWiped(t *testing.T) {
 func TestJournalCorruptHead(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.journal(JournalOptions{})
+	j := e.journal(Options{})
 	appendN(t, j, 2, "a%d/")
 	old := read(t, j).Journal
 	for _, body := range []string{"not json", `{"journal":"x","seq":5,"entries":[{"seq":3}]}`, `{"seq":1}`} {
@@ -270,7 +270,7 @@ func TestJournalCorruptHead(t *testing.T) {
 			t.Errorf("%q: got %v, want ErrCorrupt", body, err)
 		}
 	}
-	en, err := e.journal(JournalOptions{}).Append(context.Background(), []string{"b/"}, "test")
+	en, err := e.journal(Options{}).Append(context.Background(), []string{"b/"}, "test")
 	if err != nil || en.Seq != 1 {
 		t.Fatalf("append over a corrupt head: %+v %v", en, err)
 	}
@@ -284,7 +284,7 @@ func TestJournalCorruptHead(t *testing.T) {
 func TestJournalHugeEntry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.journal(JournalOptions{})
+	j := e.journal(Options{})
 	var prefixes []string
 	for i := range 5000 {
 		prefixes = append(prefixes, fmt.Sprintf("some/long/directory/name/%06d/", i))

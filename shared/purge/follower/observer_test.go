@@ -1,4 +1,4 @@
-package purge
+package follower
 
 import (
 	"bytes"
@@ -12,13 +12,11 @@ import (
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/obs/emf/emftest"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/purge/journal"
 )
 
-// The functions hand these metric sets to the follower and the worker.
-var (
-	_ Observer      = (*obs.TileMetrics)(nil)
-	_ WorkerMetrics = (*obs.WorkerMetrics)(nil)
-)
+// The tile function hands this metric set to the follower.
+var _ Observer = (*obs.TileMetrics)(nil)
 
 // observed is one call to an Observer.
 type observed struct {
@@ -73,8 +71,8 @@ func (c *countingRecorder) Purge(p string) (int, error) {
 func TestFollowerObserver(t *testing.T) {
 	t.Parallel()
 	obsv := &observer{}
-	fe := newFollowerEnv(t, FollowerConfig{Interval: time.Second, Observer: obsv})
-	fe.w = fe.env.journal(JournalOptions{Now: fe.clock.Now}) // entries stamped on the test's clock
+	fe := newFollowerEnv(t, Config{Interval: time.Second, Observer: obsv})
+	fe.w = fe.env.journal(journal.Options{Now: fe.clock.Now}) // entries stamped on the test's clock
 	// Every read of the head takes 7ms on the test's clock.
 	const rtt = 7 * time.Millisecond
 	fe.srv.Faults().Add(s3local.Fault{Match: func(r *http.Request) bool {
@@ -134,14 +132,14 @@ func TestFollowerObserverCounts(t *testing.T) {
 	e := newEnv(t)
 	clk := newClock()
 	target := &countingRecorder{}
-	f := NewFollower(e.journal(JournalOptions{}), target, FollowerConfig{Now: clk.Now, Observer: obsv}, nil)
-	w := e.journal(JournalOptions{Now: clk.Now})
+	f := New(e.journal(journal.Options{}), target, Config{Now: clk.Now, Observer: obsv}, nil)
+	w := e.journal(journal.Options{Now: clk.Now})
 	ctx := context.Background()
 	if err := f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	obsv.take()
-	appendAt := func(w *Journal, prefixes ...string) {
+	appendAt := func(w *journal.Journal, prefixes ...string) {
 		t.Helper()
 		if _, err := w.Append(ctx, prefixes, "test"); err != nil {
 			t.Fatal(err)
@@ -160,7 +158,7 @@ func TestFollowerObserverCounts(t *testing.T) {
 	// Wiped and written again between two checks: a new journal id drops
 	// everything, which covers its two entries.
 	e.deleteHead(t)
-	w = e.journal(JournalOptions{Now: clk.Now})
+	w = e.journal(journal.Options{Now: clk.Now})
 	appendAt(w, "x/")
 	appendAt(w, "y/")
 	clk.Advance(2 * time.Second)
@@ -187,8 +185,8 @@ func TestFollowerObserverTileMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	f := NewFollower(e.journal(JournalOptions{}), &recorder{}, FollowerConfig{Now: clk.Now, Observer: m}, nil)
-	w := e.journal(JournalOptions{Now: clk.Now})
+	f := New(e.journal(journal.Options{}), &recorder{}, Config{Now: clk.Now, Observer: m}, nil)
+	w := e.journal(journal.Options{Now: clk.Now})
 	ctx := context.Background()
 	if err := f.Start(ctx); err != nil {
 		t.Fatal(err)
