@@ -117,7 +117,7 @@ func TestDecompressDamaged(t *testing.T) {
 // the tile stops at the tile's size: it allocates about the tile, not the
 // bomb.
 func TestBombAllocatesNoMore(t *testing.T) {
-	bomb := zlibOf(make([]byte, 64<<20)) // 64 MiB of zeros in about 64 KiB
+	bomb := zlibOf(make([]byte, 16<<20)) // 16 MiB of zeros in about 16 KiB
 	const tile = 256 * 256 * 3
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -1,7 +1,4 @@
-// Package geokey decodes the GeoTIFF key directory (tags 34735, 34736 and
-// 34737) and the affine transform of GeoTIFF's model tags (33550, 33922,
-// 34264), as GeoTIFF 1.1 (OGC 19-008r4) defines them.
-package geokey
+package geotiff
 
 import (
 	"errors"
@@ -10,27 +7,34 @@ import (
 	"strings"
 )
 
-// Tags that hold key values outside the directory.
+// GeoTIFF tags.
 const (
-	TagDirectory = 34735
-	TagDoubles   = 34736
-	TagASCII     = 34737
+	TagModelPixelScale     = 33550
+	TagModelTiepoint       = 33922
+	TagModelTransformation = 34264
+	TagKeyDirectory        = 34735
+	TagDoubleParams        = 34736
+	TagASCIIParams         = 34737
 )
 
-// Keys read by this project.
+// Keys read by this package.
 const (
-	ModelType          = 1024
-	RasterType         = 1025
-	Citation           = 1026
-	GeographicType     = 2048
-	GeogCitation       = 2049
-	GeogLinearUnits    = 2052
-	GeogAngularUnits   = 2054
-	ProjectedCSType    = 3072
-	PCSCitation        = 3073
-	ProjLinearUnits    = 3076
-	VerticalCSType     = 4096
-	VerticalUnits      = 4099
+	KeyModelType        = 1024
+	KeyRasterType       = 1025
+	KeyCitation         = 1026
+	KeyGeographicType   = 2048
+	KeyGeogCitation     = 2049
+	KeyGeogLinearUnits  = 2052
+	KeyGeogAngularUnits = 2054
+	KeyProjectedCSType  = 3072
+	KeyPCSCitation      = 3073
+	KeyProjLinearUnits  = 3076
+	KeyVerticalCSType   = 4096
+	KeyVerticalUnits    = 4099
+)
+
+// Key values.
+const (
 	UserDefined        = 32767
 	RasterPixelIsArea  = 1
 	RasterPixelIsPoint = 2
@@ -54,31 +58,31 @@ func (e Entry) Short() (int, bool) {
 	return int(e.Shorts[0]), true
 }
 
-// Directory is a decoded key directory.
-type Directory struct {
+// Keys is a decoded key directory.
+type Keys struct {
 	Version, Revision, Minor int
 	Keys                     map[uint16]Entry
 }
 
 // Short is the short value of key, or 0, false when absent or not a short.
-func (d Directory) Short(key uint16) (int, bool) {
+func (d Keys) Short(key uint16) (int, bool) {
 	return d.Keys[key].Short()
 }
 
-// Parse decodes a key directory with its doubles and ASCII parameters.
+// ParseKeys decodes a key directory with its doubles and ASCII parameters.
 // Keys whose values lie in an unknown tag are left out; keys whose values
 // point outside their tag are an error.
-func Parse(dir []uint16, doubles []float64, ascii string) (Directory, error) {
+func ParseKeys(dir []uint16, doubles []float64, ascii string) (Keys, error) {
 	if len(dir) < 4 {
-		return Directory{}, fmt.Errorf("GeoKey directory of %d shorts, want at least 4", len(dir))
+		return Keys{}, fmt.Errorf("geotiff: GeoKey directory of %d shorts, want at least 4", len(dir))
 	}
-	d := Directory{Version: int(dir[0]), Revision: int(dir[1]), Minor: int(dir[2])}
+	d := Keys{Version: int(dir[0]), Revision: int(dir[1]), Minor: int(dir[2])}
 	if d.Version != 1 {
-		return Directory{}, fmt.Errorf("GeoKey directory version %d, want 1", d.Version)
+		return Keys{}, fmt.Errorf("geotiff: GeoKey directory version %d, want 1", d.Version)
 	}
 	n := int(dir[3])
 	if n > maxKeys || n > (len(dir)-4)/4 {
-		return Directory{}, fmt.Errorf("GeoKey directory says %d keys, holds %d", n, (len(dir)-4)/4)
+		return Keys{}, fmt.Errorf("geotiff: GeoKey directory says %d keys, holds %d", n, (len(dir)-4)/4)
 	}
 	d.Keys = make(map[uint16]Entry, n)
 	for i := range n {
@@ -88,19 +92,19 @@ func Parse(dir []uint16, doubles []float64, ascii string) (Directory, error) {
 		switch loc {
 		case 0:
 			e.Shorts = []uint16{uint16(val)}
-		case TagDirectory:
+		case TagKeyDirectory:
 			if val+count > len(dir) {
-				return Directory{}, fmt.Errorf("GeoKey %d: shorts %d+%d past the directory (%d)", id, val, count, len(dir))
+				return Keys{}, fmt.Errorf("geotiff: GeoKey %d: shorts %d+%d past the directory (%d)", id, val, count, len(dir))
 			}
 			e.Shorts = dir[val : val+count]
-		case TagDoubles:
+		case TagDoubleParams:
 			if val+count > len(doubles) {
-				return Directory{}, fmt.Errorf("GeoKey %d: doubles %d+%d past GeoDoubleParams (%d)", id, val, count, len(doubles))
+				return Keys{}, fmt.Errorf("geotiff: GeoKey %d: doubles %d+%d past GeoDoubleParams (%d)", id, val, count, len(doubles))
 			}
 			e.Doubles = doubles[val : val+count]
-		case TagASCII:
+		case TagASCIIParams:
 			if val+count > len(ascii) {
-				return Directory{}, fmt.Errorf("GeoKey %d: characters %d+%d past GeoAsciiParams (%d)", id, val, count, len(ascii))
+				return Keys{}, fmt.Errorf("geotiff: GeoKey %d: characters %d+%d past GeoAsciiParams (%d)", id, val, count, len(ascii))
 			}
 			// Each string ends with '|' in GeoAsciiParams.
 			e.ASCII = strings.TrimRight(ascii[val:val+count], "|\x00")
@@ -113,7 +117,7 @@ func Parse(dir []uint16, doubles []float64, ascii string) (Directory, error) {
 }
 
 // ErrNoTransform is a file with no model tags to compute a transform from.
-var ErrNoTransform = errors.New("no ModelTransformation, or ModelTiepoint with ModelPixelScale")
+var ErrNoTransform = errors.New("geotiff: no ModelTransformation, or ModelTiepoint with ModelPixelScale")
 
 // Transform is the affine geotransform, in GDAL's six-number form (origin
 // x, pixel width, row rotation, origin y, column rotation, pixel height),
@@ -125,15 +129,15 @@ func Transform(scale, tiepoints, matrix []float64, pixelIsPoint bool) ([6]float6
 	switch {
 	case len(matrix) > 0:
 		if len(matrix) != 16 {
-			return gt, fmt.Errorf("ModelTransformation of %d values, want 16", len(matrix))
+			return gt, fmt.Errorf("geotiff: ModelTransformation of %d values, want 16", len(matrix))
 		}
 		gt = [6]float64{matrix[3], matrix[0], matrix[1], matrix[7], matrix[4], matrix[5]}
 	case len(tiepoints) > 0 && len(scale) > 0:
 		if len(tiepoints) != 6 {
-			return gt, fmt.Errorf("%d ModelTiepoint values: ground control points (not an affine grid) are not supported", len(tiepoints))
+			return gt, fmt.Errorf("geotiff: %d ModelTiepoint values: ground control points (not an affine grid) are not supported", len(tiepoints))
 		}
 		if len(scale) < 2 {
-			return gt, fmt.Errorf("ModelPixelScale of %d values, want 3", len(scale))
+			return gt, fmt.Errorf("geotiff: ModelPixelScale of %d values, want 3", len(scale))
 		}
 		i, j, x, y := tiepoints[0], tiepoints[1], tiepoints[3], tiepoints[4]
 		sx, sy := scale[0], scale[1]
@@ -143,11 +147,11 @@ func Transform(scale, tiepoints, matrix []float64, pixelIsPoint bool) ([6]float6
 	}
 	for _, v := range gt {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return gt, fmt.Errorf("geotransform %v is not finite", gt)
+			return gt, fmt.Errorf("geotiff: geotransform %v is not finite", gt)
 		}
 	}
 	if gt[1]*gt[5]-gt[2]*gt[4] == 0 {
-		return gt, fmt.Errorf("geotransform %v is degenerate", gt)
+		return gt, fmt.Errorf("geotiff: geotransform %v is degenerate", gt)
 	}
 	if pixelIsPoint {
 		gt[0] -= 0.5*gt[1] + 0.5*gt[2]

@@ -1,7 +1,8 @@
-package gdalmd
+package gdalmeta
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,12 @@ func TestParseMetadata(t *testing.T) {
 		if items[i] != want[i] {
 			t.Errorf("item %d: got %+v, want %+v", i, items[i], want[i])
 		}
+	}
+	if v, ok := items.Get("TILING_SCHEME", "NAME"); !ok || v != "GoogleMapsCompatible" {
+		t.Errorf("got TILING_SCHEME NAME %q %v, want GoogleMapsCompatible", v, ok)
+	}
+	if _, ok := items.Get("", "STATISTICS_MAXIMUM"); ok {
+		t.Error("got a band's item for the whole image")
 	}
 }
 
@@ -92,20 +99,21 @@ func TestParseNoData(t *testing.T) {
 	}
 }
 
-func TestParseGhost(t *testing.T) {
+func TestParseStructure(t *testing.T) {
 	t.Parallel()
 	// As GDAL 3.6 writes it, the leading space of the last line included.
 	body := "LAYOUT=IFDS_BEFORE_DATA\nBLOCK_ORDER=ROW_MAJOR\nBLOCK_LEADER=SIZE_AS_UINT4\n" +
 		"BLOCK_TRAILER=LAST_4_BYTES_REPEATED\nKNOWN_INCOMPATIBLE_EDITION=NO\n MASK_INTERLEAVED_WITH_IMAGERY=YES\n"
 	b := []byte("GDAL_STRUCTURAL_METADATA_SIZE=000174 bytes\n" + body + "\x00\x0f\x00")
-	kv, ok, err := ParseGhost(b)
+	s, ok, err := ParseStructure(b)
 	if !ok || err != nil {
 		t.Fatalf("got ok %v, error %v", ok, err)
 	}
-	if len(kv) != 6 || kv[1] != [2]string{"BLOCK_ORDER", "ROW_MAJOR"} || kv[5][1] != "YES" {
-		t.Errorf("got %q", kv)
+	want := Structure{Items: s.Items, RowMajor: true, Leader: true, Trailer: true, MaskInterleaved: true}
+	if len(s.Items) != 6 || s.Items[1] != [2]string{"BLOCK_ORDER", "ROW_MAJOR"} || !reflect.DeepEqual(*s, want) {
+		t.Errorf("got %+v, want %+v", *s, want)
 	}
-	if _, ok, _ := ParseGhost([]byte("\x0f\x00\x00\x01")); ok {
+	if _, ok, _ := ParseStructure([]byte("\x0f\x00\x00\x01")); ok {
 		t.Error("got structural metadata in an ordinary file")
 	}
 	for _, bad := range []string{
@@ -113,7 +121,7 @@ func TestParseGhost(t *testing.T) {
 		"GDAL_STRUCTURAL_METADATA_SIZE=abc bytes\n",
 		"GDAL_STRUCTURAL_METADATA_SIZE=",
 	} {
-		if _, ok, err := ParseGhost([]byte(bad)); !ok || err == nil {
+		if _, ok, err := ParseStructure([]byte(bad)); !ok || err == nil {
 			t.Errorf("%q: got ok %v error %v, want ok and an error", bad, ok, err)
 		}
 	}
@@ -130,9 +138,9 @@ func FuzzParseMetadata(f *testing.F) {
 	})
 }
 
-func FuzzParseGhost(f *testing.F) {
-	f.Add([]byte("GDAL_STRUCTURAL_METADATA_SIZE=000020 bytes\nBLOCK_ORDER=ROW_MAJOR\n"))
+func FuzzParseStructure(f *testing.F) {
+	f.Add([]byte("GDAL_STRUCTURAL_METADATA_SIZE=000022 bytes\nBLOCK_ORDER=ROW_MAJOR\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, _ = ParseGhost(b)
+		_, _, _ = ParseStructure(b)
 	})
 }
