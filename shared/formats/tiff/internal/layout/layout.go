@@ -114,7 +114,7 @@ func (l Layout) samplesOK() bool {
 	if l.Bits == 8 && l.Format == formatUint {
 		switch l.Compression {
 		case compJPEG:
-			return b == 1 && p == photoMinIsBlack || b == 3 && (p == photoRGB || p == photoYCbCr)
+			return b == 1 && (p == photoMinIsBlack || p == photoMinIsWhite) || b == 3 && (p == photoRGB || p == photoYCbCr)
 		case compWebP:
 			return p == photoRGB && (b == 3 || b == 4 && l.Alpha == 3)
 		}

@@ -50,6 +50,7 @@ func TestCheck(t *testing.T) {
 		{"gray", gray, false, ""},
 		{"rgb jpeg", with(func(l *Layout) { l.Bands, l.Photometric, l.Compression = 3, photoRGB, compJPEG }), false, ""},
 		{"ycbcr jpeg", with(func(l *Layout) { l.Bands, l.Photometric, l.Compression = 3, photoYCbCr, compJPEG }), false, ""},
+		{"min-is-white jpeg", with(func(l *Layout) { l.Photometric, l.Compression = photoMinIsWhite, compJPEG }), false, ""},
 		{"ycbcr deflate", with(func(l *Layout) { l.Bands, l.Photometric = 3, photoYCbCr }), false, "photometric 6"},
 		{"rgba webp", with(func(l *Layout) { l.Bands, l.Photometric, l.Compression, l.Alpha = 4, photoRGB, compWebP, 3 }), false, ""},
 		{"rgba jpeg", with(func(l *Layout) { l.Bands, l.Photometric, l.Compression, l.Alpha = 4, photoRGB, compJPEG, 3 }), false, "4 bands"},
