@@ -93,3 +93,35 @@ func TestRangeReadsOfALibvipsPyramid(t *testing.T) {
 		t.Errorf("got %d reads (%v) for one tile, want 1", stats.Reads, err)
 	}
 }
+
+// TestRangeReadsOfALargeCOG opens a COG whose tile arrays do not fit in
+// the first read: GDAL writes every IFD first and their arrays after them,
+// so the arrays of all levels come in one more read.
+func TestRangeReadsOfALargeCOG(t *testing.T) {
+	needGDAL(t)
+	t.Parallel()
+	dir := t.TempDir()
+	src, path := filepath.Join(dir, "empty.tif"), filepath.Join(dir, "cog.tif")
+	run(t, "gdal_create", "-q", "-outsize", "8192", "8192", "-bands", "1", "-ot", "Byte", "-of", "GTiff",
+		"-co", "TILED=YES", "-co", "SPARSE_OK=TRUE", src)
+	run(t, "gdal_translate", "-q", "-of", "COG", "-co", "BLOCKSIZE=128", "-co", "SPARSE_OK=TRUE", "-co", "COMPRESS=DEFLATE", src, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		first int64
+		reads int
+	}{{0, 1}, {4 << 10, 2}} {
+		f, err := Open(context.Background(), ReaderAt(bytes.NewReader(b)), int64(len(b)), Options{FirstRead: tc.first})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Levels) != 7 || f.OpenStats.Reads != tc.reads {
+			t.Errorf("first read of %d bytes: got %d levels in %d reads, want 7 in %d", tc.first, len(f.Levels), f.OpenStats.Reads, tc.reads)
+		}
+		if _, _, ok := f.Levels[0].TileRange(5, 5); ok {
+			t.Error("got a stored tile in an empty sparse COG")
+		}
+	}
+}

@@ -114,7 +114,11 @@ type Limits struct {
 	MaxIFDs    int   // IFDs read in all, chains and SubIFDs together
 	MaxEntries int   // entries in one IFD
 	MaxBytes   int64 // bytes read in all, the first window included
-	Window     int64 // bytes read at an IFD that is not yet in memory
+	// Window is the least read at an IFD that is not yet in memory; the
+	// read is as long as the previous IFD with its values when that is
+	// longer, since writers put IFDs that follow one another together (a
+	// COG's overviews after the full-resolution IFD, each smaller).
+	Window int64
 }
 
 // ReadFunc reads exactly n bytes at off.
@@ -134,6 +138,7 @@ type Reader struct {
 	segs  []segment
 	spent int64
 	seen  map[uint64]bool
+	last  int64 // bytes of the last IFD read, entries and loaded values
 }
 
 // NewReader returns a Reader over a file of size bytes whose first bytes,
@@ -175,7 +180,8 @@ func (r *Reader) fetch(off, n, want int64) ([]byte, error) {
 	if b, ok := r.Cached(off, n); ok {
 		return b, nil
 	}
-	want = max(want, n)
+	// A speculative read stops at the budget; what was asked for does not.
+	want = max(min(want, r.lim.MaxBytes-r.spent), n)
 	want = min(want, r.size-off)
 	if r.spent > r.lim.MaxBytes-want {
 		return nil, &LimitError{"bytes of IFD data", uint64(r.spent) + uint64(want), uint64(r.lim.MaxBytes)}
@@ -192,74 +198,97 @@ func (r *Reader) fetch(off, n, want int64) ([]byte, error) {
 	return b[:n], nil
 }
 
-// Chain reads the IFDs linked from off by their next pointers, in order.
+// Chain reads the IFDs linked from off by their next pointers, in order,
+// then the values want asks for, of all of them together: a COG keeps its
+// IFDs together and their arrays together after them.
 func (r *Reader) Chain(off uint64, want Want) ([]*IFD, error) {
-	var out []*IFD
+	var (
+		out     []*IFD
+		pending []outOfLine
+	)
 	for off != 0 {
-		d, err := r.ReadIFD(off, want)
+		d, p, err := r.readEntries(off, want)
 		if err != nil {
-			return out, err
+			return nil, err
 		}
 		out = append(out, d)
+		pending = append(pending, p...)
 		off = d.Next
+	}
+	if err := r.load(pending); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // ReadIFD reads the IFD at off and loads the values want asks for.
 func (r *Reader) ReadIFD(off uint64, want Want) (*IFD, error) {
+	d, pending, err := r.readEntries(off, want)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.load(pending); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// readEntries reads the IFD at off, and lists the values stored away from
+// its entries that want asks for.
+func (r *Reader) readEntries(off uint64, want Want) (*IFD, []outOfLine, error) {
 	if r.seen[off] {
-		return nil, fmt.Errorf("IFD at %d reached twice (a loop)", off)
+		return nil, nil, fmt.Errorf("IFD at %d reached twice (a loop)", off)
 	}
 	if len(r.seen) >= r.lim.MaxIFDs {
-		return nil, &LimitError{"IFDs", uint64(len(r.seen)) + 1, uint64(r.lim.MaxIFDs)}
+		return nil, nil, &LimitError{"IFDs", uint64(len(r.seen)) + 1, uint64(r.lim.MaxIFDs)}
 	}
 	r.seen[off] = true
 	if off < uint64(r.Len()) || off > uint64(r.size) {
-		return nil, fmt.Errorf("IFD offset %d outside the file (%d bytes)", off, r.size)
+		return nil, nil, fmt.Errorf("IFD offset %d outside the file (%d bytes)", off, r.size)
 	}
 	countLen, entLen, nextLen := int64(2), int64(12), int64(4)
 	if r.Big {
 		countLen, entLen, nextLen = 8, 20, 8
 	}
-	b, err := r.fetch(int64(off), countLen, r.lim.Window)
+	window := max(r.lim.Window, r.last)
+	b, err := r.fetch(int64(off), countLen, window)
 	if err != nil {
-		return nil, fmt.Errorf("IFD at %d: %w", off, err)
+		return nil, nil, fmt.Errorf("IFD at %d: %w", off, err)
 	}
 	n := uint64(r.Order.Uint16(b))
 	if r.Big {
 		n = r.Order.Uint64(b)
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("IFD at %d has no entries", off)
+		return nil, nil, fmt.Errorf("IFD at %d has no entries", off)
 	}
 	if n > uint64(r.lim.MaxEntries) {
-		return nil, &LimitError{"entries in one IFD", n, uint64(r.lim.MaxEntries)}
+		return nil, nil, &LimitError{"entries in one IFD", n, uint64(r.lim.MaxEntries)}
 	}
 	total := countLen + int64(n)*entLen + nextLen
-	b, err = r.fetch(int64(off), total, r.lim.Window)
-	if err != nil {
-		return nil, fmt.Errorf("IFD at %d: %w", off, err)
+	if b, err = r.fetch(int64(off), total, window); err != nil {
+		return nil, nil, fmt.Errorf("IFD at %d: %w", off, err)
 	}
 	d := &IFD{Offset: off, Entries: make(map[uint16]Value, n)}
 	pending, err := r.parseEntries(d, b[countLen:countLen+int64(n)*entLen], want)
 	if err != nil {
-		return nil, fmt.Errorf("IFD at %d: %w", off, err)
+		return nil, nil, fmt.Errorf("IFD at %d: %w", off, err)
 	}
-	next := b[countLen+int64(n)*entLen:]
-	if r.Big {
+	if next := b[countLen+int64(n)*entLen:]; r.Big {
 		d.Next = r.Order.Uint64(next)
 	} else {
 		d.Next = uint64(r.Order.Uint32(next))
 	}
-	if err := r.load(d, pending); err != nil {
-		return nil, fmt.Errorf("IFD at %d: %w", off, err)
+	r.last = total
+	for _, p := range pending {
+		r.last += p.n
 	}
-	return d, nil
+	return d, pending, nil
 }
 
 // outOfLine is a value stored away from its entry, waiting to be loaded.
 type outOfLine struct {
+	d      *IFD
 	tag    uint16
 	off, n int64
 }
@@ -305,19 +334,20 @@ func (r *Reader) parseEntries(d *IFD, b []byte, want Want) ([]outOfLine, error) 
 			if off > uint64(r.size) || n > uint64(r.size)-off {
 				return nil, fmt.Errorf("tag %d: %d bytes at %d past the end of the file (%d bytes)", tag, n, off, r.size)
 			}
-			pending = append(pending, outOfLine{tag, int64(off), int64(n)})
+			pending = append(pending, outOfLine{d, tag, int64(off), int64(n)})
 		}
 		d.Entries[tag] = v
 	}
 	return pending, nil
 }
 
-// mergeGap is the largest gap between two out-of-line values of one IFD
-// that are read together rather than apart.
+// mergeGap is the largest gap between two out-of-line values that are
+// read together rather than apart.
 const mergeGap = 4 << 10
 
-// load reads the pending values of d, merging those close together.
-func (r *Reader) load(d *IFD, pending []outOfLine) error {
+// load reads the pending values, merging those close together, and puts
+// them in their IFDs.
+func (r *Reader) load(pending []outOfLine) error {
 	var missing []outOfLine
 	for _, p := range pending {
 		if _, ok := r.Cached(p.off, p.n); !ok {
@@ -332,18 +362,18 @@ func (r *Reader) load(d *IFD, pending []outOfLine) error {
 			end = max(end, missing[j].off+missing[j].n)
 		}
 		if _, err := r.fetch(start, end-start, 0); err != nil {
-			return err
+			return fmt.Errorf("values of the IFD at %d: %w", missing[i].d.Offset, err)
 		}
 		i = j
 	}
 	for _, p := range pending {
 		b, ok := r.Cached(p.off, p.n)
 		if !ok {
-			return fmt.Errorf("tag %d: value not loaded", p.tag)
+			return fmt.Errorf("IFD at %d: tag %d: value not loaded", p.d.Offset, p.tag)
 		}
-		v := d.Entries[p.tag]
+		v := p.d.Entries[p.tag]
 		v.Raw = b
-		d.Entries[p.tag] = v
+		p.d.Entries[p.tag] = v
 	}
 	return nil
 }

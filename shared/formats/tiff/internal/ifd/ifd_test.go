@@ -276,3 +276,32 @@ func FuzzChain(f *testing.F) {
 		}
 	})
 }
+
+// TestWindowFollowsTheLastIFD reads a COG-like chain past the first read:
+// a large IFD, then smaller ones. Once the first is read, the next read is
+// as long as it, and takes all the smaller IFDs at once.
+func TestWindowFollowsTheLastIFD(t *testing.T) {
+	t.Parallel()
+	arrays := func(n int) []tt.Entry {
+		return []tt.Entry{tt.Ints(324, tt.Long, make([]uint64, n)...), tt.Ints(325, tt.Long, make([]uint64, n)...)}
+	}
+	f := tt.File{Blobs: [][]byte{make([]byte, 100<<10)}, IFDs: [][]tt.Entry{arrays(4096), arrays(1024), arrays(256), arrays(64)}}
+	b := f.Bytes()
+	lim := testLimits
+	lim.Window = 4 << 10
+	r, reads, err := open(t, b, 16, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := r.Chain(r.First, all)
+	if err != nil || len(ds) != 4 {
+		t.Fatalf("got %d IFDs, %v", len(ds), err)
+	}
+	// The first IFD's entries, its arrays, then the three others.
+	if *reads != 3 {
+		t.Errorf("got %d reads, want 3", *reads)
+	}
+	if spent := r.Spent(); spent > 16+4<<10+2*32<<10+2*8<<10+2<<10 {
+		t.Errorf("got %d bytes read, want about the IFDs' (%d)", spent, 16+4<<10+2*32<<10+2*8<<10+2<<10)
+	}
+}
