@@ -6,8 +6,9 @@ type Options struct {
 	// FirstRead is the number of bytes read at the start of the file,
 	// where COGs keep every IFD: 64 KiB.
 	FirstRead int64
-	// IFDRead is the number of bytes read at an IFD that lies outside what
-	// was read so far (libtiff writes an IFD's arrays right after it): 16 KiB.
+	// IFDRead is the least read at an IFD that lies outside what was read
+	// so far (libtiff writes an IFD's arrays right after it): 16 KiB; the
+	// read is as long as the IFD before it, with its arrays, when longer.
 	IFDRead int64
 	// MaxIFDs bounds the IFDs read, SubIFDs included: 64.
 	MaxIFDs int
