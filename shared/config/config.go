@@ -67,6 +67,11 @@ var (
 	varOutageStale          = Var{Name: "OUTAGE_STALE", Default: "true", Doc: "When neither the purge journal nor S3 answers (a journal check and a tile fetch both failed or timed out), serve the copies the tiers hold (a restarted instance: its kept disk tier) stale within CACHE_CONTROL's stale-if-error, with STALE_CACHE_CONTROL, without waiting for S3 while ORIGIN_FAILURE_WINDOW is open. Purges recorded during the outage reach the instance only when the journal answers again. false: copies the journal no longer vouches for are not served while S3 is down (502/504)."}
 	varAdminToken           = Var{Name: "ADMIN_TOKEN", Default: "", Doc: "Token of the admin API (/_tilesieve/purge, keys, stats), sent as Authorization: Bearer or X-Tilesieve-Token (behind CloudFront OAC or AWS_IAM, Authorization carries SigV4); empty disables the API. Never logged."}
 	varPurgeQueueURL        = Var{Name: "PURGE_QUEUE_URL", Default: "", Doc: "The sync worker's queue: an admin purge's CDN invalidation is sent there, and the worker applies it with the settle delay and CDN budget of an S3 change (only the worker talks to the CDN). Empty: admin purges leave the CDN alone."}
+	varIIIFMaxWidth         = Var{Name: "IIIF_MAX_WIDTH", Default: "4096", Doc: "Widest IIIF image answer (maxWidth of info.json); full and max are scaled down to it."}
+	varIIIFMaxHeight        = Var{Name: "IIIF_MAX_HEIGHT", Default: "4096", Doc: "Tallest IIIF image answer (maxHeight of info.json)."}
+	varIIIFMaxArea          = Var{Name: "IIIF_MAX_AREA", Default: "4194304", Doc: "Most pixels of an IIIF image answer (maxArea of info.json): with the two above, what keeps an answer within Lambda's 6 MB buffered response."}
+	varIIIFMaxDecoded       = Var{Name: "IIIF_MAX_DECODED_PIXELS", Default: "16777216", Doc: "Most pixels of stored tiles one IIIF answer decodes (from the smallest level that suffices); a request needing more is answered 501."}
+	varIIIFDecoders         = Var{Name: "IIIF_DECODERS", Default: "2", Doc: "Stored tiles decoded at once across all IIIF answers: with IIIF_MAX_DECODED_PIXELS, what bounds the memory a flood of large requests takes."}
 	varInvokeMode           = Var{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."}
 	varPort                 = Var{Name: "PORT", Default: "8080", Doc: "Port of the local HTTP server (off Lambda).", LocalOnly: true}
 	varListenAddr           = Var{Name: "LISTEN_ADDR", Default: "127.0.0.1", Doc: "Address of the local HTTP server (off Lambda).", LocalOnly: true}
@@ -100,6 +105,7 @@ func TilesVars() []Var {
 		varJournal,
 		varAdminToken,
 		varPurgeQueueURL,
+		varIIIFMaxWidth, varIIIFMaxHeight, varIIIFMaxArea, varIIIFMaxDecoded, varIIIFDecoders,
 		varInvokeMode,
 		varPort,
 		varListenAddr,

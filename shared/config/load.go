@@ -48,15 +48,17 @@ type Tiles struct {
 	OriginTimeout        time.Duration
 	MaxTileBytes         int64
 	MaxOriginFetches     int
-	OriginFailureWindow  time.Duration
-	OutageStale          bool // serve held copies stale when neither the journal nor S3 answers
-	AdminToken           string
-	PurgeQueueURL        string // the worker's queue, for admin purges' CDN invalidations; "" hands none over
-	InvokeMode           string // "BUFFERED" or "RESPONSE_STREAM"
-	ListenAddr           string // host:port off Lambda
-	OnLambda             bool
-	FunctionMemoryBytes  int64 // from AWS_LAMBDA_FUNCTION_MEMORY_SIZE; 0 off Lambda
-	Metrics              Metrics
+	// IIIF bounds the answers of images served as IIIF.
+	IIIF                IIIF
+	OriginFailureWindow time.Duration
+	OutageStale         bool // serve held copies stale when neither the journal nor S3 answers
+	AdminToken          string
+	PurgeQueueURL       string // the worker's queue, for admin purges' CDN invalidations; "" hands none over
+	InvokeMode          string // "BUFFERED" or "RESPONSE_STREAM"
+	ListenAddr          string // host:port off Lambda
+	OnLambda            bool
+	FunctionMemoryBytes int64 // from AWS_LAMBDA_FUNCTION_MEMORY_SIZE; 0 off Lambda
+	Metrics             Metrics
 }
 
 // Worker is the sync worker's configuration.
@@ -178,6 +180,7 @@ func LoadTiles(env Env) (Tiles, error) {
 		RevalidateAfter:      r.duration(varRevalidateAfter),
 		OriginTimeout:        r.duration(varOriginTimeout),
 		MaxOriginFetches:     r.int(varMaxOriginFetches),
+		IIIF:                 r.iiif(),
 		OriginFailureWindow:  r.duration(varOriginFailureWindow),
 		OutageStale:          r.bool(varOutageStale),
 		AdminToken:           r.str(varAdminToken),
@@ -403,4 +406,23 @@ func (r *reader) stagePrefixes(t Tiles) {
 			r.fail("STAGE_PREFIXES: %q: the tileset %s of SOURCES is s3://%s/%s, which has no such archive", p, name, src.Bucket, src.Prefix)
 		}
 	}
+}
+
+// IIIF is the bounds of IIIF answers.
+type IIIF struct {
+	MaxWidth, MaxHeight, MaxArea, MaxDecodedPixels int64
+	Decoders                                       int
+}
+
+// iiif reads the IIIF bounds, each at least 1.
+func (r *reader) iiif() IIIF {
+	c := IIIF{
+		MaxWidth: int64(r.int(varIIIFMaxWidth)), MaxHeight: int64(r.int(varIIIFMaxHeight)),
+		MaxArea: int64(r.int(varIIIFMaxArea)), MaxDecodedPixels: int64(r.int(varIIIFMaxDecoded)),
+		Decoders: r.int(varIIIFDecoders),
+	}
+	if c.MaxWidth < 1 || c.MaxHeight < 1 || c.MaxArea < 1 || c.MaxDecodedPixels < 1 || c.Decoders < 1 {
+		r.fail("IIIF_MAX_WIDTH, IIIF_MAX_HEIGHT, IIIF_MAX_AREA, IIIF_MAX_DECODED_PIXELS and IIIF_DECODERS must be at least 1")
+	}
+	return c
 }

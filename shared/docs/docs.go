@@ -10,6 +10,7 @@
 package docs
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -115,10 +116,18 @@ func (s *Docs) Purged(prefix string) {
 // another document that names the URL it is served from: a style
 // (NAME/style.json) or a IIIF info.json. Render renders either.
 func Kind(key string, t *tile.Tile) (tileJSON, named bool) {
-	tileJSON = !strings.Contains(key, "/") && strings.HasSuffix(t.ETag, tileset.Tag+`"`)
+	built := strings.HasSuffix(t.ETag, tileset.Tag+`"`)
+	tileJSON = built && !strings.Contains(key, "/")
 	_, isStyle := style.NameFromKey(key)
-	named = isStyle || strings.HasSuffix(key, "/"+iiif.InfoName)
+	named = isStyle || strings.HasSuffix(key, "/"+iiif.InfoName) || built && placeholderDoc(key)
 	return tileJSON, named
+}
+
+// placeholderDoc reports whether key is a document this server builds with
+// tileset.PlaceholderBase in every URL it holds: the info.json and the
+// manifest of an image served as IIIF (shared/images).
+func placeholderDoc(key string) bool {
+	return strings.HasPrefix(key, "iiif/") && (strings.HasSuffix(key, "/"+iiif.InfoName) || strings.HasSuffix(key, "/manifest.json"))
 }
 
 // Render returns t as answered under base, the public base URL of its
@@ -143,6 +152,8 @@ func (s *Docs) Render(key, base string, t *tile.Tile) *tile.Tile {
 		out, err = style.Rewrite(body, base, name)
 	} else if isTileJSON {
 		out, err = renderTileJSON(body, base, strings.TrimSuffix(key, ".json"))
+	} else if strings.HasSuffix(t.ETag, tileset.Tag+`"`) && placeholderDoc(key) {
+		out = bytes.ReplaceAll(body, []byte(tileset.PlaceholderBase), []byte(base))
 	} else {
 		var id string
 		if id, err = iiif.ImageID(base, key); err == nil {

@@ -1,5 +1,6 @@
 // Package formats is the seam between the tile origin and the formats of
-// tilesets and images stored as one object: NAME.pmtiles, NAME.mbtiles.
+// tilesets and images stored as one object: NAME.pmtiles, NAME.mbtiles,
+// ID.tif.
 //
 // Table says what every binary knows of a format: its name, its
 // extensions, how its object is staged and how a tileset made of it is
@@ -7,18 +8,20 @@
 // no format's code. Dataset is what an opened object answers; the format
 // packages (shared/formats/pmtiles, shared/formats/mbtiles) implement it,
 // and shared/formats/registry pairs each Table entry with its opener for
-// the binaries that read formats. Adding a format is its package, its entry
+// the binaries that read formats. A dataset that is a pyramidal image also
+// implements Pyramid, which the IIIF service (shared/images) reads. Adding a format is its package, its entry
 // here and its opener there (TestRegistryMatchesTable keeps the two in
 // step).
 //
 // Precedence: when objects of two formats share a name (NAME.pmtiles and
-// NAME.mbtiles), the one earlier in Table serves NAME/.
+// NAME.mbtiles, ID.tif and ID.tiff), the one earlier in Table serves it.
 package formats
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"io"
 	"strings"
 	"time"
@@ -47,28 +50,51 @@ type Spec struct {
 	Ext     string
 	Staging Staging
 	// ProbeBytes is how much of an object the first read takes: enough for
-	// the format's header (and, for PMTiles, its root directory).
+	// the format's header (and, for PMTiles, its root directory; for a
+	// Cloud Optimized GeoTIFF, its IFDs).
 	ProbeBytes int64
+	// Tiles marks a format of tilesets: NAME+Ext is the tileset NAME/ (a
+	// top-level key). Image marks a format of images served as IIIF: any
+	// key ID+Ext is the image ID.
+	Tiles, Image bool
 }
 
 // Table lists the formats, in order of precedence.
 var Table = []Spec{
-	{Name: "pmtiles", Title: "PMTiles", Ext: ".pmtiles", Staging: Ranged, ProbeBytes: 16 << 10},
-	{Name: "mbtiles", Title: "MBTiles", Ext: ".mbtiles", Staging: Whole, ProbeBytes: 1},
+	{Name: "pmtiles", Title: "PMTiles", Ext: ".pmtiles", Staging: Ranged, ProbeBytes: 16 << 10, Tiles: true},
+	{Name: "mbtiles", Title: "MBTiles", Ext: ".mbtiles", Staging: Whole, ProbeBytes: 1, Tiles: true},
+	{Name: "tiff", Title: "TIFF", Ext: ".tif", Staging: Ranged, ProbeBytes: 64 << 10, Image: true},
+	{Name: "tiff", Title: "TIFF", Ext: ".tiff", Staging: Ranged, ProbeBytes: 64 << 10, Image: true},
 }
 
-// Exts lists the formats' extensions, in Table's order.
+// Exts lists the extensions of the formats of tilesets (Tiles), in Table's
+// order.
 func Exts() []string {
-	exts := make([]string, len(Table))
-	for i, s := range Table {
-		exts[i] = s.Ext
+	var exts []string
+	for _, s := range Table {
+		if s.Tiles {
+			exts = append(exts, s.Ext)
+		}
+	}
+	return exts
+}
+
+// ImageExts lists the extensions of the formats of images (Image), in
+// Table's order.
+func ImageExts() []string {
+	var exts []string
+	for _, s := range Table {
+		if s.Image {
+			exts = append(exts, s.Ext)
+		}
 	}
 	return exts
 }
 
 // Of reports the format whose extension key ends with, and the name before
-// it: "osm.pmtiles" is the PMTiles object of "osm". ok is false when no
-// format's extension ends key or nothing is left before it.
+// it: "osm.pmtiles" is the PMTiles object of "osm", "maps/a.tif" the TIFF of
+// the image "maps/a". ok is false when no format's extension ends key or
+// nothing is left before it.
 func Of(key string) (spec Spec, name string, ok bool) {
 	for _, s := range Table {
 		if n, found := strings.CutSuffix(key, s.Ext); found && n != "" {
@@ -190,3 +216,41 @@ type invalidError struct{ err error }
 
 func (e invalidError) Error() string   { return e.err.Error() }
 func (e invalidError) Unwrap() []error { return []error{e.err, ErrInvalid} }
+
+// Prefetched is r with the object's first bytes, already read, answered
+// from first: a format that reads its header again through r costs no
+// second request for what the probe read.
+func Prefetched(first []byte, r RangeReader) RangeReader {
+	return RangeReaderFunc(func(ctx context.Context, off, n int64) ([]byte, error) {
+		if off >= 0 && n >= 0 && off+n <= int64(len(first)) {
+			return first[off : off+n : off+n], nil
+		}
+		return r.ReadRange(ctx, off, n)
+	})
+}
+
+// PyramidLevel is one resolution of a pyramidal image: Width×Height pixels
+// stored as TileWidth×TileHeight tiles (edge tiles padded), JPEG when each
+// stored tile is a JPEG the image's answers may pass on as stored.
+type PyramidLevel struct {
+	Width, Height, TileWidth, TileHeight int
+	JPEG                                 bool
+}
+
+// Pyramid is a Dataset that is a pyramidal image (a tiled TIFF), served as
+// IIIF by shared/images. It is safe for concurrent use.
+type Pyramid interface {
+	// Levels are its resolutions, full resolution first, each smaller.
+	Levels() []PyramidLevel
+	// Bands says whether it is gray, and whether it has an alpha band (or a
+	// transparency mask).
+	Bands() (gray, alpha bool)
+	// StoredJPEG is stored tile at of level l made a complete JPEG, read in
+	// one ranged read and never decoded; only for a JPEG level.
+	StoredJPEG(ctx context.Context, l int, at image.Point) ([]byte, error)
+	// ReadTiles reads the stored tiles at of level l, adjacent tiles in one
+	// ranged read, and returns what decodes them: decode(i) is tile at[i],
+	// the whole stored tile (edge tiles padded; a tile not stored is
+	// transparent), decoded when asked, so a caller bounds its decodes.
+	ReadTiles(ctx context.Context, l int, at []image.Point) (decode func(i int) (image.Image, error), err error)
+}

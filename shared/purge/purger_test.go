@@ -25,7 +25,10 @@ func TestPrefixRequestTargets(t *testing.T) {
 		{"osm.pmtiles", []string{"osm.json", "osm.pmtiles", "osm/"}, []string{"osm.json*", "osm.pmtiles*", "osm/"}},
 		{"osm/1", []string{"osm/1"}, []string{"osm/1*"}},
 		{"osm/", []string{"osm.json", "osm/"}, []string{"osm.json*", "osm/"}},
-		{"osm.", []string{"osm.", "osm/"}, []string{"osm.*", "osm/"}}, // osm.json is under osm., osm/ is not
+		// osm.json is under osm., osm/ is not; nor are the IIIF answers of
+		// an image osm.tif.
+		{"osm.", []string{"iiif/2/osm/", "iiif/3/osm/", "osm.", "osm/"}, []string{"iiif/2/osm/", "iiif/3/osm/", "osm.*", "osm/"}},
+		{"maps/a.tif", []string{"iiif/2/maps%2Fa/", "iiif/3/maps%2Fa/", "maps/a.tif"}, []string{"iiif/2/maps%2Fa/", "iiif/3/maps%2Fa/", "maps/a.tif*"}},
 		{"", []string{""}, []string{""}},
 		// A font purge reaches the stacks composed with the font: its font
 		// directory, and a top-level one's TileJSON too.

@@ -7,6 +7,7 @@
 package tilename
 
 import (
+	"net/url"
 	"strings"
 
 	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
@@ -70,6 +71,9 @@ func Derived(key string) []string {
 	if dir, ok := glyphs.FontDir(key); ok { // the font stacks composed from its font
 		return []string{dir}
 	}
+	if id, ok := imageID(key); ok {
+		return IIIFDirs(id)
+	}
 	if name, ok := singleFileName(key); ok {
 		return []string{Dir(name), TileJSONKey(name)}
 	}
@@ -88,6 +92,21 @@ func DerivedOfPrefix(prefix string) []string {
 	if dir, ok := glyphs.FontDir(prefix); ok {
 		return []string{dir}
 	}
+	var derived []string
+	if i := strings.LastIndexByte(prefix, '.'); i > 0 && !strings.Contains(prefix[i:], "/") {
+		for _, ext := range formats.ImageExts() {
+			if strings.HasPrefix(ext, prefix[i:]) { // the image a prefix of ID.tif names
+				derived = IIIFDirs(prefix[:i])
+				break
+			}
+		}
+	}
+	return append(derived, tilesetOfPrefix(prefix)...)
+}
+
+// tilesetOfPrefix is DerivedOfPrefix for the tilesets a prefix ends
+// inside of: an archive's name, or a tileset directory's metadata.json.
+func tilesetOfPrefix(prefix string) []string {
 	if name, rest, ok := strings.Cut(prefix, "/"); ok {
 		if name != "" && strings.HasPrefix(MetadataFile, rest) {
 			return []string{TileJSONKey(name)}
@@ -102,6 +121,35 @@ func DerivedOfPrefix(prefix string) []string {
 		}
 	}
 	return nil
+}
+
+// IIIFVersions are the IIIF Image API versions served, as their paths
+// name them: /iiif/3/{id}/… and /iiif/2/{id}/….
+var IIIFVersions = [...]string{"3", "2"}
+
+// IIIFDir is the key directory of the IIIF answers of image id at version
+// v: "iiif/3/maps%2Fa/" for maps/a.tif. The id is one path segment, its
+// slashes escaped as the IIIF Image API requires (%2F), so the directory of
+// one image never holds another's answers.
+func IIIFDir(v, id string) string { return "iiif/" + v + "/" + url.PathEscape(id) + "/" }
+
+// IIIFDirs are image id's IIIF directories at every version served.
+func IIIFDirs(id string) []string {
+	dirs := make([]string, len(IIIFVersions))
+	for i, v := range IIIFVersions {
+		dirs[i] = IIIFDir(v, id)
+	}
+	return dirs
+}
+
+// imageID reports the image a key ID.tif (any depth) is the object of.
+func imageID(key string) (id string, ok bool) {
+	for _, ext := range formats.ImageExts() {
+		if id, ok := strings.CutSuffix(key, ext); ok && id != "" && !strings.HasSuffix(id, "/") {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 func isName(name string) bool { return name != "" && !strings.Contains(name, "/") }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/docs"
+	"github.com/tilesieve/tilesieve/shared/images/iiif"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tile"
@@ -43,13 +44,15 @@ const (
 	// The CDN's proof that a request came through it (CDNSecretHeader):
 	// the forwarded headers above are believed only with it.
 	HdrCDNSecret
+	// The media types an IIIF client accepts: info.json's is negotiated.
+	HdrAccept
 	NumHeaderNames // how many there are
 )
 
 var headerNames = [NumHeaderNames]string{
 	"Accept-Encoding", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since",
 	"Range", "If-Range", "Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers",
-	"Host", "X-Forwarded-Host", "X-Forwarded-Proto", CDNSecretHeader,
+	"Host", "X-Forwarded-Host", "X-Forwarded-Proto", CDNSecretHeader, "Accept",
 }
 
 // String is the header's canonical name.
@@ -210,6 +213,10 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		s.eng.Check(ctx, now, true)
 		resp.set("Allow", s.allow)
 		s.answerPlain(req, resp, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	if route, ok, err := iiif.ParsePath(req.Path); ok && s.images != nil {
+		s.serveIIIF(ctx, req, resp, route, err, now, start)
 		return
 	}
 	keyFrom := tile.KeyFromPath

@@ -17,6 +17,7 @@
 package tileserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/docs"
+	"github.com/tilesieve/tilesieve/shared/images/iiif"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/tiers"
@@ -85,9 +87,20 @@ type Metrics interface {
 // Deps are what the server answers from besides the engine. Docs is
 // required.
 type Deps struct {
-	Docs    *docs.Docs
+	Docs *docs.Docs
+	// Images turns IIIF requests (/iiif/3/…, /iiif/2/…) into the keys of
+	// their answers; nil: those paths are tile paths like any other.
+	Images  Images
 	Metrics Metrics // nil records nothing
 	Logger  *slog.Logger
+}
+
+// Images turns an IIIF request into the key of its answer in the tiers
+// (*images.Service is one): its canonical form. An *iiif.Error is a request
+// the specification refuses, with its status; tile.ErrNotFound an image
+// that does not exist.
+type Images interface {
+	Key(ctx context.Context, r iiif.Route) (string, error)
 }
 
 // Server is the tile handler.
@@ -95,6 +108,7 @@ type Server struct {
 	*Answers
 	eng      *tiers.Engine
 	docs     *docs.Docs // documents rendered for a base URL, glyph stacks
+	images   Images     // nil: no IIIF routes
 	log      *slog.Logger
 	now      func() time.Time
 	metrics  Metrics   // nil: none
@@ -120,7 +134,7 @@ func New(ans *Answers, eng *tiers.Engine, d Deps) (*Server, error) {
 		return nil, errors.New("tileserver: Answers, the engine and Docs are required")
 	}
 	s := &Server{
-		Answers: ans, eng: eng, docs: d.Docs, metrics: d.Metrics,
+		Answers: ans, eng: eng, docs: d.Docs, images: d.Images, metrics: d.Metrics,
 		log: defaults.Logger(d.Logger), now: defaults.Clock(ans.cfg.Now),
 		base: docs.Base{PublicURL: ans.cfg.PublicURL, CDNSecret: ans.cfg.CDNSecret},
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/formats/registry"
+	"github.com/tilesieve/tilesieve/shared/images"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/archive"
@@ -51,6 +52,7 @@ type App struct {
 	// through Origin; the archives and the catalog read through it.
 	Router   *origin.Router
 	Archives *archive.Origin // tilesets stored as one object, in front of Router
+	Images   *images.Service // images served as IIIF, in front of Archives
 	Docs     *docs.Docs
 	Admin    *admin.Handler
 	Memory   *memory.Cache
@@ -162,11 +164,14 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		Formats: registry.Opener, Decode: coding.Stored, Logger: log}); err != nil {
 		return nil, err
 	}
+	if a.Images, err = images.New(imagesConfig(cfg), a.Archives, a.Archives, log); err != nil {
+		return nil, err
+	}
 	answers, err := tileserver.NewAnswers(serverConfig(cfg, op.extra))
 	if err != nil {
 		return nil, err
 	}
-	if a.Engine, err = tiers.New(tiersConfig(cfg), tiers.Deps{Memory: a.Memory, Disk: a.Disk, Origin: a.Archives,
+	if a.Engine, err = tiers.New(tiersConfig(cfg), tiers.Deps{Memory: a.Memory, Disk: a.Disk, Origin: a.Images,
 		Metrics: a.tiersMetrics(), Logger: log, Prepare: answers.Prepare}); err != nil {
 		return nil, err
 	}
@@ -180,7 +185,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	if a.Docs, err = docs.New(a.Engine, docs.Deps{Prepare: answers.Prepare, Decode: coding.Stored, Archives: a.Archives, Logger: log}); err != nil {
 		return nil, err
 	}
-	if a.Server, err = tileserver.New(answers, a.Engine, tileserver.Deps{Docs: a.Docs, Metrics: a.tileMetrics(), Logger: log}); err != nil {
+	if a.Server, err = tileserver.New(answers, a.Engine, tileserver.Deps{Docs: a.Docs, Images: a.Images, Metrics: a.tileMetrics(), Logger: log}); err != nil {
 		return nil, err
 	}
 	if a.Admin, err = admin.New(admin.Config{Token: cfg.AdminToken}, admin.Deps{Engine: a.Engine, Memory: a.Memory, Disk: a.Disk,

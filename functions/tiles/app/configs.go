@@ -3,6 +3,9 @@ package app
 import (
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/images"
+	"github.com/tilesieve/tilesieve/shared/images/iiif"
+	"github.com/tilesieve/tilesieve/shared/images/pixel"
 	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
@@ -44,3 +47,14 @@ func archiveConfig(cfg config.Tiles) archive.Config {
 // awsSettings are the AWS client settings of the admin hand-off: the
 // environment's, as the SDK reads them.
 func awsSettings() awsclient.Settings { return awsclient.Settings{} }
+
+func imagesConfig(cfg config.Tiles) images.Config {
+	pc := pixel.DefaultConfig()
+	pc.Decoders = cfg.IIIF.Decoders
+	pc.MaxPixels = max(cfg.IIIF.MaxDecodedPixels, cfg.IIIF.MaxArea)
+	return images.Config{
+		Limits:           iiif.Limits{MaxWidth: cfg.IIIF.MaxWidth, MaxHeight: cfg.IIIF.MaxHeight, MaxArea: cfg.IIIF.MaxArea},
+		MaxDecodedPixels: cfg.IIIF.MaxDecodedPixels,
+		Pixel:            pc,
+	}
+}

@@ -27,7 +27,7 @@ import (
 func (a *App) start(ctx context.Context, cfg config.Tiles, log *slog.Logger) {
 	var tilePrefixes, archiveKeys []string
 	for _, p := range cfg.StagePrefixes {
-		if _, _, ok := formats.Of(p); ok && !strings.Contains(p, "/") {
+		if spec, _, ok := formats.Of(p); ok && (spec.Image || !strings.Contains(p, "/")) {
 			archiveKeys = append(archiveKeys, p)
 		} else {
 			tilePrefixes = append(tilePrefixes, p)

@@ -34,6 +34,10 @@ func badRequest(format string, args ...any) error {
 	return &Error{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
 
+func notFound(format string, args ...any) error {
+	return &Error{status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
 func notImplemented(format string, args ...any) error {
 	return &Error{status: http.StatusNotImplemented, msg: fmt.Sprintf(format, args...)}
 }

@@ -15,6 +15,9 @@ const (
 	V3 Version = 3
 )
 
+// String is the version as paths name it: "2" or "3".
+func (v Version) String() string { return string(rune('0' + v)) }
+
 // RegionKind is the form of a region parameter.
 type RegionKind uint8
 

@@ -156,7 +156,9 @@ type format struct {
 // format opened at version etag (ds), or none (missing). ready is closed
 // once the probe that made it ends; err is that probe's failure.
 type archive struct {
-	name         string
+	name         string // the tileset, or the image when image is set
+	image        bool   // an IIIF image: probed for the formats of images
+	mapKey       string // its key in Origin.names
 	ready        chan struct{}
 	checked      atomic.Int64 // UnixNano of the last time S3 confirmed what this is
 	missing      bool
@@ -406,12 +408,25 @@ func (a *Origin) resolve(ctx context.Context, name string, objects func(context.
 // (probing reports that one was started for this call). A nil archive is a
 // fresh "not an archive".
 func (a *Origin) lookup(name string) (ar *archive, probing bool) {
+	return a.lookupKind(name, false)
+}
+
+// imagePrefix keys the images in Origin.names apart from the tilesets: an
+// image and a tileset may share a name and are probed for other formats.
+const imagePrefix = "\x00image\x00"
+
+// lookupKind is lookup of a tileset, or of an image when image is set.
+func (a *Origin) lookupKind(name string, image bool) (ar *archive, probing bool) {
+	key := name
+	if image {
+		key = imagePrefix + name
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return closedArchive(name), false
 	}
-	cur := a.names[name]
+	cur := a.names[key]
 	if cur != nil {
 		select {
 		case <-cur.ready:
@@ -431,8 +446,8 @@ func (a *Origin) lookup(name string) (ar *archive, probing bool) {
 	if len(a.names) >= a.nextPrune {
 		a.prune()
 	}
-	ar = &archive{name: name, ready: make(chan struct{})}
-	a.names[name] = ar
+	ar = &archive{name: name, image: image, mapKey: key, ready: make(chan struct{})}
+	a.names[key] = ar
 	go a.probe(ar)
 	return ar, true
 }
@@ -477,10 +492,52 @@ func (a *Origin) probe(ar *archive) {
 	ctx, cancel := context.WithTimeout(a.base, a.originTimeout)
 	defer cancel()
 	ar.checked.Store(a.now().UnixNano())
+	if ar.image {
+		a.probeImage(ctx, ar)
+		return
+	}
 	for _, f := range a.formats {
-		if a.probeFormat(ctx, ar, f) {
+		if f.spec.Tiles && a.probeFormat(ctx, ar, f) {
 			return
 		}
+	}
+	ar.missing = true
+}
+
+// probeImage probes image ar's formats side by side: finding ID.tif or
+// ID.tiff costs one round trip, whichever exists; the one earlier in
+// formats.Table wins.
+func (a *Origin) probeImage(ctx context.Context, ar *archive) {
+	type first struct {
+		rg  *origin.Range
+		err error
+	}
+	var imgs []format
+	for _, f := range a.formats {
+		if f.spec.Image {
+			imgs = append(imgs, f)
+		}
+	}
+	firsts := make([]chan first, len(imgs))
+	for i, f := range imgs {
+		firsts[i] = make(chan first, 1)
+		go func() {
+			rg, err := a.store.GetRange(ctx, a.store.ObjectKey(ar.name+f.spec.Ext), 0, f.spec.ProbeBytes, "")
+			firsts[i] <- first{rg, err}
+		}()
+	}
+	for i, f := range imgs {
+		r := <-firsts[i]
+		switch {
+		case errors.Is(r.err, tile.ErrNotFound):
+			continue
+		case r.err != nil:
+			ar.err = fmt.Errorf("archive: %s %s: %w", f.spec.Name, ar.name, r.err)
+			a.forgetFailed(ar)
+		default:
+			a.open(ctx, ar, f, r.rg)
+		}
+		return
 	}
 	ar.missing = true
 }
@@ -492,9 +549,7 @@ func (a *Origin) probe(ar *archive) {
 // for the TTL or until a purge of it, without a read or a log line per
 // request.
 func (a *Origin) probeFormat(ctx context.Context, ar *archive, f format) (found bool) {
-	key := ar.name + f.spec.Ext
-	objectKey := a.store.ObjectKey(key)
-	first, err := a.store.GetRange(ctx, objectKey, 0, f.spec.ProbeBytes, "")
+	first, err := a.store.GetRange(ctx, a.store.ObjectKey(ar.name+f.spec.Ext), 0, f.spec.ProbeBytes, "")
 	switch {
 	case errors.Is(err, tile.ErrNotFound):
 		return false
@@ -503,9 +558,18 @@ func (a *Origin) probeFormat(ctx context.Context, ar *archive, f format) (found 
 		a.forgetFailed(ar)
 		return true
 	}
+	a.open(ctx, ar, f, first)
+	return true
+}
+
+// open opens ar's object of format f, whose first bytes the probe read.
+func (a *Origin) open(ctx context.Context, ar *archive, f format, first *origin.Range) {
+	key := ar.name + f.spec.Ext
+	objectKey := a.store.ObjectKey(key)
+	var err error
 	ar.spec, ar.etag, ar.lastModified = f.spec, first.ETag, first.LastModified
 	obj := formats.Object{Name: ar.name, ETag: first.ETag, Size: first.Size, LastModified: first.LastModified, First: first.Body}
-	opts := formats.Options{MaxTileBytes: a.store.MaxObjectBytes(), Cache: versionCache{a.dirs, ar.name + "\x00" + first.ETag + "\x00"}}
+	opts := formats.Options{MaxTileBytes: a.store.MaxObjectBytes(), Cache: versionCache{a.dirs, ar.mapKey + "\x00" + first.ETag + "\x00"}}
 	began := time.Now()
 	if f.spec.Staging == formats.Whole {
 		// Staged as one download that every request of the name waits for,
@@ -532,7 +596,6 @@ func (a *Origin) probeFormat(ctx context.Context, ar *archive, f format) (found 
 		ar.err = fmt.Errorf("archive: %s %s: %w", f.spec.Name, ar.name, err)
 		a.forgetFailed(ar)
 	}
-	return true
 }
 
 // wholeStageTimeout bounds one staging of an object read whole, detached
@@ -573,8 +636,8 @@ func (a *Origin) checkedAt(ar *archive) time.Time { return time.Unix(0, ar.check
 func (a *Origin) forgetFailed(ar *archive) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.names[ar.name] == ar {
-		delete(a.names, ar.name)
+	if a.names[ar.mapKey] == ar {
+		delete(a.names, ar.mapKey)
 	}
 }
 
@@ -601,19 +664,27 @@ func (a *Origin) rangeReader(name, objectKey, etag string) formats.RangeReader {
 // which also forgets the archive (forget) and keeps in-flight fills of the
 // old version out of the tiers.
 func (a *Origin) changed(ar *archive) {
-	a.log.Info("archive changed under a read; dropping its tileset on this instance", "name", ar.name, "etag", ar.etag)
-	a.purge(ar.name + "/")
-	a.purge(tilename.TileJSONKey(ar.name))
+	a.log.Info("archive changed under a read; dropping what it serves on this instance", "name", ar.name, "etag", ar.etag)
+	for _, p := range tilename.Derived(ar.objectKey()) {
+		a.purge(p)
+	}
 }
 
-// covers reports whether a purge of prefix covers tileset name: its
-// directory NAME/ or the object of any format, NAME.pmtiles, NAME.mbtiles.
-func covers(prefix, name string) bool {
-	if strings.HasPrefix(name+"/", prefix) {
-		return true
+// covers reports whether a purge of prefix covers ar: a tileset's
+// directory NAME/ or the object of any of its formats (NAME.pmtiles,
+// NAME.mbtiles); an image's IIIF directories or its object (ID.tif).
+func covers(prefix string, ar *archive) bool {
+	exts, dirs := formats.Exts(), []string{ar.name + "/"}
+	if ar.image {
+		exts, dirs = formats.ImageExts(), tilename.IIIFDirs(ar.name)
 	}
-	for _, ext := range formats.Exts() {
-		if strings.HasPrefix(name+ext, prefix) {
+	for _, d := range dirs {
+		if strings.HasPrefix(d, prefix) {
+			return true
+		}
+	}
+	for _, ext := range exts {
+		if strings.HasPrefix(ar.name+ext, prefix) {
 			return true
 		}
 	}
@@ -626,13 +697,13 @@ func covers(prefix, name string) bool {
 func (a *Origin) Forget(prefix string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for name, ar := range a.names {
-		if covers(prefix, name) {
+	for key, ar := range a.names {
+		if covers(prefix, ar) {
 			if !a.closed { // else Close closes it
 				a.closing.Go(func() { closeDataset(ar) })
 			}
-			delete(a.names, name)
-			a.dirs.DeletePrefix(name + "\x00")
+			delete(a.names, key)
+			a.dirs.DeletePrefix(key + "\x00")
 		}
 	}
 	a.dirs.DeletePrefix(refusedPrefix + prefix)

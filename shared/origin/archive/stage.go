@@ -30,20 +30,20 @@ func closeDataset(ar *archive) {
 	}
 }
 
-// Open opens the object key (NAME.mbtiles, NAME.pmtiles) now, as the first
-// request of NAME would (STAGE_PREFIXES names it): a format read whole is
-// staged, so later requests find it open. It reports why not: the name is
-// not a tileset's, no such object, the object was refused, or another
-// format's object of that name is served instead.
+// Open opens the object key (NAME.mbtiles, NAME.pmtiles, ID.tif) now, as
+// the first request of it would (STAGE_PREFIXES names it): a format read
+// whole is staged, so later requests find it open. It reports why not: the
+// key is no tileset's or image's object, no such object, the object was
+// refused, or another format's object of that name is served instead.
 func (a *Origin) Open(ctx context.Context, key string) error {
 	spec, name, ok := formats.Of(key)
-	if !ok || tile.ValidateKey(name) != nil || strings.Contains(name, "/") {
-		return fmt.Errorf("archive: %q: not the object of a tileset", key)
+	if !ok || tile.ValidateKey(name) != nil || (spec.Tiles && strings.Contains(name, "/")) {
+		return fmt.Errorf("archive: %q: not the object of a tileset or an image", key)
 	}
 	if !a.Serves(spec.Name) {
 		return fmt.Errorf("archive: %s: %s objects are off", key, spec.Name)
 	}
-	ar, _ := a.lookup(name)
+	ar, _ := a.lookupKind(name, spec.Image)
 	if ar == nil {
 		return fmt.Errorf("archive: %s: %w", key, tile.ErrNotFound)
 	}

@@ -109,12 +109,29 @@ func Paths(pathPrefix string, targets []string) []string {
 	paths := make([]string, 0, len(targets))
 	for _, t := range targets {
 		if IsWildcard(t) {
-			paths = append(paths, "/"+escapePath(pathPrefix+strings.TrimSuffix(t, "*"))+"*")
+			paths = append(paths, "/"+escapeTarget(pathPrefix, strings.TrimSuffix(t, "*"))+"*")
 			continue
 		}
-		paths = append(paths, "/"+escapePath(pathPrefix+t))
+		paths = append(paths, "/"+escapeTarget(pathPrefix, t))
 	}
 	return paths
+}
+
+// escapeTarget is pathPrefix + t as a path CloudFront matches requests
+// with. Keys are paths decoded, but for the IIIF answers of an image: their
+// key holds the image id as its URL does, one segment with its slashes
+// escaped (iiif/3/maps%2Fa/), which stays as it is.
+func escapeTarget(pathPrefix, t string) string {
+	for _, v := range [...]string{"iiif/2/", "iiif/3/"} {
+		if rest, ok := strings.CutPrefix(t, v); ok {
+			id, after, _ := strings.Cut(rest, "/")
+			if after != "" || strings.HasSuffix(rest, "/") {
+				after = "/" + after
+			}
+			return escapePath(pathPrefix+v) + id + escapePath(after)
+		}
+	}
+	return escapePath(pathPrefix + t)
 }
 
 func normPathPrefix(p string) string {

@@ -117,3 +117,15 @@ func TestFitWithCoalesce(t *testing.T) {
 		})
 	}
 }
+
+// TestPathsOfIIIFAnswers: the IIIF directory of an image is the path its
+// answers are requested at, the id's escaped slash kept as the viewer sends
+// it, not escaped again.
+func TestPathsOfIIIFAnswers(t *testing.T) {
+	t.Parallel()
+	got := cdn.Paths("", []string{"iiif/3/maps%2Fa/", "iiif/2/a%20b/full/max/0/default.jpg", "iiif/3/x"})
+	want := []string{"/iiif/3/maps%2Fa/*", "/iiif/2/a%20b/full/max/0/default.jpg", "/iiif/3/x"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/formats"
+	"github.com/tilesieve/tilesieve/shared/images"
+	"github.com/tilesieve/tilesieve/shared/images/pixel"
 	"github.com/tilesieve/tilesieve/shared/origin/archive"
 	"github.com/tilesieve/tilesieve/shared/purge"
 	"github.com/tilesieve/tilesieve/shared/tiers"
@@ -79,6 +81,7 @@ type Stack struct {
 	Admin    *admin.Handler
 	Docs     *docs.Docs
 	Archives *archive.Origin // nil: objects only
+	Images   *images.Service // IIIF; nil without archives
 }
 
 // New assembles the server.
@@ -94,7 +97,11 @@ func New(cfg Config, d Deps) (*Stack, error) {
 			archive.Deps{Next: d.Origin, Store: d.Archives, Stager: d.Stager, Directories: d.Directories, Decode: coding.Stored, Logger: d.Logger}); err != nil {
 			return nil, err
 		}
-		origin = st.Archives
+		if st.Images, err = images.New(images.Config{Limits: images.DefaultLimits, MaxDecodedPixels: images.DefaultMaxDecodedPixels,
+			Pixel: pixel.DefaultConfig()}, st.Archives, st.Archives, d.Logger); err != nil {
+			return nil, err
+		}
+		origin = st.Images
 	}
 	answers, err := tileserver.NewAnswers(serverConfig(cfg))
 	if err != nil {
@@ -116,7 +123,11 @@ func New(cfg Config, d Deps) (*Stack, error) {
 	if st.Docs, err = docs.New(eng, docs.Deps{Prepare: answers.Prepare, Decode: coding.Stored, Archives: catalog, Logger: d.Logger, Now: cfg.Now}); err != nil {
 		return nil, err
 	}
-	if st.Server, err = tileserver.New(answers, eng, tileserver.Deps{Docs: st.Docs, Metrics: serverMetrics(d), Logger: d.Logger}); err != nil {
+	sd := tileserver.Deps{Docs: st.Docs, Metrics: serverMetrics(d), Logger: d.Logger}
+	if st.Images != nil {
+		sd.Images = st.Images
+	}
+	if st.Server, err = tileserver.New(answers, eng, sd); err != nil {
 		return nil, err
 	}
 	ad := admin.Deps{Engine: eng, Memory: d.Memory, Disk: d.Disk, Handler: st.handlerStats,

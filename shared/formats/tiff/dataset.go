@@ -1,0 +1,135 @@
+package tiff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+
+	"github.com/tilesieve/tilesieve/shared/formats"
+	"github.com/tilesieve/tilesieve/shared/formats/tileset"
+	"github.com/tilesieve/tilesieve/shared/tile"
+)
+
+// OpenDataset opens one version of a TIFF as a formats.Dataset that is a
+// formats.Pyramid: its header and IFDs read once (what the probe read first
+// is not read again), its tiles by range afterwards. A file this package
+// cannot serve (not a TIFF, stored in strips, a compression it does not
+// read) is refused (formats.ErrInvalid), with what to run in the message.
+func OpenDataset(ctx context.Context, obj formats.Object, opts formats.Options) (formats.Dataset, error) {
+	src := formats.Prefetched(obj.First, obj.Range)
+	f, err := Open(ctx, src, obj.Size, Options{MaxStoredTileBytes: opts.MaxTileBytes})
+	var re *readError
+	switch {
+	case errors.As(err, &re):
+		return nil, err // the object could not be read: passing
+	case err != nil:
+		return nil, formats.Invalid(err)
+	}
+	d := &dataset{f: f, src: src}
+	for i, l := range f.Levels {
+		if err := l.checkDecodable(l.Mask != nil); err != nil {
+			if i == 0 {
+				return nil, formats.Invalid(fmt.Errorf("%w; rewrite it: %s", err, Fix))
+			}
+			break // the levels above it serve
+		}
+		d.levels = append(d.levels, formats.PyramidLevel{Width: l.Width, Height: l.Height,
+			TileWidth: l.TileWidth, TileHeight: l.TileHeight, JPEG: l.storedJPEG()})
+	}
+	return d, nil
+}
+
+// dataset is an open TIFF version.
+type dataset struct {
+	f      *File
+	src    RangeReader
+	levels []formats.PyramidLevel // the levels it serves: f.Levels' first ones
+}
+
+// Accepts reports no extension: a TIFF is an image, not a tileset of z/x/y.
+func (d *dataset) Accepts(string) bool { return false }
+
+func (d *dataset) Tile(context.Context, uint8, uint32, uint32) (formats.Tile, error) {
+	return formats.Tile{}, tile.ErrNotFound
+}
+
+func (d *dataset) TileJSON(context.Context, string, string) (tileset.TileJSON, error) {
+	return tileset.TileJSON{}, fmt.Errorf("tiff: an image has no TileJSON: %w", tile.ErrNotFound)
+}
+
+// Close releases nothing: a TIFF holds no resource but its reader's.
+func (d *dataset) Close() error { return nil }
+
+func (d *dataset) Levels() []formats.PyramidLevel { return d.levels }
+
+func (d *dataset) Bands() (gray, alpha bool) {
+	l := d.f.Levels[0]
+	return l.Photometric == PhotometricMinIsBlack || l.Photometric == PhotometricMinIsWhite, l.Alpha >= 0 || l.Mask != nil
+}
+
+func (d *dataset) StoredJPEG(ctx context.Context, l int, at image.Point) ([]byte, error) {
+	lv, err := d.level(l)
+	if err != nil {
+		return nil, err
+	}
+	raws, _, err := lv.ReadTiles(ctx, d.src, []image.Point{at}, ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if raws[0].Sparse {
+		return nil, fmt.Errorf("tiff: tile %v of level %d is not stored: %w", at, l, tile.ErrNotFound)
+	}
+	return lv.WholeJPEG(raws[0].Data)
+}
+
+func (d *dataset) ReadTiles(ctx context.Context, l int, at []image.Point) (func(i int) (image.Image, error), error) {
+	lv, err := d.level(l)
+	if err != nil {
+		return nil, err
+	}
+	raws, _, err := lv.ReadTiles(ctx, d.src, at, ReadOptions{Mask: lv.Mask != nil})
+	if err != nil {
+		return nil, err
+	}
+	return func(i int) (image.Image, error) {
+		t, err := lv.Decode(raws[i])
+		switch {
+		case err != nil:
+			return nil, err
+		case t.Mask != nil:
+			return masked(t.Image, t.Mask), nil
+		}
+		return t.Image, nil
+	}, nil
+}
+
+// level is the served level l.
+func (d *dataset) level(l int) (*Level, error) {
+	if l < 0 || l >= len(d.levels) {
+		return nil, fmt.Errorf("tiff: no level %d of %d", l, len(d.levels))
+	}
+	return d.f.Levels[l], nil
+}
+
+// storedJPEG reports whether the level's stored tiles can be answered as
+// they are, made whole: JPEG of a photometric browsers show as stored,
+// without a mask that would make parts transparent.
+func (l *Level) storedJPEG() bool {
+	return l.Compression == CompressionJPEG && l.Photometric != PhotometricMinIsWhite && l.Mask == nil && l.Alpha < 0
+}
+
+// masked is img with the transparency of mask, as non-premultiplied RGBA.
+func masked(img image.Image, mask *image.Alpha) image.Image {
+	b := img.Bounds()
+	out := image.NewNRGBA(b)
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			i := out.PixOffset(x, y)
+			out.Pix[i], out.Pix[i+1], out.Pix[i+2] = uint8(r>>8), uint8(g>>8), uint8(bl>>8)
+			out.Pix[i+3] = mask.AlphaAt(x, y).A
+		}
+	}
+	return out
+}
