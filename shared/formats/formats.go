@@ -63,8 +63,8 @@ type Spec struct {
 var Table = []Spec{
 	{Name: "pmtiles", Title: "PMTiles", Ext: ".pmtiles", Staging: Ranged, ProbeBytes: 16 << 10, Tiles: true},
 	{Name: "mbtiles", Title: "MBTiles", Ext: ".mbtiles", Staging: Whole, ProbeBytes: 1, Tiles: true},
-	{Name: "tiff", Title: "TIFF", Ext: ".tif", Staging: Ranged, ProbeBytes: 64 << 10, Image: true},
-	{Name: "tiff", Title: "TIFF", Ext: ".tiff", Staging: Ranged, ProbeBytes: 64 << 10, Image: true},
+	{Name: "tiff", Title: "TIFF", Ext: ".tif", Staging: Ranged, ProbeBytes: 64 << 10, Tiles: true, Image: true},
+	{Name: "tiff", Title: "TIFF", Ext: ".tiff", Staging: Ranged, ProbeBytes: 64 << 10, Tiles: true, Image: true},
 }
 
 // Exts lists the extensions of the formats of tilesets (Tiles), in Table's
@@ -166,8 +166,19 @@ type Cache interface {
 	Put(key string, v any, cost int64)
 }
 
+// View is how an object is opened: as a tileset (NAME/z/x/y) or as an
+// image (IIIF).
+type View uint8
+
+// The views of an object.
+const (
+	ViewTiles View = iota
+	ViewImage
+)
+
 // Options bound what an opened object reads.
 type Options struct {
+	View View
 	// MaxTileBytes (MAX_TILE_BYTES; zero or negative: off) refuses a
 	// larger tile with tile.ErrTooLarge: from the format's index, before a
 	// byte of it is read, where the format has one.
@@ -175,9 +186,12 @@ type Options struct {
 	Cache        Cache // nil: nothing is kept between reads
 }
 
-// Opener opens one version of an object of its format. An error matching
-// ErrInvalid is the object's fault (malformed, or not of the format): the
-// caller refuses it until it changes. Any other error is passing.
+// Opener opens one version of an object of its format, in Options.View.
+// An error matching ErrInvalid is the object's fault (malformed, or not of
+// the format): the caller refuses it until it changes; one matching
+// ErrNotTileset an object that is no tileset (an image without
+// georeferencing), which leaves the name to the tiles stored as objects.
+// Any other error is passing.
 type Opener func(ctx context.Context, obj Object, opts Options) (Dataset, error)
 
 // Tile is a tile a Dataset read.
@@ -191,15 +205,25 @@ type Tile struct {
 	Version string
 }
 
+// TileRequest names a tile of a tileset: NAME/z/x/y.ext, or
+// NAME/variant/z/x/y.ext for a tileset with variants (an elevation model's
+// encodings).
+type TileRequest struct {
+	Variant string
+	Z       uint8
+	X, Y    uint32 // XYZ rows
+	Ext     string // "png", "pbf"
+}
+
 // Dataset is one version of an object, opened. It is safe for concurrent
 // use; Close waits for no read and may be called once all reads ended.
 type Dataset interface {
-	// Accepts reports whether a URL extension ("png", "pbf") names this
-	// dataset's tiles.
-	Accepts(ext string) bool
-	// Tile reads tile z/x/y (XYZ rows). tile.ErrNotFound: none there;
-	// tile.ErrTooLarge: past Options.MaxTileBytes.
-	Tile(ctx context.Context, z uint8, x, y uint32) (Tile, error)
+	// Accepts reports whether the dataset has tiles of r's variant and
+	// extension, so that a revalidation of another is answered unread.
+	Accepts(r TileRequest) bool
+	// Tile reads tile r. tile.ErrNotFound: none there; tile.ErrTooLarge:
+	// past Options.MaxTileBytes.
+	Tile(ctx context.Context, r TileRequest) (Tile, error)
 	// TileJSON describes the tileset name with tile URLs under baseURL.
 	TileJSON(ctx context.Context, baseURL, name string) (tileset.TileJSON, error)
 	Close() error
@@ -207,6 +231,11 @@ type Dataset interface {
 
 // ErrInvalid matches the errors of an object its format refuses.
 var ErrInvalid = errors.New("formats: object refused by its format")
+
+// ErrNotTileset is an object opened as a tileset that is none (an image
+// without georeferencing): the name is left to the tiles stored as
+// objects.
+var ErrNotTileset = errors.New("formats: not a tileset")
 
 // Invalid marks err as the object's fault (ErrInvalid), keeping its
 // message.

@@ -71,11 +71,15 @@ func Derived(key string) []string {
 	if dir, ok := glyphs.FontDir(key); ok { // the font stacks composed from its font
 		return []string{dir}
 	}
+	var derived []string
 	if id, ok := imageID(key); ok {
-		return IIIFDirs(id)
+		derived = IIIFDirs(id) // and, at the top level, a tileset too
 	}
 	if name, ok := singleFileName(key); ok {
-		return []string{Dir(name), TileJSONKey(name)}
+		return append(derived, Dir(name), TileJSONKey(name))
+	}
+	if derived != nil {
+		return derived
 	}
 	if name, ok := strings.CutSuffix(key, "/"+MetadataFile); ok && isName(name) {
 		return []string{TileJSONKey(name)}

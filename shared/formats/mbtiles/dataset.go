@@ -38,8 +38,11 @@ type dataset struct {
 
 // Accepts reports whether a URL's extension names tiles of the database's
 // format.
-func (d *dataset) Accepts(ext string) bool {
-	ext = strings.ToLower(ext)
+func (d *dataset) Accepts(r formats.TileRequest) bool {
+	if r.Variant != "" {
+		return false
+	}
+	ext := strings.ToLower(r.Ext)
 	switch d.format {
 	case "":
 		return false
@@ -51,7 +54,8 @@ func (d *dataset) Accepts(ext string) bool {
 	return ext == d.format
 }
 
-func (d *dataset) Tile(ctx context.Context, z uint8, x, y uint32) (formats.Tile, error) {
+func (d *dataset) Tile(ctx context.Context, r formats.TileRequest) (formats.Tile, error) {
+	z, x, y := r.Z, r.X, r.Y
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.db == nil {

@@ -1,6 +1,10 @@
 package mbtiles
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/formats"
+)
 
 func TestAccepts(t *testing.T) {
 	t.Parallel()
@@ -12,7 +16,7 @@ func TestAccepts(t *testing.T) {
 		{"jpg", "jpeg", true}, {"png", "png", true}, {"png", "jpg", false},
 		{"", "png", false}, {"webp", "png", false},
 	} {
-		if got := (&dataset{format: tc.format}).Accepts(tc.ext); got != tc.want {
+		if got := (&dataset{format: tc.format}).Accepts(formats.TileRequest{Ext: tc.ext}); got != tc.want {
 			t.Errorf("format %q, Accepts(%q): got %v, want %v", tc.format, tc.ext, got, tc.want)
 		}
 	}

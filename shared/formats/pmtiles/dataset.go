@@ -37,9 +37,12 @@ type dataset struct {
 	maxTile int64 // MAX_TILE_BYTES; zero or negative: off
 }
 
-func (d *dataset) Accepts(ext string) bool {
+func (d *dataset) Accepts(r formats.TileRequest) bool {
+	if r.Variant != "" {
+		return false
+	}
 	for _, e := range d.r.Header().TileType.Exts() {
-		if strings.EqualFold(e, ext) {
+		if strings.EqualFold(e, r.Ext) {
 			return true
 		}
 	}
@@ -48,7 +51,8 @@ func (d *dataset) Accepts(ext string) bool {
 
 // Tile reads z/x/y. A tile past MAX_TILE_BYTES is refused from its
 // directory entry, before a byte of it is read or allocated.
-func (d *dataset) Tile(ctx context.Context, z uint8, x, y uint32) (formats.Tile, error) {
+func (d *dataset) Tile(ctx context.Context, tr formats.TileRequest) (formats.Tile, error) {
+	z, x, y := tr.Z, tr.X, tr.Y
 	h := d.r.Header()
 	rg, ok, err := d.r.Find(ctx, z, x, y)
 	if err != nil {

@@ -17,6 +17,15 @@ import (
 // cannot serve (not a TIFF, stored in strips, a compression it does not
 // read) is refused (formats.ErrInvalid), with what to run in the message.
 func OpenDataset(ctx context.Context, obj formats.Object, opts formats.Options) (formats.Dataset, error) {
+	d, err := open(ctx, obj, opts)
+	if err != nil || opts.View != formats.ViewTiles {
+		return d, err
+	}
+	return openTileset(d, obj.Name)
+}
+
+// open opens the image: the levels this package decodes.
+func open(ctx context.Context, obj formats.Object, opts formats.Options) (*dataset, error) {
 	src := formats.Prefetched(obj.First, obj.Range)
 	f, err := Open(ctx, src, obj.Size, Options{MaxStoredTileBytes: opts.MaxTileBytes})
 	var re *readError
@@ -28,7 +37,11 @@ func OpenDataset(ctx context.Context, obj formats.Object, opts formats.Options) 
 	}
 	d := &dataset{f: f, src: src}
 	for i, l := range f.Levels {
-		if err := l.checkDecodable(l.Mask != nil); err != nil {
+		err := l.checkDecodable(false)
+		if err == nil && l.Mask != nil {
+			err = l.Mask.checkDecodable(true)
+		}
+		if err != nil {
 			if i == 0 {
 				return nil, formats.Invalid(fmt.Errorf("%w; rewrite it: %s", err, Fix))
 			}
@@ -47,10 +60,11 @@ type dataset struct {
 	levels []formats.PyramidLevel // the levels it serves: f.Levels' first ones
 }
 
-// Accepts reports no extension: a TIFF is an image, not a tileset of z/x/y.
-func (d *dataset) Accepts(string) bool { return false }
+// Accepts reports no tile: opened as an image, a TIFF has no z/x/y
+// (openTileset makes its tileset view).
+func (d *dataset) Accepts(formats.TileRequest) bool { return false }
 
-func (d *dataset) Tile(context.Context, uint8, uint32, uint32) (formats.Tile, error) {
+func (d *dataset) Tile(context.Context, formats.TileRequest) (formats.Tile, error) {
 	return formats.Tile{}, tile.ErrNotFound
 }
 

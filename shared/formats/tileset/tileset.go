@@ -43,6 +43,11 @@ type TileJSON struct {
 	// field, but what clients such as MapLibre's raster-vs-vector choice and
 	// tilesieve's catalog need.
 	Format string `json:"format,omitempty"`
+	// TileSize is the tiles' width in pixels when it is not 256, and
+	// Encoding a raster-dem tileset's ("mapbox" terrain-RGB): not TileJSON
+	// 3.0.0 fields, but what MapLibre's raster and raster-dem sources read.
+	TileSize int    `json:"tileSize,omitempty"`
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // Marshal encodes t without HTML escaping (URLs keep their &).

@@ -308,7 +308,7 @@ func (a *Origin) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, 
 		}
 		return a.next.Get(ctx, key, ifNoneMatch)
 	}
-	z, x, y, ext, ok := parseZXY(rest)
+	tr, ok := parseTileRequest(rest)
 	if !ok {
 		return a.next.Get(ctx, key, ifNoneMatch)
 	}
@@ -330,7 +330,7 @@ func (a *Origin) get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile, 
 				return nil, err
 			}
 		}
-		t, err := a.readTile(ctx, ar, z, x, y, ext, ifNoneMatch)
+		t, err := a.readTile(ctx, ar, tr, ifNoneMatch)
 		if attempt == 0 && errors.Is(err, tile.ErrPreconditionFailed) {
 			a.changed(ar)
 			continue
@@ -492,42 +492,46 @@ func (a *Origin) probe(ar *archive) {
 	ctx, cancel := context.WithTimeout(a.base, a.originTimeout)
 	defer cancel()
 	ar.checked.Store(a.now().UnixNano())
-	if ar.image {
-		a.probeImage(ctx, ar)
-		return
-	}
-	for _, f := range a.formats {
-		if f.spec.Tiles && a.probeFormat(ctx, ar, f) {
-			return
-		}
-	}
-	ar.missing = true
+	a.probeAll(ctx, ar)
 }
 
-// probeImage probes image ar's formats side by side: finding ID.tif or
-// ID.tiff costs one round trip, whichever exists; the one earlier in
-// formats.Table wins.
-func (a *Origin) probeImage(ctx context.Context, ar *archive) {
+// probeAll probes ar's formats side by side (those of images for an
+// image, of tilesets for a tileset): finding which object exists costs one
+// round trip, whichever it is, and the format earliest in formats.Table
+// wins. A tileset object that is no tileset (an image without
+// georeferencing) leaves the name to the objects.
+func (a *Origin) probeAll(ctx context.Context, ar *archive) {
 	type first struct {
 		rg  *origin.Range
 		err error
 	}
-	var imgs []format
+	var fs []format
 	for _, f := range a.formats {
-		if f.spec.Image {
-			imgs = append(imgs, f)
+		if f.spec.Image && ar.image || f.spec.Tiles && !ar.image {
+			fs = append(fs, f)
 		}
 	}
-	firsts := make([]chan first, len(imgs))
-	for i, f := range imgs {
+	// The probes of formats after the one found are cancelled and waited
+	// for, so that none reaches S3 after the answer (on Lambda, from a
+	// frozen environment).
+	pctx, cancel := context.WithCancel(ctx)
+	firsts := make([]chan first, len(fs))
+	for i, f := range fs {
 		firsts[i] = make(chan first, 1)
 		go func() {
-			rg, err := a.store.GetRange(ctx, a.store.ObjectKey(ar.name+f.spec.Ext), 0, f.spec.ProbeBytes, "")
+			rg, err := a.store.GetRange(pctx, a.store.ObjectKey(ar.name+f.spec.Ext), 0, f.spec.ProbeBytes, "")
 			firsts[i] <- first{rg, err}
 		}()
 	}
-	for i, f := range imgs {
+	defer func() {
+		cancel()
+		for _, c := range firsts {
+			<-c
+		}
+	}()
+	for i, f := range fs {
 		r := <-firsts[i]
+		firsts[i] <- r // for the deferred drain
 		switch {
 		case errors.Is(r.err, tile.ErrNotFound):
 			continue
@@ -535,31 +539,12 @@ func (a *Origin) probeImage(ctx context.Context, ar *archive) {
 			ar.err = fmt.Errorf("archive: %s %s: %w", f.spec.Name, ar.name, r.err)
 			a.forgetFailed(ar)
 		default:
+			cancel()
 			a.open(ctx, ar, f, r.rg)
 		}
 		return
 	}
 	ar.missing = true
-}
-
-// probeFormat opens name's object of format f, if there is one: found is
-// false when S3 has none. A failure is kept in ar.err: one of S3 (passing)
-// is forgotten, so the next request probes again; a refusal (the object is
-// malformed, or too large to stage) is logged here, once, and answers 502
-// for the TTL or until a purge of it, without a read or a log line per
-// request.
-func (a *Origin) probeFormat(ctx context.Context, ar *archive, f format) (found bool) {
-	first, err := a.store.GetRange(ctx, a.store.ObjectKey(ar.name+f.spec.Ext), 0, f.spec.ProbeBytes, "")
-	switch {
-	case errors.Is(err, tile.ErrNotFound):
-		return false
-	case err != nil:
-		ar.err = fmt.Errorf("archive: %s %s: %w", f.spec.Name, ar.name, err)
-		a.forgetFailed(ar)
-		return true
-	}
-	a.open(ctx, ar, f, first)
-	return true
 }
 
 // open opens ar's object of format f, whose first bytes the probe read.
@@ -570,6 +555,9 @@ func (a *Origin) open(ctx context.Context, ar *archive, f format, first *origin.
 	ar.spec, ar.etag, ar.lastModified = f.spec, first.ETag, first.LastModified
 	obj := formats.Object{Name: ar.name, ETag: first.ETag, Size: first.Size, LastModified: first.LastModified, First: first.Body}
 	opts := formats.Options{MaxTileBytes: a.store.MaxObjectBytes(), Cache: versionCache{a.dirs, ar.mapKey + "\x00" + first.ETag + "\x00"}}
+	if ar.image {
+		opts.View = formats.ViewImage
+	}
 	began := time.Now()
 	if f.spec.Staging == formats.Whole {
 		// Staged as one download that every request of the name waits for,
@@ -589,6 +577,8 @@ func (a *Origin) open(ctx context.Context, ar *archive, f format, first *origin.
 		if f.spec.Staging == formats.Whole {
 			a.log.Info("archive staged", "format", f.spec.Name, "name", ar.name, "key", key, "etag", first.ETag, "size", first.Size, "path", obj.Path, "elapsed", time.Since(began))
 		}
+	case errors.Is(err, formats.ErrNotTileset):
+		ar.missing = true
 	case errors.Is(err, formats.ErrInvalid), errors.Is(err, stage.ErrNoRoom):
 		a.log.Error("archive refused", "format", f.spec.Name, "name", ar.name, "key", objectKey, "etag", first.ETag, "size", first.Size, "err", err)
 		ar.err = &tile.RefusedError{Format: f.spec.Title, Name: ar.name, Err: err}
@@ -746,14 +736,14 @@ func (a *Origin) notModified(ctx context.Context, ar *archive, ifNoneMatch strin
 
 // readTile reads tile z/x/y of ar; a revalidation whose tile ETag names the
 // archive's current version is ErrNotModified, answered without reading.
-func (a *Origin) readTile(ctx context.Context, ar *archive, z uint8, x, y uint32, ext, ifNoneMatch string) (*tile.Tile, error) {
-	if !ar.ds.Accepts(ext) {
+func (a *Origin) readTile(ctx context.Context, ar *archive, tr formats.TileRequest, ifNoneMatch string) (*tile.Tile, error) {
+	if !ar.ds.Accepts(tr) {
 		return nil, tile.ErrNotFound
 	}
 	if err := a.notModified(ctx, ar, ifNoneMatch); err != nil {
 		return nil, err
 	}
-	t, err := ar.ds.Tile(ctx, z, x, y)
+	t, err := ar.ds.Tile(ctx, tr)
 	switch {
 	case errors.Is(err, tile.ErrNotFound), errors.Is(err, tile.ErrPreconditionFailed):
 		return nil, err
@@ -850,6 +840,22 @@ func archiveOfTag(tag string) string {
 		return ""
 	}
 	return `"` + inner[:i] + `"`
+}
+
+// parseTileRequest parses "z/x/y.ext", or "variant/z/x/y.ext" with a
+// variant of lower-case letters and hyphens.
+func parseTileRequest(rest string) (formats.TileRequest, bool) {
+	var tr formats.TileRequest
+	if strings.Count(rest, "/") == 3 {
+		v, r, _ := strings.Cut(rest, "/")
+		if v == "" || len(v) > 32 || strings.Trim(v, "abcdefghijklmnopqrstuvwxyz-") != "" {
+			return tr, false
+		}
+		tr.Variant, rest = v, r
+	}
+	var ok bool
+	tr.Z, tr.X, tr.Y, tr.Ext, ok = parseZXY(rest)
+	return tr, ok
 }
 
 // parseZXY parses "z/x/y.ext" (decimal, no signs or leading zeros beyond
