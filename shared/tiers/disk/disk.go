@@ -34,6 +34,14 @@
 //     store opened later over the same directory does find and index those
 //     still there.
 //
+// Eviction is SIEVE, with the queue and hand the memory tier uses too
+// (shared/tiers/internal/sieve). Get and Store.Open mark an entry visited
+// under the store's lock; Open queues the files it finds oldest first by
+// StoredAt, none visited. Every new file enters at the head. The memory tier's
+// probation (a heavy newcomer enters at the hand) is not used here: staging
+// writes tiles before anyone asks for them, and probation would make each
+// one heavier than the mean the next victim.
+//
 // File names are derived from a hash of the key (see fileName), never from
 // the key itself, so any key the key rules allow is safe.
 package disk
@@ -57,6 +65,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/chunk"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/radix"
+	"github.com/tilesieve/tilesieve/shared/tiers/internal/sieve"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -158,9 +167,9 @@ const (
 )
 
 // entry is the index's record of one file. key, the sizes and etag never
-// change once the entry is made; visited, state, prev and next are guarded
-// by Store.mu. The file's name is fileName(key), derived rather than kept:
-// it would cost more heap than the rest of the entry.
+// change once the entry is made; visited, state and links are guarded by
+// Store.mu. The file's name is fileName(key), derived rather than kept: it
+// would cost more heap than the rest of the entry.
 type entry struct {
 	key      string
 	cost     int64 // what the file is charged against MaxBytes
@@ -168,9 +177,16 @@ type entry struct {
 	etag     string
 	visited  bool // SIEVE: read since the hand last passed
 	state    uint8
+	links    sieve.Links[entry] // the entry's place in Store.sieve
+}
 
-	// SIEVE queue, newest at head; the hand walks from tail towards head.
-	prev, next *entry // prev is towards the head (newer), next towards the tail
+// Links and TakeVisited make an entry a sieve.Entry.
+func (e *entry) Links() *sieve.Links[entry] { return &e.links }
+
+func (e *entry) TakeVisited() bool {
+	v := e.visited
+	e.visited = false
+	return v
 }
 
 // indexBytes is the heap e costs the index.
@@ -185,13 +201,12 @@ type Store struct {
 	maxBytes int64
 	block    int64 // the allocation unit files are charged in
 
-	// mu guards index, head, tail, hand, every entry's mutable fields,
-	// reserved, limit's writes and detached.
-	mu         sync.Mutex
-	index      radix.Tree[*entry]
-	head, tail *entry
-	hand       *entry
-	reserved   int64 // room taken by Puts writing their temp files
+	// mu guards index, sieve, every entry's mutable fields, reserved,
+	// limit's writes and detached.
+	mu       sync.Mutex
+	index    radix.Tree[*entry]
+	sieve    sieve.Queue[entry, *entry] // eviction order of the indexed entries
+	reserved int64                      // room taken by Puts writing their temp files
 	// detached holds, by key, the entries Detach took out of the index whose
 	// files are not unlinked yet. A Put of such a key takes its entry out
 	// (its rename replaces the file), so an Unlink never removes a newer file.
@@ -663,61 +678,35 @@ func syncDir(dir string) {
 
 // pushLocked puts e at the head of the SIEVE queue and counts it.
 func (s *Store) pushLocked(e *entry) {
-	e.prev, e.next = nil, s.head
-	if s.head != nil {
-		s.head.prev = e
-	}
-	s.head = e
-	if s.tail == nil {
-		s.tail = e
-	}
-	s.bytes.Add(e.cost)
-	s.entries.Add(1)
-	s.indexBytes.Add(e.indexBytes())
+	s.sieve.PushHead(e)
+	s.countLocked(e, 1)
 }
 
 // unlinkLocked takes e out of the SIEVE queue and the counts (not the index).
 func (s *Store) unlinkLocked(e *entry) {
-	if s.hand == e {
-		s.hand = e.prev
-	}
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		s.head = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		s.tail = e.prev
-	}
-	e.prev, e.next = nil, nil
-	s.bytes.Add(-e.cost)
-	s.entries.Add(-1)
-	s.indexBytes.Add(-e.indexBytes())
+	s.sieve.Remove(e)
+	s.countLocked(e, -1)
+}
+
+// countLocked adds e to the counts (sign 1) or takes it out of them (-1).
+func (s *Store) countLocked(e *entry, sign int64) {
+	s.bytes.Add(sign * e.cost)
+	s.entries.Add(sign)
+	s.indexBytes.Add(sign * e.indexBytes())
 }
 
 // evictLocked evicts with SIEVE until room more bytes fit under the limit
 // besides what in-flight Puts reserved, removing the victims' files, and
-// returns how many it evicted. The hand walks from the oldest entry towards
-// the newest, sparing (and clearing) entries read since it last passed.
+// returns how many it evicted.
 func (s *Store) evictLocked(room int64) int {
 	n := 0
-	for s.bytes.Load()+s.reserved+room > s.limit.Load() && s.tail != nil {
-		e := s.hand
+	for s.bytes.Load()+s.reserved+room > s.limit.Load() {
+		e := s.sieve.Evict()
 		if e == nil {
-			e = s.tail
+			break
 		}
-		for e.visited {
-			e.visited = false
-			e = e.prev
-			if e == nil {
-				e = s.tail
-			}
-		}
-		s.hand = e.prev
 		s.index.Delete(e.key)
-		s.unlinkLocked(e)
+		s.countLocked(e, -1)
 		s.remove(s.pathOf(e))
 		s.evictions.Add(1)
 		n++

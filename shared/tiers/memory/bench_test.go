@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
+	"github.com/tilesieve/tilesieve/shared/tiers/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -90,6 +92,16 @@ func TestBookkeepingBytes(t *testing.T) {
 				t.Errorf("entries weigh %d, but hold %d bytes of heap", c.Bytes(), held)
 			}
 		})
+	}
+}
+
+// TestNodeSize: a key's radix node and its entry (SIEVE links, tile, visited
+// bit and hash, weight) fill 64 bytes, one size class and one cache line; a
+// field more would make every entry 80.
+func TestNodeSize(t *testing.T) {
+	t.Parallel()
+	if got := unsafe.Sizeof(radix.Node[entry]{}) + unsafe.Sizeof(entry{}); got != 64 {
+		t.Fatalf("node and entry take %d bytes, want 64", got)
 	}
 }
 

@@ -28,8 +28,9 @@
 //   - Scan streams keys under a prefix in ascending order in small chunks,
 //     so it neither copies the index nor holds writers off for long.
 //
-// Design. Every key lives in a radix tree (shared/tiers/internal/radix) whose nodes are the
-// cache entries themselves: the node of a key carries the SIEVE links, the
+// Design. Every key lives in a radix tree (shared/tiers/internal/radix) whose
+// nodes are the cache entries themselves: the node of a key carries its links
+// in the SIEVE queue (shared/tiers/internal/sieve, the disk tier's too), the
 // visited bit, the tile and the key's hash, so one 64-byte allocation is all
 // the per-key bookkeeping besides the index slot and a share of the tree's
 // inner nodes. The tree, the queue and the byte count change only under one
@@ -53,6 +54,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/chunk"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/radix"
+	"github.com/tilesieve/tilesieve/shared/tiers/internal/sieve"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -100,8 +102,8 @@ func (c Config) Validate() error {
 // and the visited bit of meta, both atomically; the rest belongs to the
 // writer. It fills the node to 64 bytes exactly.
 type entry struct {
-	older, newer *node                     // SIEVE queue links (toward tail, toward head); guarded by Cache.mu
-	tile         atomic.Pointer[tile.Tile] // nil once the entry is removed, so a racing reader misses
+	links sieve.Links[entry]        // the entry's place in Cache.sieve; guarded by Cache.mu
+	tile  atomic.Pointer[tile.Tile] // nil once the entry is removed, so a racing reader misses
 	// meta holds SIEVE's visited bit (bit 0: set by hits, cleared by the
 	// hand) and the key's index hash (the other bits, see Cache.hash), kept
 	// so that removal and table rebuilds need not hash the key again. The
@@ -119,6 +121,18 @@ const visitedBit = 1
 
 // hash returns the index hash kept in meta.
 func (e *entry) hash() uint32 { return e.meta.Load() &^ visitedBit }
+
+// Links and TakeVisited make an entry a sieve.Entry. Hits set the visited
+// bit without the lock (see Get); the hand clears it under Cache.mu.
+func (e *entry) Links() *sieve.Links[entry] { return &e.links }
+
+func (e *entry) TakeVisited() bool {
+	if e.meta.Load()&visitedBit == 0 {
+		return false
+	}
+	e.meta.And(^uint32(visitedBit))
+	return true
+}
 
 // weight returns the entry's weight. key is its key.
 func (e *entry) weight(key string) int64 {
@@ -254,10 +268,10 @@ type Cache struct {
 	maxBytes int64
 	maxEntry int64 // heaviest admitted entry
 
-	mu               sync.Mutex // guards tree, head, tail, hand, the entry links, fills, purgeBuf, ghost, newSum, newCount, and all writes to bytes and entries
+	mu               sync.Mutex // guards tree, sieve, the entry links, fills, purgeBuf, ghost, newSum, newCount, and all writes to bytes and entries
 	fills            [nShards]fill
 	tree             radix.Tree[entry]
-	head, tail, hand *node   // head is the newest entry; the hand moves from tail toward head
+	sieve            sieve.Queue[entry, *entry]
 	purgeBuf         []*node // the batch DeletePrefix is dropping, kept to be reused
 	ghost            ghost
 	newSum, newCount int64 // summed weight and number of recent new entries, for their mean
@@ -388,7 +402,7 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 	if n != nil {
 		// A replacement is a new version: it leaves its place in the queue
 		// (moving the hand off it) and re-enters at the head unvisited.
-		c.unlink(n)
+		c.sieve.Remove(n.Value())
 		c.bytes.Add(-n.Value().weight(key))
 	}
 	// Whether a new key is on probation is asked before evicting, which
@@ -413,10 +427,10 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 	}
 	e.w.Store(packWeight(w))
 	e.tile.Store(t)
-	if probation && c.head != nil {
-		c.pushHand(n)
+	if probation {
+		c.sieve.PushHand(e)
 	} else {
-		c.pushHead(n)
+		c.sieve.PushHead(e)
 	}
 	c.bytes.Add(w)
 	c.mu.Unlock()
@@ -577,36 +591,29 @@ func (c *Cache) Len() int { return int(c.entries.Load()) }
 // Bytes returns the summed weight of the entries.
 func (c *Cache) Bytes() int64 { return c.bytes.Load() }
 
-// evict removes one entry chosen by the SIEVE hand. c.mu is held and the
-// queue is not empty.
+// evict removes the entry the SIEVE hand picks. c.mu is held and the queue
+// is not empty.
 func (c *Cache) evict() {
-	o := c.hand
-	if o == nil {
-		o = c.tail
-	}
-	for {
-		e := o.Value()
-		if e.meta.Load()&visitedBit == 0 {
-			break
-		}
-		e.meta.And(^uint32(visitedBit))
-		if o = e.newer; o == nil {
-			o = c.tail // passed the head: wrap around
-		}
-	}
-	c.hand = o.Value().newer
-	c.ghost.add(o.Value().hash(), int(c.entries.Load())/ghostFrac)
-	c.tree.Remove(o.Key())
-	c.drop(o)
+	e := c.sieve.Evict()
+	n := radix.NodeOf(e)
+	c.ghost.add(e.hash(), int(c.entries.Load())/ghostFrac)
+	c.tree.Remove(n.Key())
+	c.forget(n)
 	c.evictions.Add(1)
 }
 
 // drop takes a node that is already out of the tree off the queue and the
 // index, and returns its weight. c.mu is held.
 func (c *Cache) drop(n *node) int64 {
+	c.sieve.Remove(n.Value())
+	return c.forget(n)
+}
+
+// forget takes a node that is out of the tree and the queue off the index,
+// and returns its weight. c.mu is held.
+func (c *Cache) forget(n *node) int64 {
 	e := n.Value()
 	w := e.weight(n.Key())
-	c.unlink(n)
 	e.tile.Store(nil) // a reader that already found n now misses
 	c.removeIndex(n)
 	c.bytes.Add(-w)
@@ -630,61 +637,22 @@ func (c *Cache) dropBatch(batch []*node) int64 {
 		h := e.hash()
 		t := c.shardOf(h).tab.Load()
 		t.groups[t.start(h)].ctrl.Load()
-		if e.older != nil {
-			e.older.Value().meta.Load()
+		older, newer := c.sieve.Neighbours(e)
+		if older != nil {
+			older.meta.Load()
 		}
-		if e.newer != nil {
-			e.newer.Value().meta.Load()
+		if newer != nil {
+			newer.meta.Load()
 		}
 	}
 	for _, n := range batch {
-		c.unlink(n)
+		c.sieve.Remove(n.Value())
 		n.Value().tile.Store(nil) // a reader that already found n now misses
 		c.removeIndex(n)
 	}
 	c.bytes.Add(-w)
 	c.entries.Add(-int64(len(batch)))
 	return w
-}
-
-// pushHead enqueues n as the newest entry. c.mu is held.
-func (c *Cache) pushHead(n *node) { c.link(n, c.head, nil) }
-
-// link puts n into the queue between older and newer, neighbours (or an
-// end of the queue, nil). c.mu is held.
-func (c *Cache) link(n, older, newer *node) {
-	e := n.Value()
-	e.older, e.newer = older, newer
-	if older != nil {
-		older.Value().newer = n
-	} else {
-		c.tail = n
-	}
-	if newer != nil {
-		newer.Value().older = n
-	} else {
-		c.head = n
-	}
-}
-
-// unlink takes n off the queue. If the hand is on n it moves to n's newer
-// neighbour, the entry it would have examined next. c.mu is held.
-func (c *Cache) unlink(n *node) {
-	e := n.Value()
-	if c.hand == n {
-		c.hand = e.newer
-	}
-	if e.older != nil {
-		e.older.Value().newer = e.newer
-	} else {
-		c.tail = e.newer
-	}
-	if e.newer != nil {
-		e.newer.Value().older = e.older
-	} else {
-		c.head = e.older
-	}
-	e.older, e.newer = nil, nil
 }
 
 // Index load: a table is rebuilt before more than maxLoad of its slots are
@@ -867,16 +835,4 @@ func (g *ghost) add(h uint32, capacity int) {
 		g.pos++
 	}
 	g.set[h] = struct{}{}
-}
-
-// pushHand enqueues n where the hand looks next: just older than the
-// entry under the hand (or as the tail), with the hand on n. c.mu is held
-// and the queue is not empty.
-func (c *Cache) pushHand(n *node) {
-	at := c.hand
-	if at == nil {
-		at = c.tail
-	}
-	c.link(n, at.Value().older, at)
-	c.hand = n
 }

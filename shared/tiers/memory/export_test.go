@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 
+	"github.com/tilesieve/tilesieve/shared/tiers/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -11,12 +12,12 @@ import (
 func (c *Cache) queue() (keys []string, visited []bool, hand string, handSet bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for n := c.tail; n != nil; n = n.Value().newer {
-		keys = append(keys, n.Key())
-		visited = append(visited, n.Value().meta.Load()&visitedBit != 0)
+	for e := range c.sieve.All() {
+		keys = append(keys, radix.NodeOf(e).Key())
+		visited = append(visited, e.meta.Load()&visitedBit != 0)
 	}
-	if c.hand != nil {
-		return keys, visited, c.hand.Key(), true
+	if h := c.sieve.Hand(); h != nil {
+		return keys, visited, radix.NodeOf(h).Key(), true
 	}
 	return keys, visited, "", false
 }
@@ -40,15 +41,15 @@ func (c *Cache) check() error {
 	defer c.mu.Unlock()
 	var n int
 	var bytes int64
-	handSeen := c.hand == nil
-	var prev *node
-	for x := c.tail; x != nil; x = x.Value().newer {
-		e := x.Value()
-		if e.older != prev {
+	handSeen := c.sieve.Hand() == nil
+	var prev *entry
+	for e := range c.sieve.All() {
+		x := radix.NodeOf(e)
+		if older, _ := c.sieve.Neighbours(e); older != prev {
 			return fmt.Errorf("queue: %q has a wrong older link", x.Key())
 		}
-		prev = x
-		if x == c.hand {
+		prev = e
+		if e == c.sieve.Hand() {
 			handSeen = true
 		}
 		t := e.tile.Load()
@@ -71,11 +72,11 @@ func (c *Cache) check() error {
 		}
 		bytes += weight(x.Key(), t)
 	}
-	if prev != c.head {
+	if prev != c.sieve.Newest() {
 		return fmt.Errorf("queue: head is not the last entry")
 	}
 	if !handSeen {
-		return fmt.Errorf("queue: hand %q is not in the queue", c.hand.Key())
+		return fmt.Errorf("queue: hand %q is not in the queue", radix.NodeOf(c.sieve.Hand()).Key())
 	}
 	var live int
 	for i := range c.shards {

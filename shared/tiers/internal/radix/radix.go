@@ -14,7 +14,8 @@
 // Besides the value API (Get, Insert, Delete, …) the tree offers node handles
 // (Put, Find, Remove, …) for callers that build an intrusive structure on top
 // of it, such as the memory cache: a *Node stays the home of its key's value,
-// at the same address, for as long as the key is present.
+// at the same address, for as long as the key is present, and NodeOf leads
+// from a value back to its node.
 package radix
 
 import (
@@ -79,6 +80,15 @@ func (n *Node[V]) Key() string { return n.path }
 func (n *Node[V]) Value() *V {
 	// Every node handed out holds or held a key, so it heads a valued[V].
 	return &(*valued[V])(unsafe.Pointer(n)).val
+}
+
+// NodeOf returns the node whose value v is: the inverse of Value, for
+// callers that link values to one another (the memory cache queues its
+// entries for eviction) and need the node, or its key, back. v must be a
+// pointer Value returned.
+func NodeOf[V any](v *V) *Node[V] {
+	var x valued[V]
+	return (*Node[V])(unsafe.Add(unsafe.Pointer(v), -unsafe.Offsetof(x.val)))
 }
 
 func (n *Node[V]) has() bool { return n.flags&hasValue != 0 }

@@ -214,6 +214,34 @@ func TestNodesStayPut(t *testing.T) {
 	check(t, &tr)
 }
 
+// TestNodeOf: NodeOf leads from a value back to its node, for values of
+// any size and alignment, including nodes made by a split (the key is the
+// split point) and inner nodes that became keys.
+func TestNodeOf(t *testing.T) {
+	t.Parallel()
+	keys := []string{"osm/12/1.mvt", "osm/12/10.mvt", "osm/12/1", "osm/", ""}
+	testNodeOf[byte](t, keys)
+	testNodeOf[int](t, keys)
+	testNodeOf[struct {
+		p    *int
+		a, b uint32
+		s    string
+	}](t, keys)
+}
+
+func testNodeOf[V any](t *testing.T, keys []string) {
+	t.Helper()
+	var tr Tree[V]
+	for _, k := range keys {
+		tr.Put(k)
+	}
+	for _, k := range keys {
+		if n := tr.Find(k); NodeOf(n.Value()) != n || NodeOf(n.Value()).Key() != k {
+			t.Fatalf("%T: NodeOf(Find(%q).Value()) is not that node", *new(V), k)
+		}
+	}
+}
+
 // TestAgainstModel runs seeded random operations against a map and checks
 // every answer and the structure after each step.
 func TestAgainstModel(t *testing.T) {
