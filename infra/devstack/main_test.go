@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +14,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 )
 
 // runAsDevstack makes this test binary the devstack command in a
@@ -253,6 +257,43 @@ func TestExternalS3WithoutRegionOrCredentials(t *testing.T) {
 				t.Errorf("the error names the wrong cause: %s", msg)
 			}
 		})
+	}
+}
+
+// TestExternalS3RefusalAsksNoMetadataService: off EC2, with no credentials
+// anywhere and nothing said about the instance metadata service, the
+// refusal of -embedded=false is the whole output, one line, and nothing
+// reaches the metadata service (here a local fake standing in for it).
+func TestExternalS3RefusalAsksNoMetadataService(t *testing.T) {
+	if awsclient.OnEC2() {
+		t.Skip("on EC2 the SDK asks the instance's metadata service, as it should")
+	}
+	t.Parallel()
+	var asked atomic.Int64
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer fake.Close()
+	var env []string
+	for _, kv := range cleanEnv("TILES_BUCKET=x", "AWS_EC2_METADATA_SERVICE_ENDPOINT="+fake.URL) {
+		if !strings.HasPrefix(kv, awsclient.MetadataDisabledEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := devstackCmd(t, 30*time.Second, env, append([]string{"-embedded=false"}, freePorts...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("got %v, want exit status 1; stderr:\n%s", err, stderr.String())
+	}
+	if got := stdout.String() + stderr.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "devstack: -embedded=false uses the S3 of the environment") {
+		t.Errorf("want the refusal alone, on one line; got:\n%s", got)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the instance metadata service got %d requests, want none", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,9 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 )
 
 // ActionsPath is where the demo actions live. It is under the admin prefix,
@@ -130,24 +130,19 @@ func (st *Stack) actions() []viewer.Action {
 // checkAWS reads the SDK configuration the tile function will use and
 // reports, on one line, what it lacks to reach an S3 of the environment.
 func checkAWS(ctx context.Context, log *slog.Logger) (region string, err error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	cfg, err := awsclient.Load(ctx, awsclient.Settings{})
 	if err != nil {
 		return "", fmt.Errorf("-embedded=false: AWS configuration: %w", err)
 	}
-	var missing []string
-	if cfg.Region == "" {
-		missing = append(missing, "no region (AWS_REGION, or a profile's region)")
+	err = awsclient.Check(ctx, cfg.Region, cfg.Credentials)
+	var inc *awsclient.IncompleteError
+	if errors.As(err, &inc) {
+		if inc.Err != nil {
+			// The SDK's own message lists every provider it tried; it helps a
+			// debugging session, not a first run.
+			log.Debug("AWS credentials", "err", inc.Err)
+		}
+		return "", fmt.Errorf("-embedded=false uses the S3 of the environment, but it has %s; set them, or run without -embedded=false for the embedded S3", strings.Join(inc.Missing, " and "))
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := cfg.Credentials.Retrieve(cctx); err != nil {
-		// The SDK's own message lists every provider it tried; it helps a
-		// debugging session, not a first run.
-		log.Debug("AWS credentials", "err", err)
-		missing = append(missing, "no credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)")
-	}
-	if len(missing) > 0 {
-		return "", fmt.Errorf("-embedded=false uses the S3 of the environment, but it has %s; set them, or run without -embedded=false for the embedded S3", strings.Join(missing, " and "))
-	}
-	return cfg.Region, nil
+	return cfg.Region, err
 }
