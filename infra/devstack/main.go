@@ -59,7 +59,7 @@ func run() error {
 	seed := fs.Bool("seed", false, "write the demo tileset at start (default: only into the embedded endpoint)")
 	maxZoom := fs.Int("seed-zoom", demotiles.DefaultMaxZoom, "deepest zoom level of the demo tileset")
 	var tiles tileFlags
-	fs.Var(&tiles, "tiles", "load a tileset at start: a directory of z/x/y.ext tiles (tileset NAME/ from its name) or a NAME.pmtiles archive; repeatable")
+	fs.Var(&tiles, "tiles", "load a tileset at start: a directory NAME of z/x/y.ext tiles, a NAME.pmtiles archive or a NAME.mbtiles database, served as /NAME/{z}/{x}/{y}.ext with TileJSON at /NAME.json; repeatable")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

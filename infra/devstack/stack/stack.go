@@ -90,9 +90,10 @@ type Options struct {
 	Seed        bool
 	SeedMaxZoom int // default demotiles.DefaultMaxZoom
 	// Tiles are the user's own tilesets loaded at start, each a directory
-	// of z/x/y.ext tiles (tileset NAME from the directory's name) or a
-	// .pmtiles archive (NAME.pmtiles), through infra/tilesieve/upload as the upload
-	// command loads them.
+	// NAME of z/x/y.ext tiles, a NAME.pmtiles archive or a NAME.mbtiles
+	// database, stored under TILES_PREFIX as NAME/…, NAME.pmtiles or
+	// NAME.mbtiles through infra/tilesieve/upload, as the upload command
+	// stores them.
 	Tiles []string
 	// Logger receives the stack's logs; default discards.
 	Logger *slog.Logger
