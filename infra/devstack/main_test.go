@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
 )
 
@@ -294,6 +296,101 @@ func TestExternalS3RefusalAsksNoMetadataService(t *testing.T) {
 	}
 	if n := asked.Load(); n != 0 {
 		t.Errorf("the instance metadata service got %d requests, want none", n)
+	}
+}
+
+// TestBannerPurgeWalk runs the banner's numbered steps as a newcomer pastes
+// them into a shell, with Go, curl and grep alone (the project's command
+// stands in built once, where the steps say go run), and checks each answer
+// against what its comment promises.
+func TestBannerPurgeWalk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the tilesieve command")
+	}
+	for _, tool := range []string{"sh", "curl", "grep", "head"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	t.Parallel()
+	root := repoRoot(t)
+	bin := filepath.Join(t.TempDir(), "tilesieve")
+	build := exec.Command("go", "build", "-o", bin, "./infra/tilesieve")
+	build.Dir, build.Env = root, append(os.Environ(), buildAsThisTest(t)...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./infra/tilesieve: %v\n%s", err, out)
+	}
+	d := start(t, devstackCmd(t, 3*time.Minute, cleanEnv(), freePorts...))
+	var steps []string
+	for line := range strings.SplitSeq(d.banner, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), strconv.Itoa(len(steps)+1)+". "); ok {
+			if i := strings.LastIndex(rest, " # "); i >= 0 {
+				rest = rest[:i]
+			}
+			steps = append(steps, strings.ReplaceAll(strings.TrimSpace(rest), stack.Tilesieve, bin))
+		}
+	}
+	if len(steps) != 7 {
+		t.Fatalf("got %d steps, want 7:\n%s", len(steps), d.banner)
+	}
+	dir := t.TempDir()
+	sh := func(i int) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", steps[i-1])
+		cmd.Dir, cmd.Env = dir, cleanEnv()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("step %d: %v: %s\n%s", i, err, steps[i-1], out)
+		}
+		return string(out)
+	}
+	// headers reads the X-Cache and ETag lines a step printed, and fails
+	// the test on any other line.
+	headers := func(i int, out string) (xcache, etag string) {
+		t.Helper()
+		for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+			name, value, _ := strings.Cut(strings.TrimSpace(line), ": ")
+			switch strings.ToLower(name) {
+			case "x-cache":
+				xcache = value
+			case "etag":
+				etag = value
+			default:
+				t.Errorf("step %d printed %q, want only X-Cache and ETag", i, line)
+			}
+		}
+		return xcache, etag
+	}
+	// until reruns step i until ok accepts its output: the purge reaches
+	// the function within SYNC_INTERVAL, asynchronously.
+	until := func(i int, ok func(string) bool) {
+		t.Helper()
+		var out string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if out = sh(i); ok(out) {
+				return
+			}
+		}
+		t.Fatalf("step %d: still %q after 10s", i, out)
+	}
+	sh(1)
+	if x, _ := headers(2, sh(2)); x != "MISS" {
+		t.Errorf("step 2: X-Cache %q, want MISS", x)
+	}
+	x, etag := headers(3, sh(3))
+	if x != "HIT-MEMORY" || etag == "" {
+		t.Errorf("step 3: X-Cache %q, ETag %q; want HIT-MEMORY and an ETag", x, etag)
+	}
+	if out := sh(4); !strings.Contains(out, ": 1 uploaded (") {
+		t.Errorf("step 4: %q, want one file uploaded", out)
+	}
+	until(5, func(out string) bool { x, e := headers(5, out); return x == "MISS" && e != etag })
+	if out := sh(6); !strings.HasSuffix(out, ": deleted\n") {
+		t.Errorf("step 6: %q, want the tile deleted", out)
+	}
+	until(7, func(out string) bool { return strings.Contains(out, " 404") })
+	if err := d.interrupt(t); err != nil {
+		t.Fatalf("after SIGINT: %v; stderr:\n%s", err, d.stderr)
 	}
 }
 

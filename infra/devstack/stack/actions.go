@@ -128,21 +128,38 @@ func (st *Stack) actions() []viewer.Action {
 }
 
 // checkAWS reads the SDK configuration the tile function will use and
-// reports, on one line, what it lacks to reach an S3 of the environment.
-func checkAWS(ctx context.Context, log *slog.Logger) (region string, err error) {
+// reports, on one line, what it lacks to reach an S3 of the environment:
+// the bucket (TILES_BUCKET), the region, the credentials.
+func checkAWS(ctx context.Context, bucket string, log *slog.Logger) (region string, err error) {
 	cfg, err := awsclient.Load(ctx, awsclient.Settings{})
 	if err != nil {
 		return "", fmt.Errorf("-embedded=false: AWS configuration: %w", err)
 	}
-	err = awsclient.Check(ctx, cfg.Region, cfg.Credentials)
+	var missing []string
+	if strings.TrimSpace(bucket) == "" {
+		missing = append(missing, "no bucket (TILES_BUCKET)")
+	}
 	var inc *awsclient.IncompleteError
-	if errors.As(err, &inc) {
+	if err := awsclient.Check(ctx, cfg.Region, cfg.Credentials); errors.As(err, &inc) {
 		if inc.Err != nil {
 			// The SDK's own message lists every provider it tried; it helps a
 			// debugging session, not a first run.
 			log.Debug("AWS credentials", "err", inc.Err)
 		}
-		return "", fmt.Errorf("-embedded=false uses the S3 of the environment, but it has %s; set them, or run without -embedded=false for the embedded S3", strings.Join(inc.Missing, " and "))
+		missing = append(missing, inc.Missing...)
+	} else if err != nil {
+		return "", fmt.Errorf("-embedded=false: %w", err)
 	}
-	return cfg.Region, err
+	if len(missing) > 0 {
+		return "", fmt.Errorf("-embedded=false uses the S3 of the environment, but it has %s; set them, or run without -embedded=false for the embedded S3", joinAnd(missing))
+	}
+	return cfg.Region, nil
+}
+
+// joinAnd joins phrases as a sentence does: "a", "a and b", "a, b and c".
+func joinAnd(phrases []string) string {
+	if n := len(phrases); n > 1 {
+		return strings.Join(phrases[:n-1], ", ") + " and " + phrases[n-1]
+	}
+	return strings.Join(phrases, "")
 }
