@@ -394,6 +394,57 @@ func TestBannerPurgeWalk(t *testing.T) {
 	}
 }
 
+// TestHelp: -h, -help, --help and help print one usage text on stdout and
+// exit 0, with each default as it is (PORT's, not -1); anything else that
+// is not a flag is bad usage (exit 2, the usage on stderr).
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		env  []string
+		code int
+		want []string // in the output: stdout for 0, stderr for 2
+	}{
+		{[]string{"-h"}, nil, 0, []string{"usage: make run ARGS='[flags]'\n", "-port int\n", "(env PORT; 0: any free port) (default 8080)\n", "(default 9000)\n", "NAME.mbtiles"}},
+		{[]string{"--help"}, []string{"PORT=8123", "S3_LOCAL_PORT=9100"}, 0, []string{"(default 8123)\n", "(default 9100)\n"}},
+		{[]string{"-help"}, nil, 0, []string{"usage: make run"}},
+		{[]string{"help"}, nil, 0, []string{"usage: make run"}},
+		{[]string{"-port", "0", "help"}, nil, 0, []string{"usage: make run"}},
+		{[]string{"bogus"}, nil, 2, []string{"devstack: unexpected argument \"bogus\"\nusage: make run"}},
+		{[]string{"-nope"}, nil, 2, []string{"flag provided but not defined: -nope\nusage: make run"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			cmd := devstackCmd(t, 30*time.Second, cleanEnv(tc.env...), tc.args...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			got, other := stdout.String(), stderr.String()
+			if tc.code != 0 {
+				got, other = other, got
+			}
+			if code != tc.code || other != "" {
+				t.Errorf("got exit %d, stdout %q, stderr %q; want %d and one output", code, stdout.String(), stderr.String(), tc.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("output lacks %q:\n%s", w, got)
+				}
+			}
+			if strings.Contains(got, "(default -1)") {
+				t.Errorf("a default printed as -1:\n%s", got)
+			}
+		})
+	}
+}
+
 // repoRoot is the module root, where the Makefile is.
 func repoRoot(t *testing.T) string {
 	t.Helper()
