@@ -134,8 +134,13 @@ func parseArgs(args []string, env config.Env, stdout, stderr io.Writer) (flags, 
 	}
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	usage := func(w io.Writer) { fmt.Fprint(w, usageHead); fs.SetOutput(w); fs.PrintDefaults(); fs.SetOutput(stderr) }
 	fs.Usage = func() {} // printed below, where it belongs
+	usage := func(w io.Writer) {
+		fmt.Fprint(w, usageHead)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+	}
 	fs.BoolVar(&f.embedded, "embedded", true, "start the embedded S3 endpoint and event notifications; false serves the S3 the environment configures (AWS_REGION, credentials, TILES_BUCKET, AWS_ENDPOINT_URL)")
 	fs.IntVar(&f.s3Port, "s3-port", f.s3Port, "port of the embedded S3 endpoint on 127.0.0.1 (env S3_LOCAL_PORT; 0: any free port)")
 	fs.IntVar(&f.port, "port", f.port, "port of the tile function and the viewer on LISTEN_ADDR (env PORT; 0: any free port)")

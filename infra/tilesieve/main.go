@@ -75,9 +75,8 @@ type command struct {
 // commands lists the subcommands in the order the overview shows them.
 func commands() []command { return []command{uploadCommand(), rmCommand(), checkCommand()} }
 
-// run is main without the process: the exit code.
+// run is main without the process; it returns the exit code.
 func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.Writer) int {
-	c := cmdIO{env: env, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, overview())
 		return 2
@@ -100,7 +99,7 @@ func run(ctx context.Context, args []string, env config.Env, stdout, stderr io.W
 		fmt.Fprintf(stderr, "tilesieve: unknown command %q\n\n%s", args[0], overview())
 		return 2
 	}
-	return cmd.run(ctx, args[1:], c)
+	return cmd.run(ctx, args[1:], cmdIO{env: env, stdout: stdout, stderr: stderr})
 }
 
 func lookup(name string) (command, bool) {
