@@ -13,10 +13,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -28,6 +31,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		os.Exit(answerArgs(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	start := time.Now()
 	cfg, err := config.LoadWorker(config.OS)
 	if err != nil {
@@ -42,6 +48,37 @@ func main() {
 		os.Exit(1)
 	}
 	lambda.Start(handler(env, log, obs.InitDurations{Config: time.Since(start)}, a))
+}
+
+// usage is the answer to -h, --help and help: the worker takes no flags,
+// so it says what it is and where its settings come from.
+const usage = `usage: worker
+
+worker is tilesieve's sync worker, a Lambda function: it turns S3 uploads
+and deletions (S3 notifications, through SQS or EventBridge) into purges,
+recorded in the purge journal every tile function instance follows, and
+into CDN invalidations. It runs under the Lambda runtime only.
+
+It takes no flags: it reads its configuration from the environment, once
+at start. These are the variables, with their defaults; README.md, section
+"Configuration", says what each does:
+
+`
+
+// answerArgs answers a command line, which Lambda never passes: -h,
+// -help, --help or help print the usage and the variables on stdout (exit
+// 0), anything else the same on stderr (exit 2).
+func answerArgs(args []string, stdout, stderr io.Writer) int {
+	w, code := stdout, 0
+	if len(args) != 1 || !slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		fmt.Fprintf(stderr, "worker: unexpected arguments %q\n\n", args)
+		w, code = stderr, 2
+	}
+	fmt.Fprint(w, usage)
+	for _, v := range config.WorkerVars() {
+		fmt.Fprintf(w, "  %-24s %s\n", v.Name, cmp.Or(v.Default, "(empty)"))
+	}
+	return code
 }
 
 // handler is the Lambda handler: it marks the invocation for the logs (the

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -27,10 +29,44 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		os.Exit(answerArgs(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "tiles:", err)
 		os.Exit(1)
 	}
+}
+
+// usage is the answer to -h, --help and help: the function takes no flags,
+// so it says what it is and where its settings come from.
+const usage = `usage: tiles
+
+tiles is tilesieve's tile function. On AWS Lambda (AWS_LAMBDA_RUNTIME_API
+set) it answers function-URL invocations, buffered or streamed
+(INVOKE_MODE); anywhere else it serves the same handler on
+LISTEN_ADDR:PORT until SIGINT or SIGTERM.
+
+It takes no flags: it reads its configuration from the environment, once
+at start. These are the variables, with their defaults; README.md, section
+"Configuration", says what each does:
+
+`
+
+// answerArgs answers a command line, which Lambda never passes: -h,
+// -help, --help or help print the usage and the variables on stdout (exit
+// 0), anything else the same on stderr (exit 2).
+func answerArgs(args []string, stdout, stderr io.Writer) int {
+	w, code := stdout, 0
+	if len(args) != 1 || !slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		fmt.Fprintf(stderr, "tiles: unexpected arguments %q\n\n", args)
+		w, code = stderr, 2
+	}
+	fmt.Fprint(w, usage)
+	for _, v := range config.TilesVars() {
+		fmt.Fprintf(w, "  %-24s %s\n", v.Name, cmp.Or(v.Default, "(empty)"))
+	}
+	return code
 }
 
 func run() error {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -32,11 +33,11 @@ import (
 )
 
 func main() {
-	err := run()
+	err := run(os.Args[1:], config.OS, os.Stdout, os.Stderr)
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 	case errors.Is(err, errUsage):
-		os.Exit(2) // the flag package has printed the problem and the usage
+		os.Exit(2) // the problem and the usage are printed
 	default:
 		// Every error reaching here names its origin once ("devstack: ...").
 		fmt.Fprintln(os.Stderr, err)
@@ -46,42 +47,19 @@ func main() {
 
 var errUsage = errors.New("devstack: usage")
 
-func run() error {
-	env := config.OS
-	s3Port, err := envInt(env, "S3_LOCAL_PORT", 9000)
+func run(args []string, env config.Env, stdout, stderr io.Writer) error {
+	f, err := parseArgs(args, env, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
-	embedded := fs.Bool("embedded", true, "start the embedded S3 endpoint and event notifications; false serves the S3 the environment configures (AWS_REGION, credentials, TILES_BUCKET, AWS_ENDPOINT_URL)")
-	fs.IntVar(&s3Port, "s3-port", s3Port, "port of the embedded S3 endpoint on 127.0.0.1 (env S3_LOCAL_PORT; 0: any free port)")
-	port := fs.Int("port", -1, "port of the tile function and viewer (default: PORT, or 8080; 0: any free port)")
-	seed := fs.Bool("seed", false, "write the demo tileset at start (default: only into the embedded endpoint)")
-	maxZoom := fs.Int("seed-zoom", demotiles.DefaultMaxZoom, "deepest zoom level of the demo tileset")
-	var tiles tileFlags
-	fs.Var(&tiles, "tiles", "load a tileset at start: a directory of z/x/y.ext tiles (tileset NAME/ from its name) or a NAME.pmtiles archive; repeatable")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
-	}
-	seedSet := false
-	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
-	if !seedSet {
-		// The embedded endpoint starts empty; a real bucket is seeded only
-		// when asked.
-		*seed = *embedded
-	}
-
 	addr := ""
-	if *port == 0 {
+	if f.portSet && f.port == 0 {
 		// PORT=0 is not a port the function could run on; the flag asks for
 		// any free one (tests, a second stack beside a running one).
 		addr = net.JoinHostPort(cmp.Or(strings.TrimSpace(env("LISTEN_ADDR")), "127.0.0.1"), "0")
-	} else if *port > 0 {
+	} else if f.portSet {
 		// -port stands for PORT: the configuration builds the address.
-		base, p := env, strconv.Itoa(*port)
+		base, p := env, strconv.Itoa(f.port)
 		env = func(k string) string {
 			if k == "PORT" {
 				return p
@@ -90,16 +68,16 @@ func run() error {
 		}
 	}
 	level := obs.ParseLevel(env("LOG_LEVEL"))
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	opts := stack.Options{
 		Env:         env,
-		Embedded:    *embedded,
+		Embedded:    f.embedded,
 		Addr:        addr,
-		S3Addr:      fmt.Sprintf("127.0.0.1:%d", s3Port),
-		Seed:        *seed,
-		SeedMaxZoom: *maxZoom,
-		Tiles:       tiles,
+		S3Addr:      fmt.Sprintf("127.0.0.1:%d", f.s3Port),
+		Seed:        f.seed,
+		SeedMaxZoom: f.seedZoom,
+		Tiles:       f.tiles,
 		Logger:      log,
 	}
 
@@ -109,7 +87,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprint(os.Stdout, st.Banner())
+	fmt.Fprint(stdout, st.Banner())
 	<-ctx.Done()
 	stop() // a second Ctrl-C kills the process
 
@@ -117,6 +95,93 @@ func run() error {
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return st.Close(sctx)
+}
+
+// flags are the command line, read.
+type flags struct {
+	embedded, seed bool
+	s3Port, port   int
+	portSet        bool // -port was given; else PORT and LISTEN_ADDR decide
+	seedZoom       int
+	tiles          tileFlags
+}
+
+const usageHead = `usage: make run ARGS='[flags]'
+       devstack [flags]              (built by make run as build/devstack)
+
+devstack runs the whole tilesieve loop on this machine, with no AWS account
+and no Docker: an embedded S3 endpoint seeded with a demo tileset, S3 event
+notifications delivered to the sync worker, and the tile function with a map
+viewer. With -embedded=false it serves the S3 the environment configures
+(TILES_BUCKET, AWS_REGION, credentials, AWS_ENDPOINT_URL) instead. It prints
+where everything is, and commands to watch a purge go through; Ctrl-C stops it.
+
+Flags:
+`
+
+// parseArgs reads the command line. -h, --help and help print the usage on
+// stdout (flag.ErrHelp); a bad flag or argument prints the problem and the
+// usage on stderr (errUsage). Each flag's default is printed as it is:
+// from its variable, when that is set.
+func parseArgs(args []string, env config.Env, stdout, stderr io.Writer) (flags, error) {
+	var f flags
+	var err error
+	if f.s3Port, err = envInt(env, "S3_LOCAL_PORT", 9000); err != nil {
+		return f, err
+	}
+	if f.port, err = envInt(env, "PORT", defaultPort()); err != nil || f.port == 0 {
+		f.port = defaultPort() // the configuration reports a bad PORT
+	}
+	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {} // printed below, where it belongs
+	usage := func(w io.Writer) {
+		fmt.Fprint(w, usageHead)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+	}
+	fs.BoolVar(&f.embedded, "embedded", true, "start the embedded S3 endpoint and event notifications; false serves the S3 the environment configures (AWS_REGION, credentials, TILES_BUCKET, AWS_ENDPOINT_URL)")
+	fs.IntVar(&f.s3Port, "s3-port", f.s3Port, "port of the embedded S3 endpoint on 127.0.0.1 (env S3_LOCAL_PORT; 0: any free port)")
+	fs.IntVar(&f.port, "port", f.port, "port of the tile function and the viewer on LISTEN_ADDR (env PORT; 0: any free port)")
+	fs.BoolVar(&f.seed, "seed", false, "write the demo tileset at start (default: true with the embedded S3, false with -embedded=false)")
+	fs.IntVar(&f.seedZoom, "seed-zoom", demotiles.DefaultMaxZoom, "deepest zoom level of the demo tileset")
+	fs.Var(&f.tiles, "tiles", "load a tileset at start: a directory NAME of z/x/y.ext tiles, a NAME.pmtiles archive or a NAME.mbtiles database, served as /NAME/{z}/{x}/{y}.ext with TileJSON at /NAME.json; repeatable")
+	err = fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp), err == nil && fs.NArg() == 1 && fs.Arg(0) == "help":
+		usage(stdout)
+		return f, flag.ErrHelp
+	case err == nil && fs.NArg() > 0:
+		fmt.Fprintf(stderr, "devstack: unexpected argument %q\n", fs.Arg(0))
+		fallthrough
+	case err != nil:
+		usage(stderr)
+		return f, errUsage
+	}
+	seedSet := false
+	fs.Visit(func(fl *flag.Flag) {
+		f.portSet = f.portSet || fl.Name == "port"
+		seedSet = seedSet || fl.Name == "seed"
+	})
+	if !seedSet {
+		// The embedded endpoint starts empty; a real bucket is seeded only
+		// when asked.
+		f.seed = f.embedded
+	}
+	return f, nil
+}
+
+// defaultPort is PORT's default, as the tile function reads it.
+func defaultPort() int {
+	for _, v := range config.TilesVars() {
+		if v.Name == "PORT" {
+			if p, err := strconv.Atoi(v.Default); err == nil {
+				return p
+			}
+		}
+	}
+	panic("devstack: the tile function has no numeric PORT default")
 }
 
 // tileFlags collects the repeated -tiles flag.

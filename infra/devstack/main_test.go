@@ -5,17 +5,23 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tilesieve/tilesieve/infra/devstack/stack"
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 )
 
 // runAsDevstack makes this test binary the devstack command in a
@@ -251,6 +257,189 @@ func TestExternalS3WithoutRegionOrCredentials(t *testing.T) {
 			}
 			if strings.Contains(msg, "DNS") || (len(tc.missing) == 1 && strings.Contains(msg, "no region") != (tc.missing[0] == "region")) {
 				t.Errorf("the error names the wrong cause: %s", msg)
+			}
+		})
+	}
+}
+
+// TestExternalS3RefusalAsksNoMetadataService: off EC2, with no credentials
+// anywhere and nothing said about the instance metadata service, the
+// refusal of -embedded=false is the whole output, one line, and nothing
+// reaches the metadata service (here a local fake standing in for it).
+func TestExternalS3RefusalAsksNoMetadataService(t *testing.T) {
+	if awsclient.OnEC2() {
+		t.Skip("on EC2 the SDK asks the instance's metadata service, as it should")
+	}
+	t.Parallel()
+	var asked atomic.Int64
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer fake.Close()
+	var env []string
+	for _, kv := range cleanEnv("TILES_BUCKET=x", "AWS_EC2_METADATA_SERVICE_ENDPOINT="+fake.URL) {
+		if !strings.HasPrefix(kv, awsclient.MetadataDisabledEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := devstackCmd(t, 30*time.Second, env, append([]string{"-embedded=false"}, freePorts...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("got %v, want exit status 1; stderr:\n%s", err, stderr.String())
+	}
+	if got := stdout.String() + stderr.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "devstack: -embedded=false uses the S3 of the environment") {
+		t.Errorf("want the refusal alone, on one line; got:\n%s", got)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the instance metadata service got %d requests, want none", n)
+	}
+}
+
+// TestBannerPurgeWalk runs the banner's numbered steps as a newcomer pastes
+// them into a shell, with Go, curl and grep alone (the project's command
+// stands in built once, where the steps say go run), and checks each answer
+// against what its comment promises.
+func TestBannerPurgeWalk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the tilesieve command")
+	}
+	for _, tool := range []string{"sh", "curl", "grep", "head"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	t.Parallel()
+	root := repoRoot(t)
+	bin := filepath.Join(t.TempDir(), "tilesieve")
+	build := exec.Command("go", "build", "-o", bin, "./infra/tilesieve")
+	build.Dir, build.Env = root, append(os.Environ(), buildAsThisTest(t)...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./infra/tilesieve: %v\n%s", err, out)
+	}
+	d := start(t, devstackCmd(t, 3*time.Minute, cleanEnv(), freePorts...))
+	var steps []string
+	for line := range strings.SplitSeq(d.banner, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), strconv.Itoa(len(steps)+1)+". "); ok {
+			if i := strings.LastIndex(rest, " # "); i >= 0 {
+				rest = rest[:i]
+			}
+			steps = append(steps, strings.ReplaceAll(strings.TrimSpace(rest), stack.Tilesieve, bin))
+		}
+	}
+	if len(steps) != 7 {
+		t.Fatalf("got %d steps, want 7:\n%s", len(steps), d.banner)
+	}
+	dir := t.TempDir()
+	sh := func(i int) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", steps[i-1])
+		cmd.Dir, cmd.Env = dir, cleanEnv()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("step %d: %v: %s\n%s", i, err, steps[i-1], out)
+		}
+		return string(out)
+	}
+	// headers reads the X-Cache and ETag lines a step printed, and fails
+	// the test on any other line.
+	headers := func(i int, out string) (xcache, etag string) {
+		t.Helper()
+		for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+			name, value, _ := strings.Cut(strings.TrimSpace(line), ": ")
+			switch strings.ToLower(name) {
+			case "x-cache":
+				xcache = value
+			case "etag":
+				etag = value
+			default:
+				t.Errorf("step %d printed %q, want only X-Cache and ETag", i, line)
+			}
+		}
+		return xcache, etag
+	}
+	// until reruns step i until ok accepts its output: the purge reaches
+	// the function within SYNC_INTERVAL, asynchronously.
+	until := func(i int, ok func(string) bool) {
+		t.Helper()
+		var out string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if out = sh(i); ok(out) {
+				return
+			}
+		}
+		t.Fatalf("step %d: still %q after 10s", i, out)
+	}
+	sh(1)
+	if x, _ := headers(2, sh(2)); x != "MISS" {
+		t.Errorf("step 2: X-Cache %q, want MISS", x)
+	}
+	x, etag := headers(3, sh(3))
+	if x != "HIT-MEMORY" || etag == "" {
+		t.Errorf("step 3: X-Cache %q, ETag %q; want HIT-MEMORY and an ETag", x, etag)
+	}
+	if out := sh(4); !strings.Contains(out, ": 1 uploaded (") {
+		t.Errorf("step 4: %q, want one file uploaded", out)
+	}
+	until(5, func(out string) bool { x, e := headers(5, out); return x == "MISS" && e != etag })
+	if out := sh(6); !strings.HasSuffix(out, ": deleted\n") {
+		t.Errorf("step 6: %q, want the tile deleted", out)
+	}
+	until(7, func(out string) bool { return strings.Contains(out, " 404") })
+	if err := d.interrupt(t); err != nil {
+		t.Fatalf("after SIGINT: %v; stderr:\n%s", err, d.stderr)
+	}
+}
+
+// TestHelp: -h, -help, --help and help print one usage text on stdout and
+// exit 0, with each default as it is (PORT's, not -1); anything else that
+// is not a flag is bad usage (exit 2, the usage on stderr).
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		env  []string
+		code int
+		want []string // in the output: stdout for 0, stderr for 2
+	}{
+		{[]string{"-h"}, nil, 0, []string{"usage: make run ARGS='[flags]'\n", "-port int\n", "(env PORT; 0: any free port) (default 8080)\n", "(default 9000)\n", "NAME.mbtiles"}},
+		{[]string{"--help"}, []string{"PORT=8123", "S3_LOCAL_PORT=9100"}, 0, []string{"(default 8123)\n", "(default 9100)\n"}},
+		{[]string{"-help"}, nil, 0, []string{"usage: make run"}},
+		{[]string{"help"}, nil, 0, []string{"usage: make run"}},
+		{[]string{"-port", "0", "help"}, nil, 0, []string{"usage: make run"}},
+		{[]string{"bogus"}, nil, 2, []string{"devstack: unexpected argument \"bogus\"\nusage: make run"}},
+		{[]string{"-nope"}, nil, 2, []string{"flag provided but not defined: -nope\nusage: make run"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			cmd := devstackCmd(t, 30*time.Second, cleanEnv(tc.env...), tc.args...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			got, other := stdout.String(), stderr.String()
+			if tc.code != 0 {
+				got, other = other, got
+			}
+			if code != tc.code || other != "" {
+				t.Errorf("got exit %d, stdout %q, stderr %q; want %d and one output", code, stdout.String(), stderr.String(), tc.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("output lacks %q:\n%s", w, got)
+				}
+			}
+			if strings.Contains(got, "(default -1)") {
+				t.Errorf("a default printed as -1:\n%s", got)
 			}
 		})
 	}

@@ -73,15 +73,15 @@ func TestUploadCommand(t *testing.T) {
 		out, errOut string
 	}{
 		{"archive", []string{"upload", "-quiet", archive, "s3://tiles/maps/world"}, 0, "s3://tiles/maps/world: 1 uploaded", ""},
-		{"archive again", []string{"upload", archive, "s3://tiles/maps/world"}, 0, "skipped 1: already in the bucket", "upload: done: 1/1 files, 0 uploaded"},
+		{"archive again", []string{"upload", archive, "s3://tiles/maps/world"}, 0, "skipped 1: already in the bucket", ""},
 		{"directory", []string{"upload", "-concurrency", "2", tiles, "s3://tiles/maps/osm"}, 0, "1 uploaded (4 bytes)", ""},
 		{"database", []string{"upload", "-quiet", database, "s3://tiles/maps/roads"}, 0, "s3://tiles/maps/roads: 1 uploaded", ""},
 		{"not a database", []string{"upload", notDatabase, "s3://tiles/maps/junk"}, 2, "", "tilesieve: upload: " + notDatabase + ": not a valid MBTiles database: mbtiles: " + notDatabase + ": not an SQLite database"},
 		{"bad URL", []string{"upload", tiles, "https://tiles/maps/osm"}, 2, "", "want s3://bucket/prefix/NAME"},
 		{"bad PATH", []string{"upload", filepath.Join(dir, "nope"), "s3://tiles/maps/osm"}, 2, "", "no such file or directory"},
-		{"random bytes", []string{"upload", "-quiet", random, "s3://tiles/maps/random"}, 2, "0 uploaded",
+		{"random bytes", []string{"upload", "-quiet", random, "s3://tiles/maps/random"}, 2, "",
 			"tilesieve: upload: " + random + `: not a valid PMTiles v3 archive: pmtiles: header: bad magic "\x00\x9cA\a\x00\x9cA": pmtiles: invalid archive` + "\n"},
-		{"truncated archive", []string{"upload", "-quiet", truncated, "s3://tiles/maps/truncated"}, 2, "0 uploaded",
+		{"truncated archive", []string{"upload", "-quiet", truncated, "s3://tiles/maps/truncated"}, 2, "",
 			"tilesieve: upload: " + truncated + fmt.Sprintf(": not a valid PMTiles v3 archive: pmtiles: header: tile data at %d+4 lies outside the archive (%d bytes): pmtiles: invalid archive\n", len(whole)-4, len(whole)-1)},
 		{"missing argument", []string{"upload", tiles}, 2, "", "usage: tilesieve upload"},
 		{"no subcommand", nil, 2, "", "usage: tilesieve upload"},
@@ -94,6 +94,14 @@ func TestUploadCommand(t *testing.T) {
 			}
 			if n := strings.Count(errOut.String(), "upload: "); code == 2 && strings.HasPrefix(errOut.String(), "tilesieve: upload: ") && n != 1 {
 				t.Errorf("stderr %q: got %d upload: prefixes, want 1", errOut.String(), n)
+			}
+			// One output: a summary on stdout and nothing of it on stderr,
+			// or, when nothing was counted, the error alone.
+			if n := strings.Count(out.String(), " uploaded ("); code == 0 && n != 1 || code != 0 && n != 0 {
+				t.Errorf("stdout %q: got %d summaries, want %d", out.String(), n, map[bool]int{true: 1}[code == 0])
+			}
+			if strings.Contains(errOut.String(), "upload: done") || code != 0 && strings.Count(strings.TrimSuffix(errOut.String(), "\n"), "\n") > 0 && strings.HasPrefix(errOut.String(), "tilesieve: upload: ") {
+				t.Errorf("stderr %q: want no second summary, and one line for an error", errOut.String())
 			}
 		})
 	}

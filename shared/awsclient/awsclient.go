@@ -3,7 +3,11 @@
 // and addressing settings (AWS_ENDPOINT_URL, S3_FORCE_PATH_STYLE) are applied
 // in one place, the same on Lambda, in the local stack and in tests; and the
 // SDK configuration they start from (Load), which the Lambda bootstraps,
-// built with the envcreds tag, read from the environment alone.
+// built with the envcreds tag, read from the environment alone. Off EC2,
+// Load never asks the instance metadata service unless told to (see
+// imdsState), and Check says on one line what a configuration lacks to
+// sign a request, so the commands run on a laptop fail with a sentence that
+// names the variable to set.
 package awsclient
 
 import (

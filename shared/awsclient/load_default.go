@@ -5,16 +5,21 @@ package awsclient
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 )
 
 // Load returns the SDK's default configuration (environment, shared config
-// and profiles, SSO, the instance's or container's role) with s applied on
-// top.
+// and profiles, SSO, the container's role, and the instance's role on EC2:
+// see imdsState) with s applied on top.
 func Load(ctx context.Context, s Settings) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
+	if st := imdsState(os.Getenv, OnEC2); st != imds.ClientDefaultEnableState {
+		opts = append(opts, config.WithEC2IMDSClientEnableState(st))
+	}
 	if s.Region != "" {
 		opts = append(opts, config.WithRegion(s.Region))
 	}

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,9 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
+	"github.com/tilesieve/tilesieve/shared/awsclient"
 )
 
 // ActionsPath is where the demo actions live. It is under the admin prefix,
@@ -128,26 +128,38 @@ func (st *Stack) actions() []viewer.Action {
 }
 
 // checkAWS reads the SDK configuration the tile function will use and
-// reports, on one line, what it lacks to reach an S3 of the environment.
-func checkAWS(ctx context.Context, log *slog.Logger) (region string, err error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+// reports, on one line, what it lacks to reach an S3 of the environment:
+// the bucket (TILES_BUCKET), the region, the credentials.
+func checkAWS(ctx context.Context, bucket string, log *slog.Logger) (region string, err error) {
+	cfg, err := awsclient.Load(ctx, awsclient.Settings{})
 	if err != nil {
 		return "", fmt.Errorf("-embedded=false: AWS configuration: %w", err)
 	}
 	var missing []string
-	if cfg.Region == "" {
-		missing = append(missing, "no region (AWS_REGION, or a profile's region)")
+	if strings.TrimSpace(bucket) == "" {
+		missing = append(missing, "no bucket (TILES_BUCKET)")
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := cfg.Credentials.Retrieve(cctx); err != nil {
-		// The SDK's own message lists every provider it tried; it helps a
-		// debugging session, not a first run.
-		log.Debug("AWS credentials", "err", err)
-		missing = append(missing, "no credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)")
+	var inc *awsclient.IncompleteError
+	if err := awsclient.Check(ctx, cfg.Region, cfg.Credentials); errors.As(err, &inc) {
+		if inc.Err != nil {
+			// The SDK's own message lists every provider it tried; it helps a
+			// debugging session, not a first run.
+			log.Debug("AWS credentials", "err", inc.Err)
+		}
+		missing = append(missing, inc.Missing...)
+	} else if err != nil {
+		return "", fmt.Errorf("-embedded=false: %w", err)
 	}
 	if len(missing) > 0 {
-		return "", fmt.Errorf("-embedded=false uses the S3 of the environment, but it has %s; set them, or run without -embedded=false for the embedded S3", strings.Join(missing, " and "))
+		return "", fmt.Errorf("-embedded=false uses the S3 of the environment, but it has %s; set them, or run without -embedded=false for the embedded S3", joinAnd(missing))
 	}
 	return cfg.Region, nil
+}
+
+// joinAnd joins phrases as a sentence does: "a", "a and b", "a, b and c".
+func joinAnd(phrases []string) string {
+	if n := len(phrases); n > 1 {
+		return strings.Join(phrases[:n-1], ", ") + " and " + phrases[n-1]
+	}
+	return strings.Join(phrases, "")
 }

@@ -17,8 +17,36 @@ func (st *Stack) credentialsEnv() string {
 		s3local.DefaultAccessKey, s3local.DefaultSecretKey, st.Region)
 }
 
-// uploadCommands are the commands that replace and delete the example tile.
-func (st *Stack) uploadCommands() (cp, rm string) {
+// Tilesieve is how the banner runs the project's own command: from the
+// repository's root, where make run runs, with nothing to install.
+const Tilesieve = "go run ./infra/tilesieve"
+
+// UploadDir is the directory the banner's first step downloads a tile into,
+// at the example tile's place: uploaded as the demo tileset's directory,
+// it replaces that one tile.
+const UploadDir = "my-tiles"
+
+// uploadFile is the file the first step writes.
+func (st *Stack) uploadFile() string {
+	return UploadDir + "/" + strings.TrimPrefix(st.Example, demotiles.Tileset+"/")
+}
+
+// tilesieveCommands are the project's commands that replace and delete the
+// example tile: tilesieve upload and rm, with the embedded endpoint's
+// settings, or against another S3 with the environment's.
+func (st *Stack) tilesieveCommands() (upload, rm string) {
+	env := ""
+	if st.S3 != nil {
+		env = fmt.Sprintf("AWS_ENDPOINT_URL=%s S3_FORCE_PATH_STYLE=true AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s ",
+			st.S3URL, s3local.DefaultAccessKey, s3local.DefaultSecretKey, st.Region)
+	}
+	s3 := "s3://" + st.Tiles.Bucket + "/" + st.Tiles.TilesPrefix
+	return env + Tilesieve + " upload -quiet " + UploadDir + " " + s3 + demotiles.Tileset,
+		env + Tilesieve + " rm " + s3 + st.Example
+}
+
+// awsCommands are the AWS CLI's commands for the same.
+func (st *Stack) awsCommands() (cp, rm string) {
 	obj := "s3://" + st.Tiles.Bucket + "/" + st.Tiles.TilesPrefix + st.Example
 	endpoint := ""
 	if st.S3URL != "" {
@@ -28,13 +56,20 @@ func (st *Stack) uploadCommands() (cp, rm string) {
 	if st.S3 != nil {
 		env = st.credentialsEnv() + " "
 	}
-	return env + "aws s3 cp my.png " + obj + endpoint, env + "aws s3 rm " + obj + endpoint
+	return env + "aws s3 cp " + st.uploadFile() + " " + obj + endpoint, env + "aws s3 rm " + obj + endpoint
 }
 
 // downloadCommand fetches a PNG to upload: the zoom-0 demo tile, which
-// differs from the example tile.
+// differs from the example tile, saved at the example tile's place in
+// UploadDir.
 func (st *Stack) downloadCommand() string {
-	return "curl -sfo my.png " + st.URL + "/" + demotiles.Key(0, 0, 0)
+	return "curl -sf --create-dirs -o " + st.uploadFile() + " " + st.URL + "/" + demotiles.Key(0, 0, 0)
+}
+
+// headersCommand shows the answer's X-Cache and ETag, and no other header
+// that merely names them (Access-Control-Expose-Headers).
+func (st *Stack) headersCommand() string {
+	return "curl -sI " + st.URL + "/" + st.Example + " | grep -i -e '^x-cache:' -e '^etag:'"
 }
 
 // actionCommand is the curl line of a demo action.
@@ -44,11 +79,13 @@ func (st *Stack) actionCommand(a viewer.Action) string {
 
 // hints are the commands the viewer suggests.
 func (st *Stack) hints() []viewer.Hint {
-	cp, rm := st.uploadCommands()
+	up, rm := st.tilesieveCommands()
+	cp, awsRm := st.awsCommands()
 	return []viewer.Hint{
 		{Label: "A PNG to upload:", Command: st.downloadCommand()},
-		{Label: "Replace tile " + strings.TrimSuffix(st.Example, ".png") + " with it:", Command: cp},
+		{Label: "Replace tile " + strings.TrimSuffix(st.Example, ".png") + " with it (from the repository's root):", Command: up},
 		{Label: "Delete it:", Command: rm},
+		{Label: "Or with the AWS CLI:", Command: cp + "\n" + awsRm},
 		{Label: "Then press Refresh: within about a second (SYNC_INTERVAL) it is a MISS with the new bytes, or gone.", Command: ""},
 	}
 }
@@ -89,14 +126,14 @@ func (st *Stack) Banner() string {
 			where, st.Tiles.Bucket, st.Tiles.TilesPrefix)
 	}
 	p("")
-	p("Watch a purge go through (run the steps in order):")
-	cp, rm := st.uploadCommands()
+	p("Watch a purge go through (run the steps in order, from the repository's root):")
+	up, rm := st.tilesieveCommands()
 	steps := [][2]string{
 		{st.downloadCommand(), "a PNG to upload: the zoom-0 demo tile"},
-		{"curl -sI " + tile + " | grep -i -e x-cache -e etag", "MISS"},
-		{"curl -sI " + tile + " | grep -i -e x-cache -e etag", "HIT-MEMORY, the same ETag"},
-		{cp, ""},
-		{"curl -sI " + tile + " | grep -i -e x-cache -e etag", fmt.Sprintf("within ~%s: MISS with a new ETag", st.Tiles.SyncInterval)},
+		{st.headersCommand(), "MISS"},
+		{st.headersCommand(), "HIT-MEMORY, the same ETag"},
+		{up, ""},
+		{st.headersCommand(), fmt.Sprintf("within ~%s: MISS with a new ETag", st.Tiles.SyncInterval)},
 		{rm, ""},
 		{"curl -sI " + tile + " | head -1", "404"},
 	}
@@ -107,6 +144,9 @@ func (st *Stack) Banner() string {
 			p("  %d. %-60s # %s", i+1, s[0], s[1])
 		}
 	}
+	cp, awsRm := st.awsCommands()
+	p("  With the AWS CLI, step 4 is: %s", cp)
+	p("              and step 6 is: %s", awsRm)
 	p("")
 	p("See the other tiers (the viewer has buttons for these):")
 	acts := st.actions()

@@ -22,6 +22,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,9 +91,10 @@ type Options struct {
 	Seed        bool
 	SeedMaxZoom int // default demotiles.DefaultMaxZoom
 	// Tiles are the user's own tilesets loaded at start, each a directory
-	// of z/x/y.ext tiles (tileset NAME from the directory's name) or a
-	// .pmtiles archive (NAME.pmtiles), through infra/tilesieve/upload as the upload
-	// command loads them.
+	// NAME of z/x/y.ext tiles, a NAME.pmtiles archive or a NAME.mbtiles
+	// database, stored under TILES_PREFIX as NAME/…, NAME.pmtiles or
+	// NAME.mbtiles through infra/tilesieve/upload, as the upload command
+	// stores them.
 	Tiles []string
 	// Logger receives the stack's logs; default discards.
 	Logger *slog.Logger
@@ -140,20 +142,8 @@ type Stack struct {
 // Start builds and starts the stack. The returned stack runs until Close;
 // ctx bounds the start only. Its errors start with "devstack: ", once.
 func Start(ctx context.Context, opts Options) (st *Stack, err error) {
-	if opts.Env == nil {
-		opts.Env = config.OS
-	}
-	if opts.S3Addr == "" {
-		opts.S3Addr = DefaultS3Addr
-	}
-	if opts.SeedMaxZoom == 0 {
-		opts.SeedMaxZoom = demotiles.DefaultMaxZoom
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	st = &Stack{log: log, Example: demotiles.Key(exampleTile(opts.SeedMaxZoom))}
+	opts = opts.withDefaults()
+	st = &Stack{log: opts.Logger, Example: demotiles.Key(exampleTile(opts.SeedMaxZoom))}
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("devstack: %w", err)
@@ -163,61 +153,10 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 			st = nil
 		}
 	}()
-
-	defaults := map[string]string{"DISK_CACHE_BYTES": DefaultDiskBytes, "REVALIDATE_AFTER": DefaultRevalidateAfter}
-	if strings.TrimSpace(opts.Env("DISK_CACHE_DIR")) == "" {
-		dir, err := os.MkdirTemp("", "tilesieve-devstack-")
-		if err != nil {
-			return st, fmt.Errorf("disk tier directory: %w", err)
-		}
-		st.closers = append(st.closers, func(context.Context) error { return os.RemoveAll(dir) })
-		defaults["DISK_CACHE_DIR"] = dir
-	}
-	overrides := map[string]string{}
-	st.Region = firstNonEmpty(opts.Env("AWS_REGION"), opts.Env("AWS_DEFAULT_REGION"), s3local.DefaultRegion)
-
-	var ln net.Listener
-	if opts.Embedded {
-		for _, v := range s3Variables {
-			if strings.TrimSpace(opts.Env(v)) != "" {
-				st.IgnoredEnv = append(st.IgnoredEnv, v)
-			}
-		}
-		if len(st.IgnoredEnv) > 0 {
-			log.Warn("the embedded S3 is on: these variables are not used (-embedded=false uses them)", "vars", strings.Join(st.IgnoredEnv, ","))
-		}
-		defaults["TILES_PREFIX"] = DefaultPrefix
-		defaults["ADMIN_TOKEN"] = DefaultAdminToken
-		if ln, err = net.Listen("tcp", opts.S3Addr); err != nil {
-			return st, fmt.Errorf("S3 endpoint: %w (set S3_LOCAL_PORT or -s3-port to use another port)", err)
-		}
-		st.S3URL = "http://" + ln.Addr().String()
-		overrides["TILES_BUCKET"] = DefaultBucket
-		overrides["AWS_ENDPOINT_URL"] = st.S3URL
-		overrides["S3_FORCE_PATH_STYLE"] = "true"
-	}
-	env := layered(overrides, opts.Env, defaults)
-	tcfg, err := config.LoadTiles(env)
+	env, ln, err := st.configure(ctx, opts)
 	if err != nil {
-		if ln != nil {
-			ln.Close()
-		}
 		return st, err
 	}
-	if !opts.Embedded {
-		// Found now, the problem is one line; found by the first request, it
-		// is a running stack that answers 502 (or an SDK error about DNS
-		// names when the region is missing).
-		if st.Region, err = checkAWS(ctx, log); err != nil {
-			return st, err
-		}
-	}
-	st.Tiles = tcfg
-	addr := opts.Addr
-	if addr == "" {
-		addr = tcfg.ListenAddr
-	}
-
 	if opts.Embedded {
 		if err := st.startS3(ctx, ln, env, opts); err != nil {
 			return st, err
@@ -228,8 +167,8 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	// environment against another S3.
 	var o *origin.Client
 	if st.Client != nil {
-		o = origin.NewWithS3(st.Client, app.OriginConfig(tcfg))
-	} else if o, err = origin.New(ctx, app.OriginConfig(tcfg)); err != nil {
+		o = origin.NewWithS3(st.Client, app.OriginConfig(st.Tiles))
+	} else if o, err = origin.New(ctx, app.OriginConfig(st.Tiles)); err != nil {
 		return st, fmt.Errorf("tile function: %w", err)
 	}
 	if opts.Seed {
@@ -245,14 +184,96 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if opts.Embedded {
 		st.Notifier.SetEnabled(true)
 	}
+	return st, st.startTiles(ctx, o, opts)
+}
+
+func (opts Options) withDefaults() Options {
+	if opts.Env == nil {
+		opts.Env = config.OS
+	}
+	if opts.S3Addr == "" {
+		opts.S3Addr = DefaultS3Addr
+	}
+	if opts.SeedMaxZoom == 0 {
+		opts.SeedMaxZoom = demotiles.DefaultMaxZoom
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return opts
+}
+
+// configure sets st.Tiles: the environment's configuration over the local
+// stack's defaults, and, with the embedded S3, under the endpoint and
+// bucket of that S3, whose listener it opens (ln; nil otherwise). It
+// returns the environment the tile function and the worker read.
+func (st *Stack) configure(ctx context.Context, opts Options) (env config.Env, ln net.Listener, err error) {
+	defaults := map[string]string{"DISK_CACHE_BYTES": DefaultDiskBytes, "REVALIDATE_AFTER": DefaultRevalidateAfter}
+	if strings.TrimSpace(opts.Env("DISK_CACHE_DIR")) == "" {
+		dir, err := os.MkdirTemp("", "tilesieve-devstack-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("disk tier directory: %w", err)
+		}
+		st.closers = append(st.closers, func(context.Context) error { return os.RemoveAll(dir) })
+		defaults["DISK_CACHE_DIR"] = dir
+	}
+	overrides := map[string]string{}
+	st.Region = firstNonEmpty(opts.Env("AWS_REGION"), opts.Env("AWS_DEFAULT_REGION"), s3local.DefaultRegion)
+	if opts.Embedded {
+		if ln, err = st.listenS3(opts, defaults, overrides); err != nil {
+			return nil, nil, err
+		}
+	} else if st.Region, err = checkAWS(ctx, opts.Env("TILES_BUCKET"), st.log); err != nil {
+		// Found now, the problem is one line; found by the first request, it
+		// is a running stack that answers 502 (or an SDK error about DNS
+		// names when the region is missing).
+		return nil, nil, err
+	}
+	env = layered(overrides, opts.Env, defaults)
+	if st.Tiles, err = config.LoadTiles(env); err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return nil, nil, err
+	}
+	return env, ln, nil
+}
+
+// listenS3 opens the embedded endpoint's listener and sets the variables
+// the embedded S3 decides (overrides) or suggests (defaults).
+func (st *Stack) listenS3(opts Options, defaults, overrides map[string]string) (net.Listener, error) {
+	for _, v := range s3Variables {
+		if strings.TrimSpace(opts.Env(v)) != "" {
+			st.IgnoredEnv = append(st.IgnoredEnv, v)
+		}
+	}
+	if len(st.IgnoredEnv) > 0 {
+		st.log.Warn("the embedded S3 is on: these variables are not used (-embedded=false uses them)", "vars", strings.Join(st.IgnoredEnv, ","))
+	}
+	defaults["TILES_PREFIX"] = DefaultPrefix
+	defaults["ADMIN_TOKEN"] = DefaultAdminToken
+	ln, err := net.Listen("tcp", opts.S3Addr)
+	if err != nil {
+		return nil, fmt.Errorf("S3 endpoint: %w (set S3_LOCAL_PORT or -s3-port to use another port)", err)
+	}
+	st.S3URL = "http://" + ln.Addr().String()
+	overrides["TILES_BUCKET"] = DefaultBucket
+	overrides["AWS_ENDPOINT_URL"] = st.S3URL
+	overrides["S3_FORCE_PATH_STYLE"] = "true"
+	return ln, nil
+}
+
+// startTiles builds the tile function over o and serves it, with the
+// viewer, on opts.Addr (default LISTEN_ADDR:PORT).
+func (st *Stack) startTiles(ctx context.Context, o *origin.Client, opts Options) (err error) {
 	var tileOpts []app.Option
 	if st.Worker != nil {
 		// No queue here: the worker takes the tile function's admin purges
 		// in process, as SQS messages all the same (workerapp.App.Handoff).
 		tileOpts = append(tileOpts, app.WithHandoff(observedHandoff{h: st.Worker.Handoff(), on: opts.OnHandoff}))
 	}
-	if st.App, err = app.NewWithOrigin(ctx, tcfg, o, log.With("component", "tiles"), tileOpts...); err != nil {
-		return st, fmt.Errorf("tile function: %w", err)
+	if st.App, err = app.NewWithOrigin(ctx, st.Tiles, o, st.log.With("component", "tiles"), tileOpts...); err != nil {
+		return fmt.Errorf("tile function: %w", err)
 	}
 	// Once the tile server has stopped, and while S3 still runs: the work
 	// the tile function started beside its answers (journal checks, which
@@ -261,6 +282,12 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	// it holds open are closed, before S3 stops and that directory goes.
 	st.closers = append(st.closers, func(context.Context) error { return st.App.Close() })
 
+	tl, err := net.Listen("tcp", cmp.Or(opts.Addr, st.Tiles.ListenAddr))
+	if err != nil {
+		return fmt.Errorf("tile function: %w (set PORT or -port to use another port)", err)
+	}
+	st.URL = "http://" + tl.Addr().String()
+	// Built once the URL is known: the page's commands carry it.
 	page, err := viewer.Handler(viewer.Config{
 		Title:    "tilesieve local stack",
 		Template: "/" + demotiles.Tileset + "/{z}/{x}/{y}.png",
@@ -270,16 +297,12 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		Actions:  st.actions(),
 	})
 	if err != nil {
-		return st, err
+		tl.Close()
+		return err
 	}
-	tl, err := net.Listen("tcp", addr)
-	if err != nil {
-		return st, fmt.Errorf("tile function: %w (set PORT or -port to use another port)", err)
-	}
-	st.URL = "http://" + tl.Addr().String()
 	st.serve(tl, st.withActions(viewer.Mount(page, st.App.Handler)), "tiles")
-	log.Info("tile function ready", "url", st.URL, "disk", st.App.Disk != nil, "sync_interval", tcfg.SyncInterval)
-	return st, nil
+	st.log.Info("tile function ready", "url", st.URL, "disk", st.App.Disk != nil, "sync_interval", st.Tiles.SyncInterval)
+	return nil
 }
 
 // startS3 starts the embedded endpoint on ln, with notifications (off until
@@ -337,7 +360,7 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 	// then S3.
 	st.serve(ln, st.Notifier, "s3")
 	st.closers = append(st.closers, func(ctx context.Context) error { return st.Notifier.Close(ctx) })
-	st.log.Info("S3 endpoint ready", "url", st.S3URL, "bucket", wcfg.Bucket, "events_for", wcfg.TilesPrefix+"*")
+	st.log.Info("S3 endpoint ready", "url", st.S3URL, "bucket", wcfg.Bucket, "events_for", "s3://"+wcfg.Bucket+"/"+wcfg.TilesPrefix+"*")
 	return nil
 }
 
@@ -353,7 +376,7 @@ func (st *Stack) seed(ctx context.Context, c *s3.Client, maxZoom int) error {
 		return err
 	}
 	st.log.Info("demo tileset seeded", "tiles", n, "zoom", fmt.Sprintf("0-%d", maxZoom),
-		"at", st.Tiles.Bucket+"/"+st.Tiles.TilesPrefix+demotiles.Tileset+"/", "took", time.Since(start).Round(time.Millisecond))
+		"at", "s3://"+st.Tiles.Bucket+"/"+st.Tiles.TilesPrefix+demotiles.Tileset+"/", "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

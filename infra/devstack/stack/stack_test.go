@@ -416,18 +416,18 @@ func TestBannerStepsRunInOrder(t *testing.T) {
 	if len(steps) < 5 {
 		t.Fatalf("found %d numbered steps in the banner:\n%s", len(steps), st.Banner())
 	}
-	made := -1 // the step that writes my.png
+	made := -1 // the step that writes into stack.UploadDir
 	for i, s := range steps {
-		writes := strings.Contains(s, "-o my.png") || strings.Contains(s, "-sfo my.png") || strings.Contains(s, "> my.png")
+		writes := strings.Contains(s, "-o "+stack.UploadDir+"/")
 		switch {
 		case writes && made < 0:
 			made = i
-		case strings.Contains(s, "my.png") && made < 0:
-			t.Errorf("step %d uses my.png before any step writes it: %s", i+1, s)
+		case strings.Contains(s, stack.UploadDir) && made < 0:
+			t.Errorf("step %d uses %s before any step writes it: %s", i+1, stack.UploadDir, s)
 		}
 	}
 	if made < 0 {
-		t.Errorf("no step writes my.png:\n%s", st.Banner())
+		t.Errorf("no step writes into %s:\n%s", stack.UploadDir, st.Banner())
 	}
 	// The file the first step writes is a tile the stack serves.
 	if a := get(t, st.TileURL(0, 0, 0)); a.status != http.StatusOK || !strings.Contains(steps[made], st.TileURL(0, 0, 0)) {

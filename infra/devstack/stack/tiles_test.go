@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
+	"github.com/tilesieve/tilesieve/shared/formats/mbtiles/sqlitetest"
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/testkit/filetree"
@@ -94,5 +99,46 @@ func TestLoadRefusesBadArchive(t *testing.T) {
 				t.Errorf("got %v, want %s", err, want)
 			}
 		})
+	}
+}
+
+// TestLoadMBTiles: -tiles ./mine.mbtiles is the tileset "mine", as a
+// .pmtiles archive is: stored as TILES_PREFIX/mine.mbtiles, its tiles at
+// /mine/{z}/{x}/{y}.png and its TileJSON at /mine.json.
+func TestLoadMBTiles(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mine.mbtiles")
+	sqlitetest.Write(t, path,
+		`CREATE TABLE metadata (name text, value text)`,
+		`INSERT INTO metadata VALUES ('name', 'Mine'), ('format', 'png')`,
+		`CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob)`,
+		// Row 0 at zoom 1 is the TMS bottom row: XYZ y = 1.
+		`INSERT INTO tiles VALUES (1, 0, 0, X'89504e470d0a1a0a6d696e65')`,
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st := startStack(ctx, t, stack.Options{Env: mapEnv(nil), Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0", Tiles: []string{path}})
+	if !slices.Equal(st.Loaded, []string{"mine"}) {
+		t.Errorf("loaded %q, want [mine]", st.Loaded)
+	}
+	var keys []string
+	out, err := st.Client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(st.Tiles.Bucket), Prefix: aws.String(st.Tiles.TilesPrefix + "mine")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	if want := []string{st.Tiles.TilesPrefix + "mine.mbtiles"}; !slices.Equal(keys, want) {
+		t.Errorf("stored %q, want %q", keys, want)
+	}
+	if a := get(t, st.URL+"/mine/1/0/1.png"); a.status != 200 || string(a.body) != "\x89PNG\r\n\x1a\nmine" {
+		t.Errorf("/mine/1/0/1.png: %d %q", a.status, a.body)
+	}
+	if a := get(t, st.URL+"/mine.json"); a.status != 200 || !strings.Contains(string(a.body), st.URL+"/mine/{z}/{x}/{y}.png") {
+		t.Errorf("/mine.json: %d %s", a.status, a.body)
+	}
+	if b := st.Banner(); !strings.Contains(b, st.URL+"/mine.json") || strings.Contains(b, "mine.mbtiles") {
+		t.Errorf("the banner does not name /mine.json alone:\n%s", b)
 	}
 }

@@ -194,6 +194,9 @@ type Options struct {
 	// TempDir holds the archive while it is converted and uploaded; "" is
 	// os.TempDir().
 	TempDir string
+	// NoFinalProgress leaves out the last progress line ("upload: done:
+	// …"), for a caller that prints its own summary from the Report.
+	NoFinalProgress bool
 }
 
 // Report says what Run did.
@@ -273,7 +276,9 @@ feed:
 	}
 	close(work)
 	wg.Wait()
-	p.line(true)
+	if !opts.NoFinalProgress {
+		p.line(true)
+	}
 	var errs []error
 	for _, f := range rep.Failures {
 		errs = append(errs, fmt.Errorf("%s: %w", f.Path, f.Err))
@@ -495,7 +500,13 @@ func list(ctx context.Context, client *s3.Client, bucket, prefix string) (map[st
 	pages := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
-		if err != nil {
+		var apiErr smithy.APIError
+		switch {
+		case errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchBucket":
+			// The first request of an upload: a mistyped bucket, or one in
+			// another account, is said in the words a user acts on.
+			return nil, &noBucketError{bucket: bucket, err: err}
+		case err != nil:
 			return nil, fmt.Errorf("upload: list s3://%s/%s: %w", bucket, prefix, err)
 		}
 		for _, o := range page.Contents {
@@ -504,6 +515,18 @@ func list(ctx context.Context, client *s3.Client, bucket, prefix string) (map[st
 	}
 	return sizes, nil
 }
+
+// noBucketError is a listing answered NoSuchBucket.
+type noBucketError struct {
+	bucket string
+	err    error
+}
+
+func (e *noBucketError) Error() string {
+	return "upload: s3://" + e.bucket + ": no such bucket (check its name, and that AWS_REGION and the credentials are those of its account)"
+}
+
+func (e *noBucketError) Unwrap() error { return e.err }
 
 // one uploads a file unless its object is already there; it returns the
 // bytes uploaded.

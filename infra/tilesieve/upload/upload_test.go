@@ -502,3 +502,22 @@ func TestGzipVectorTiles(t *testing.T) {
 		t.Errorf("second run: got %+v, want 0 uploaded, 5 skipped as unchanged", rep)
 	}
 }
+
+// TestNoFinalProgress: a caller that prints its own summary gets the
+// progress lines without the last one.
+func TestNoFinalProgress(t *testing.T) {
+	t.Parallel()
+	ep := s3localtest.Start(t, bucket)
+	dir := t.TempDir()
+	filetree.Write(t, dir, map[string][]byte{"4/1/0.png": {0}, "4/1/1.png": {1}})
+	clock := fakeclock.New(time.Unix(0, 0))
+	now := func() time.Time { clock.Advance(2 * time.Second); return clock.Now() }
+	var out bytes.Buffer
+	rep, err := upload.Run(context.Background(), ep.Client, dir, upload.Destination{Bucket: bucket, Name: "nf"}, upload.Options{Progress: &out, Now: now, Concurrency: 1, NoFinalProgress: true})
+	if err != nil || rep.Uploaded != 2 {
+		t.Fatalf("got %+v, %v", rep, err)
+	}
+	if got := out.String(); strings.Count(got, "upload: progress: ") != 2 || strings.Contains(got, "upload: done") {
+		t.Errorf("got %q, want two progress lines and no final one", got)
+	}
+}
