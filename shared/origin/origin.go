@@ -355,6 +355,7 @@ func (c *Client) fetch(ctx context.Context, in *s3.GetObjectInput, length func(*
 	in.Bucket = aws.String(c.cfg.Bucket)
 	in.RequestPayer = c.RequestPayer()
 	out, err := c.api.GetObject(ctx, in, noSDKRetry)
+	tile.AddS3(ctx, 1, 0) // what the answer cost (tiers.Result.S3)
 	if err != nil {
 		return nil, nil, classify(err)
 	}
@@ -367,6 +368,7 @@ func (c *Client) fetch(ctx context.Context, in *s3.GetObjectInput, length func(*
 		return nil, nil, fmt.Errorf("%w: %s: %d bytes to read, MaxObjectBytes is %d", tile.ErrTooLarge, aws.ToString(in.Key), n, max)
 	}
 	body, err := c.readBody(ctx, cancel, out.Body, n)
+	tile.AddS3(ctx, 0, int64(len(body)))
 	if err != nil {
 		return nil, nil, err
 	}

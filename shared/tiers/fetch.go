@@ -15,13 +15,14 @@ import (
 type fill struct {
 	t   *tile.Tile
 	src Source
+	s3  tile.S3Cost // the origin's S3 requests and bytes
 }
 
 // fetch gets key from the origin, revalidating cached when it is set, and
 // fills the tiers. Concurrent fetches of one key make one origin request,
 // except that a request never joins a fetch that a purge of its key has
 // overtaken: those bytes may be what the purge removed.
-func (e *Engine) fetch(ctx context.Context, key string, cached *tile.Tile) (*tile.Tile, Source, error) {
+func (e *Engine) fetch(ctx context.Context, key string, cached *tile.Tile, r *Result) (*tile.Tile, Source, error) {
 	if cached != nil && e.originDown() && e.servableStale(key, cached, false) {
 		// S3 failed moments ago: answer with the stale copy at once rather
 		// than wait for S3 again, and let one revalidation run for it.
@@ -30,11 +31,14 @@ func (e *Engine) fetch(ctx context.Context, key string, cached *tile.Tile) (*til
 	}
 	f, shared, err := e.flight.Do(ctx, key, e.guard.Begin(), e.guard.Overtaken,
 		func(fctx context.Context, epoch uint64) (fill, error) {
+			fctx, s3 := tile.CountS3(fctx)
 			t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
-			return fill{t, src}, err
+			return fill{t, src, s3.Load()}, err
 		})
 	if shared {
 		e.stats.merged.Add(1)
+	} else {
+		r.S3 = f.s3
 	}
 	if err == nil {
 		return f.t, f.src, nil
@@ -99,7 +103,7 @@ func (e *Engine) revalidateDetached(ctx context.Context, key string, cached *til
 	e.flight.Do(ctx, key, e.guard.Begin(), e.guard.Overtaken,
 		func(fctx context.Context, epoch uint64) (fill, error) {
 			t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
-			return fill{t, src}, err
+			return fill{t, src, tile.S3Cost{}}, err
 		})
 }
 

@@ -4,52 +4,51 @@ import (
 	"context"
 	"time"
 
-	"github.com/tilesieve/tilesieve/shared/tiers/disk"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
 // lookup finds key in memory, then on disk, then at the origin. A copy the
 // journal follower no longer vouches for is revalidated with S3, as an
 // expired one is. A tile on disk too big for the memory tier is not read
-// whole: its metadata is returned and *stream reads its body.
-func (e *Engine) lookup(ctx context.Context, key string, now time.Time, stream **disk.Body) (*tile.Tile, Source, error) {
+// whole: its metadata is returned and r.Stream reads its body.
+func (e *Engine) lookup(ctx context.Context, key string, now time.Time, r *Result) (*tile.Tile, Source, error) {
 	if t, ok := e.mem.Get(key); ok {
 		if t.Missing {
 			if now.Sub(t.StoredAt) < e.cfg.NegativeTTL && e.trusted(t, now) {
 				e.stats.negativeHits.Add(1)
 				return nil, FromMemory, tile.ErrNotFound
 			}
-			return e.fetch(ctx, key, nil)
+			return e.fetch(ctx, key, nil, r)
 		}
 		if e.fresh(t, now) {
 			e.stats.memoryHits.Add(1)
 			return t, FromMemory, nil
 		}
-		return e.fetch(ctx, key, t)
+		return e.fetch(ctx, key, t, r)
 	}
 	if e.disk != nil {
 		epoch := e.guard.Begin()
 		if e.pending.covers(key) {
 			// A purge has emptied memory of it and is detaching it from
 			// disk: what the disk holds may be what it removes.
-			return e.fetch(ctx, key, nil)
+			return e.fetch(ctx, key, nil, r)
 		}
 		if it, ok := e.disk.Stat(key); ok && it.Size > e.mem.MaxEntry() {
 			if t, body, ok := e.disk.Open(key); ok {
 				if e.fresh(t, now) {
-					*stream = body
+					r.Stream = body
 					e.stats.diskHits.Add(1)
 					return t, FromDisk, nil
 				}
 				// Not held in memory, so not revalidated in place: fetched
 				// again whole, and the disk copy replaced.
 				body.Close()
-				return e.fetch(ctx, key, nil)
+				return e.fetch(ctx, key, nil, r)
 			}
 		}
 		if t, ok := e.disk.Get(key); ok {
 			if !e.fresh(t, now) {
-				return e.fetch(ctx, key, t)
+				return e.fetch(ctx, key, t, r)
 			}
 			if e.prepare != nil {
 				e.prepare(key, t)
@@ -59,7 +58,7 @@ func (e *Engine) lookup(ctx context.Context, key string, now time.Time, stream *
 			return t, FromDisk, nil
 		}
 	}
-	return e.fetch(ctx, key, nil)
+	return e.fetch(ctx, key, nil, r)
 }
 
 // fresh reports whether a cached copy may be answered with as it is: young

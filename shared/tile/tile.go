@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -390,3 +391,29 @@ func KeyFromObject(tilesPrefix, objectKey string) (string, bool) {
 	}
 	return key, true
 }
+
+// S3Cost is what an answer cost at S3: requests sent and body bytes read.
+type S3Cost struct{ Requests, Bytes int64 }
+
+// s3Counter counts the S3 requests of one origin fetch.
+type s3Counter struct{ requests, bytes atomic.Int64 }
+
+type s3Key struct{}
+
+// CountS3 returns ctx with a counter of the S3 requests made under it
+// (AddS3), and what reads it.
+func CountS3(ctx context.Context) (context.Context, interface{ Load() S3Cost }) {
+	c := &s3Counter{}
+	return context.WithValue(ctx, s3Key{}, c), c
+}
+
+// AddS3 counts one S3 request of n body bytes under ctx, if ctx counts.
+func AddS3(ctx context.Context, requests, n int64) {
+	if c, ok := ctx.Value(s3Key{}).(*s3Counter); ok {
+		c.requests.Add(requests)
+		c.bytes.Add(n)
+	}
+}
+
+// Load is what was counted.
+func (c *s3Counter) Load() S3Cost { return S3Cost{Requests: c.requests.Load(), Bytes: c.bytes.Load()} }

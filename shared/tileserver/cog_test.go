@@ -18,6 +18,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/formats/tiff"
 	"github.com/tilesieve/tilesieve/shared/images/xyz/terrain"
 	"github.com/tilesieve/tilesieve/shared/tilename"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
 // gdal runs a GDAL command (gdal_translate, gdalwarp) in dir, as users make
@@ -142,9 +143,17 @@ func TestCOGGoogleMapsCompatible(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := ae.ranged.Load()
-	expectBody(t, ae.do("GET", "/world/3/1/1.jpg"), 200, "MISS", string(want))
+	r = ae.do("GET", "/world/3/1/1.jpg")
+	expectBody(t, r, 200, "MISS", string(want))
 	if n := ae.ranged.Load() - before; n != 1 {
 		t.Errorf("stored tile: %d ranged GETs, want 1 (the header is read already)", n)
+	}
+	// The answer says so itself.
+	if c := r.Header.Get(tileserver.CostHeader); !strings.HasPrefix(c, "requests=1; bytes=") {
+		t.Errorf("%s: %q, want one request", tileserver.CostHeader, c)
+	}
+	if c := ae.do("GET", "/world/3/1/1.jpg").Header.Get(tileserver.CostHeader); c != "" {
+		t.Errorf("a memory hit: %s %q, want none", tileserver.CostHeader, c)
 	}
 	r = ae.do("GET", "/world/3/1/1.png")
 	expect(t, r, 200, "MISS")

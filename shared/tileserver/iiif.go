@@ -63,6 +63,7 @@ func (s *Server) serveIIIF(ctx context.Context, req *Request, resp *Response, r 
 	default:
 		s.answerIIIFError(req, resp, err)
 	}
+	s.costField(resp, res.S3)
 	s.logRequest(ctx, req, key, resp.Status, src, start)
 	s.record(key, src, resp, start)
 }

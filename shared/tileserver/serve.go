@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -260,8 +261,22 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	default:
 		s.answerError(req, resp, key, err)
 	}
+	s.costField(resp, res.S3)
 	s.logRequest(ctx, req, key, resp.Status, src, start)
 	s.record(key, src, resp, start)
+}
+
+// CostHeader names what an answer fetched from S3 cost: "requests=1;
+// bytes=31337", on answers S3 was asked for (misses and revalidations;
+// opening an archive or image is not counted), so a regression in
+// requests per tile shows in any client.
+const CostHeader = "X-Tilesieve-S3"
+
+// costField adds CostHeader to an answer that cost S3 requests.
+func (s *Server) costField(resp *Response, c tile.S3Cost) {
+	if c.Requests > 0 {
+		resp.setString(CostHeader, "requests="+strconv.FormatInt(c.Requests, 10)+"; bytes="+strconv.FormatInt(c.Bytes, 10))
+	}
 }
 
 // answerError answers an error of the tiers or the origin: 500 for a
