@@ -89,7 +89,19 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 30s)
 	    FuzzDecode:./shared/docs/glyphs/ \
 	    FuzzParseKey:./shared/docs/glyphs/ \
 	    FuzzFromMetadata:./shared/formats/tileset/ \
-	    FuzzOpen:./shared/formats/mbtiles/ ; do \
+	    FuzzOpen:./shared/formats/mbtiles/ \
+	    FuzzOpen:./shared/formats/tiff/ \
+	    FuzzChain:./shared/formats/tiff/internal/ifd/ \
+	    FuzzDecompress:./shared/formats/tiff/internal/codec/ \
+	    FuzzTables:./shared/formats/tiff/internal/jpegseg/ \
+	    FuzzParseKeys:./shared/formats/tiff/geotiff/ \
+	    FuzzParseMetadata:./shared/formats/tiff/gdalmeta/ \
+	    FuzzParseStructure:./shared/formats/tiff/gdalmeta/ \
+	    FuzzParse:./shared/images/iiif/ \
+	    FuzzParsePath:./shared/images/iiif/ \
+	    FuzzNew:./shared/images/xyz/ \
+	    FuzzPlan:./shared/images/xyz/ \
+	    FuzzProjection:./shared/images/geo/ ; do \
 	  echo "== $${t%%:*} ($${t#*:})"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(or $(FUZZTIME),30s) "$${t#*:}"; \
 	done
