@@ -13,13 +13,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -65,20 +63,10 @@ at start. These are the variables, with their defaults; README.md, section
 
 `
 
-// answerArgs answers a command line, which Lambda never passes: -h,
-// -help, --help or help print the usage and the variables on stdout (exit
-// 0), anything else the same on stderr (exit 2).
+// answerArgs answers a command line, which Lambda never passes
+// (config.AnswerArgs).
 func answerArgs(args []string, stdout, stderr io.Writer) int {
-	w, code := stdout, 0
-	if len(args) != 1 || !slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
-		fmt.Fprintf(stderr, "worker: unexpected arguments %q\n\n", args)
-		w, code = stderr, 2
-	}
-	fmt.Fprint(w, usage)
-	for _, v := range config.WorkerVars() {
-		fmt.Fprintf(w, "  %-24s %s\n", v.Name, cmp.Or(v.Default, "(empty)"))
-	}
-	return code
+	return config.AnswerArgs("worker", usage, config.WorkerVars(), args, stdout, stderr)
 }
 
 // handler is the Lambda handler: it marks the invocation for the logs (the

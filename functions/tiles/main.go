@@ -5,7 +5,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/metrics"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -53,20 +51,10 @@ at start. These are the variables, with their defaults; README.md, section
 
 `
 
-// answerArgs answers a command line, which Lambda never passes: -h,
-// -help, --help or help print the usage and the variables on stdout (exit
-// 0), anything else the same on stderr (exit 2).
+// answerArgs answers a command line, which Lambda never passes
+// (config.AnswerArgs).
 func answerArgs(args []string, stdout, stderr io.Writer) int {
-	w, code := stdout, 0
-	if len(args) != 1 || !slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
-		fmt.Fprintf(stderr, "tiles: unexpected arguments %q\n\n", args)
-		w, code = stderr, 2
-	}
-	fmt.Fprint(w, usage)
-	for _, v := range config.TilesVars() {
-		fmt.Fprintf(w, "  %-24s %s\n", v.Name, cmp.Or(v.Default, "(empty)"))
-	}
-	return code
+	return config.AnswerArgs("tiles", usage, config.TilesVars(), args, stdout, stderr)
 }
 
 func run() error {

@@ -6,9 +6,12 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -298,4 +301,21 @@ func ParseBytes(s string) (int64, error) {
 		return 0, errors.New("want a size such as 268435456, 256MiB or 1GiB")
 	}
 	return n * mult, nil
+}
+
+// AnswerArgs answers the command line of a Lambda binary, which takes no
+// arguments: -h, -help, --help or help print usage and vars with their
+// defaults on stdout (exit 0), anything else the same on stderr after a
+// line naming the arguments (exit 2).
+func AnswerArgs(name, usage string, vars []Var, args []string, stdout, stderr io.Writer) int {
+	w, code := stdout, 0
+	if len(args) != 1 || !slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n\n", name, args)
+		w, code = stderr, 2
+	}
+	fmt.Fprint(w, usage)
+	for _, v := range vars {
+		fmt.Fprintf(w, "  %-24s %s\n", v.Name, cmp.Or(v.Default, "(empty)"))
+	}
+	return code
 }

@@ -55,11 +55,7 @@ func (s *Server) serveIIIF(ctx context.Context, req *Request, resp *Response, r 
 			resp.setString("Link", iiifinfo.LinkCanonical(s.baseURL(req)+"/"+key)+", "+iiifinfo.LinkProfile(r.Version))
 		}
 	case errors.Is(err, tile.ErrNotFound):
-		s.stats.notFound.Add(1)
-		if src == 0 {
-			src = srcOrigin
-		}
-		s.answerMissing(req, resp, key, src)
+		s.answerNotFound(req, resp, key, src)
 	default:
 		s.answerIIIFError(req, resp, err)
 	}

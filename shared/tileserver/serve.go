@@ -253,11 +253,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 		s.stats.badRequests.Add(1)
 		s.answerPlain(req, resp, http.StatusBadRequest, "bad glyph range")
 	case errors.Is(err, tile.ErrNotFound):
-		s.stats.notFound.Add(1)
-		if src == 0 {
-			src = srcOrigin
-		}
-		s.answerMissing(req, resp, key, src)
+		s.answerNotFound(req, resp, key, src)
 	default:
 		s.answerError(req, resp, key, err)
 	}
@@ -277,6 +273,16 @@ func (s *Server) costField(resp *Response, c tile.S3Cost) {
 	if c.Requests > 0 {
 		resp.setString(CostHeader, "requests="+strconv.FormatInt(c.Requests, 10)+"; bytes="+strconv.FormatInt(c.Bytes, 10))
 	}
+}
+
+// answerNotFound answers a key no tier or origin has: a remembered 404
+// answers from memory, a fresh one from the origin.
+func (s *Server) answerNotFound(req *Request, resp *Response, key string, src source) {
+	s.stats.notFound.Add(1)
+	if src == 0 {
+		src = srcOrigin
+	}
+	s.answerMissing(req, resp, key, src)
 }
 
 // answerError answers an error of the tiers or the origin: 500 for a
