@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tilesieve/tilesieve/shared/formats"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
@@ -221,7 +222,10 @@ func (s *Service) image(ctx context.Context, r iiif.Route, key string, v *archiv
 		return t, err
 	}
 	src := &tiles{p: v.Pyramid, level: plan.Level, at: plan.TileList()}
-	if t.Body, err = s.render.Render(ctx, res, plan, img, src); err != nil {
+	began := time.Now()
+	t.Body, err = s.render.Render(ctx, res, plan, img, src)
+	tile.AddPixels(ctx, time.Since(began)) // Server-Timing's pixels (tiles.Tile's reads included)
+	if err != nil {
 		return nil, err
 	}
 	s.stats.Rendered.Add(1)

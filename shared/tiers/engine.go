@@ -263,10 +263,10 @@ type Result struct {
 	// read from its disk file; Tile is its metadata (no Body). The caller
 	// reads and closes it.
 	Stream *disk.Body
-	// S3 is what this lookup's origin fetch cost: the S3 requests and
-	// bytes of its answer (opening an archive is not counted); zero for a
-	// lookup a tier answered or that joined another's fetch.
-	S3 tile.S3Cost
+	// Cost is what this lookup's origin fetch cost: the S3 requests and
+	// bytes of its answer (opening an archive is not counted) and its pixel
+	// work; zero for a lookup a tier answered or that joined another's fetch.
+	Cost tile.FetchCost
 }
 
 // Get answers key at now: from memory, disk or the origin, filling the

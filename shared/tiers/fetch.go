@@ -15,7 +15,7 @@ import (
 type fill struct {
 	t   *tile.Tile
 	src Source
-	s3  tile.S3Cost // the origin's S3 requests and bytes
+	cost tile.FetchCost // what the origin fetch cost
 }
 
 // fetch gets key from the origin, revalidating cached when it is set, and
@@ -31,14 +31,14 @@ func (e *Engine) fetch(ctx context.Context, key string, cached *tile.Tile, r *Re
 	}
 	f, shared, err := e.flight.Do(ctx, key, e.guard.Begin(), e.guard.Overtaken,
 		func(fctx context.Context, epoch uint64) (fill, error) {
-			fctx, s3 := tile.CountS3(fctx)
+			fctx, cost := tile.CountFetch(fctx)
 			t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
-			return fill{t, src, s3.Load()}, err
+			return fill{t, src, cost.Load()}, err
 		})
 	if shared {
 		e.stats.merged.Add(1)
 	} else {
-		r.S3 = f.s3
+		r.Cost = f.cost
 	}
 	if err == nil {
 		return f.t, f.src, nil
@@ -103,7 +103,7 @@ func (e *Engine) revalidateDetached(ctx context.Context, key string, cached *til
 	e.flight.Do(ctx, key, e.guard.Begin(), e.guard.Overtaken,
 		func(fctx context.Context, epoch uint64) (fill, error) {
 			t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
-			return fill{t, src, tile.S3Cost{}}, err
+			return fill{t, src, tile.FetchCost{}}, err
 		})
 }
 

@@ -392,28 +392,43 @@ func KeyFromObject(tilesPrefix, objectKey string) (string, bool) {
 	return key, true
 }
 
-// S3Cost is what an answer cost at S3: requests sent and body bytes read.
-type S3Cost struct{ Requests, Bytes int64 }
-
-// s3Counter counts the S3 requests of one origin fetch.
-type s3Counter struct{ requests, bytes atomic.Int64 }
-
-type s3Key struct{}
-
-// CountS3 returns ctx with a counter of the S3 requests made under it
-// (AddS3), and what reads it.
-func CountS3(ctx context.Context) (context.Context, interface{ Load() S3Cost }) {
-	c := &s3Counter{}
-	return context.WithValue(ctx, s3Key{}, c), c
+// FetchCost is what an origin fetch cost: the S3 requests it sent, the
+// body bytes it read, and the time spent on pixels (decoding, resampling,
+// encoding an image's answer).
+type FetchCost struct {
+	Requests, Bytes int64
+	Pixels          time.Duration
 }
 
-// AddS3 counts one S3 request of n body bytes under ctx, if ctx counts.
+// fetchCounter counts the cost of one origin fetch.
+type fetchCounter struct{ requests, bytes, pixels atomic.Int64 }
+
+type fetchKey struct{}
+
+// CountFetch returns ctx with a counter of what is spent under it (AddS3,
+// AddPixels), and what reads it.
+func CountFetch(ctx context.Context) (context.Context, interface{ Load() FetchCost }) {
+	c := &fetchCounter{}
+	return context.WithValue(ctx, fetchKey{}, c), c
+}
+
+// AddS3 counts requests S3 requests and n body bytes under ctx, if ctx
+// counts.
 func AddS3(ctx context.Context, requests, n int64) {
-	if c, ok := ctx.Value(s3Key{}).(*s3Counter); ok {
+	if c, ok := ctx.Value(fetchKey{}).(*fetchCounter); ok {
 		c.requests.Add(requests)
 		c.bytes.Add(n)
 	}
 }
 
+// AddPixels counts d of pixel work under ctx, if ctx counts.
+func AddPixels(ctx context.Context, d time.Duration) {
+	if c, ok := ctx.Value(fetchKey{}).(*fetchCounter); ok {
+		c.pixels.Add(int64(d))
+	}
+}
+
 // Load is what was counted.
-func (c *s3Counter) Load() S3Cost { return S3Cost{Requests: c.requests.Load(), Bytes: c.bytes.Load()} }
+func (c *fetchCounter) Load() FetchCost {
+	return FetchCost{Requests: c.requests.Load(), Bytes: c.bytes.Load(), Pixels: time.Duration(c.pixels.Load())}
+}

@@ -59,7 +59,7 @@ func (s *Server) serveIIIF(ctx context.Context, req *Request, resp *Response, r 
 	default:
 		s.answerIIIFError(req, resp, err)
 	}
-	s.costField(resp, res.S3)
+	s.costField(resp, res.Cost)
 	s.logRequest(ctx, req, key, resp.Status, src, start)
 	s.record(key, src, resp, start)
 }

@@ -118,6 +118,9 @@ func TestIIIFServesAPyramidalTIFF(t *testing.T) {
 	// A derived answer: the whole image scaled to 100 px wide, as PNG.
 	r = ae.do("GET", "/iiif/3/maps%2Fscan/full/100,/0/default.png")
 	expect(t, r, 200, "MISS")
+	if st := r.Header.Get("Server-Timing"); !strings.Contains(st, "pixels;dur=") {
+		t.Errorf("Server-Timing of a derived answer: %q, want the pixels' time", st)
+	}
 	img, err := png.Decode(strings.NewReader(body(t, r)))
 	if err != nil || img.Bounds().Dx() != 100 || img.Bounds().Dy() != 70 {
 		t.Fatalf("full/100,: %v %v", img.Bounds(), err)

@@ -257,7 +257,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	default:
 		s.answerError(req, resp, key, err)
 	}
-	s.costField(resp, res.S3)
+	s.costField(resp, res.Cost)
 	s.logRequest(ctx, req, key, resp.Status, src, start)
 	s.record(key, src, resp, start)
 }
@@ -268,10 +268,22 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 // requests per tile shows in any client.
 const CostHeader = "X-Tilesieve-S3"
 
-// costField adds CostHeader to an answer that cost S3 requests.
-func (s *Server) costField(resp *Response, c tile.S3Cost) {
+// costField adds CostHeader to an answer that cost S3 requests, and the
+// time its pixels took (an image's answer decoded, resampled, encoded) to
+// its Server-Timing as "pixels".
+func (s *Server) costField(resp *Response, c tile.FetchCost) {
 	if c.Requests > 0 {
 		resp.setString(CostHeader, "requests="+strconv.FormatInt(c.Requests, 10)+"; bytes="+strconv.FormatInt(c.Bytes, 10))
+	}
+	if c.Pixels <= 0 {
+		return
+	}
+	for i, f := range resp.Fields() {
+		if f.Name == "Server-Timing" {
+			v := f.Values[0] + ", pixels;dur=" + strconv.FormatFloat(float64(c.Pixels.Microseconds())/1000, 'f', 3, 64)
+			resp.fields[i], resp.timing = Field{Name: f.Name, Values: []string{v}}, v
+			return
+		}
 	}
 }
 

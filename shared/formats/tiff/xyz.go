@@ -11,6 +11,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"strings"
+	"time"
 
 	"github.com/tilesieve/tilesieve/shared/formats"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
@@ -112,7 +113,9 @@ func (c *cogTileset) Tile(ctx context.Context, r formats.TileRequest) (formats.T
 	if b, ct, ok, err := c.stored(ctx, p, r.Ext); ok || err != nil {
 		return formats.Tile{Body: b, ContentType: ct, Version: version}, err
 	}
+	began := time.Now()
 	b, ct, err := c.render(ctx, p, r)
+	tile.AddPixels(ctx, time.Since(began))
 	if errors.Is(err, xyz.ErrNoData) {
 		return formats.Tile{}, tile.ErrNotFound
 	}
