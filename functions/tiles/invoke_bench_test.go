@@ -87,7 +87,7 @@ func newBenchFunction(b *testing.B, memBytes int64, diskBytes string, opts ...ap
 	}
 	cfg.MemBytes = memBytes
 	log := slog.New(slog.DiscardHandler)
-	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log, opts...)
+	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log, append(adapterOptions(cfg), opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func newLocalApp(b *testing.B, noMetrics bool) (*app.App, *slog.Logger) {
 	if !noMetrics {
 		opts = append(opts, app.WithMetrics(io.Discard))
 	}
-	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log, opts...)
+	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log, append(adapterOptions(cfg), opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

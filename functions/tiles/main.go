@@ -86,13 +86,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	configured := time.Since(began)
-	opts := []app.Option{app.WithMetrics(out)}
-	if cfg.OnLambda && cfg.InvokeMode != "RESPONSE_STREAM" {
-		// A memory hit answers with its payload encoded once, when the
-		// tile entered the memory tier.
-		opts = append(opts, app.WithExtra(buildPayload))
-	}
-	a, err := app.New(ctx, memTierConfig(cfg), log, opts...)
+	a, err := app.New(ctx, memTierConfig(cfg), log, append(adapterOptions(cfg), app.WithMetrics(out))...)
 	if err != nil {
 		return err
 	}
@@ -300,4 +294,14 @@ func withRecover(h http.Handler, log *slog.Logger) http.Handler {
 		}()
 		h.ServeHTTP(w, r)
 	})
+}
+
+// adapterOptions are what the adapter cfg runs under asks of the app: on
+// Lambda in BUFFERED mode, a memory hit answers with its payload encoded
+// once, when the tile entered the memory tier.
+func adapterOptions(cfg config.Tiles) []app.Option {
+	if cfg.OnLambda && cfg.InvokeMode != "RESPONSE_STREAM" {
+		return []app.Option{app.WithExtra(buildPayload)}
+	}
+	return nil
 }

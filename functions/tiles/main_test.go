@@ -122,7 +122,7 @@ func newTileFunction(t *testing.T, s3srv *s3local.Server, url string, extra ...s
 	}
 	o := origin.NewWithS3(s3srv.Client(url), app.OriginConfig(cfg))
 	log := slog.New(slog.DiscardHandler)
-	a, err := app.NewWithOrigin(context.Background(), cfg, o, log)
+	a, err := app.NewWithOrigin(context.Background(), cfg, o, log, adapterOptions(cfg)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +606,7 @@ func FuzzRequestFromEvent(f *testing.F) {
 		f.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Server.Client(refused), origin.Config{Bucket: "tiles", MaxAttempts: 1}), log)
+	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Server.Client(refused), origin.Config{Bucket: "tiles", MaxAttempts: 1}), log, adapterOptions(cfg)...)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func TestFullMemoryTierLeavesCollectorRoom(t *testing.T) {
 	s3e := s3localtest.Start(t, "tiles")
 	log := slog.New(slog.DiscardHandler)
 	debug.SetMemoryLimit(math.MaxInt64)
-	a, err := app.NewWithOrigin(context.Background(), memTierConfig(cfg), origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles"}), log)
+	a, err := app.NewWithOrigin(context.Background(), memTierConfig(cfg), origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles"}), log, adapterOptions(cfg)...)
 	if err != nil {
 		t.Fatal(err)
 	}

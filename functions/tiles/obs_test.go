@@ -37,7 +37,7 @@ func TestMetricsAndLogsOfAKnownWorkload(t *testing.T) {
 	}
 	var stdout bytes.Buffer
 	out, oenv, log := obs.NewOutput(&stdout, cfg.LogLevel)
-	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3srv.Client(url), origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log, app.WithMetrics(out))
+	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3srv.Client(url), origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log, append(adapterOptions(cfg), app.WithMetrics(out))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,68 +10,27 @@ import (
 	"image/png"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/formats/tiff"
 	"github.com/tilesieve/tilesieve/shared/images/xyz/terrain"
+	"github.com/tilesieve/tilesieve/shared/testkit/imagetest"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
-// gdal runs a GDAL command (gdal_translate, gdalwarp) in dir, as users make
-// their files.
+// gdal runs a GDAL command in dir, as users make their files.
 func gdal(t *testing.T, dir, cmd string, args ...string) {
 	t.Helper()
-	if _, err := exec.LookPath(cmd); err != nil {
-		if os.Getenv("TILESIEVE_REQUIRE_IMAGETOOLS") != "" {
-			t.Fatalf("%s not found: install gdal-bin", cmd)
-		}
-		t.Skipf("%s not found: apt-get install gdal-bin", cmd)
-	}
-	c := exec.Command(cmd, append([]string{"-q"}, args...)...)
-	c.Dir = dir
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", cmd, args, err, out)
-	}
+	imagetest.Run(t, dir, cmd, append([]string{"-q"}, args...)...)
 }
 
 // rgbSource writes an RGB TIFF of w×h pixels of libvips noise to dir/name.
 func rgbSource(t *testing.T, dir, name string, w, h int) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), vipsPlain(t, w, h), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// vipsPlain is a w×h RGB strip TIFF of libvips noise.
-func vipsPlain(t *testing.T, w, h int) []byte {
-	t.Helper()
-	if _, err := exec.LookPath("vips"); err != nil {
-		if os.Getenv("TILESIEVE_REQUIRE_IMAGETOOLS") != "" {
-			t.Fatal("vips not found: install libvips-tools")
-		}
-		t.Skip("vips not found: apt-get install libvips-tools")
-	}
-	dir := t.TempDir()
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("vips", args...).CombinedOutput(); err != nil {
-			t.Fatalf("vips %v: %v\n%s", args, err, out)
-		}
-	}
-	g, rgb, u, out := filepath.Join(dir, "g.v"), filepath.Join(dir, "rgb.v"), filepath.Join(dir, "u.v"), filepath.Join(dir, "o.tif")
-	run("gaussnoise", g, itoa(w), itoa(h), "--mean", "128", "--sigma", "30")
-	run("bandjoin", g+" "+g+" "+g, rgb)
-	run("cast", rgb, u, "uchar")
-	run("tiffsave", u, out)
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	imagetest.Noise(t, dir, name, w, h, "128")
 }
 
 // tileJSON is what the tests read of a TileJSON.

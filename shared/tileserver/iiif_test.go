@@ -6,45 +6,18 @@ import (
 	"encoding/json"
 	"image"
 	"image/png"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/formats/tiff"
+	"github.com/tilesieve/tilesieve/shared/testkit/imagetest"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 )
 
 // vipsPyramid is a w×h RGB pyramidal TIFF of 256-px JPEG tiles, written by
-// libvips as users write theirs (vips tiffsave --tile --pyramid).
-func vipsPyramid(t *testing.T, w, h int, mean string) []byte {
-	t.Helper()
-	if _, err := exec.LookPath("vips"); err != nil {
-		if os.Getenv("TILESIEVE_REQUIRE_IMAGETOOLS") != "" {
-			t.Fatal("vips not found: install libvips-tools")
-		}
-		t.Skip("vips not found: apt-get install libvips-tools")
-	}
-	dir := t.TempDir()
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("vips", args...).CombinedOutput(); err != nil {
-			t.Fatalf("vips %v: %v\n%s", args, err, out)
-		}
-	}
-	g, rgb, u, out := filepath.Join(dir, "g.v"), filepath.Join(dir, "rgb.v"), filepath.Join(dir, "u.v"), filepath.Join(dir, "out.tif")
-	run("gaussnoise", g, itoa(w), itoa(h), "--mean", mean, "--sigma", "20")
-	run("bandjoin", g+" "+g+" "+g, rgb)
-	run("cast", rgb, u, "uchar")
-	run("tiffsave", u, out, "--tile", "--pyramid", "--compression", "jpeg", "--tile-width", "256", "--tile-height", "256")
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+// libvips as users write theirs.
+func vipsPyramid(t *testing.T, w, h int, mean string) []byte { return imagetest.Pyramid(t, w, h, mean) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
