@@ -13,8 +13,8 @@ import (
 
 // fill is the value of one merged fetch.
 type fill struct {
-	t   *tile.Tile
-	src Source
+	t    *tile.Tile
+	src  Source
 	cost tile.FetchCost // what the origin fetch cost
 }
 
