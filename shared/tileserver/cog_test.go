@@ -13,12 +13,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tilesieve/tilesieve/shared/formats/tiff"
 	"github.com/tilesieve/tilesieve/shared/images/xyz/terrain"
+	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/testkit/imagetest"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // gdal runs a GDAL command in dir, as users make their files.
@@ -75,7 +78,7 @@ func TestCOGGoogleMapsCompatible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ae := newArchiveEnv(t)
+	ae := newArchiveEnv(t, withPixelTime)
 	ae.put("part.tif", part, "image/tiff", "")
 	ae.put("world.tif", cog, "image/tiff", "")
 	r := ae.do("GET", "/world.json")
@@ -173,7 +176,7 @@ func TestCOGResampled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ae := newArchiveEnv(t)
+			ae := newArchiveEnv(t, withPixelTime)
 			ae.put(c.name+".tif", cog, "image/tiff", "")
 			var tj tileJSON
 			if err := json.Unmarshal([]byte(body(t, ae.do("GET", "/"+c.name+".json"))), &tj); err != nil {
@@ -221,7 +224,7 @@ func TestCOGElevation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ae := newArchiveEnv(t)
+	ae := newArchiveEnv(t, withPixelTime)
 	ae.put("dem.tif", cog, "image/tiff", "")
 	var tj tileJSON
 	if err := json.Unmarshal([]byte(body(t, ae.do("GET", "/dem.json"))), &tj); err != nil {
@@ -269,7 +272,7 @@ func TestCOGElevation(t *testing.T) {
 // objects.
 func TestTIFFWithoutGeoreferencingIsNoTileset(t *testing.T) {
 	t.Parallel()
-	ae := newArchiveEnv(t)
+	ae := newArchiveEnv(t, withPixelTime)
 	ae.put("scan.tif", vipsPyramid(t, 600, 400, "90"), "image/tiff", "")
 	ae.put("scan/0/0/0.png", []byte("object"), "image/png", "")
 	expectBody(t, ae.do("GET", "/scan/0/0/0.png"), 200, "MISS", "object")
@@ -297,7 +300,7 @@ func TestCOGStoredWebP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ae := newArchiveEnv(t)
+	ae := newArchiveEnv(t, withPixelTime)
 	ae.put("w.tif", cog, "image/tiff", "")
 	var tj tileJSON
 	if err := json.Unmarshal([]byte(body(t, ae.do("GET", "/w.json"))), &tj); err != nil {
@@ -326,7 +329,7 @@ func TestCOGElevationInt16(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ae := newArchiveEnv(t)
+	ae := newArchiveEnv(t, withPixelTime)
 	ae.put("dem16.tif", cog, "image/tiff", "")
 	var tj tileJSON
 	if err := json.Unmarshal([]byte(body(t, ae.do("GET", "/dem16.json"))), &tj); err != nil {
@@ -343,4 +346,11 @@ func TestCOGElevationInt16(t *testing.T) {
 	if h := terrain.DecodeRGB(c.R, c.G, c.B); c.A == 0 || h < -201 || h > 3001 {
 		t.Errorf("elevation at the centre: %v (alpha %d), want -200 to 3000 m", h, c.A)
 	}
+}
+
+// withPixelTime gives an origin fetch that decodes and encodes pixels the
+// time a loaded test machine under -race needs: the default two seconds
+// are for the byte fetches the other tests time out on purpose.
+func withPixelTime(_ *env, c *servertest.Config, _ *origin.Config) {
+	c.OriginTimeout = time.Minute
 }

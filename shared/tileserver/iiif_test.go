@@ -49,7 +49,7 @@ func storedTile(t *testing.T, tif []byte, x, y int) []byte {
 // specification asks.
 func TestIIIFServesAPyramidalTIFF(t *testing.T) {
 	t.Parallel()
-	ae := newArchiveEnv(t)
+	ae := newArchiveEnv(t, withPixelTime)
 	tif := vipsPyramid(t, 1000, 700, "128")
 	ae.put("maps/scan.tif", tif, "image/tiff", "")
 
@@ -136,7 +136,7 @@ func TestIIIFServesAPyramidalTIFF(t *testing.T) {
 // is made from: info.json and derivatives alike.
 func TestIIIFPurgedWithItsSource(t *testing.T) {
 	t.Parallel()
-	ae := newArchiveEnv(t)
+	ae := newArchiveEnv(t, withPixelTime)
 	ae.put("scan.tif", vipsPyramid(t, 600, 400, "100"), "image/tiff", "")
 	first := body(t, ae.do("GET", "/iiif/3/scan/full/60,/0/default.png"))
 	expect(t, ae.do("GET", "/iiif/3/scan/info.json"), 200, "MISS")
