@@ -11,7 +11,7 @@
 // IIIF, beside IIPImage and nginx), storage (2, and 6: memory), disk (3),
 // stage (4), purge (5), rss (6: peak RSS under a 404 flood, a big tile and
 // an S3 hang), cost (7), archive (8: PMTiles archives). storage needs ab, wrk and nginx, images
-// vips, iipsrv and nginx (e2e/install-tools.sh installs them).
+// and rss vips, images iipsrv and nginx (e2e/install-tools.sh installs them).
 package main
 
 import (
@@ -208,7 +208,13 @@ func run() error {
 			}},
 			{"rss", func() error {
 				wd, _ := os.Getwd()
-				r, err := e2e.RunRSS(ctx, e2e.DefaultRSSParams(filepath.Dir(wd), wd, *quick))
+				rp := e2e.DefaultRSSParams(filepath.Dir(wd), wd, *quick)
+				img, err := e2e.EnsureBigTIFF(ctx, filepath.Join(*results, "cache"))
+				if err != nil {
+					return fmt.Errorf("the IIIF flood's image: %w", err)
+				}
+				rp.IIIFImage = img.Path
+				r, err := e2e.RunRSS(ctx, rp)
 				all.RSS = &r
 				return err
 			}},
