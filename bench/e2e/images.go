@@ -97,8 +97,16 @@ type ImagesResult struct {
 	Throughput   []ServerRow   `json:"throughput"`
 	WrkCommand   string        `json:"wrk_command"`
 	Profile      []string      `json:"profile,omitempty"` // perf's hottest symbols of a cold run
-	ProfileNote  string        `json:"profile_note,omitempty"`
-	Targets      []Target      `json:"targets"`
+	// WrkCPU is each wrk server's processes' CPU time per answer (median
+	// over the rounds), and WrkProfile perf's hottest symbols of tilesieve
+	// under one more wrk run.
+	WrkCPU      map[string]time.Duration `json:"wrk_cpu,omitempty"`
+	WrkProfile  []string                 `json:"wrk_profile,omitempty"`
+	ProfileNote string                   `json:"profile_note,omitempty"`
+	Targets     []Target                 `json:"targets"`
+	// LoadAvg is /proc/loadavg at the section's start and end: the work
+	// the machine did beside it.
+	LoadAvg [2]string `json:"load_avg"`
 }
 
 // SessionInfo describes one viewer session as run.
@@ -131,6 +139,7 @@ type imagesEnv struct {
 // nginx serving tilesieve's answers as files.
 func RunImages(ctx context.Context, p ImagesParams) (ImagesResult, error) {
 	res := ImagesResult{Params: p}
+	res.LoadAvg[0] = loadAvg()
 	img, err := EnsureBigTIFF(ctx, p.CacheDir)
 	res.Image = img
 	if err != nil {
@@ -158,8 +167,16 @@ func RunImages(ctx context.Context, p ImagesParams) (ImagesResult, error) {
 		return res, err
 	}
 	e.profile(ctx, &res)
+	res.LoadAvg[1] = loadAvg()
 	res.targets()
 	return res, nil
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // newImagesEnv builds the binaries, starts an S3 endpoint per latency with

@@ -38,11 +38,14 @@ func TestStoredAsIs(t *testing.T) {
 
 func TestPerfTop(t *testing.T) {
 	t.Parallel()
-	out := "# Samples: 785\n#\n# Overhead  Command  Symbol\n    20.76%  tiles  [.] image/png.filter  -  -\n     4.20%  s3serve  [k] finish_task_switch.isra.0  -  -\n\n"
+	out := "# Samples: 785\n#\n# Overhead  Shared Object  Symbol\n    20.76%  tiles  [.] image/png.filter  -  -\n     4.20%  [kernel.kallsyms]  [k] finish_task_switch.isra.0  -  -\n\n"
 	got := perfTop(out, 5)
-	want := []string{"20.76% tiles image/png.filter", "4.20% s3serve finish_task_switch.isra.0"}
+	want := []string{"20.76% tiles image/png.filter", "4.20% [kernel.kallsyms] finish_task_switch.isra.0"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := perfTop("# Overhead  Shared Object\n    61.02%  [kernel.kallsyms]\n    38.98%  tiles\n", 5); strings.Join(got, "|") != "61.02% [kernel.kallsyms]|38.98% tiles" {
+		t.Errorf("by binary: got %q", got)
 	}
 }
 

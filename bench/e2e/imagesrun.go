@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tilesieve/tilesieve/bench/e2e/loadtool"
 	"github.com/tilesieve/tilesieve/bench/e2e/stats"
 	"github.com/tilesieve/tilesieve/bench/e2e/viewer"
 	"github.com/tilesieve/tilesieve/bench/e2e/workload"
@@ -330,113 +330,9 @@ func (e *imagesEnv) probe(ctx context.Context, keys []string) (int, error) {
 	return s3Requests(e.s3[lat].URL)
 }
 
-// The servers of the wrk runs.
-const (
-	wrkTS        = "tilesieve warm (memory hits)"
-	wrkIIP       = "IIPImage warm"
-	wrkIIPLegacy = "IIPImage warm, sizes as `w,` (OpenSeadragon 2)"
-	wrkStatic    = "nginx static"
-)
-
-// throughputServer is one server of the wrk runs.
-type throughputServer struct {
-	name, url string
-	paths     []string
-	tilesieve bool
-}
-
-// throughput loads warm servers with wrk, cycling through the Mirador
-// session's requests, in rounds whose order rotates.
-func (e *imagesEnv) throughput(ctx context.Context, res *ImagesResult) error {
-	lat := e.p.Latencies[0]
-	proc, url, err := e.startTiles(ctx, lat)
-	if err != nil {
-		return err
-	}
-	defer proc.Stop()
-	if err := e.iip.start(ctx, "wrk"); err != nil {
-		return err
-	}
-	defer e.iip.stop()
-	mir, mirIIP := e.ts[1], e.iipSess[1]
-	servers := []throughputServer{
-		{name: wrkTS, url: url, paths: wrkPaths(mir, e.tsPrefix), tilesieve: true},
-		{name: wrkIIP, url: e.fcgiURL, paths: wrkPaths(mirIIP, e.iipPrefix)},
-		{name: wrkIIPLegacy, url: e.fcgiURL, paths: wrkPaths(e.iipLegacy[1], e.iipPrefix)},
-		{name: wrkStatic, url: e.staticURL, paths: wrkPaths(mir, e.staticPrefix)},
-	}
-	for _, s := range servers { // warm: one pass of the session
-		w := workload.Workload{Name: "warm-up", Phases: []workload.Phase{{Keys: trimSlash(s.paths), Concurrency: 6}}}
-		if _, err := runSession(ctx, s.url, w); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-	}
-	res.WrkCommand = fmt.Sprintf("wrk -t %d -c %d -d %ds --latency -s <cycle the %d requests>.lua", e.p.WrkThreads, e.p.WrkConns, int(e.p.WrkDur.Seconds()), len(servers[0].paths))
-	samples := map[string][]ServerRow{}
-	var hits, reqs int64
-	for r := range max(1, e.p.WrkRounds) {
-		for i := range servers {
-			s := servers[(i+r)%len(servers)]
-			var before HandlerCounts
-			if s.tilesieve {
-				before, _ = handlerCounts(url)
-			}
-			w, err := loadtool.RunWrk(ctx, s.url, s.paths, e.p.WrkDur, e.p.WrkConns, e.p.WrkThreads, e.tmp)
-			if err != nil {
-				return fmt.Errorf("%s: %w", s.name, err)
-			}
-			if s.tilesieve {
-				after, _ := handlerCounts(url)
-				hits, reqs = hits+after.MemoryHits-before.MemoryHits, reqs+after.Requests-before.Requests
-			}
-			row := ServerRow{Server: s.name, Tool: "wrk", RPS: w.RPS, Mean: w.Mean, P50: w.P50, P99: w.P99, Errors: w.Non2xx}
-			if w.SocketErrors != "" {
-				row.Note = "socket errors: " + w.SocketErrors
-			}
-			samples[s.name] = append(samples[s.name], row)
-		}
-	}
-	for _, s := range servers {
-		row := medianRow(samples[s.name])
-		if s.tilesieve && reqs > 0 {
-			row.Note = joinNote(row.Note, fmt.Sprintf("%.1f%% memory hits during wrk (admin stats)", pct(hits, reqs)))
-		}
-		res.Throughput = append(res.Throughput, row)
-	}
-	return nil
-}
-
-// HandlerCounts is the part of the admin stats the section reads.
-type HandlerCounts struct{ Requests, MemoryHits int64 }
-
-func handlerCounts(url string) (HandlerCounts, error) {
-	st, err := tilesStats(url)
-	return HandlerCounts{Requests: st.Handler.Requests, MemoryHits: st.Handler.MemoryHits}, err
-}
-
-func wrkPaths(s viewer.Session, prefix string) []string {
-	var out []string
-	for _, p := range s.Paths() {
-		out = append(out, "/"+prefix+p)
-	}
-	return out
-}
-
-func trimSlash(paths []string) []string {
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		out[i] = strings.TrimPrefix(p, "/")
-	}
-	return out
-}
-
 // profile records, with perf, where the CPU of one more cold Mirador run
 // at the first latency goes, in the tile function and in the S3 endpoint.
 func (e *imagesEnv) profile(ctx context.Context, res *ImagesResult) {
-	if _, err := exec.LookPath("perf"); err != nil {
-		res.ProfileNote = "perf not installed: no profile"
-		return
-	}
 	lat := e.p.Latencies[0]
 	proc, url, err := e.startTiles(ctx, lat)
 	if err != nil {
@@ -444,44 +340,66 @@ func (e *imagesEnv) profile(ctx context.Context, res *ImagesResult) {
 		return
 	}
 	defer proc.Stop()
-	data := filepath.Join(e.tmp, "perf.data")
-	pids := fmt.Sprintf("%d,%d", proc.Cmd.Process.Pid, e.s3[lat].Cmd.Process.Pid)
-	rec := exec.CommandContext(ctx, "perf", "record", "-F", "999", "-p", pids, "-o", data)
+	res.Profile, err = perfProfile(ctx, filepath.Join(e.tmp, "perf-cold.data"), []int{proc.Cmd.Process.Pid, e.s3[lat].Cmd.Process.Pid}, func() error {
+		_, err := runSession(ctx, url, asWorkload(e.ts[1], e.tsPrefix))
+		return err
+	})
+	if err != nil {
+		res.ProfileNote = "profile: " + err.Error()
+	}
+}
+
+// perfProfile records the processes pids with perf while run runs and
+// returns the share of each binary (the kernel's included), then the
+// hottest symbols (perfTop of `perf report --sort dso` and `dso,symbol`).
+func perfProfile(ctx context.Context, data string, pids []int, run func() error) ([]string, error) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		return nil, errors.New("perf not installed")
+	}
+	ps := make([]string, len(pids))
+	for i, p := range pids {
+		ps[i] = strconv.Itoa(p)
+	}
+	rec := exec.CommandContext(ctx, "perf", "record", "-F", "999", "-p", strings.Join(ps, ","), "-o", data)
 	if err := rec.Start(); err != nil {
-		res.ProfileNote = "perf record: " + err.Error()
-		return
+		return nil, fmt.Errorf("perf record: %w", err)
 	}
 	time.Sleep(300 * time.Millisecond) // perf attaches
-	_, rerr := runSession(ctx, url, asWorkload(e.ts[1], e.tsPrefix))
+	rerr := run()
 	rec.Process.Signal(os.Interrupt)
 	rec.Wait()
 	if rerr != nil {
-		res.ProfileNote = "profiled run: " + rerr.Error()
-		return
+		return nil, fmt.Errorf("profiled run: %w", rerr)
 	}
-	out, err := exec.CommandContext(ctx, "perf", "report", "-i", data, "--stdio", "--sort", "comm,symbol", "--percent-limit", "1.5").Output()
-	if err != nil {
-		res.ProfileNote = "perf report: " + err.Error()
-		return
+	var top []string
+	for _, sort := range []string{"dso", "dso,symbol"} {
+		out, err := exec.CommandContext(ctx, "perf", "report", "-i", data, "--stdio", "--sort", sort, "--percent-limit", "1.5").Output()
+		if err != nil {
+			return nil, fmt.Errorf("perf report: %w", err)
+		}
+		top = append(top, perfTop(string(out), 12)...)
 	}
-	res.Profile = perfTop(string(out), 15)
+	return top, nil
 }
 
 // perfTop is the first n sample lines of `perf report --stdio`: "12.34%
-// comm symbol".
+// binary symbol", or "12.34% binary" when sorted by binary alone.
 func perfTop(out string, n int) []string {
 	var top []string
 	for line := range strings.SplitSeq(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) < 4 || strings.HasPrefix(f[0], "#") || !strings.HasSuffix(f[0], "%") {
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") || !strings.HasSuffix(f[0], "%") {
 			continue
 		}
 		// "12.34%  tiles  [.] image/jpeg.(*decoder).decodeHuffman  -  -"
-		sym := f[3:]
+		var sym []string
+		if len(f) > 3 {
+			sym = f[3:]
+		}
 		for len(sym) > 1 && sym[len(sym)-1] == "-" {
 			sym = sym[:len(sym)-1]
 		}
-		top = append(top, f[0]+" "+f[1]+" "+strings.Join(sym, " "))
+		top = append(top, strings.TrimSpace(f[0]+" "+f[1]+" "+strings.Join(sym, " ")))
 		if len(top) == n {
 			break
 		}

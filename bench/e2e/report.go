@@ -114,8 +114,11 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	if a.IIIF != nil {
 		targetRows(&b, "1 IIIF viewer", a.IIIF.Targets)
 	}
-	if a.Images != nil {
-		targetRows(&b, imagesSection, a.Images.Targets)
+	if r := a.Images; r != nil {
+		if len(r.Sessions) > 0 {
+			r.targets() // from the saved measurements, so that -render states them as the code does now
+		}
+		targetRows(&b, imagesSection, r.Targets)
 	}
 	if a.Storage != nil {
 		targetRows(&b, "2 serving from storage", a.Storage.Targets)

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 )
@@ -65,12 +64,6 @@ type Tile struct {
 
 // Path is the tile's request below the image's id.
 func (t Tile) Path() string { return t.Region + "/" + t.Size + "/0/default.jpg" }
-
-// maxLevel is OpenSeadragon's highest level (the full resolution): level
-// l shows the image at scale 2^(l-maxLevel).
-func (in Info) maxLevel() int {
-	return int(math.Round(math.Log2(float64(slices.Max(in.ScaleFactors)))))
-}
 
 // LevelSize is the size OpenSeadragon gives the level of scale factor f:
 // the full size divided by f, rounded up (it uses info.json's sizes only
