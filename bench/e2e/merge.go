@@ -21,11 +21,23 @@ func Merge(old, fresh string) (string, bool) {
 	for _, p := range fParts {
 		have[heading(p)] = true
 	}
+	inOld := map[string]bool{}
+	for _, p := range oParts {
+		inOld[heading(p)] = true
+	}
 	kept := false
 	var out []string
 	added := map[string]bool{}
 	for _, p := range oParts {
 		h := heading(p)
+		// A subsection the old section lacks goes before the first one
+		// numbered after it ("### 1b." before "### 2.").
+		for _, f := range fParts {
+			if fh := heading(f); !inOld[fh] && !added[fh] && number(f) >= 0 && number(p) > number(f) {
+				out = append(out, f)
+				added[fh] = true
+			}
+		}
 		switch {
 		case h == "### Targets":
 			out = append(out, mergeTargets(p, find(fParts, h)))
@@ -133,6 +145,21 @@ func heading(part string) string {
 		return "### " + num
 	}
 	return h
+}
+
+// number is the number that leads a subsection's heading ("### 1b. …"
+// is 1), -1 when there is none.
+func number(part string) int {
+	h := strings.TrimPrefix(part, "### ")
+	i := 0
+	for i < len(h) && h[i] >= '0' && h[i] <= '9' {
+		i++
+	}
+	n, err := strconv.Atoi(h[:i])
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 func find(parts []string, h string) string {

@@ -21,6 +21,7 @@ type All struct {
 	Elapsed time.Duration  `json:"elapsed"`
 	Handler *HandlerResult `json:"handler,omitempty"`
 	IIIF    *IIIFResult    `json:"iiif,omitempty"`
+	Images  *ImagesResult  `json:"images,omitempty"`
 	Storage *StorageResult `json:"storage,omitempty"`
 	Disk    *DiskResult    `json:"disk,omitempty"`
 	Staging *StageResult   `json:"staging,omitempty"`
@@ -113,6 +114,12 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	if a.IIIF != nil {
 		targetRows(&b, "1 IIIF viewer", a.IIIF.Targets)
 	}
+	if r := a.Images; r != nil {
+		if len(r.Sessions) > 0 {
+			r.targets() // from the saved measurements, so that -render states them as the code does now
+		}
+		targetRows(&b, imagesSection, r.Targets)
+	}
 	if a.Storage != nil {
 		targetRows(&b, "2 serving from storage", a.Storage.Targets)
 		if e := a.Storage.Equal; e != nil {
@@ -188,6 +195,10 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 			return BarPlot(p, "IIIF viewer loads: total time (log scale)", "ms", cats, ss, true)
 		}))
 		b.WriteString("\n")
+	}
+
+	if r := a.Images; r != nil && len(r.Sessions) > 0 {
+		renderImages(&b, r, plot)
 	}
 
 	if s := a.Storage; s != nil && len(s.Commands) == 2 { // not when the run failed before its loads

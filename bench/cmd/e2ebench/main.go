@@ -7,10 +7,11 @@
 //	cd bench && go run ./cmd/e2ebench -out ../docs/BENCHMARKS.md
 //	cd bench && go run ./cmd/e2ebench -only iiif,purge -quick
 //
-// Sections: handler (0), iiif (1), storage (2, and 6: memory), disk (3),
+// Sections: handler (0), iiif (1), images (1b: a pyramidal TIFF in S3 as
+// IIIF, beside IIPImage and nginx), storage (2, and 6: memory), disk (3),
 // stage (4), purge (5), rss (6: peak RSS under a 404 flood, a big tile and
-// an S3 hang), cost (7), archive (8: PMTiles archives). storage needs ab, wrk and nginx
-// (e2e/install-tools.sh installs them).
+// an S3 hang), cost (7), archive (8: PMTiles archives). storage needs ab, wrk and nginx, images
+// and rss vips, images iipsrv and nginx (e2e/install-tools.sh installs them).
 package main
 
 import (
@@ -32,7 +33,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 )
 
-var sections = []string{"handler", "iiif", "disk", "stage", "purge", "storage", "rss", "cost", "archive"}
+var sections = []string{"handler", "iiif", "images", "disk", "stage", "purge", "storage", "rss", "cost", "archive"}
 
 func main() {
 	if err := run(); err != nil {
@@ -124,6 +125,17 @@ func run() error {
 				all.IIIF = &r
 				return err
 			}},
+			{"images", func() error {
+				wd, _ := os.Getwd()
+				for _, tool := range []string{"vips", "wrk", "nginx", e2e.IIPSrv} {
+					if _, err := exec.LookPath(tool); err != nil {
+						return fmt.Errorf("%s not found: run bench/e2e/install-tools.sh", tool)
+					}
+				}
+				r, err := e2e.RunImages(ctx, e2e.DefaultImagesParams(filepath.Dir(wd), wd, filepath.Join(*results, "cache"), *quick))
+				all.Images = &r
+				return err
+			}},
 			{"disk", func() error {
 				r, err := e2e.RunDisk(ctx, p, reps, 6)
 				all.Disk = &r
@@ -196,7 +208,13 @@ func run() error {
 			}},
 			{"rss", func() error {
 				wd, _ := os.Getwd()
-				r, err := e2e.RunRSS(ctx, e2e.DefaultRSSParams(filepath.Dir(wd), wd, *quick))
+				rp := e2e.DefaultRSSParams(filepath.Dir(wd), wd, *quick)
+				img, err := e2e.EnsureBigTIFF(ctx, filepath.Join(*results, "cache"))
+				if err != nil {
+					return fmt.Errorf("the IIIF flood's image: %w", err)
+				}
+				rp.IIIFImage = img.Path
+				r, err := e2e.RunRSS(ctx, rp)
 				all.RSS = &r
 				return err
 			}},
@@ -267,7 +285,7 @@ func run() error {
 // toolVersions names the outside tools the run used.
 func toolVersions() []string {
 	var out []string
-	for _, c := range [][]string{{"ab", "-V"}, {"wrk", "-v"}, {"nginx", "-v"}} {
+	for _, c := range [][]string{{"ab", "-V"}, {"wrk", "-v"}, {"nginx", "-v"}, {"vips", "--version"}, {"dpkg-query", "-W", "-f", "iipimage-server ${Version}", "iipimage-server"}} {
 		b, _ := exec.Command(c[0], c[1:]...).CombinedOutput()
 		line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
 		if line == "" {
