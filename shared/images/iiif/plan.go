@@ -3,6 +3,7 @@ package iiif
 import (
 	"fmt"
 	"image"
+	"math"
 )
 
 // Plan is how to make an answer from stored tiles: the level to read, the
@@ -86,11 +87,24 @@ func chooseLevel(img Image, r rect, w, h int64) (l int, m rect, exact bool) {
 		}
 	}
 	for l := len(img.Levels) - 1; l > 0; l-- {
-		if m := img.mapRect(l, r); m.w >= w && m.h >= h {
-			return l, m, false
+		if img.holds(l, r, w, h) {
+			return l, img.mapRect(l, r), false
 		}
 	}
 	return 0, img.mapRect(0, r), false
+}
+
+// holds reports whether level l has at least w×h pixels over region r at
+// its nominal scale: the region's exact extent in the level, rounded up.
+// A level rounded down (libvips, GDAL) has a fraction of a pixel less at
+// its far edges than a viewer computing its size rounding up asks for
+// (147.75 columns where it asks for 148); that level still answers, its
+// last pixel stretched by the fraction, rather than a level four times the
+// pixels and often twice the reads.
+func (img Image) holds(l int, r rect, w, h int64) bool {
+	const eps = 1e-9
+	a := img.mapArea(l, r)
+	return int64(math.Ceil(a[2]-a[0]-eps)) >= w && int64(math.Ceil(a[3]-a[1]-eps)) >= h
 }
 
 // onGrid reports whether region r starts and ends on the pixel boundaries of
