@@ -17,6 +17,7 @@ require (
 	github.com/klauspost/compress v1.18.7
 	github.com/rclone/gofakes3 v0.0.12
 	golang.org/x/image v0.48.0
+	golang.org/x/sync v0.24.0
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.62.0
 )

@@ -66,10 +66,12 @@ type RSSParams struct {
 	NamesMemBytes int64
 	// The IIIF full/max flood: IIIFClients clients at once ask for large
 	// answers derived from the pyramidal TIFF at IIIFImage ("": not run).
-	IIIFImage    string
-	IIIFClients  int
-	IIIFRounds   int
-	IIIFMemBytes int64
+	// IIIFRenderBytes is its IIIF_RENDER_BYTES, which the bound adds.
+	IIIFImage       string
+	IIIFClients     int
+	IIIFRounds      int
+	IIIFMemBytes    int64
+	IIIFRenderBytes int64
 }
 
 // DefaultRSSParams is the run of `make bench` (quick: a short one).
@@ -81,7 +83,7 @@ func DefaultRSSParams(repoRoot, benchDir string, quick bool) RSSParams {
 		GzipDecodedBytes: 64 << 20, GzipKeptBytes: 4 << 20, GzipMemBytes: 64 << 20, GzipMaxTile: "64MiB", GzipClients: 80, GzipRounds: 3,
 		ArchiveTileBytes: 17 << 20, ArchiveMaxTile: "16MiB", ArchiveMemBytes: 32 << 20, ArchiveClients: 62, ArchiveRounds: 3,
 		Names: 60_000, NamesClients: 16, NamesMemBytes: 32 << 20,
-		IIIFClients: 20, IIIFRounds: 3, IIIFMemBytes: 32 << 20}
+		IIIFClients: 20, IIIFRounds: 3, IIIFMemBytes: 32 << 20, IIIFRenderBytes: 64 << 20}
 	if quick {
 		p.FloodRequests, p.FloodDuration, p.BigRounds, p.HangRounds = 5_000, 10*time.Second, 2, 2
 		p.GzipDecodedBytes, p.GzipClients, p.GzipRounds = 16<<20, 20, 1
@@ -638,8 +640,8 @@ func renderRSS(b *strings.Builder, r *RSSResult) {
 			p.NamesClients, p.Names-1)
 	}
 	if p.IIIFImage != "" {
-		fmt.Fprintf(b, "- **IIIF full/max flood**: the %d×%d pyramidal TIFF of section 1b in S3; %d round(s) of %d clients at once, client i asking for `/iiif/3/big/` + form i mod %d of `%s`, each wanting a whole 200, with MEM_CACHE_BYTES %s and the IIIF bounds at their defaults (answers of at most 4096 px a side and 4 Mpx, 16 Mpx decoded per answer, 2 tiles decoded at once); identical requests in flight are merged, and a JPEG answer fits the memory tier's entry limit (%s) while the PNG does not; disk tier off. When the peak is over the bound, the note gives what held the Go heap at its largest in the same flood run against the tile function built in the bench's process (app.NewWithOrigin over the same S3 endpoint; `go tool pprof -top` of a heap profile, in-use bytes).\n",
-			BigTIFFWidth, BigTIFFHeight, p.IIIFRounds, p.IIIFClients, len(iiifFloodForms), strings.Join(iiifFloodForms, "`, `"), mib(p.IIIFMemBytes), mib(p.IIIFMemBytes*7/8/8))
+		fmt.Fprintf(b, "- **IIIF full/max flood**: the %d×%d pyramidal TIFF of section 1b in S3; %d round(s) of %d clients at once, client i asking for `/iiif/3/big/` + form i mod %d of `%s`, each wanting a whole 200, with MEM_CACHE_BYTES %s, IIIF_RENDER_BYTES %s (the pixels of the answers being made at once, which the bound adds) and the other IIIF bounds at their defaults (answers of at most 4096 px a side and 4 Mpx, 16 Mpx decoded per answer, 2 tiles decoded at once); identical requests in flight are merged, and a JPEG answer fits the memory tier's entry limit (%s) while the PNG does not; disk tier off. When the peak is over the bound, the note gives what held the Go heap at its largest in the same flood run against the tile function built in the bench's process (app.NewWithOrigin over the same S3 endpoint; `go tool pprof -top` of a heap profile, in-use bytes).\n",
+			BigTIFFWidth, BigTIFFHeight, p.IIIFRounds, p.IIIFClients, len(iiifFloodForms), strings.Join(iiifFloodForms, "`, `"), mib(p.IIIFMemBytes), mib(p.IIIFRenderBytes), mib(p.IIIFMemBytes*7/8/8))
 	}
 	b.WriteString("\n")
 	b.WriteString("| scenario | MEM_CACHE_BYTES | base | bound | peak (VmHWM) | VmRSS at end | requests | answers | memory tier at end | time |\n|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n")

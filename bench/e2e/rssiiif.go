@@ -41,11 +41,12 @@ const iiifFloodKey = "big.tif"
 // fits the memory tier's entry limit is a memory hit from then on.
 func runIIIFFlood(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL string) (RSSRow, error) {
 	row := RSSRow{Scenario: fmt.Sprintf("IIIF full/max flood: %d clients × %d rounds of %d large forms of a %d×%d pyramidal TIFF",
-		p.IIIFClients, p.IIIFRounds, len(iiifFloodForms), BigTIFFWidth, BigTIFFHeight), MemBytes: p.IIIFMemBytes}
+		p.IIIFClients, p.IIIFRounds, len(iiifFloodForms), BigTIFFWidth, BigTIFFHeight), MemBytes: p.IIIFMemBytes,
+		Extra: p.IIIFRenderBytes, ExtraWhat: "IIIF_RENDER_BYTES"}
 	if err := putFile(ctx, s3URL, iiifFloodKey, p.IIIFImage, "image/tiff"); err != nil {
 		return row, err
 	}
-	tp, err := startTiles(ctx, "iiif", tmp, bin, logs, s3URL, p.IIIFMemBytes)
+	tp, err := startTiles(ctx, "iiif", tmp, bin, logs, s3URL, p.IIIFMemBytes, "IIIF_RENDER_BYTES="+strconv.FormatInt(p.IIIFRenderBytes, 10))
 	if err != nil {
 		return row, err
 	}
@@ -140,14 +141,15 @@ func putFile(ctx context.Context, s3URL, key, path, contentType string) error {
 // iiifFloodHeap runs the flood once more against the tile function built in
 // this process from the same configuration (app.NewWithOrigin over the same
 // S3 endpoint), under the Go memory limit the process sets off Lambda
-// (MEM_CACHE_BYTES × 1.05 + the memory in use after init), so that its
+// (MEM_CACHE_BYTES × 1.05 + IIIF_RENDER_BYTES + the memory in use after init), so that its
 // collector runs as the process's does and the heap profile's in-use
 // figures (those of the last collection) follow the live heap. It samples
 // the profile every 20 ms and names the functions that held the most at
 // the sample with the most in use.
 func iiifFloodHeap(ctx context.Context, p RSSParams, tmp, s3URL string) (string, error) {
 	env := map[string]string{"TILES_BUCKET": Bucket, "MEM_CACHE_BYTES": strconv.FormatInt(p.IIIFMemBytes, 10), "DISK_CACHE_BYTES": "0",
-		"DISK_CACHE_DIR": filepath.Join(tmp, "disk-heap"), "LOG_LEVEL": "warn"}
+		"IIIF_RENDER_BYTES": strconv.FormatInt(p.IIIFRenderBytes, 10),
+		"DISK_CACHE_DIR":    filepath.Join(tmp, "disk-heap"), "LOG_LEVEL": "warn"}
 	for _, kv := range S3Env(s3URL) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
@@ -173,7 +175,7 @@ func iiifFloodHeap(ctx context.Context, p RSSParams, tmp, s3URL string) (string,
 	runtime.MemProfileRate = 64 << 10
 	defer func() { runtime.MemProfileRate = 512 << 10 }()
 	debug.FreeOSMemory()
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(p.IIIFMemBytes + p.IIIFMemBytes/20 + goMemoryInUse()))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(p.IIIFMemBytes + p.IIIFMemBytes/20 + p.IIIFRenderBytes + goMemoryInUse()))
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	peak := sampleHeap(ctx, func() {
 		client := HTTPClient()

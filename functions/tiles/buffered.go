@@ -18,13 +18,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tilesieve/tilesieve/shared/admin"
+	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
 // maxBufferedPayload is Lambda's limit on a buffered response: 6 MB for the
 // whole JSON payload. Base64 makes a body 4/3 larger, so binary bodies reach
 // it sooner; the check is on the encoded payload, headers included.
-const maxBufferedPayload = 6 * 1024 * 1024
+const maxBufferedPayload = config.BufferedPayloadBytes
 
 // urlEvent is the part of a function-URL event the server reads; the rest
 // of the event is skipped by the decoder, not kept. Header keys arrive in

@@ -48,3 +48,23 @@ func TestBufferedIIIF(t *testing.T) {
 		t.Errorf("hit: %v, %d bytes; want the miss's %d bytes", hit.Headers["X-Cache"], len(decodeBody(t, hit)), len(decodeBody(t, miss)))
 	}
 }
+
+// TestBufferedIIIFAnswerPastThePayload: on Lambda in BUFFERED mode an IIIF
+// answer is made within what a buffered payload carries: a PNG of noise
+// whose bytes would pass it is refused by the image service with 501 and
+// its reason (a valid request the server cannot send), not made, cached
+// and then refused by the adapter with 502.
+func TestBufferedIIIFAnswerPastThePayload(t *testing.T) {
+	t.Parallel()
+	s3e := s3localtest.Start(t, "tiles")
+	s3localtest.Put(t, s3e.Client, "tiles", "tiles/noise.tif", imagetest.Pyramid(t, 2000, 1500, "128"), "image/tiff", "")
+	fn := newTileFunction(t, s3e.Server, s3e.URL)
+	r := fn.invoke(withPath(t, fixtures.Read(t, "url-get-tile.json"), "/iiif/3/noise/full/max/0/default.png"))
+	if b := string(decodeBody(t, r)); r.StatusCode != 501 || !strings.Contains(b, "ask for a smaller size or for jpg") {
+		t.Fatalf("got %d %q, want 501 with the reason", r.StatusCode, b)
+	}
+	r = fn.invoke(withPath(t, fixtures.Read(t, "url-get-tile.json"), "/iiif/3/noise/full/max/0/default.jpg"))
+	if r.StatusCode != 200 {
+		t.Fatalf("the JPEG: got %d, want 200", r.StatusCode)
+	}
+}

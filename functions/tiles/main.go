@@ -170,7 +170,8 @@ func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
 }
 
 // setMemoryLimitOffLambda keeps the process within what it was configured
-// to hold, once init is done: MEM_CACHE_BYTES with a tenth more, plus the Go
+// to hold, once init is done: MEM_CACHE_BYTES with a tenth more, plus
+// IIIF_RENDER_BYTES (the pixels of the IIIF answers being made), plus the Go
 // memory the idle process already uses (measured now, after init: the
 // runtime, the disk tier's index, the handler's pools; after a collection
 // that returns init's garbage to the system, which would otherwise count as
@@ -193,7 +194,7 @@ func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
 	}
 	debug.FreeOSMemory()
 	base := goMemoryInUse()
-	limit := cfg.MemBytes + cfg.MemBytes/20 + base
+	limit := cfg.MemBytes + cfg.MemBytes/20 + cfg.IIIF.RenderBytes + base
 	debug.SetMemoryLimit(limit)
 	gcPercent := os.Getenv("GOGC")
 	if gcPercent == "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"unsafe"
 
+	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
@@ -12,7 +13,7 @@ import (
 // maxPayloadBody is the largest tile body whose function-URL payload is
 // prepared: Lambda's buffered limit is 6 MB for the whole payload, and
 // base64 makes a body 4/3 larger.
-const maxPayloadBody = (maxBufferedPayload - 8*1024) / 4 * 3
+const maxPayloadBody = config.BufferedBodyBytes
 
 // payload is a tile's buffered function-URL answer to a memory hit,
 // encoded once as the tile entered the memory tier (tileserver.Extra):

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/docs"
+	"github.com/tilesieve/tilesieve/shared/images"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/tiers"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
@@ -70,6 +71,8 @@ type Deps struct {
 	Purger Purger        // nil: admin purges of this instance only
 	// Handler returns the HTTP layer's own counters for the stats.
 	Handler func() HandlerStats
+	// Images is the IIIF service whose answers the stats count; nil: none.
+	Images *images.Service
 	// Catalog lists the tilesets of GET /_tilesieve/catalog, public and
 	// read-only (docs.Docs.Tilesets); nil: 404.
 	Catalog func(ctx context.Context) ([]docs.CatalogEntry, error)
@@ -91,6 +94,7 @@ type Handler struct {
 	disk       *disk.Store
 	purger     Purger
 	handler    func() HandlerStats
+	images     *images.Service
 	catalog    func(context.Context) ([]docs.CatalogEntry, error)
 	baseURL    func(*http.Request) string
 	publicCORS bool
@@ -103,7 +107,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("admin: Engine and Memory are required")
 	}
 	h := &Handler{token: cfg.Token, now: cfg.Now, eng: d.Engine, mem: d.Memory, disk: d.Disk,
-		purger: d.Purger, handler: d.Handler, catalog: d.Catalog, baseURL: d.BaseURL, publicCORS: d.PublicCORS, log: d.Logger}
+		purger: d.Purger, handler: d.Handler, images: d.Images, catalog: d.Catalog, baseURL: d.BaseURL, publicCORS: d.PublicCORS, log: d.Logger}
 	if cfg.Token != "" {
 		h.hash = hashToken(cfg.Token)
 	}
@@ -387,6 +391,24 @@ type Stats struct {
 	Handler HandlerStats `json:"handler"`
 	Memory  memory.Stats `json:"memory"`
 	Disk    *disk.Stats  `json:"disk,omitempty"`
+	Images  *ImageStats  `json:"images,omitempty"`
+}
+
+// ImageStats counts how the IIIF answers were made, and the pixels the
+// ones being made hold.
+type ImageStats struct {
+	// Stored counts answers that were a stored tile's bytes, no decode;
+	// Rendered those decoded, scaled and encoded; Refused those refused
+	// once made, their encoding over the byte bound (each remembered).
+	Stored   int64 `json:"stored"`
+	Rendered int64 `json:"rendered"`
+	Refused  int64 `json:"refused"`
+	// RenderBytes is the pixels the answers being made hold now
+	// (IIIF_RENDER_BYTES bounds it), RenderBytesPeak the most at once,
+	// RenderWaits the answers that waited for room.
+	RenderBytes     int64 `json:"render_bytes"`
+	RenderBytesPeak int64 `json:"render_bytes_peak"`
+	RenderWaits     int64 `json:"render_waits"`
 }
 
 // HandlerStats counts what the handler did.
@@ -423,7 +445,13 @@ func (s *Handler) Stats() Stats {
 	hs.OriginFetches, hs.OriginErrors = es.OriginFetches, es.OriginErrors
 	hs.MergedMisses, hs.DroppedFills, hs.DiskWriteErrors = es.MergedMisses, es.DroppedFills, es.DiskWriteErrors
 	hs.OriginInFlight, hs.OriginInFlightPeak = es.OriginInFlight, es.OriginInFlightPeak
-	return Stats{Handler: hs, Memory: es.Memory, Disk: es.Disk}
+	st := Stats{Handler: hs, Memory: es.Memory, Disk: es.Disk}
+	if s.images != nil {
+		c, px := s.images.Stats(), s.images.Pixels()
+		st.Images = &ImageStats{Stored: c.Stored.Load(), Rendered: c.Rendered.Load(), Refused: c.Refused.Load(),
+			RenderBytes: px.InFlight, RenderBytesPeak: px.InFlightPeak, RenderWaits: px.Waited}
+	}
+	return st
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -75,6 +75,7 @@ var (
 	varIIIFMaxArea          = Var{Name: "IIIF_MAX_AREA", Default: "4194304", Doc: "Most pixels of an IIIF image answer (maxArea of info.json): with the two above, what keeps an answer within Lambda's 6 MB buffered response."}
 	varIIIFMaxDecoded       = Var{Name: "IIIF_MAX_DECODED_PIXELS", Default: "16777216", Doc: "Most pixels of stored tiles one IIIF answer decodes (from the smallest level that suffices); a request needing more is answered 501."}
 	varIIIFDecoders         = Var{Name: "IIIF_DECODERS", Default: "2", Doc: "Stored tiles decoded at once across all IIIF answers: with IIIF_MAX_DECODED_PIXELS, what bounds the memory a flood of large requests takes."}
+	varIIIFRenderBytes      = Var{Name: "IIIF_RENDER_BYTES", Default: "a quarter of the function memory (128 MiB off Lambda)", Doc: "Bytes of pixels all IIIF answers being made hold at once (their canvases, scaled images and encoded bytes): an answer waits for room, one needing more than all of it runs alone. Accepts 512MiB, 1GiB, or bytes."}
 	varInvokeMode           = Var{Name: "INVOKE_MODE", Default: "BUFFERED", Doc: "BUFFERED (function-URL events, 6 MB limit) or RESPONSE_STREAM; must match the function URL's InvokeMode."}
 	varPort                 = Var{Name: "PORT", Default: "8080", Doc: "Port of the local HTTP server (off Lambda).", LocalOnly: true}
 	varListenAddr           = Var{Name: "LISTEN_ADDR", Default: "127.0.0.1", Doc: "Address of the local HTTP server (off Lambda).", LocalOnly: true}
@@ -108,7 +109,7 @@ func TilesVars() []Var {
 		varJournal,
 		varAdminToken,
 		varPurgeQueueURL,
-		varIIIFMaxWidth, varIIIFMaxHeight, varIIIFMaxArea, varIIIFMaxDecoded, varIIIFDecoders,
+		varIIIFMaxWidth, varIIIFMaxHeight, varIIIFMaxArea, varIIIFMaxDecoded, varIIIFDecoders, varIIIFRenderBytes,
 		varInvokeMode,
 		varPort,
 		varListenAddr,

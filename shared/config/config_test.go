@@ -81,6 +81,35 @@ func TestTilesOnLambdaMemory(t *testing.T) {
 	if !c.OnLambda || c.FunctionMemoryBytes != 1<<30 || c.MemBytes != 512<<20 {
 		t.Fatalf("got OnLambda=%v mem=%d cache=%d, want true 1GiB 512MiB", c.OnLambda, c.FunctionMemoryBytes, c.MemBytes)
 	}
+	if c.IIIF.RenderBytes != 256<<20 || c.AnswerBytes() != BufferedBodyBytes {
+		t.Errorf("got IIIF render bytes %d, answer bytes %d; want a quarter of the memory and a buffered payload's body", c.IIIF.RenderBytes, c.AnswerBytes())
+	}
+}
+
+// TestIIIFRenderBytes: IIIF_RENDER_BYTES off Lambda, set, and refused; the
+// answer bound follows the invoke mode.
+func TestIIIFRenderBytes(t *testing.T) {
+	t.Parallel()
+	c, err := LoadTiles(envOf(map[string]string{"TILES_BUCKET": "b"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IIIF.RenderBytes != DefaultRenderBytesOffLambda || c.AnswerBytes() != c.MaxTileBytes {
+		t.Errorf("off Lambda: render bytes %d, answer bytes %d", c.IIIF.RenderBytes, c.AnswerBytes())
+	}
+	c, err = LoadTiles(envOf(map[string]string{"TILES_BUCKET": "b", "IIIF_RENDER_BYTES": "1GiB",
+		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "INVOKE_MODE": "RESPONSE_STREAM"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IIIF.RenderBytes != 1<<30 || c.AnswerBytes() != c.MaxTileBytes {
+		t.Errorf("set, streaming: render bytes %d, answer bytes %d", c.IIIF.RenderBytes, c.AnswerBytes())
+	}
+	for _, v := range []string{"lots", "1KiB", "-5"} {
+		if _, err := LoadTiles(envOf(map[string]string{"TILES_BUCKET": "b", "IIIF_RENDER_BYTES": v})); err == nil || !strings.Contains(err.Error(), "IIIF_RENDER_BYTES") {
+			t.Errorf("IIIF_RENDER_BYTES=%s: got %v", v, err)
+		}
+	}
 }
 
 func TestEveryProblemInOneError(t *testing.T) {

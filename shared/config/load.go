@@ -204,6 +204,7 @@ func LoadTiles(env Env) (Tiles, error) {
 		r.fail("ORIGIN_FAILURE_WINDOW must not be negative")
 	}
 	r.memory(&t)
+	r.renderBytes(&t)
 	if n, ok := r.bytes(varDiskBytes); ok {
 		t.DiskBytes = n
 	} else {
@@ -412,7 +413,47 @@ func (r *reader) stagePrefixes(t Tiles) {
 type IIIF struct {
 	MaxWidth, MaxHeight, MaxArea, MaxDecodedPixels int64
 	Decoders                                       int
+	// RenderBytes bounds the pixels of the answers being made at once.
+	RenderBytes int64
 }
+
+// DefaultRenderBytesOffLambda is IIIF_RENDER_BYTES off Lambda, unless it
+// says otherwise; on Lambda the default is a quarter of the function's
+// memory (the memory tier takes half).
+const DefaultRenderBytesOffLambda = 128 << 20
+
+// renderBytes reads IIIF_RENDER_BYTES, once the function's memory is read.
+func (r *reader) renderBytes(t *Tiles) {
+	switch n, ok := r.bytes(varIIIFRenderBytes); {
+	case ok:
+		t.IIIF.RenderBytes = n
+	case t.FunctionMemoryBytes > 0:
+		t.IIIF.RenderBytes = t.FunctionMemoryBytes / 4
+	default:
+		t.IIIF.RenderBytes = DefaultRenderBytesOffLambda
+	}
+	if t.IIIF.RenderBytes < 1<<20 {
+		r.fail("IIIF_RENDER_BYTES=%d: want at least 1MiB", t.IIIF.RenderBytes)
+	}
+}
+
+// AnswerBytes is the largest body the function can answer with: what a
+// buffered function-URL payload holds on Lambda (6 MB, the body base64),
+// else MAX_TILE_BYTES. An IIIF answer is made within it.
+func (t Tiles) AnswerBytes() int64 {
+	if t.OnLambda && t.InvokeMode != "RESPONSE_STREAM" {
+		return min(t.MaxTileBytes, BufferedBodyBytes)
+	}
+	return t.MaxTileBytes
+}
+
+// BufferedPayloadBytes is Lambda's limit on a buffered response payload;
+// BufferedBodyBytes the largest binary body whose payload fits it (base64
+// makes a body 4/3 larger; 8 KiB is left for the status and headers).
+const (
+	BufferedPayloadBytes = 6 * 1024 * 1024
+	BufferedBodyBytes    = (BufferedPayloadBytes - 8*1024) / 4 * 3
+)
 
 // iiif reads the IIIF bounds, each at least 1.
 func (r *reader) iiif() IIIF {

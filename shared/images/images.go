@@ -78,14 +78,19 @@ type Service struct {
 	archives Archives
 	next     tiers.Origin
 	render   *iiif.Renderer
+	pipe     *pixel.Pipeline
 	log      *slog.Logger
 	stats    Stats
+	refused  refusals
 }
 
 // Stats counts how answers were made.
 type Stats struct {
 	Stored   atomic.Int64 // answered with a stored tile's bytes, no decode
 	Rendered atomic.Int64 // decoded, scaled and encoded
+	// Refused counts answers made and then refused, their encoding over
+	// the bound on an answer's bytes; each is remembered (see refusals).
+	Refused atomic.Int64
 }
 
 // New builds the service over archives, in front of next.
@@ -104,11 +109,15 @@ func New(cfg Config, archives Archives, next tiers.Origin, log *slog.Logger) (*S
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, archives: archives, next: next, render: r, log: defaults.Logger(log)}, nil
+	return &Service{cfg: cfg, archives: archives, next: next, render: r, pipe: pipe, log: defaults.Logger(log)}, nil
 }
 
 // Stats returns the counters.
 func (s *Service) Stats() *Stats { return &s.stats }
+
+// Pixels returns the pipeline's counters: the pixels of the answers being
+// made.
+func (s *Service) Pixels() pixel.Stats { return s.pipe.Stats() }
 
 // Key is the key of route r's answer in the tiers, its request in the
 // canonical form, so that every spelling of one request shares one entry.
@@ -157,6 +166,12 @@ func (s *Service) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile,
 		if attempt == 0 && errors.Is(err, tile.ErrPreconditionFailed) {
 			s.archives.Changed(v) // the image changed under the read: the new version
 			continue
+		}
+		var refusal *iiif.Error
+		if errors.As(err, &refusal) && !errors.Is(err, tile.ErrNotFound) {
+			// A request the image cannot answer within the bounds: S3
+			// answered every read.
+			err = fmt.Errorf("%w: %w", tile.ErrRefused, err)
 		}
 		return t, err
 	}
@@ -207,6 +222,9 @@ func (s *Service) image(ctx context.Context, r iiif.Route, key string, v *archiv
 		// Keys come from Key: only a canonical request has an answer.
 		return nil, fmt.Errorf("images: %s is not a canonical request: %w", key, tile.ErrNotFound)
 	}
+	if err := s.refused.get(key, v.ETag); err != nil {
+		return nil, err
+	}
 	plan, err := iiif.NewPlan(res, img)
 	if err != nil {
 		return nil, err
@@ -225,11 +243,57 @@ func (s *Service) image(ctx context.Context, r iiif.Route, key string, v *archiv
 	began := time.Now()
 	t.Body, err = s.render.Render(ctx, res, plan, img, src)
 	tile.AddPixels(ctx, time.Since(began)) // Server-Timing's pixels (tiles.Tile's reads included)
+	var tooLarge *pixel.TooLargeError
+	if errors.As(err, &tooLarge) && tooLarge.What == "encoded answer" {
+		s.stats.Refused.Add(1)
+		s.refused.put(key, v.ETag, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	s.stats.Rendered.Add(1)
 	return t, nil
+}
+
+// refusals remembers the answers refused once made (their encoding over
+// the byte bound), for the version of the image they were made from, so
+// that asking again, as a viewer or a flood does, makes nothing. A new
+// version (another ETag) is tried again. At most maxRefusals are kept; one
+// arriving past that replaces an arbitrary one.
+type refusals struct {
+	mu sync.Mutex
+	m  map[string]refusal // by key
+}
+
+type refusal struct {
+	etag string
+	err  error
+}
+
+const maxRefusals = 1024
+
+func (r *refusals) get(key, etag string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.m[key]; ok && f.etag == etag {
+		return f.err
+	}
+	return nil
+}
+
+func (r *refusals) put(key, etag string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]refusal{}
+	}
+	if _, ok := r.m[key]; !ok && len(r.m) >= maxRefusals {
+		for k := range r.m {
+			delete(r.m, k)
+			break
+		}
+	}
+	r.m[key] = refusal{etag: etag, err: err}
 }
 
 // placeholderID is the image service's id before the HTTP layer renders

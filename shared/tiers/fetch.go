@@ -127,7 +127,7 @@ func (e *Engine) takeSlot(ctx context.Context) (release func(), err error) {
 
 // observe records an origin fetch that took d and ended with err: in the
 // metrics (a 404 or 304 is an answer, not a failure), and as the end of an
-// outage when S3 answered.
+// outage when S3 answered (a refusal of what it holds included).
 func (e *Engine) observe(err error, d time.Duration) {
 	answered := err == nil || errors.Is(err, tile.ErrNotModified) || errors.Is(err, tile.ErrNotFound)
 	if e.metrics != nil {
@@ -137,7 +137,7 @@ func (e *Engine) observe(err error, d time.Duration) {
 		}
 		e.metrics.OriginFetch(d, merr)
 	}
-	if answered {
+	if answered || refused(err) {
 		e.downUntil.Store(0) // S3 answers again
 		if e.inOutage.CompareAndSwap(true, false) {
 			e.log.Info("S3 answers again: the outage's stale answers end")
@@ -203,7 +203,7 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 			})
 		}
 		return nil, 0, err
-	case errors.Is(err, tile.ErrTooLarge):
+	case refused(err):
 		e.stats.originErrors.Add(1)
 		return nil, 0, err
 	default:
@@ -215,6 +215,12 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 		}
 		return nil, 0, err
 	}
+}
+
+// refused reports whether err is S3's answer refused for what it holds
+// (too large, malformed, past a bound): no S3 failure.
+func refused(err error) bool {
+	return errors.Is(err, tile.ErrTooLarge) || errors.Is(err, tile.ErrRefused)
 }
 
 // negativeShare is how far apart the requests of misses that share one

@@ -154,6 +154,12 @@ func DerivedTag(etag, suffix string) string {
 	return `"` + strings.Trim(etag, `"`) + suffix + `"`
 }
 
+// ErrRefused matches an origin error that is an answer: S3 answered, and
+// what it holds cannot be served as asked (a malformed archive, an image
+// answer past a bound). It is no sign of an S3 failure, so it opens no
+// outage window; a *RefusedError matches it.
+var ErrRefused = errors.New("tile: refused")
+
 // RefusedError answers a request for a tile of a stored object its format
 // refused (malformed, unsupported, or too large to stage): the object holds
 // no tile until it changes. Whoever refused it logged why, once.
@@ -168,6 +174,9 @@ func (e *RefusedError) Error() string {
 }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Is matches ErrRefused.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
 var ErrBadKey = errors.New("tile: bad key")
 

@@ -371,6 +371,21 @@ func TestArchiveMalformed(t *testing.T) {
 	}
 }
 
+// TestRefusalIsNoOutage: an origin answer refused for what S3 holds (a
+// malformed archive; an IIIF answer past a bound, in
+// TestIIIFAnswerOverTheByteBound) is no S3 failure: expired copies are
+// still revalidated, not served stale as during an outage.
+func TestRefusalIsNoOutage(t *testing.T) {
+	t.Parallel()
+	e := newArchiveEnv(t)
+	e.put("s/1/0/0.png", []byte("tile"), "image/png", "")
+	expect(t, e.do("GET", "/s/1/0/0.png"), 200, "MISS")
+	e.clock.Advance(2 * time.Hour)
+	e.put("junk.pmtiles", bytes.Repeat([]byte("x"), 300), "", "")
+	expect(t, e.do("GET", "/junk/1/1/1.png"), 502, "")
+	expect(t, e.do("GET", "/s/1/0/0.png"), 200, "REVALIDATED")
+}
+
 // TestArchiveRefusedAtLoad: a truncated archive, and archives whose root
 // names bytes past their sections, are refused when the server first opens
 // them, with one log line that says why; their tiles and TileJSON then

@@ -6,13 +6,18 @@ import (
 	"encoding/json"
 	"image"
 	"image/png"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tilesieve/tilesieve/shared/formats/tiff"
+	"github.com/tilesieve/tilesieve/shared/images"
+	"github.com/tilesieve/tilesieve/shared/images/pixel"
 	"github.com/tilesieve/tilesieve/shared/testkit/imagetest"
 	"github.com/tilesieve/tilesieve/shared/tilename"
+	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // vipsPyramid is a w×h RGB pyramidal TIFF of 256-px JPEG tiles, written by
@@ -152,5 +157,64 @@ func TestIIIFPurgedWithItsSource(t *testing.T) {
 	}
 	if again := body(t, ae.do("GET", "/iiif/3/scan/full/60,/0/default.png")); again == first {
 		t.Error("a derivative of the old version after the purge")
+	}
+}
+
+// TestIIIFAnswerOverTheByteBound: a request within the limits info.json
+// advertises whose encoding passes the bound on an answer's bytes (a PNG of
+// noise) is refused with 501, a valid request the server cannot produce,
+// not 400; the refusal is remembered for that version of the image, so
+// repeating it makes nothing again, and forgotten with the version. The
+// admin stats count the answers made each way.
+func TestIIIFAnswerOverTheByteBound(t *testing.T) {
+	t.Parallel()
+	pc := pixel.DefaultConfig()
+	pc.MaxBytes = 400 << 10
+	ae := newArchiveEnv(t, withPixelTime, withConfig(func(c *servertest.Config) {
+		c.Images = images.Config{Limits: images.DefaultLimits, MaxDecodedPixels: images.DefaultMaxDecodedPixels, Pixel: pc}
+	}))
+	ae.put("scan.tif", vipsPyramid(t, 600, 400, "128"), "image/tiff", "")
+	ae.put("s/1/0/0.png", []byte("tile"), "image/png", "")
+	expect(t, ae.do("GET", "/s/1/0/0.png"), 200, "MISS")
+	ae.clock.Advance(2 * time.Hour) // the tile expires
+	const big = "/iiif/3/scan/full/max/0/default.png"
+	st := ae.srv.Images.Stats()
+	for i := range 3 {
+		r := ae.do("GET", big)
+		if b := body(t, r); r.StatusCode != http.StatusNotImplemented || !strings.Contains(b, "over 409600 bytes") {
+			t.Fatalf("try %d: got %d %q, want 501 naming the bound", i, r.StatusCode, b)
+		}
+		if got := st.Refused.Load(); got != 1 {
+			t.Fatalf("try %d: %d answers refused after being made, want 1 (the refusal remembered)", i, got)
+		}
+	}
+	// S3 answered every read of the refused answer: it is not down, and
+	// the expired tile is revalidated, not served stale.
+	expect(t, ae.do("GET", "/s/1/0/0.png"), 200, "REVALIDATED")
+	expect(t, ae.do("GET", "/iiif/3/scan/full/max/0/default.jpg"), 200, "MISS") // JPEG fits
+	expect(t, ae.do("GET", "/iiif/3/scan/0,0,256,256/max/0/default.jpg"), 200, "MISS")
+
+	// A new version is tried again.
+	ae.put("scan.tif", vipsPyramid(t, 600, 400, "100"), "image/tiff", "")
+	for _, p := range tilename.Derived("scan.tif") {
+		ae.srv.Engine().Purge(p)
+	}
+	if r := ae.do("GET", big); r.StatusCode != http.StatusNotImplemented || st.Refused.Load() != 2 {
+		t.Errorf("new version: got %d with %d refusals made, want 501 made again (2)", r.StatusCode, st.Refused.Load())
+	}
+
+	r := ae.do("GET", "/_tilesieve/stats", "Authorization", bearer)
+	var stats struct {
+		Images *struct {
+			Stored   int64 `json:"stored"`
+			Rendered int64 `json:"rendered"`
+			Refused  int64 `json:"refused"`
+		} `json:"images"`
+	}
+	if err := json.Unmarshal([]byte(body(t, r)), &stats); err != nil || stats.Images == nil {
+		t.Fatalf("stats: %v %+v", err, stats)
+	}
+	if got := *stats.Images; got.Stored != 1 || got.Rendered != 1 || got.Refused != 2 {
+		t.Errorf("stats images: %+v, want 1 stored, 1 rendered, 2 refused", got)
 	}
 }

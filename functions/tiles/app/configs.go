@@ -52,6 +52,8 @@ func imagesConfig(cfg config.Tiles) images.Config {
 	pc := pixel.DefaultConfig()
 	pc.Decoders = cfg.IIIF.Decoders
 	pc.MaxPixels = max(cfg.IIIF.MaxDecodedPixels, cfg.IIIF.MaxArea)
+	pc.MaxBytes = int(cfg.AnswerBytes())
+	pc.InFlightBytes = cfg.IIIF.RenderBytes
 	return images.Config{
 		Limits:           iiif.Limits{MaxWidth: cfg.IIIF.MaxWidth, MaxHeight: cfg.IIIF.MaxHeight, MaxArea: cfg.IIIF.MaxArea},
 		MaxDecodedPixels: cfg.IIIF.MaxDecodedPixels,

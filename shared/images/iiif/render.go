@@ -28,7 +28,8 @@ func NewRenderer(pipe *pixel.Pipeline, maxDecodedPixels int64) (*Renderer, error
 // Render makes the answer to res, planned as plan, from img's tiles. A plan
 // over the decode bound is refused before any decode with 501 (a valid
 // request this image's levels cannot answer within the bound), and an
-// encoded answer over the pipeline's byte bound with 400.
+// encoded answer over the pipeline's byte bound with 501 too: the request
+// is within the limits info.json advertises, the server cannot send it.
 func (r *Renderer) Render(ctx context.Context, res Resolved, plan Plan, img Image, src TileSource) ([]byte, error) {
 	if plan.DecodedPixels > r.maxDecoded {
 		return nil, notImplemented("the region needs %d decoded pixels at the smallest sufficient level, over the limit of %d",
@@ -62,7 +63,7 @@ func (r *Renderer) Render(ctx context.Context, res Resolved, plan Plan, img Imag
 	var tooLarge *pixel.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge) && tooLarge.What == "encoded answer":
-		return nil, &Error{status: http.StatusBadRequest, err: err,
+		return nil, &Error{status: http.StatusNotImplemented, err: err,
 			msg: fmt.Sprintf("the answer is over %d bytes: ask for a smaller size or for jpg", tooLarge.Limit)}
 	case errors.As(err, &tooLarge):
 		return nil, &Error{status: http.StatusNotImplemented, err: err,

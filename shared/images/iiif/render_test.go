@@ -115,8 +115,8 @@ func TestRenderErrors(t *testing.T) {
 	}
 	_, _, err = render(t, newRenderer(t, func(c *pixel.Config) { c.MaxBytes = 500 }, 1<<24), iiif.V3, "full/max/0/default.png", img, src)
 	var e *iiif.Error
-	if !errors.As(err, &e) || e.Status() != 400 || !strings.Contains(e.Message(), "500 bytes") {
-		t.Errorf("over the byte bound: got %v, want 400 naming the bound", err)
+	if !errors.As(err, &e) || e.Status() != 501 || !strings.Contains(e.Message(), "500 bytes") {
+		t.Errorf("over the byte bound: got %v, want 501 naming the bound", err)
 	}
 	_, _, err = render(t, newRenderer(t, func(c *pixel.Config) { c.MaxPixels = 10_000 }, 1<<24), iiif.V3, "full/max/0/default.png", img, src)
 	if iiif.StatusOf(err) != 501 {

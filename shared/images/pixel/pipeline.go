@@ -14,6 +14,9 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // TileFunc decodes stored tile (col, row): the whole stored tile, padded at
@@ -79,6 +82,12 @@ type Config struct {
 	MaxPixels int64
 	// Decoders bounds the tiles decoded at once, across all runs.
 	Decoders int
+	// InFlightBytes bounds the pixel buffers of all runs at once (see
+	// Pipeline.weight): a run waits for room before it makes any, in
+	// arrival order, and one that needs more than the whole budget waits
+	// for it to empty and runs alone. It is what keeps a flood of large
+	// answers within the memory the function has.
+	InFlightBytes int64
 }
 
 // DefaultConfig is a configuration for answers of up to 6 MB (a buffered
@@ -86,8 +95,10 @@ type Config struct {
 // 90: answers are made from tiles already stored as JPEG, and a second
 // generation at 85 loses 1 to 4 dB more for 13 to 19% fewer bytes
 // (measured on three sources, image/jpeg's 4:2:0).
+// Renders in flight hold at most 256 MiB of pixels.
 func DefaultConfig() Config {
-	return Config{JPEGQuality: 90, PNGCompression: png.BestSpeed, MaxBytes: 6 << 20, MaxPixels: 64 << 20, Decoders: 4}
+	return Config{JPEGQuality: 90, PNGCompression: png.BestSpeed, MaxBytes: 6 << 20, MaxPixels: 64 << 20, Decoders: 4,
+		InFlightBytes: 256 << 20}
 }
 
 // Validate reports every problem of c at once.
@@ -108,14 +119,20 @@ func (c Config) Validate() error {
 	if c.Decoders < 1 || c.Decoders > 1024 {
 		errs = append(errs, fmt.Errorf("pixel: Decoders %d is outside [1, 1024]", c.Decoders))
 	}
+	if c.InFlightBytes < 1 {
+		errs = append(errs, fmt.Errorf("pixel: InFlightBytes %d is not positive", c.InFlightBytes))
+	}
 	return errors.Join(errs...)
 }
 
 // Pipeline runs jobs. It is safe for concurrent use; its decode bound is
 // shared by all of them.
 type Pipeline struct {
-	cfg Config
-	sem chan struct{} // one token per tile being decoded
+	cfg    Config
+	sem    chan struct{}       // one token per tile being decoded
+	budget *semaphore.Weighted // InFlightBytes
+
+	inFlight, peak, waited atomic.Int64
 }
 
 // New makes a Pipeline.
@@ -123,7 +140,49 @@ func New(cfg Config) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Pipeline{cfg: cfg, sem: make(chan struct{}, cfg.Decoders)}, nil
+	return &Pipeline{cfg: cfg, sem: make(chan struct{}, cfg.Decoders), budget: semaphore.NewWeighted(cfg.InFlightBytes)}, nil
+}
+
+// Stats is what a Pipeline holds now and has held.
+type Stats struct {
+	// InFlight is the bytes of pixel buffers the runs now running hold
+	// (their weights); InFlightPeak the most at once.
+	InFlight, InFlightPeak int64
+	// Waited counts the runs that waited for room.
+	Waited int64
+}
+
+// Stats returns the pipeline's counters.
+func (p *Pipeline) Stats() Stats {
+	return Stats{InFlight: p.inFlight.Load(), InFlightPeak: p.peak.Load(), Waited: p.waited.Load()}
+}
+
+// weight is the bytes of pixel buffers a run of job may hold at once, what
+// it takes of InFlightBytes: the source canvas (RGBA, with the row and
+// column an area past the level's edge adds), the scaled answer, one more
+// image of the answer's size (a rotation or a quality), and the encoded
+// bytes (at most MaxBytes). The decoded tiles are bounded apart, by
+// Decoders.
+func (p *Pipeline) weight(job Job) int64 {
+	src := 4 * int64(job.Source.Dx()+1) * int64(job.Source.Dy()+1)
+	ans := 4 * int64(job.Width) * int64(job.Height)
+	return src + 2*ans + min(int64(p.cfg.MaxBytes), ans)
+}
+
+// acquire takes a run's weight of the budget (all of it, when the weight is
+// more), waiting in arrival order; release gives it back.
+func (p *Pipeline) acquire(ctx context.Context, w int64) (release func(), err error) {
+	w = min(w, p.cfg.InFlightBytes)
+	if !p.budget.TryAcquire(w) {
+		p.waited.Add(1)
+		if err := p.budget.Acquire(ctx, w); err != nil {
+			return nil, fmt.Errorf("pixel: waiting for %d bytes of room: %w", w, err)
+		}
+	}
+	n := p.inFlight.Add(w)
+	for m := p.peak.Load(); n > m && !p.peak.CompareAndSwap(m, n); m = p.peak.Load() {
+	}
+	return func() { p.inFlight.Add(-w); p.budget.Release(w) }, nil
 }
 
 // TooLargeError is a job refused because something it makes would pass a
@@ -160,6 +219,11 @@ func (p *Pipeline) Run(ctx context.Context, job Job) ([]byte, error) {
 		s := job.Source
 		job.Area = Rect{float64(s.Min.X), float64(s.Min.Y), float64(s.Max.X), float64(s.Max.Y)}
 	}
+	release, err := p.acquire(ctx, p.weight(job))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var f frame
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {

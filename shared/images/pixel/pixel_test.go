@@ -213,7 +213,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	bad := Config{JPEGQuality: 0, PNGCompression: 7, MaxBytes: 0, MaxPixels: 0, Decoders: 0}
 	err := bad.Validate()
-	for _, field := range []string{"JPEGQuality", "PNGCompression", "MaxBytes", "MaxPixels", "Decoders"} {
+	for _, field := range []string{"JPEGQuality", "PNGCompression", "MaxBytes", "MaxPixels", "Decoders", "InFlightBytes"} {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(field)) {
 			t.Errorf("got %v, want it to name %s", err, field)
 		}

@@ -38,8 +38,10 @@ type Config struct {
 	MaxOriginFetches, ArchiveMaxNames                                  int
 	MaxTileBytes                                                       int64
 	StrictOutage                                                       bool
-	Extra                                                              tileserver.ExtraFunc
-	Now                                                                func() time.Time
+	// Images bounds the IIIF answers; the zero value is images' defaults.
+	Images images.Config
+	Extra  tileserver.ExtraFunc
+	Now    func() time.Time
 }
 
 // Origin is what the engine reads from on a miss: S3 through
@@ -97,8 +99,7 @@ func New(cfg Config, d Deps) (*Stack, error) {
 			archive.Deps{Next: d.Origin, Store: d.Archives, Stager: d.Stager, Directories: d.Directories, Decode: coding.Stored, Logger: d.Logger}); err != nil {
 			return nil, err
 		}
-		if st.Images, err = images.New(images.Config{Limits: images.DefaultLimits, MaxDecodedPixels: images.DefaultMaxDecodedPixels,
-			Pixel: pixel.DefaultConfig()}, st.Archives, st.Archives, d.Logger); err != nil {
+		if st.Images, err = images.New(imagesConfig(cfg.Images), st.Archives, st.Archives, d.Logger); err != nil {
 			return nil, err
 		}
 		origin = st.Images
@@ -131,7 +132,7 @@ func New(cfg Config, d Deps) (*Stack, error) {
 		return nil, err
 	}
 	ad := admin.Deps{Engine: eng, Memory: d.Memory, Disk: d.Disk, Handler: st.handlerStats,
-		BaseURL: st.BaseURL, PublicCORS: answers.CORSAny(), Logger: d.Logger}
+		Images: st.Images, BaseURL: st.BaseURL, PublicCORS: answers.CORSAny(), Logger: d.Logger}
 	if d.Purger != nil {
 		ad.Purger = adminpurge.Purger{P: d.Purger}
 	}
@@ -237,3 +238,11 @@ func (st *Stack) StageMBTiles(ctx context.Context, name string) error {
 
 // ArchiveNames is how many tileset names the archive origin remembers.
 func (st *Stack) ArchiveNames() int { return st.Archives.Names() }
+
+// imagesConfig is c, the zero value being images' defaults.
+func imagesConfig(c images.Config) images.Config {
+	if c == (images.Config{}) {
+		return images.Config{Limits: images.DefaultLimits, MaxDecodedPixels: images.DefaultMaxDecodedPixels, Pixel: pixel.DefaultConfig()}
+	}
+	return c
+}
