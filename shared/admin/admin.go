@@ -73,6 +73,8 @@ type Deps struct {
 	// Catalog lists the tilesets of GET /_tilesieve/catalog, public and
 	// read-only (docs.Docs.Tilesets); nil: 404.
 	Catalog func(ctx context.Context) ([]docs.CatalogEntry, error)
+	// Images lists the catalog's images (docs.Docs.Images); nil: none.
+	Images func(ctx context.Context) ([]docs.ImageEntry, error)
 	// BaseURL is the public base URL of a request: the catalog's TileJSON
 	// URLs are under it.
 	BaseURL func(r *http.Request) string
@@ -92,6 +94,7 @@ type Handler struct {
 	purger     Purger
 	handler    func() HandlerStats
 	catalog    func(context.Context) ([]docs.CatalogEntry, error)
+	images     func(context.Context) ([]docs.ImageEntry, error)
 	baseURL    func(*http.Request) string
 	publicCORS bool
 	log        *slog.Logger
@@ -103,7 +106,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("admin: Engine and Memory are required")
 	}
 	h := &Handler{token: cfg.Token, now: cfg.Now, eng: d.Engine, mem: d.Memory, disk: d.Disk,
-		purger: d.Purger, handler: d.Handler, catalog: d.Catalog, baseURL: d.BaseURL, publicCORS: d.PublicCORS, log: d.Logger}
+		purger: d.Purger, handler: d.Handler, catalog: d.Catalog, images: d.Images, baseURL: d.BaseURL, publicCORS: d.PublicCORS, log: d.Logger}
 	if cfg.Token != "" {
 		h.hash = hashToken(cfg.Token)
 	}

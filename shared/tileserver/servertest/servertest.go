@@ -136,7 +136,7 @@ func New(cfg Config, d Deps) (*Stack, error) {
 		ad.Purger = adminpurge.Purger{P: d.Purger}
 	}
 	if st.Archives != nil {
-		ad.Catalog = st.Docs.Tilesets
+		ad.Catalog, ad.Images = st.Docs.Tilesets, st.Docs.Images
 	}
 	if st.Admin, err = admin.New(admin.Config{Token: cfg.AdminToken, Now: cfg.Now}, ad); err != nil {
 		return nil, err
