@@ -4,46 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tilesieve/tilesieve/infra/internal/imagetools"
 	"github.com/tilesieve/tilesieve/infra/tilesieve/upload"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
 )
-
-// imageTool runs a libvips or GDAL command in dir, as users make their
-// files; it skips the test when the tool is missing, or fails it when
-// TILESIEVE_REQUIRE_IMAGETOOLS asks for every tool.
-func imageTool(t *testing.T, dir, name string, args ...string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		pkg := map[string]string{"vips": "libvips-tools"}[name]
-		if pkg == "" {
-			pkg = "gdal-bin"
-		}
-		if os.Getenv("TILESIEVE_REQUIRE_IMAGETOOLS") != "" {
-			t.Fatalf("%s not found: install %s", name, pkg)
-		}
-		t.Skipf("%s not found: apt-get install %s", name, pkg)
-	}
-	c := exec.Command(name, args...)
-	c.Dir = dir
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-	}
-}
-
-// vipsSource writes src.v, a w×h RGB image of libvips noise, to dir.
-func vipsSource(t *testing.T, dir string, w, h int) string {
-	t.Helper()
-	imageTool(t, dir, "vips", "gaussnoise", "g.v", strconv.Itoa(w), strconv.Itoa(h), "--mean", "128", "--sigma", "30")
-	imageTool(t, dir, "vips", "bandjoin", "g.v g.v g.v", "rgb.v")
-	imageTool(t, dir, "vips", "cast", "rgb.v", "src.v", "uchar")
-	return "src.v"
-}
 
 // TestTIFFValidated: a TIFF is uploaded only when the tile function serves
 // it: tiled, pyramidal and, when georeferenced, in a CRS the map view
@@ -53,36 +21,30 @@ func TestTIFFValidated(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name string
-		make func(t *testing.T, dir string) string // writes the file, returns its name
+		make func(t *testing.T, dir string) string // writes the file, returns its path
 		want []string                              // in the refusal; none: uploaded
 	}{
 		{"strips", func(t *testing.T, dir string) string {
-			imageTool(t, dir, "vips", "tiffsave", vipsSource(t, dir, 600, 400), "strips.tif")
-			return "strips.tif"
+			return imagetools.StripTIFF(t, dir, "strips.tif", 600, 400)
 		}, []string{"strips.tif: not servable: tiff: not tiled: the 600x400 image is stored in strips", "vips tiffsave in out.tif --tile --pyramid", "gdal_translate -of COG"}},
 		{"tiled, no levels", func(t *testing.T, dir string) string {
-			imageTool(t, dir, "vips", "tiffsave", vipsSource(t, dir, 1500, 1100), "flat.tif", "--tile", "--compression", "jpeg")
-			return "flat.tif"
+			imagetools.Run(t, dir, "vips", "tiffsave", imagetools.Noise(t, dir, "src.v", 1500, 1100), "flat.tif", "--tile", "--compression", "jpeg")
+			return filepath.Join(dir, "flat.tif")
 		}, []string{"flat.tif: not servable: tiff: not pyramidal: the 1500x1100 image's smallest level is 1500x1100", "vips tiffsave in out.tif --tile --pyramid"}},
 		{"pyramidal", func(t *testing.T, dir string) string {
-			imageTool(t, dir, "vips", "tiffsave", vipsSource(t, dir, 1500, 1100), "pyramid.tif", "--tile", "--pyramid", "--compression", "jpeg")
-			return "pyramid.tif"
+			return imagetools.Pyramid(t, dir, "pyramid.tif", 1500, 1100)
 		}, nil},
 		{"COG in Lambert-93", func(t *testing.T, dir string) string {
-			imageTool(t, dir, "vips", "tiffsave", vipsSource(t, dir, 1500, 1100), "src.tif")
-			imageTool(t, dir, "gdal_translate", "-q", "-of", "COG", "-a_srs", "EPSG:2154", "-a_ullr", "650000", "6863000", "651500", "6861900", "src.tif", "lambert.tif")
-			return "lambert.tif"
+			return imagetools.COG(t, dir, "lambert.tif", "EPSG:2154", []string{"650000", "6863000", "651500", "6861900"}, 1500, 1100)
 		}, []string{"lambert.tif: georeferenced, but not servable as map tiles", "EPSG:2154 is not served", "gdalwarp -t_srs EPSG:3857 -of COG in.tif out.tif"}},
 		{"COG in web mercator", func(t *testing.T, dir string) string {
-			imageTool(t, dir, "vips", "tiffsave", vipsSource(t, dir, 1500, 1100), "src.tif")
-			imageTool(t, dir, "gdal_translate", "-q", "-of", "COG", "-a_srs", "EPSG:3857", "-a_ullr", "260000", "6251500", "261500", "6250400", "src.tif", "mercator.tiff")
-			return "mercator.tiff"
+			return imagetools.COG(t, dir, "mercator.tiff", "EPSG:3857", []string{"260000", "6251500", "261500", "6250400"}, 1500, 1100)
 		}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			src := filepath.Join(dir, c.make(t, dir))
+			src := c.make(t, dir)
 			ep := s3localtest.Start(t, bucket)
 			dst := upload.Destination{Bucket: bucket, Prefix: "tiles/maps/", Name: "scan"}
 			rep, err := upload.Run(context.Background(), ep.Client, src, dst, upload.Options{})
