@@ -1,8 +1,8 @@
 // Command devstack is `make run`: the whole tilesieve loop on one machine,
 // with no AWS account and no Docker. It starts an S3-compatible endpoint on
-// 127.0.0.1:9000 seeded with a demo tileset, emulates S3 event notifications
-// into the sync worker, and serves the tile function and a map viewer on
-// 127.0.0.1:8080. See package stack.
+// 127.0.0.1:9000 seeded with a demo tileset and a demo IIIF image, emulates
+// S3 event notifications into the sync worker, and serves the tile function,
+// a map viewer and an IIIF viewer on 127.0.0.1:8080. See package stack.
 //
 // With -embedded=false it starts no endpoint and serves the tile function
 // against the S3 the environment configures (AWS, LocalStack), as on Lambda.
@@ -110,11 +110,12 @@ const usageHead = `usage: make run ARGS='[flags]'
        devstack [flags]              (built by make run as build/devstack)
 
 devstack runs the whole tilesieve loop on this machine, with no AWS account
-and no Docker: an embedded S3 endpoint seeded with a demo tileset, S3 event
-notifications delivered to the sync worker, and the tile function with a map
-viewer. With -embedded=false it serves the S3 the environment configures
-(TILES_BUCKET, AWS_REGION, credentials, AWS_ENDPOINT_URL) instead. It prints
-where everything is, and commands to watch a purge go through; Ctrl-C stops it.
+and no Docker: an embedded S3 endpoint seeded with a demo tileset and a demo
+IIIF image, S3 event notifications delivered to the sync worker, and the tile
+function with a map viewer and an IIIF viewer. With -embedded=false it serves
+the S3 the environment configures (TILES_BUCKET, AWS_REGION, credentials,
+AWS_ENDPOINT_URL) instead. It prints where everything is, and commands to
+watch a purge go through; Ctrl-C stops it.
 
 Flags:
 `
@@ -146,7 +147,7 @@ func parseArgs(args []string, env config.Env, stdout, stderr io.Writer) (flags, 
 	fs.IntVar(&f.port, "port", f.port, "port of the tile function and the viewer on LISTEN_ADDR (env PORT; 0: any free port)")
 	fs.BoolVar(&f.seed, "seed", false, "write the demo tileset at start (default: true with the embedded S3, false with -embedded=false)")
 	fs.IntVar(&f.seedZoom, "seed-zoom", demotiles.DefaultMaxZoom, "deepest zoom level of the demo tileset")
-	fs.Var(&f.tiles, "tiles", "load a tileset at start: a directory NAME of z/x/y.ext tiles, a NAME.pmtiles archive or a NAME.mbtiles database, served as /NAME/{z}/{x}/{y}.ext with TileJSON at /NAME.json; repeatable")
+	fs.Var(&f.tiles, "tiles", "load a tileset or an image at start: a directory NAME of z/x/y.ext tiles, a NAME.pmtiles archive or a NAME.mbtiles database, served as /NAME/{z}/{x}/{y}.ext with TileJSON at /NAME.json, or a NAME.tif image, served as IIIF at /iiif/3/NAME/info.json and, georeferenced (a COG), as the tileset NAME too; repeatable")
 	err = fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp), err == nil && fs.NArg() == 1 && fs.Arg(0) == "help":

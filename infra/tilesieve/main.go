@@ -5,12 +5,14 @@
 //	tilesieve check s3://bucket[/JOURNAL_PREFIX]
 //	tilesieve help [COMMAND]
 //
-// upload puts a tile directory, a PMTiles archive or an MBTiles database
-// into S3 the way the tile function serves it: PATH is a directory of
+// upload puts a tile directory, a PMTiles archive, an MBTiles database or a
+// TIFF into S3 the way the tile function serves it: PATH is a directory of
 // z/x/y.ext tiles (plus an optional metadata.json and a MapLibre style with
 // its sprites and fonts), uploaded under prefix/NAME/, a .pmtiles file,
-// uploaded as prefix/NAME.pmtiles, or a .mbtiles file, checked to open as an
-// MBTiles database and uploaded as prefix/NAME.mbtiles. With -to-pmtiles a
+// uploaded as prefix/NAME.pmtiles, a .mbtiles file, checked to open as an
+// MBTiles database and uploaded as prefix/NAME.mbtiles, or a .tif file,
+// checked to be tiled, pyramidal and (when georeferenced) in a served
+// coordinate reference system, and uploaded as prefix/NAME.tif. With -to-pmtiles a
 // database, or a directory's tiles and metadata.json, is converted to a
 // PMTiles archive first and uploaded as prefix/NAME.pmtiles.
 //

@@ -65,6 +65,10 @@ func TestUploadCommand(t *testing.T) {
 	}
 	tiles := filepath.Join(dir, "tiles")
 	filetree.Write(t, tiles, map[string][]byte{"0/0/0.png": []byte("\x89PNG")})
+	notTIFF := filepath.Join(dir, "scan.tif")
+	if err := os.WriteFile(notTIFF, bytes.Repeat([]byte("scan"), 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
 		name        string
@@ -77,6 +81,7 @@ func TestUploadCommand(t *testing.T) {
 		{"directory", []string{"upload", "-concurrency", "2", tiles, "s3://tiles/maps/osm"}, 0, "1 uploaded (4 bytes)", ""},
 		{"database", []string{"upload", "-quiet", database, "s3://tiles/maps/roads"}, 0, "s3://tiles/maps/roads: 1 uploaded", ""},
 		{"not a database", []string{"upload", notDatabase, "s3://tiles/maps/junk"}, 2, "", "tilesieve: upload: " + notDatabase + ": not a valid MBTiles database: mbtiles: " + notDatabase + ": not an SQLite database"},
+		{"not a TIFF", []string{"upload", notTIFF, "s3://tiles/maps/scan"}, 2, "", "tilesieve: upload: " + notTIFF + ": not a TIFF tilesieve reads: tiff: invalid file: "},
 		{"bad URL", []string{"upload", tiles, "https://tiles/maps/osm"}, 2, "", "want s3://bucket/prefix/NAME"},
 		{"bad PATH", []string{"upload", filepath.Join(dir, "nope"), "s3://tiles/maps/osm"}, 2, "", "no such file or directory"},
 		{"random bytes", []string{"upload", "-quiet", random, "s3://tiles/maps/random"}, 2, "",

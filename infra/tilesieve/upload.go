@@ -17,14 +17,21 @@ func uploadCommand() command {
 		name:    "upload",
 		args:    "PATH s3://bucket/prefix/NAME",
 		nargs:   2,
-		summary: "Upload a tile directory, a .pmtiles archive or a .mbtiles database as the tileset NAME.",
+		summary: "Upload tiles, a .pmtiles archive, a .mbtiles database or a .tif image as NAME.",
 		about: `PATH is a directory of z/x/y.ext tiles (and an optional metadata.json,
 style.json, sprite[@2x].{json,png} and fonts/STACK/START-END.pbf),
 uploaded under prefix/NAME/, a .pmtiles archive, uploaded as
-prefix/NAME.pmtiles, or a .mbtiles database, uploaded as
-prefix/NAME.mbtiles. With -to-pmtiles a .mbtiles database, or the tiles
-and metadata.json of a directory, is converted to one PMTiles archive
-(in the system's temporary directory) and uploaded as prefix/NAME.pmtiles
+prefix/NAME.pmtiles, a .mbtiles database, uploaded as
+prefix/NAME.mbtiles, or a .tif (.tiff) image, uploaded as prefix/NAME.tif (.tiff):
+the IIIF image NAME (its key under TILES_PREFIX without .tif) and, at the
+top level of TILES_PREFIX, the map tileset NAME when it is georeferenced.
+Archives, databases and images are checked before anything is sent: a
+TIFF must be tiled and pyramidal (vips tiffsave --tile --pyramid, or
+gdal_translate -of COG), and a georeferenced one in EPSG:3857, EPSG:4326
+or a WGS 84 UTM zone (else gdalwarp -t_srs EPSG:3857); the refusal says
+what to run. With -to-pmtiles a .mbtiles database, or the tiles and
+metadata.json of a directory, is converted to one PMTiles archive (in the
+system's temporary directory) and uploaded as prefix/NAME.pmtiles
 instead. Files already in the bucket with the same size and SHA-256 are
 skipped. Progress goes to stderr, the summary to stdout; an error that
 stops the upload before any file is counted is printed instead of it.

@@ -71,11 +71,13 @@ type Deps struct {
 	Purger Purger        // nil: admin purges of this instance only
 	// Handler returns the HTTP layer's own counters for the stats.
 	Handler func() HandlerStats
-	// Images is the IIIF service whose answers the stats count; nil: none.
-	Images *images.Service
+	// IIIF is the image service whose answers the stats count; nil: none.
+	IIIF *images.Service
 	// Catalog lists the tilesets of GET /_tilesieve/catalog, public and
 	// read-only (docs.Docs.Tilesets); nil: 404.
 	Catalog func(ctx context.Context) ([]docs.CatalogEntry, error)
+	// Images lists the catalog's images (docs.Docs.Images); nil: none.
+	Images func(ctx context.Context) ([]docs.ImageEntry, error)
 	// BaseURL is the public base URL of a request: the catalog's TileJSON
 	// URLs are under it.
 	BaseURL func(r *http.Request) string
@@ -94,8 +96,9 @@ type Handler struct {
 	disk       *disk.Store
 	purger     Purger
 	handler    func() HandlerStats
-	images     *images.Service
+	iiif       *images.Service
 	catalog    func(context.Context) ([]docs.CatalogEntry, error)
+	images     func(context.Context) ([]docs.ImageEntry, error)
 	baseURL    func(*http.Request) string
 	publicCORS bool
 	log        *slog.Logger
@@ -107,7 +110,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("admin: Engine and Memory are required")
 	}
 	h := &Handler{token: cfg.Token, now: cfg.Now, eng: d.Engine, mem: d.Memory, disk: d.Disk,
-		purger: d.Purger, handler: d.Handler, images: d.Images, catalog: d.Catalog, baseURL: d.BaseURL, publicCORS: d.PublicCORS, log: d.Logger}
+		purger: d.Purger, handler: d.Handler, catalog: d.Catalog, images: d.Images, iiif: d.IIIF, baseURL: d.BaseURL, publicCORS: d.PublicCORS, log: d.Logger}
 	if cfg.Token != "" {
 		h.hash = hashToken(cfg.Token)
 	}
@@ -446,8 +449,8 @@ func (s *Handler) Stats() Stats {
 	hs.MergedMisses, hs.DroppedFills, hs.DiskWriteErrors = es.MergedMisses, es.DroppedFills, es.DiskWriteErrors
 	hs.OriginInFlight, hs.OriginInFlightPeak = es.OriginInFlight, es.OriginInFlightPeak
 	st := Stats{Handler: hs, Memory: es.Memory, Disk: es.Disk}
-	if s.images != nil {
-		c, px := s.images.Stats(), s.images.Pixels()
+	if s.iiif != nil {
+		c, px := s.iiif.Stats(), s.iiif.Pixels()
 		st.Images = &ImageStats{Stored: c.Stored.Load(), Rendered: c.Rendered.Load(), Refused: c.Refused.Load(),
 			RenderBytes: px.InFlight, RenderBytesPeak: px.InFlightPeak, RenderWaits: px.Waited}
 	}

@@ -1,8 +1,8 @@
 // Package docs renders the answers that name the URL they are served from,
 // and composes the ones the tiers do not hold: TileJSON (its tile URLs),
 // MapLibre styles (NAME/style.json), IIIF info.json (its image id), font
-// stacks of glyph ranges, and the catalog of tilesets. The tiers hold
-// documents as the origin gave them, independent of any base URL, so
+// stacks of glyph ranges, and the catalog of tilesets and images. The tiers
+// hold documents as the origin gave them, independent of any base URL, so
 // purges, revalidation and staleness work as for tiles; this package
 // renders each for the base URL of its answer and keeps the rendering in a
 // small byte-bounded cache of its own, which every purge of this instance
@@ -11,28 +11,22 @@ package docs
 
 import (
 	"bytes"
-	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/docs/iiif"
 	"github.com/tilesieve/tilesieve/shared/docs/style"
-	"github.com/tilesieve/tilesieve/shared/formats"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
-	"github.com/tilesieve/tilesieve/shared/tilename"
 )
 
 // A rendering is kept in a small SIEVE of its own (docs) under the key, the
@@ -56,17 +50,6 @@ type Deps struct {
 	Archives Archives
 	Logger   *slog.Logger
 	Now      func() time.Time
-}
-
-// Archives is what the catalog lists tilesets through: the archive origin
-// (*archive.Origin is one), which opens each archive as a request would.
-type Archives interface {
-	TTL() time.Duration        // how long a listing is believed
-	Serves(format string) bool // whether objects of a format are served
-	Refusal(ctx context.Context, name string) error
-	TopLevel(ctx context.Context, max int) (dirs, keys []string, err error)
-	Exists(ctx context.Context, key string) error
-	IsPyramid(ctx context.Context, name string) (bool, error)
 }
 
 // Docs renders and composes documents; see the package doc.
@@ -270,162 +253,4 @@ func validHost(h string) bool {
 		}
 	}
 	return true
-}
-
-// CatalogEntry is one tileset of the catalog.
-type CatalogEntry struct {
-	Name     string `json:"name"`
-	Kind     string `json:"kind"` // "pmtiles", "mbtiles" or "objects"
-	TileJSON string `json:"tilejson"`
-	// Error says why an archive is refused (its tiles answer 502), as
-	// the log said once when it was opened; "" when it serves.
-	Error string `json:"error,omitempty"`
-}
-
-// Catalog is the body of GET /_tilesieve/catalog.
-type Catalog struct {
-	Tilesets []CatalogEntry `json:"tilesets"`
-}
-
-// catalogMax bounds the names one listing reads, and so the HEADs of
-// metadata.json objects (and the listings of directories without one) a
-// catalog costs.
-const catalogMax = 1000
-
-// catalogTimeout bounds one listing when the request has no sooner
-// deadline of its own.
-const catalogTimeout = 20 * time.Second
-
-// ErrNoCatalog is Tilesets' answer when archives are off.
-var ErrNoCatalog = errors.New("docs: no catalog: archives are off")
-
-// catalogHeads is how many tileset directories are looked at at once.
-const catalogHeads = 8
-
-// catalogCache keeps the names of the last listing for the archive TTL, so
-// a public endpoint costs S3 at most one listing per TTL; every purge this
-// instance applies (the journal's, an admin's) drops it, so an upload is in
-// the catalog as soon as the instance has seen its purge.
-type catalogCache struct {
-	gen   atomic.Uint64 // purges seen; a listing from before the last one is not kept
-	mu    sync.Mutex    // guards at, atGen and names; held while a listing runs
-	at    time.Time
-	atGen uint64
-	names []CatalogEntry // TileJSON left as the bare key, resolved per request
-}
-
-// Tilesets lists the tilesets under TILES_PREFIX: archives (NAME.pmtiles),
-// databases (NAME.mbtiles), object tilesets with a NAME/metadata.json, and
-// directories whose keys show a tile pyramid (NAME/{z}/{x}/{y}.{ext}). Each
-// entry's TileJSON is its bare key, for the caller to put under its base.
-// Without archives there is no catalog (ErrNoCatalog).
-func (s *Docs) Tilesets(ctx context.Context) ([]CatalogEntry, error) {
-	if s.archives == nil {
-		return nil, ErrNoCatalog
-	}
-	c := &s.catalog
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	gen := c.gen.Load()
-	if c.names != nil && c.atGen == gen && s.now().Sub(c.at) < s.archives.TTL() {
-		return c.names, nil
-	}
-	names, err := s.listTilesets(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c.names, c.at, c.atGen = names, s.now(), gen
-	return names, nil
-}
-
-// listTilesets lists the tilesets under TILES_PREFIX afresh, sorted by
-// name, in a bounded time and with at most catalogHeads requests at once.
-func (s *Docs) listTilesets(ctx context.Context) ([]CatalogEntry, error) {
-	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
-	defer cancel()
-	dirs, keys, err := s.archives.TopLevel(ctx, catalogMax)
-	if err != nil {
-		return nil, err
-	}
-	byName, archives := s.objectTilesets(keys)
-	var mu sync.Mutex // guards byName below
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, catalogHeads)
-	run := func(fn func()) {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			fn()
-		}()
-	}
-	for _, name := range archives {
-		// Opened as a request would open it (the same probe, kept for
-		// requests), so a malformed archive shows here with its reason.
-		run(func() {
-			if err := s.archives.Refusal(ctx, name); err != nil {
-				mu.Lock()
-				e := byName[name]
-				e.Error = err.Error()
-				byName[name] = e
-				mu.Unlock()
-			}
-		})
-	}
-	for _, d := range dirs {
-		name := strings.TrimSuffix(d, "/")
-		if _, ok := byName[name]; ok { // written above, before any goroutine
-			continue
-		}
-		run(func() {
-			if s.isDirTileset(ctx, name) {
-				mu.Lock()
-				byName[name] = CatalogEntry{Name: name, Kind: "objects", TileJSON: tilename.TileJSONKey(name)}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	names := make([]CatalogEntry, 0, len(byName))
-	for _, e := range byName {
-		names = append(names, e)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
-	return names, nil
-}
-
-// objectTilesets are the tilesets stored as one object among the top-level
-// keys, the format earlier in formats.Table winning a name, and the names
-// of those read by range (archives), which the catalog opens.
-func (s *Docs) objectTilesets(keys []string) (byName map[string]CatalogEntry, archives []string) {
-	byName = map[string]CatalogEntry{}
-	for _, spec := range formats.Table { // in order of precedence
-		if !s.archives.Serves(spec.Name) {
-			continue
-		}
-		for _, key := range keys {
-			name, ok := strings.CutSuffix(key, spec.Ext)
-			if !ok || name == "" || byName[name].Name != "" {
-				continue
-			}
-			byName[name] = CatalogEntry{Name: name, Kind: spec.Name, TileJSON: tilename.TileJSONKey(name)}
-			if spec.Staging == formats.Ranged {
-				archives = append(archives, name)
-			}
-		}
-	}
-	return byName, archives
-}
-
-// isDirTileset reports whether the directory name/ is a tileset: it has a
-// metadata.json, or its keys show a tile pyramid.
-func (s *Docs) isDirTileset(ctx context.Context, name string) bool {
-	if s.archives.Exists(ctx, tilename.MetadataKey(name)) == nil {
-		return true
-	}
-	found, err := s.archives.IsPyramid(ctx, name)
-	if err != nil {
-		s.log.Warn("catalog: directory not listed", "name", name, "err", err)
-	}
-	return found
 }

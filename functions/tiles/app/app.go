@@ -189,7 +189,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		return nil, err
 	}
 	if a.Admin, err = admin.New(admin.Config{Token: cfg.AdminToken}, admin.Deps{Engine: a.Engine, Memory: a.Memory, Disk: a.Disk,
-		Purger: adminpurge.Purger{P: a.Purger}, Handler: a.handlerStats, Images: a.Images, Catalog: a.Docs.Tilesets,
+		Purger: adminpurge.Purger{P: a.Purger}, Handler: a.handlerStats, Catalog: a.Docs.Tilesets, Images: a.Docs.Images, IIIF: a.Images,
 		BaseURL: a.Server.BaseURL, PublicCORS: answers.CORSAny(), Logger: log}); err != nil {
 		return nil, err
 	}

@@ -2,11 +2,14 @@ package stack
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
+	"github.com/tilesieve/tilesieve/infra/devstack/demoimage"
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/tilename"
 )
 
 // credentialsEnv is the environment an S3 client needs for the embedded
@@ -90,6 +93,29 @@ func (st *Stack) hints() []viewer.Hint {
 	}
 }
 
+// IIIFURLs are the URLs of an image the stack serves as IIIF.
+type IIIFURLs struct {
+	Viewer   string // the IIIF page (viewer.IIIFPage) opening it
+	Info     string // its IIIF Image API 3.0 info.json
+	Manifest string // its IIIF Presentation 3.0 manifest
+}
+
+// IIIFURLs are the URLs of image id, its slashes escaped (%2F) in the
+// IIIF paths as the Image API requires.
+func (st *Stack) IIIFURLs(id string) IIIFURLs {
+	dir := st.URL + "/" + tilename.IIIFDir("3", id)
+	return IIIFURLs{Viewer: st.URL + viewer.IIIFPageOf(id), Info: dir + "info.json", Manifest: dir + "manifest.json"}
+}
+
+// DemoImageTile is the URL of a stored tile of the demo image, in the
+// canonical form of the request a viewer makes for it (the tile of cell
+// B3's first square, at full size): answered with the stored JPEG made
+// whole, no decode.
+func (st *Stack) DemoImageTile() string {
+	const x, y, n = 1024, 512, demoimage.TileSize
+	return st.URL + "/" + tilename.IIIFDir("3", demoimage.ID) + fmt.Sprintf("%d,%d,%d,%d/%d,%d/0/default.jpg", x, y, n, n, n, n)
+}
+
 // Banner is what `make run` prints: where everything is, which S3 it uses,
 // how to watch a purge go through (each step a command, in the order they
 // run) and how to see every tier.
@@ -104,8 +130,19 @@ func (st *Stack) Banner() string {
 	p("  a tile          %s", tile)
 	p("  health          %s/_tilesieve/health", st.URL)
 	p("  catalog         %s/_tilesieve/catalog", st.URL)
+	if st.DemoImage != "" {
+		iiif := st.IIIFURLs(st.DemoImage)
+		p("  IIIF viewer     %s (OpenSeadragon, the demo image)", iiif.Viewer)
+		p("  IIIF info.json  %s", iiif.Info)
+		p("  IIIF tile       %s (a stored tile, sent as stored)", st.DemoImageTile())
+		p("  IIIF manifest   %s (Presentation 3.0: open it in Mirador)", iiif.Manifest)
+	}
 	for _, name := range st.Loaded {
-		p("  your tileset    %s/%s.json (TileJSON)", st.URL, name)
+		p("  your tileset    %s/%s.json (TileJSON)  map: %s/?tileset=%s", st.URL, name, st.URL, url.QueryEscape(name))
+	}
+	for _, id := range st.Images {
+		iiif := st.IIIFURLs(id)
+		p("  your image      %s (IIIF)  viewer: %s", iiif.Info, iiif.Viewer)
 	}
 	if st.Tiles.AdminToken != "" {
 		p("  admin API       curl -H 'Authorization: Bearer %s' %s/_tilesieve/stats", st.Tiles.AdminToken, st.URL)

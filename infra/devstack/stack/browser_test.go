@@ -46,12 +46,19 @@ func chromium(t *testing.T) string {
 // every fetch it makes, so a page cannot wait on it that long.
 const chromiumHang = 45 * time.Second
 
+// browsers bounds the browsers run at once: the browser tests run in
+// parallel, and software WebGL on two cores, four browsers at once, ran
+// out of its virtual-time budget before the page settled.
+var browsers = make(chan struct{}, 2)
+
 // runChromium loads url headless and returns its stdout; extra picks the
 // output (--dump-dom or --screenshot=…). A run that does not exit within
 // chromiumHang is killed and reported as hung (ok false), for the caller
 // to try again; any other failure fails the test.
 func runChromium(t *testing.T, bin, url string, extra ...string) (out []byte, ok bool) {
 	t.Helper()
+	browsers <- struct{}{}
+	defer func() { <-browsers }()
 	ctx, cancel := context.WithTimeout(context.Background(), chromiumHang)
 	defer cancel()
 	args := append([]string{

@@ -1,7 +1,8 @@
 // Package stack composes the whole tilesieve loop in one process, for
 // `make run` and for end-to-end tests:
 //
-//   - an S3-compatible endpoint (shared/origin/s3local) seeded with a demo tileset,
+//   - an S3-compatible endpoint (shared/origin/s3local) seeded with a demo
+//     tileset and a demo IIIF image (demoimage),
 //     behind an emulation of S3 event notifications (s3notify) that delivers
 //     every change under TILES_PREFIX to the sync worker, as S3 invokes the
 //     worker Lambda asynchronously;
@@ -9,7 +10,8 @@
 //     journal in the same bucket as on AWS and receiving the admin purges'
 //     CDN invalidations the tile function hands over, as SQS messages;
 //   - the tile function (functions/tiles/app), which follows that journal,
-//     served on a local port together with a map viewer at "/".
+//     served on a local port together with a map viewer at "/", and a
+//     MapLibre viewer and an IIIF viewer under /_viewer/ (package viewer).
 //
 // Pointed at another S3 (Options.Embedded false: AWS, LocalStack), it runs
 // only the tile function and the viewer against it, configured from the
@@ -38,11 +40,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/infra/devstack/demoimage"
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
 	"github.com/tilesieve/tilesieve/infra/devstack/s3notify"
 	"github.com/tilesieve/tilesieve/infra/devstack/viewer"
 	"github.com/tilesieve/tilesieve/infra/tilesieve/upload"
 	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/formats/tiff"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/purge"
@@ -85,16 +89,19 @@ type Options struct {
 	// Addr is where the tile function and the viewer listen; default
 	// LISTEN_ADDR:PORT (127.0.0.1:8080). Tests use "127.0.0.1:0".
 	Addr string
-	// Seed writes the demo tileset (zoom 0 to SeedMaxZoom) at start. The
-	// embedded endpoint starts empty, so `make run` seeds it; against another
-	// S3 seeding writes into a real bucket and is asked for explicitly.
+	// Seed writes the demo tileset (zoom 0 to SeedMaxZoom) and the demo
+	// IIIF image (demoimage.Key) at start. The embedded endpoint starts
+	// empty, so `make run` seeds it; against another S3 seeding writes into
+	// a real bucket and is asked for explicitly.
 	Seed        bool
 	SeedMaxZoom int // default demotiles.DefaultMaxZoom
 	// Tiles are the user's own tilesets loaded at start, each a directory
-	// NAME of z/x/y.ext tiles, a NAME.pmtiles archive or a NAME.mbtiles
-	// database, stored under TILES_PREFIX as NAME/…, NAME.pmtiles or
-	// NAME.mbtiles through infra/tilesieve/upload, as the upload command
-	// stores them.
+	// NAME of z/x/y.ext tiles, a NAME.pmtiles archive, a NAME.mbtiles
+	// database or a NAME.tif image (a map tileset too when georeferenced, a
+	// COG), stored under TILES_PREFIX as NAME/…, NAME.pmtiles,
+	// NAME.mbtiles or NAME.tif through infra/tilesieve/upload, as the upload
+	// command stores them (and checks them: a file it refuses stops the
+	// start).
 	Tiles []string
 	// Logger receives the stack's logs; default discards.
 	Logger *slog.Logger
@@ -120,9 +127,13 @@ type Stack struct {
 	URL    string // the tile function and the viewer, e.g. http://127.0.0.1:8080
 	S3URL  string // the embedded S3 endpoint; "" when not embedded
 	Region string
-	Seeded int          // demo tiles written at start
-	Loaded []string     // names of the tilesets loaded from Options.Tiles
-	Tiles  config.Tiles // bucket, prefix, admin token: what the tile function runs with
+	Seeded int // demo tiles written at start
+	// DemoImage is the IIIF id of the demo image written at start
+	// (demoimage.ID); "" when not seeded.
+	DemoImage string
+	Loaded    []string     // names of the tilesets loaded from Options.Tiles
+	Images    []string     // ids of the images (TIFFs) loaded from Options.Tiles
+	Tiles     config.Tiles // bucket, prefix, admin token: what the tile function runs with
 	// IgnoredEnv are the S3 variables set in the environment that the
 	// embedded stack does not use.
 	IgnoredEnv []string
@@ -295,6 +306,7 @@ func (st *Stack) startTiles(ctx context.Context, o *origin.Client, opts Options)
 		Zoom:     min(2, max(opts.SeedMaxZoom, 0)),
 		Hints:    st.hints(),
 		Actions:  st.actions(),
+		Image:    st.DemoImage,
 	})
 	if err != nil {
 		tl.Close()
@@ -364,7 +376,8 @@ func (st *Stack) startS3(ctx context.Context, ln net.Listener, env config.Env, o
 	return nil
 }
 
-// seed writes the demo tileset under TILES_PREFIX through c.
+// seed writes the demo tileset and the demo image under TILES_PREFIX
+// through c.
 func (st *Stack) seed(ctx context.Context, c *s3.Client, maxZoom int) error {
 	start := time.Now()
 	n, err := demotiles.Seed(ctx, maxZoom, 8, func(ctx context.Context, key string, png []byte) error {
@@ -377,10 +390,17 @@ func (st *Stack) seed(ctx context.Context, c *s3.Client, maxZoom int) error {
 	}
 	st.log.Info("demo tileset seeded", "tiles", n, "zoom", fmt.Sprintf("0-%d", maxZoom),
 		"at", "s3://"+st.Tiles.Bucket+"/"+st.Tiles.TilesPrefix+demotiles.Tileset+"/", "took", time.Since(start).Round(time.Millisecond))
+	key := st.Tiles.TilesPrefix + demoimage.Key
+	if _, err := s3local.Put(ctx, c, st.Tiles.Bucket, key, demoimage.TIFF, upload.ContentType("tif"), ""); err != nil {
+		return fmt.Errorf("demo image: %w", err)
+	}
+	st.DemoImage = demoimage.ID
+	st.log.Info("demo image seeded", "at", "s3://"+st.Tiles.Bucket+"/"+key, "bytes", len(demoimage.TIFF),
+		"viewer", viewer.IIIFPageOf(demoimage.ID))
 	return nil
 }
 
-// load uploads one of the user's tilesets under TILES_PREFIX.
+// load uploads one of the user's tilesets or images under TILES_PREFIX.
 func (st *Stack) load(ctx context.Context, c *s3.Client, path string) error {
 	name := tilename.TrimArchiveExt(filepath.Base(filepath.Clean(path)))
 	dst := upload.Destination{Bucket: st.Tiles.Bucket, Prefix: st.Tiles.TilesPrefix, Name: name}
@@ -388,9 +408,43 @@ func (st *Stack) load(ctx context.Context, c *s3.Client, path string) error {
 	if err != nil {
 		return fmt.Errorf("-tiles %s: %w", path, err)
 	}
-	st.Loaded = append(st.Loaded, name)
-	st.log.Info("tileset loaded", "path", path, "name", name, "uploaded", rep.Uploaded, "skipped", rep.Skipped, "tilejson", "/"+tilename.TileJSONKey(name))
+	image, tileset := false, true
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".tif" || ext == ".tiff" {
+		image = true
+		if tileset, err = georeferenced(ctx, path); err != nil {
+			return fmt.Errorf("-tiles %s: %w", path, err)
+		}
+	}
+	if image {
+		st.Images = append(st.Images, name)
+		st.log.Info("image loaded", "path", path, "id", name, "uploaded", rep.Uploaded, "skipped", rep.Skipped,
+			"info", "/"+tilename.IIIFDir("3", name)+"info.json", "viewer", viewer.IIIFPageOf(name))
+	}
+	if tileset {
+		st.Loaded = append(st.Loaded, name)
+		st.log.Info("tileset loaded", "path", path, "name", name, "uploaded", rep.Uploaded, "skipped", rep.Skipped, "tilejson", "/"+tilename.TileJSONKey(name))
+	}
 	return nil
+}
+
+// georeferenced reports whether the TIFF at path is georeferenced: a map
+// tileset as well as an image (upload checked that it serves as one).
+func georeferenced(ctx context.Context, path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	tf, err := tiff.Open(ctx, tiff.ReaderAt(f), st.Size(), tiff.Options{})
+	if err != nil {
+		return false, err
+	}
+	_, err = tf.Georeferencing()
+	return err == nil, nil
 }
 
 // serve runs h on ln until Close.

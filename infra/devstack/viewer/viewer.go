@@ -1,14 +1,20 @@
-// Package viewer is the local stack's map page: a small slippy map written
-// in plain JavaScript (no library, nothing fetched from the internet) that
-// pans and zooms a tileset through the tile function, fetches every tile
-// with fetch() so it can show which tier answered (the X-Cache header), and
-// shows the function's /_tilesieve/health.
+// Package viewer is the local stack's pages: a map page, a small slippy map
+// written in plain JavaScript (no library, nothing fetched from the
+// internet) that pans and zooms a tileset through the tile function,
+// fetches every tile with fetch() so it can show which tier answered (the
+// X-Cache header), lists the catalog and shows the function's
+// /_tilesieve/health; and, under AssetsPrefix, a MapLibre page (StylePage)
+// and an IIIF image page (IIIFPage) over vendored builds of MapLibre GL JS
+// and OpenSeadragon.
 //
-// The page records its progress on <body> for tests and curious users:
+// The map page records its progress on <body> for tests and curious users:
 // data-requested, data-loaded, data-failed, data-pending, data-aborted and
 // data-tiers (a JSON count per X-Cache value), data-covered (visible tiles
 // that a panel overlaps: the panels sit beside the map, so 0); each failure
-// is also listed in #failures.
+// is also listed in #failures. Opened as /?tileset=NAME, it lists the
+// catalog and draws that tileset at once, and records its name
+// (data-tileset) and the catalog's tilesets and images (data-tilesets,
+// data-images).
 package viewer
 
 import (
@@ -19,6 +25,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -39,6 +46,9 @@ type Config struct {
 	Zoom     int      // the zoom level the page opens at
 	Hints    []Hint   // shown in a collapsible "try it" box
 	Actions  []Action // buttons that POST to the server, then refresh the tiles
+	// Image is the IIIF id of an image the page links to in the IIIF
+	// viewer (IIIFPageOf); "" for none.
+	Image string
 }
 
 // Action is a button of the page: it POSTs to Path with Header set to "1"
@@ -57,6 +67,9 @@ type Hint struct {
 	Label   string
 	Command string
 }
+
+// ImagePage is the path of the IIIF page of Config.Image.
+func (c Config) ImagePage() string { return IIIFPageOf(c.Image) }
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
@@ -115,9 +128,10 @@ func readOnly(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// Mount serves page at exactly "/", the style viewer under AssetsPrefix
-// (Assets), and everything else with tiles, so the page shadows no tile (no
-// tile key is empty) and the style viewer only keys under _viewer/.
+// Mount serves page at exactly "/", the MapLibre and IIIF pages under
+// AssetsPrefix (Assets), and everything else with tiles, so the page
+// shadows no tile (no tile key is empty) and the other pages only keys
+// under _viewer/.
 func Mount(page, tiles http.Handler) http.Handler {
 	assets := Assets()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -132,39 +146,71 @@ func Mount(page, tiles http.Handler) http.Handler {
 	})
 }
 
-// AssetsPrefix is where Mount serves the style viewer: StylePage, and the
-// MapLibre GL JS build it loads.
+// AssetsPrefix is where Mount serves the MapLibre page (StylePage), the
+// IIIF page (IIIFPage) and the builds of MapLibre GL JS and OpenSeadragon
+// they load.
 const AssetsPrefix = "/_viewer/"
 
-// StylePage is the path of the style viewer: StylePage+"?style=/NAME/style.json"
-// renders that style with MapLibre GL JS, and records on <body> its state
-// (data-state: loading, idle or error), its errors (data-errors) and the
-// URLs MapLibre asked for by resource type (data-requests: Style, Source,
-// Tile, SpriteJSON, SpriteImage, Glyphs).
+// StylePage is the path of the MapLibre page: StylePage+"?style=/NAME/style.json"
+// renders that style with MapLibre GL JS, StylePage+"?tilejson=/NAME.json"
+// the raster tileset of that TileJSON (an elevation model's as hillshade
+// and terrain: MapLibre's raster-dem source with the TileJSON's encoding).
+// It records on <body> its state (data-state: loading, idle or error), its
+// errors (data-errors) and the URLs MapLibre asked for by resource type
+// (data-requests: Style, Source, Tile, SpriteJSON, SpriteImage, Glyphs).
 const StylePage = AssetsPrefix + "style.html"
 
-//go:embed style.html
-var stylePage []byte
+// IIIFPage is the path of the IIIF page: IIIFPage+"?id=ID" opens the image
+// ID served by this host (its IIIF Image API 3.0 info.json),
+// IIIFPage+"?info=URL" any info.json, in OpenSeadragon, each tile labelled
+// with the tier that answered it. It records on <body> its state
+// (data-state: loading, idle once the view is still and no tile is being
+// fetched, or error),
+// the tiles loaded and failed (data-loaded, data-failed), the count per
+// X-Cache value (data-tiers), its errors (data-errors) and the first tile
+// URLs it asked for (data-urls).
+const IIIFPage = AssetsPrefix + "iiif.html"
 
-// The MapLibre GL JS release the style viewer runs (maplibre/VERSION),
-// vendored gzip-compressed so the page needs nothing from the internet.
+// IIIFPageOf is the path of the IIIF page of the image id.
+func IIIFPageOf(id string) string { return IIIFPage + "?id=" + url.QueryEscape(id) }
+
+var (
+	//go:embed style.html
+	stylePage []byte
+	//go:embed iiif.html
+	iiifPage []byte
+)
+
+// The MapLibre GL JS release the MapLibre page runs (maplibre/VERSION) and
+// the OpenSeadragon release the IIIF page runs (openseadragon/VERSION),
+// vendored gzip-compressed so the pages need nothing from the internet.
 var (
 	//go:embed maplibre/maplibre-gl.js.gz
 	maplibreJS []byte
 	//go:embed maplibre/maplibre-gl.css.gz
 	maplibreCSS []byte
+	//go:embed openseadragon/openseadragon.min.js.gz
+	openseadragonJS []byte
 )
 
-// Assets serves the style viewer under AssetsPrefix.
+// pageCSP is the Content-Security-Policy of the MapLibre and IIIF pages:
+// MapLibre runs its workers from blob: URLs, OpenSeadragon shows tiles it
+// fetched through blob: URLs; everything else is same-origin (a style's
+// URLs name this host once rewritten).
+const pageCSP = "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; worker-src blob:; child-src blob:; connect-src 'self'"
+
+// Assets serves the MapLibre and IIIF pages under AssetsPrefix.
 func Assets() http.Handler {
 	files := map[string]struct {
 		body        []byte
 		contentType string
 		gzipped     bool
 	}{
-		StylePage:                        {stylePage, "text/html; charset=utf-8", false},
-		AssetsPrefix + "maplibre-gl.js":  {maplibreJS, "text/javascript; charset=utf-8", true},
-		AssetsPrefix + "maplibre-gl.css": {maplibreCSS, "text/css; charset=utf-8", true},
+		StylePage:                             {stylePage, "text/html; charset=utf-8", false},
+		IIIFPage:                              {iiifPage, "text/html; charset=utf-8", false},
+		AssetsPrefix + "maplibre-gl.js":       {maplibreJS, "text/javascript; charset=utf-8", true},
+		AssetsPrefix + "maplibre-gl.css":      {maplibreCSS, "text/css; charset=utf-8", true},
+		AssetsPrefix + "openseadragon.min.js": {openseadragonJS, "text/javascript; charset=utf-8", true},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, ok := files[r.URL.Path]
@@ -178,10 +224,8 @@ func Assets() http.Handler {
 		h := w.Header()
 		h.Set("Content-Type", f.contentType)
 		h.Set("Cache-Control", "no-cache")
-		if r.URL.Path == StylePage {
-			// MapLibre runs its workers from blob: URLs; everything else is
-			// same-origin (the style's URLs name this host once rewritten).
-			h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; worker-src blob:; child-src blob:; connect-src 'self'")
+		if r.URL.Path == StylePage || r.URL.Path == IIIFPage {
+			h.Set("Content-Security-Policy", pageCSP)
 		}
 		body := f.body
 		if f.gzipped {

@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -94,6 +96,9 @@ func TestAssets(t *testing.T) {
 		{"maplibre decoded", "GET", "/_viewer/maplibre-gl.js", "", 200, "", "text/javascript; charset=utf-8", "maplibregl"},
 		{"maplibre gzip refused", "GET", "/_viewer/maplibre-gl.js", "gzip;q=0", 200, "", "text/javascript; charset=utf-8", "maplibregl"},
 		{"css", "GET", "/_viewer/maplibre-gl.css", "", 200, "", "text/css; charset=utf-8", ".maplibregl-map"},
+		{"IIIF page", "GET", viewer.IIIFPageOf("demo/image"), "", 200, "", "text/html; charset=utf-8", "OpenSeadragon({"},
+		{"openseadragon gzip", "GET", "/_viewer/openseadragon.min.js", "gzip", 200, "gzip", "text/javascript; charset=utf-8", "\x1f\x8b"},
+		{"openseadragon decoded", "GET", "/_viewer/openseadragon.min.js", "", 200, "", "text/javascript; charset=utf-8", "openseadragon 6.1.1"},
 		{"unknown asset", "GET", "/_viewer/nope.js", "", 404, "", "", ""},
 		{"post", "POST", viewer.StylePage, "", 405, "", "", ""},
 		{"root", "GET", "/", "", 200, "", "", "page"},
@@ -121,5 +126,58 @@ func TestAssets(t *testing.T) {
 				t.Errorf("body: got %.80q, want it to contain %q", b, c.bodyHas)
 			}
 		})
+	}
+}
+
+// TestIIIFPageOf: the IIIF page names an image by its id, escaped as a
+// query value (the page escapes it again as one path segment).
+func TestIIIFPageOf(t *testing.T) {
+	t.Parallel()
+	if got, want := viewer.IIIFPageOf("maps/a b"), "/_viewer/iiif.html?id=maps%2Fa+b"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestVendoredBuilds: each vendored build is the release its VERSION
+// names, with its licence beside it.
+func TestVendoredBuilds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ dir, js, version string }{
+		{"maplibre", "maplibre-gl.js", "maplibre-gl 5.24.1 "},
+		{"openseadragon", "openseadragon.min.js", "openseadragon 6.1.1 "},
+	} {
+		v, err := os.ReadFile(filepath.Join(c.dir, "VERSION"))
+		if err != nil || !strings.HasPrefix(string(v), c.version) {
+			t.Errorf("%s/VERSION: got %q, %v, want it to start with %q", c.dir, v, err, c.version)
+		}
+		if l, err := os.ReadFile(filepath.Join(c.dir, "LICENSE.txt")); err != nil || !strings.Contains(string(l), "Redistribution and use in source and binary forms") {
+			t.Errorf("%s/LICENSE.txt: %v, want the BSD licence", c.dir, err)
+		}
+		rec := httptest.NewRecorder()
+		viewer.Assets().ServeHTTP(rec, httptest.NewRequest("GET", viewer.AssetsPrefix+c.js, nil))
+		if n := strings.TrimSpace(strings.Fields(c.version)[1]); !strings.Contains(rec.Body.String()[:min(rec.Body.Len(), 2000)], n) {
+			t.Errorf("%s: the build does not name release %s near its start", c.js, n)
+		}
+	}
+}
+
+// TestPageLinksTheImage: with Config.Image the map page links to the IIIF
+// page of that image; without it, to none.
+func TestPageLinksTheImage(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		image string
+		want  bool
+	}{{"demo/image", true}, {"", false}} {
+		h, err := viewer.Handler(viewer.Config{Template: "/demo/{z}/{x}/{y}.png", MaxZoom: 2, Image: c.image})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		link := `id="image-link" href="/_viewer/iiif.html?id=demo%2Fimage"`
+		if got := strings.Contains(rec.Body.String(), link); got != c.want {
+			t.Errorf("Image %q: link %s present %v, want %v", c.image, link, got, c.want)
+		}
 	}
 }

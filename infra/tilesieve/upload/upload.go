@@ -1,9 +1,10 @@
 // Package upload puts a user's tiles into S3 the way tilesieve serves them:
 // a directory of z/x/y.ext tiles (plus an optional metadata.json, and a
 // MapLibre style with its sprites and glyphs) under NAME/, a PMTiles archive
-// as NAME.pmtiles, or an MBTiles database as NAME.mbtiles. The upload
-// command and the local stack both call Run, so tiles reach the bucket one
-// way.
+// as NAME.pmtiles, an MBTiles database as NAME.mbtiles, or a TIFF as
+// NAME.tif (an IIIF image, and at the top level of TILES_PREFIX a map
+// tileset too when it is georeferenced). The upload command and the local
+// stack both call Run, so tiles reach the bucket one way.
 //
 // What it promises:
 //
@@ -11,6 +12,10 @@
 //     function validates it when it opens it (header, sections inside the
 //     file, root directory and its entries) and every leaf directory as
 //     well, so an archive the server would refuse is never uploaded.
+//   - A .tif or .tiff file is validated likewise: tiled and pyramidal, in
+//     a compression the server decodes, and, when georeferenced, in a
+//     coordinate reference system the map view serves; the refusal says
+//     what to run (vips tiffsave, gdal_translate -of COG, gdalwarp).
 //   - With Options.ToPMTiles an MBTiles database, or a directory's tiles
 //     and metadata.json, is converted (package pmwrite) into one archive
 //     in a temporary file, validated as above and uploaded as
@@ -118,8 +123,8 @@ const (
 )
 
 // Destination is where Run puts a tileset: Bucket, then Prefix ("" or ending
-// in /), then NAME/... for a directory, NAME.pmtiles for an archive or
-// NAME.mbtiles for a database.
+// in /), then NAME/... for a directory, NAME.pmtiles for an archive,
+// NAME.mbtiles for a database or NAME.tif (.tiff) for a TIFF.
 type Destination struct {
 	Bucket, Prefix, Name string
 }
@@ -127,7 +132,8 @@ type Destination struct {
 func (d Destination) String() string { return "s3://" + d.Bucket + "/" + d.Prefix + d.Name }
 
 // ParseDestination reads s3://bucket/prefix/NAME (the prefix may be empty or
-// several segments; a trailing .pmtiles or .mbtiles on NAME is dropped).
+// several segments; a trailing .pmtiles, .mbtiles, .tif or .tiff on NAME is
+// dropped).
 func ParseDestination(s string) (Destination, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
@@ -157,6 +163,8 @@ func ContentType(ext string) string {
 		return "application/vnd.pmtiles"
 	case "mbtiles":
 		return "application/vnd.sqlite3"
+	case "tif", "tiff":
+		return "image/tiff"
 	}
 	return tile.ContentTypeOfExt(ext)
 }
@@ -226,7 +234,7 @@ type item struct {
 	path, key, ext, rel string
 }
 
-// Run uploads src (a tile directory, a .pmtiles or a .mbtiles file) to dst through
+// Run uploads src (a tile directory, a .pmtiles, .mbtiles or .tif file) to dst through
 // client. A bad src or dst is an error before anything is sent; otherwise
 // the Report counts every file, and the error joins the first failures.
 func Run(ctx context.Context, client *s3.Client, src string, dst Destination, opts Options) (Report, error) {
@@ -304,14 +312,19 @@ func collect(ctx context.Context, src string, dst Destination, opts Options, rep
 	if !st.IsDir() {
 		ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(src), "."))
 		var check func() error
-		switch ext {
-		case "pmtiles":
+		switch {
+		case ext == "pmtiles":
 			check = func() error { return checkArchive(ctx, src, st.Size()) }
-		case "mbtiles":
+		case ext == "mbtiles":
 			check = func() error { return checkDatabase(ctx, src) }
+		case isImageExt(ext):
+			check = func() error { return checkImage(ctx, src, dst.Name, st.Size()) }
 		}
 		if !st.Mode().IsRegular() || check == nil {
-			return nil, "", cleanup, badSource(nil, "%s: want a directory of z/x/y.ext tiles, a .pmtiles or a .mbtiles file", src)
+			return nil, "", cleanup, badSource(nil, "%s: want a directory of z/x/y.ext tiles, a .pmtiles, a .mbtiles or a .tif file", src)
+		}
+		if isImageExt(ext) && opts.ToPMTiles {
+			return nil, "", cleanup, badSource(nil, "%s: a TIFF is served as it is stored: upload it without -to-pmtiles", src)
 		}
 		if err := check(); err != nil {
 			return nil, "", cleanup, err
@@ -451,7 +464,7 @@ func tilePath(rel string) (string, bool) {
 		return "", false
 	}
 	y, ext, ok := strings.Cut(parts[2], ".")
-	if !ok || ContentType(ext) == "" || ext == "json" || ext == "pmtiles" || ext == "mbtiles" {
+	if !ok || ContentType(ext) == "" || ext == "json" || ext == "pmtiles" || ext == "mbtiles" || isImageExt(strings.ToLower(ext)) {
 		return "", false
 	}
 	z, errZ := strconv.ParseUint(parts[0], 10, 8)

@@ -256,7 +256,7 @@ func TestBadSource(t *testing.T) {
 	p := func(name string) string { return filepath.Join(dir, name) }
 	for _, c := range []struct{ name, path, want string }{
 		{"missing", p("nope"), "upload: stat " + p("nope") + ": no such file or directory"},
-		{"a file that is no archive", p("notes.txt"), "upload: " + p("notes.txt") + ": want a directory of z/x/y.ext tiles, a .pmtiles or a .mbtiles file"},
+		{"a file that is no archive", p("notes.txt"), "upload: " + p("notes.txt") + ": want a directory of z/x/y.ext tiles, a .pmtiles, a .mbtiles or a .tif file"},
 		{"an archive that is not one", p("fake.pmtiles"), "upload: " + p("fake.pmtiles") + `: not a valid PMTiles v3 archive: pmtiles: header: bad magic "<html>n": pmtiles: invalid archive`},
 		{"random bytes", p("random.pmtiles"), "upload: " + p("random.pmtiles") + `: not a valid PMTiles v3 archive: pmtiles: header: bad magic "\x9cA\a\x00\x00\x00\x00": pmtiles: invalid archive`},
 		{"shorter than a header", p("short.pmtiles"), "upload: " + p("short.pmtiles") + ": not a valid PMTiles v3 archive: pmtiles: archive of 7 bytes is shorter than its header: pmtiles: invalid archive"},

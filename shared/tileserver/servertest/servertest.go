@@ -132,12 +132,12 @@ func New(cfg Config, d Deps) (*Stack, error) {
 		return nil, err
 	}
 	ad := admin.Deps{Engine: eng, Memory: d.Memory, Disk: d.Disk, Handler: st.handlerStats,
-		Images: st.Images, BaseURL: st.BaseURL, PublicCORS: answers.CORSAny(), Logger: d.Logger}
+		IIIF: st.Images, BaseURL: st.BaseURL, PublicCORS: answers.CORSAny(), Logger: d.Logger}
 	if d.Purger != nil {
 		ad.Purger = adminpurge.Purger{P: d.Purger}
 	}
 	if st.Archives != nil {
-		ad.Catalog = st.Docs.Tilesets
+		ad.Catalog, ad.Images = st.Docs.Tilesets, st.Docs.Images
 	}
 	if st.Admin, err = admin.New(admin.Config{Token: cfg.AdminToken, Now: cfg.Now}, ad); err != nil {
 		return nil, err
