@@ -282,4 +282,7 @@ type Pyramid interface {
 	// the whole stored tile (edge tiles padded; a tile not stored is
 	// transparent), decoded when asked, so a caller bounds its decodes.
 	ReadTiles(ctx context.Context, l int, at []image.Point) (decode func(i int) (image.Image, error), err error)
+	// Pictured is nil when its tiles decode to 8-bit images, else why they
+	// do not (samples that are heights or measurements, not colours).
+	Pictured() error
 }

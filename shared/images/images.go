@@ -125,9 +125,13 @@ func (s *Service) Pixels() pixel.Stats { return s.pipe.Stats() }
 // error matching tile.ErrNotFound an image that does not exist.
 func (s *Service) Key(ctx context.Context, r iiif.Route) (string, error) {
 	switch r.Kind {
-	case iiif.RouteInfo:
-		return r.Dir() + "info.json", nil
-	case iiif.RouteManifest:
+	case iiif.RouteInfo, iiif.RouteManifest:
+		if _, err := s.open(ctx, r.ID); err != nil {
+			return "", err
+		}
+		if r.Kind == iiif.RouteInfo {
+			return r.Dir() + "info.json", nil
+		}
 		return r.Dir() + "manifest.json", nil
 	case iiif.RouteImage:
 	default:
@@ -137,7 +141,7 @@ func (s *Service) Key(ctx context.Context, r iiif.Route) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v, err := s.archives.Image(ctx, r.ID)
+	v, err := s.open(ctx, r.ID)
 	if err != nil {
 		return "", err
 	}
@@ -158,7 +162,7 @@ func (s *Service) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile,
 		return s.next.Get(ctx, key, ifNoneMatch)
 	}
 	for attempt := 0; ; attempt++ {
-		v, err := s.archives.Image(ctx, r.ID)
+		v, err := s.open(ctx, r.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -175,6 +179,19 @@ func (s *Service) Get(ctx context.Context, key, ifNoneMatch string) (*tile.Tile,
 		}
 		return t, err
 	}
+}
+
+// open opens image id: an error matching tile.ErrNotFound when there is
+// none, an *iiif.Error (501) when its pixels are not a picture.
+func (s *Service) open(ctx context.Context, id string) (*archive.ImageVersion, error) {
+	v, err := s.archives.Image(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.Pyramid.Pictured(); err != nil {
+		return nil, iiif.Unsupported("%s: it is served as a map tileset, not as an IIIF image", err)
+	}
+	return v, nil
 }
 
 // answer makes key's answer from version v of the image.

@@ -9,6 +9,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -263,6 +264,14 @@ func TestCOGElevation(t *testing.T) {
 		}
 		if n == 0 {
 			t.Errorf("%s: no elevation inside the DEM", v.prefix)
+		}
+	}
+	// Its float samples are heights, not an image: IIIF says so, with 501,
+	// for info.json and images alike.
+	for _, p := range []string{"/iiif/3/dem/info.json", "/iiif/3/dem/full/max/0/default.jpg", "/iiif/2/dem/full/full/0/default.jpg"} {
+		r := ae.do("GET", p)
+		if b := body(t, r); r.StatusCode != http.StatusNotImplemented || !strings.Contains(b, "float") {
+			t.Errorf("%s: got %d %q, want 501 saying its samples are float", p, r.StatusCode, b)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles/pmtilestest"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
 	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
@@ -214,6 +215,16 @@ func TestCORSReflectsListedOrigins(t *testing.T) {
 		r := e.do("GET", "/c/1/0/0.png", "Origin", tc.origin)
 		if got := r.Header.Get("Access-Control-Allow-Origin"); got != tc.want || r.Header.Get("Vary") != "Origin" {
 			t.Errorf("origin %q: ACAO %q Vary %q, want %q and Vary: Origin", tc.origin, got, r.Header.Get("Vary"), tc.want)
+		}
+		// Every field the server adds for scripts is exposed to them: the
+		// tier, the timings, and what the answer cost in S3.
+		if tc.want != "" {
+			exposed := r.Header.Get("Access-Control-Expose-Headers")
+			for _, f := range []string{"X-Cache", "Server-Timing", tileserver.CostHeader} {
+				if !strings.Contains(exposed, f) {
+					t.Errorf("origin %q: Access-Control-Expose-Headers %q lacks %s", tc.origin, exposed, f)
+				}
+			}
 		}
 	}
 	// An origin is scheme://host[:port], as a browser sends it: nothing

@@ -218,3 +218,33 @@ func TestIIIFAnswerOverTheByteBound(t *testing.T) {
 		t.Errorf("stats images: %+v, want 1 stored, 1 rendered, 2 refused", got)
 	}
 }
+
+// TestIIIFUpscaleAsBrowsersSendIt: IIIF 3.0's upscaling sizes (^max,
+// ^w,h) reach the image as browsers send them, the caret bare or escaped,
+// under an id whose slash is escaped or not: net/http keeps no raw path for
+// a caret, which must not lose the id's %2F.
+func TestIIIFUpscaleAsBrowsersSendIt(t *testing.T) {
+	t.Parallel()
+	ae := newArchiveEnv(t, withPixelTime)
+	tif := vipsPyramid(t, 600, 400, "128")
+	ae.put("maps/scan.tif", tif, "image/tiff", "")
+	ae.put("scan.tif", tif, "image/tiff", "")
+	for _, p := range []string{
+		"/iiif/3/maps%2Fscan/full/^max/0/default.jpg",
+		"/iiif/3/maps%2Fscan/full/%5Emax/0/default.jpg",
+		"/iiif/3/maps%2Fscan/full/%5emax/0/default.jpg",
+		"/iiif/3/scan/full/^max/0/default.jpg",
+		"/iiif/3/scan/full/%5Emax/0/default.jpg",
+		"/iiif/3/maps%2Fscan/full/^700,/0/default.jpg",
+		"/iiif/3/maps%2Fscan/0,0,300,200/%5E!700,700/0/default.jpg",
+	} {
+		r := ae.do("GET", p)
+		if r.StatusCode != http.StatusOK {
+			t.Errorf("%s: got %d %q, want 200", p, r.StatusCode, body(t, r))
+			continue
+		}
+		if link := r.Header.Get("Link"); !strings.Contains(link, "/full/^") && !strings.Contains(link, "/0,0,300,200/^") {
+			t.Errorf("%s: canonical Link %q, want the upscaling size", p, link)
+		}
+	}
+}

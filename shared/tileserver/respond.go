@@ -36,7 +36,7 @@ func xCache(src source) string { return xCacheValues[src][0] }
 
 // ExposeHeaders is the Access-Control-Expose-Headers value of tile answers
 // to cross-origin requests.
-const ExposeHeaders = "ETag, Content-Length, Content-Range, X-Cache, Server-Timing"
+const ExposeHeaders = "ETag, Content-Length, Content-Range, X-Cache, Server-Timing, " + CostHeader
 
 // Shared field values: capped one-element slices, never written to.
 var (

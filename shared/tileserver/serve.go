@@ -79,11 +79,14 @@ func HTTPRequest(r *http.Request, into *Request) {
 	into.Method = r.Method
 	// url.URL keeps no RawPath when the wire path is the plain escaping of
 	// Path: then Path is the key KeyFromPath would decode, and neither
-	// escaping nor decoding it again changes it.
+	// escaping nor decoding it again changes it. Otherwise RawPath is the
+	// wire path, used as it is: EscapedPath would re-escape Path, losing an
+	// IIIF id's %2F, when the wire path holds a byte it deems invalid
+	// there (a bare ^, as browsers send IIIF's upscaling sizes).
 	if r.URL.RawPath == "" {
 		into.Path, into.unescaped = r.URL.Path, true
 	} else {
-		into.Path, into.unescaped = r.URL.EscapedPath(), false
+		into.Path, into.unescaped = r.URL.RawPath, false
 	}
 	into.Header = [NumHeaderNames]string{HdrHost: r.Host} // net/http keeps Host out of r.Header
 	into.from = r.Header

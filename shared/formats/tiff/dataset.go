@@ -82,6 +82,21 @@ func (d *dataset) Bands() (gray, alpha bool) {
 	return l.Photometric == PhotometricMinIsBlack || l.Photometric == PhotometricMinIsWhite, l.Alpha >= 0 || l.Mask != nil
 }
 
+func (d *dataset) Pictured() error {
+	l := d.f.Levels[0]
+	if l.Bits == 8 {
+		return nil
+	}
+	kind := "unsigned"
+	switch l.SampleFormat {
+	case SampleFloat:
+		kind = "float"
+	case SampleInt:
+		kind = "signed"
+	}
+	return fmt.Errorf("its samples are %d-bit %s, heights or measurements rather than colours", l.Bits, kind)
+}
+
 func (d *dataset) StoredJPEG(ctx context.Context, l int, at image.Point) ([]byte, error) {
 	lv, err := d.level(l)
 	if err != nil {

@@ -38,6 +38,10 @@ func notFound(format string, args ...any) error {
 	return &Error{status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
 }
 
+// Unsupported is a request the server cannot answer for what the image is:
+// 501, with the message.
+func Unsupported(format string, args ...any) error { return notImplemented(format, args...) }
+
 func notImplemented(format string, args ...any) error {
 	return &Error{status: http.StatusNotImplemented, msg: fmt.Sprintf(format, args...)}
 }

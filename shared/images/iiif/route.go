@@ -58,7 +58,12 @@ func ParsePath(escaped string) (r Route, ok bool, err error) {
 		r.Kind = RouteManifest
 	case len(segs) == 5:
 		r.Kind = RouteImage
-		copy(r.Params[:], segs[1:])
+		for i, seg := range segs[1:] {
+			// Browsers escape what they like (a size's ^ as %5E).
+			if r.Params[i], err = url.PathUnescape(seg); err != nil {
+				return Route{}, true, badRequest("%q is not an escaped path segment", seg)
+			}
+		}
 	default:
 		return Route{}, true, notFound("no such IIIF resource: want {id}/info.json or {id}/{region}/{size}/{rotation}/{quality}.{format}")
 	}
