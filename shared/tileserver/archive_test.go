@@ -50,6 +50,10 @@ func newArchiveEnv(t *testing.T, opts ...option) *archiveEnv {
 	t.Helper()
 	ae := &archiveEnv{logs: &logBuffer{}}
 	var cfg servertest.Config
+	// Probing and opening archives and images is several reads each: a
+	// loaded machine under -race needs more than the two seconds newEnv
+	// gives a byte fetch. A test's own option still wins.
+	opts = append([]option{withConfig(func(c *servertest.Config) { c.OriginTimeout = 30 * time.Second })}, opts...)
 	opts = append(opts,
 		withS3Wrapper(func(h http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
