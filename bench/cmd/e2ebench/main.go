@@ -11,6 +11,7 @@
 // stage (4), purge (5), rss (6: peak RSS under a 404 flood, a big tile and
 // an S3 hang), cost (7), archive (8: PMTiles archives). storage needs ab, wrk and nginx
 // (e2e/install-tools.sh installs them).
+// cog (10: COG imagery) needs wrk and GDAL's gdal_translate (gdal-bin).
 package main
 
 import (
@@ -32,7 +33,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 )
 
-var sections = []string{"handler", "iiif", "disk", "stage", "purge", "storage", "rss", "cost", "archive"}
+var sections = []string{"handler", "iiif", "disk", "stage", "purge", "storage", "rss", "cost", "archive", "cog"}
 
 func main() {
 	if err := run(); err != nil {
@@ -204,6 +205,12 @@ func run() error {
 				wd, _ := os.Getwd()
 				r, err := e2e.RunArchive(ctx, p, e2e.DefaultArchiveParams(filepath.Dir(wd), wd, *quick))
 				all.Archive = &r
+				return err
+			}},
+			{"cog", func() error {
+				wd, _ := os.Getwd()
+				r, err := e2e.RunCOG(ctx, e2e.DefaultCOGParams(filepath.Dir(wd), wd, *quick))
+				all.COG = &r
 				return err
 			}},
 			{"cost", func() error {
