@@ -26,13 +26,13 @@ func renderCOG(b *strings.Builder, s *COGResult, plot func(name string, f func(p
 		"The runs request %d tiles of each: the same %d of `cog.tif`'s stored tiles, in one fixed random order, as `/cog/z/x/y.jpg` and `/arc/z/x/y.jpg`, and the %d UTM tiles nearest its centre, all inside its data, as `/utm/z/x/y.jpg` (the TileJSON's format for a JPEG COG). Mean answer: %s.\n\n",
 		s.Stored, s.Zoom, mib(s.Bytes["arc.pmtiles"]), utmEPSG, s.UTMZoom, p.Tiles, p.Tiles, p.Tiles, tileSizes(s))
 	fmt.Fprintf(b, "Every server is a `go build ./functions/tiles` process in local server mode against `bench/cmd/s3serve` (the three files as objects), as section 8 runs them: `MEM_CACHE_BYTES=%d`, a 1 GiB disk tier of its own, `SYNC_INTERVAL=1h`.\n\n", p.MemBytes)
-	fmt.Fprintf(b, "**Warm.** One process, each tileset warmed by one pass over its tiles (a second request checked to be `X-Cache: HIT-MEMORY`), then loaded with `%s` over its %d paths, one tileset at a time in %d round(s) whose order rotates; each row is the median round, each ratio the median of the same-round ratios. The load generator shares the cores with the server. S3 requests over all the rounds: %d.\n\n",
+	fmt.Fprintf(b, "**Warm.** One process, each tileset warmed by one pass over its tiles (a second request checked to be `X-Cache: HIT-MEMORY`), then loaded with `%s` over its %d paths, one tileset at a time in %d round(s) whose order rotates; each row is the median round, each ratio the median of the same-round ratios. The load generator shares the cores with the server. Server CPU per request is the CPU time of the server's process over a round (its threads' `/proc/PID/task/*/schedstat`) divided by the requests answered, as in section 2: the work of an answer, which a busy machine slows but adds nothing to. S3 requests over all the rounds: %d.\n\n",
 		s.Wrk, p.Tiles, max(1, p.Rounds), s.WrkRequests)
-	b.WriteString("| tileset | req/s | mean | p50 | p99 | errors | note |\n|---|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| tileset | req/s | mean | p50 | p99 | errors | server CPU per request (median) | note |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
 	var cats []string
 	var rps []float64
 	for i, r := range s.Rows {
-		fmt.Fprintf(b, "| %s | %.0f | %s | %s | %s | %d | %s |\n", r.Server, r.RPS, d(r.Mean), d(r.P50), d(r.P99), r.Errors, r.Note)
+		fmt.Fprintf(b, "| %s | %.0f | %s | %s | %s | %d | %.1f µs | %s |\n", r.Server, r.RPS, d(r.Mean), d(r.P50), d(r.P99), r.Errors, us(stats.Median(s.CPU[cogSets[i].name])), r.Note)
 		cats, rps = append(cats, cogSets[i].short), append(rps, r.RPS)
 	}
 	fmt.Fprintf(b, "\n**Cold and warm, per tile.** For each tileset and each injected S3 first-byte latency (s3serve `-latency`), %d run(s), each on a fresh process: one tile outside the run first, which opens the file (reads the TIFF header and IFDs, or the archive's header and root directory), then the %d tiles cold at concurrency %d (every answer checked to be `X-Cache: MISS`), counting s3serve's requests (`-control` stats) and summing the answers' `%s`, then the same tiles again on the same process (memory hits). Percentiles are over every request of the runs; totals are the median run's.\n\n",
