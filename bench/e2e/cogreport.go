@@ -14,7 +14,7 @@ import (
 func renderCOG(b *strings.Builder, s *COGResult, plot func(name string, f func(path string) error) string) {
 	p := s.Params
 	fmt.Fprintf(b, "### 10. COG imagery\n\n")
-	fmt.Fprintf(b, "A source image of %d×%d pixels (`bench/e2e/aerial`: fields with furrows, woods, hedgerows, roads, a river and sensor noise, drawn the same on every machine; about 10 m a pixel) written by %s as two Cloud Optimized GeoTIFFs, in %s with the archive below:\n\n",
+	fmt.Fprintf(b, "A source image of %d×%d pixels (`bench/e2e/aerial`: fields with furrows, woods, hedgerows, roads, a river and sensor noise, drawn the same on every machine; about 10 m a pixel) written as two Cloud Optimized GeoTIFFs by `gdal_translate` (%s); drawing it and writing both files and the archive below took %s:\n\n",
 		p.Side, p.Side, s.GDAL, d(s.Made))
 	names := []string{"cog.tif", "utm.tif"}
 	for i, c := range s.Commands {
