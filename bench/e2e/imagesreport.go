@@ -230,11 +230,3 @@ func levelList(ls [][2]int) string {
 	}
 	return strings.Join(s, ", ")
 }
-
-func intList(ns []int) string {
-	var s []string
-	for _, n := range ns {
-		s = append(s, fmt.Sprint(n))
-	}
-	return strings.Join(s, ", ")
-}

@@ -29,6 +29,7 @@ type All struct {
 	Cost    *CostResult    `json:"cost,omitempty"`
 	RSS     *RSSResult     `json:"rss,omitempty"`
 	Archive *ArchiveResult `json:"archive,omitempty"`
+	COG     *COGResult     `json:"cog,omitempty"`
 }
 
 func d(x time.Duration) string {
@@ -143,6 +144,9 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	}
 	if a.Archive != nil {
 		targetRows(&b, "8 archives", a.Archive.Targets)
+	}
+	if a.COG != nil {
+		targetRows(&b, "10 COG imagery", a.COG.Targets)
 	}
 	b.WriteString("\n")
 
@@ -401,6 +405,9 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 	}
 	if a.Archive != nil {
 		renderArchive(&b, a.Archive)
+	}
+	if a.COG != nil {
+		renderCOG(&b, a.COG, plot)
 	}
 	return b.String(), errors.Join(perr...)
 }

@@ -12,6 +12,7 @@
 // stage (4), purge (5), rss (6: peak RSS under a 404 flood, a big tile and
 // an S3 hang), cost (7), archive (8: PMTiles archives). storage needs ab, wrk and nginx, images
 // and rss vips, images iipsrv and nginx (e2e/install-tools.sh installs them).
+// cog (10: COG imagery) needs wrk and GDAL (gdal-bin).
 package main
 
 import (
@@ -33,7 +34,7 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 )
 
-var sections = []string{"handler", "iiif", "images", "disk", "stage", "purge", "storage", "rss", "cost", "archive"}
+var sections = []string{"handler", "iiif", "images", "disk", "stage", "purge", "storage", "rss", "cost", "archive", "cog"}
 
 func main() {
 	if err := run(); err != nil {
@@ -222,6 +223,12 @@ func run() error {
 				wd, _ := os.Getwd()
 				r, err := e2e.RunArchive(ctx, p, e2e.DefaultArchiveParams(filepath.Dir(wd), wd, *quick))
 				all.Archive = &r
+				return err
+			}},
+			{"cog", func() error {
+				wd, _ := os.Getwd()
+				r, err := e2e.RunCOG(ctx, e2e.DefaultCOGParams(filepath.Dir(wd), wd, *quick))
+				all.COG = &r
 				return err
 			}},
 			{"cost", func() error {
