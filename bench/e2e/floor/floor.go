@@ -16,6 +16,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
 type entry struct {
@@ -45,7 +46,7 @@ func New(tiles map[string][]byte) *Handler {
 			"Content-Length": {strconv.Itoa(len(b))},
 			// What the tile server's default CORS policy adds to every tile.
 			"Access-Control-Allow-Origin":   {"*"},
-			"Access-Control-Expose-Headers": {"ETag, Content-Length, Content-Range, X-Cache, Server-Timing"},
+			"Access-Control-Expose-Headers": {tileserver.ExposeHeaders},
 		}}
 	}
 	return h
