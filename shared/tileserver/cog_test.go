@@ -118,6 +118,15 @@ func TestCOGGoogleMapsCompatible(t *testing.T) {
 	if c := ae.do("GET", "/world/3/1/1.jpg").Header.Get(tileserver.CostHeader); c != "" {
 		t.Errorf("a memory hit: %s %q, want none", tileserver.CostHeader, c)
 	}
+	// A name's first request is a tile: finding what the name is (the
+	// formats probed, and the tile looked up as an object beside them) is
+	// opening it, not what the tile cost.
+	ae.put("fresh.tif", cog, "image/tiff", "")
+	r = ae.do("GET", "/fresh/3/1/1.jpg")
+	expectBody(t, r, 200, "MISS", string(want))
+	if c := r.Header.Get(tileserver.CostHeader); !strings.HasPrefix(c, "requests=1; bytes=") {
+		t.Errorf("first tile of a name: %s %q, want the one request of the tile", tileserver.CostHeader, c)
+	}
 	r = ae.do("GET", "/world/3/1/1.png")
 	expect(t, r, 200, "MISS")
 	img, err := png.Decode(strings.NewReader(body(t, r)))

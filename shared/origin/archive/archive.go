@@ -359,16 +359,28 @@ func (a *Origin) resolve(ctx context.Context, name string, objects func(context.
 		t   *tile.Tile
 		err error
 	}
-	var objc chan result
+	var (
+		objc  chan result
+		ocost interface{ Load() tile.FetchCost }
+	)
 	cancel := context.CancelFunc(func() {})
 	if probing {
 		objc = make(chan result, 1)
 		var octx context.Context
 		octx, cancel = context.WithCancel(ctx)
+		// The object read beside the probe is counted apart: it is what
+		// the answer cost only when the answer is the object's.
+		octx, ocost = tile.CountFetch(octx)
 		go func() {
 			t, err := objects(octx)
 			objc <- result{t, err}
 		}()
+	}
+	objectAnswer := func() result {
+		r := <-objc
+		c := ocost.Load()
+		tile.AddS3(ctx, c.Requests, c.Bytes)
+		return r
 	}
 	defer cancel()
 	dropObject := func() {
@@ -387,7 +399,7 @@ func (a *Origin) resolve(ctx context.Context, name string, objects func(context.
 	case ar.err != nil:
 		if objc != nil {
 			// The probe failed; an object tileset's tile is still a tile.
-			if r := <-objc; r.err == nil {
+			if r := objectAnswer(); r.err == nil {
 				return nil, r.t, nil
 			}
 		}
@@ -397,7 +409,7 @@ func (a *Origin) resolve(ctx context.Context, name string, objects func(context.
 			t, err := objects(ctx)
 			return nil, t, err
 		}
-		r := <-objc
+		r := objectAnswer()
 		return nil, r.t, r.err
 	}
 	dropObject()
