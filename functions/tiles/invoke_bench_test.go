@@ -87,6 +87,9 @@ func newBenchFunction(b *testing.B, memBytes int64, diskBytes string, opts ...ap
 	}
 	cfg.MemBytes = memBytes
 	log := slog.New(slog.DiscardHandler)
+	// As main does in BUFFERED mode: a memory hit's payload is encoded
+	// once, as the tile enters the memory tier.
+	opts = append([]app.Option{app.WithExtra(buildPayload)}, opts...)
 	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles", Prefix: "tiles/"}), log, opts...)
 	if err != nil {
 		b.Fatal(err)
