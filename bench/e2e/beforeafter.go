@@ -59,7 +59,11 @@ type Pair struct {
 	Values  Sides  `json:"values"`
 	Allocs  *Sides `json:"allocs,omitempty"` // allocs/op, where the measure is a Go benchmark
 	Bytes   *Sides `json:"bytes,omitempty"`  // B/op, likewise
-	Note    string `json:"note,omitempty"`
+	// CPU is a server's CPU time per request answered (ns), where the
+	// measure is a server's req/s: the work behind each answer, which a
+	// busy machine slows less than it slows req/s.
+	CPU  *Sides `json:"cpu_ns,omitempty"`
+	Note string `json:"note,omitempty"`
 }
 
 // Ratios is each round's speed after the change over its speed before:
@@ -185,17 +189,18 @@ func RunStoragePair(ctx context.Context, pool tileset.Pool, p StoragePairParams)
 			for _, tool := range tools {
 				k := [2]string{c.name, tool}
 				if pairs[k] == nil {
-					pairs[k] = &Pair{What: c.name + ", " + tool, Unit: "req/s"}
+					pairs[k] = &Pair{What: c.name + ", " + tool, Unit: "req/s", CPU: &Sides{}}
 					order = append(order, k)
 				}
 				for _, side := range SidesInRound(round) {
-					rps, problem, err := servers[[2]string{c.name, side}].load(ctx, tool, sp, paths, tmp)
+					run, err := servers[[2]string{c.name, side}].load(ctx, tool, sp, paths, tmp)
 					if err != nil {
 						return res, fmt.Errorf("%s, %s, %s: %w", side, c.name, tool, err)
 					}
-					pairs[k].Values.Add(side, rps)
-					if problem != "" {
-						pairs[k].Note = joinNote(pairs[k].Note, fmt.Sprintf("%s in round %d: %s", side, round+1, problem))
+					pairs[k].Values.Add(side, run.rps)
+					pairs[k].CPU.Add(side, run.cpu)
+					if run.problem != "" {
+						pairs[k].Note = joinNote(pairs[k].Note, fmt.Sprintf("%s in round %d: %s", side, round+1, run.problem))
 					}
 				}
 			}
@@ -249,41 +254,72 @@ func startPairServer(ctx context.Context, bin string, c pairConfig, side, tmp, s
 	return &pairServer{proc: proc, url: url}, nil
 }
 
-// load runs tool once against s: its req/s and, when any answer failed
-// or was not 2xx, a note saying so. A wrk run adds the server's tier
+// loadRun is what one load of a server measured.
+type loadRun struct {
+	rps float64
+	cpu float64 // the server's CPU time per request answered, ns
+	// problem says, when any answer failed or was not 2xx, how many.
+	problem string
+}
+
+// load runs tool once against s. A wrk run adds the server's tier
 // counters over the run to s.delta.
-func (s *pairServer) load(ctx context.Context, tool string, p StorageParams, paths []string, tmp string) (rps float64, problem string, err error) {
+func (s *pairServer) load(ctx context.Context, tool string, p StorageParams, paths []string, tmp string) (loadRun, error) {
+	var run loadRun
+	cpu0, err := ProcCPU(s.proc.Cmd.Process.Pid)
+	if err != nil {
+		return run, err
+	}
+	var n int
 	if tool == "ab" {
 		r, err := loadtool.RunAB(ctx, s.url+p.ABPath, p.ABN, p.ABC, tmp)
-		if n := r.Failed + r.Non2xx; n > 0 {
-			problem = fmt.Sprintf("%d failed or non-2xx answers", n)
+		if err != nil {
+			return run, err
 		}
-		return r.RPS, problem, err
+		if e := r.Failed + r.Non2xx; e > 0 {
+			run.problem = fmt.Sprintf("%d failed or non-2xx answers", e)
+		}
+		run.rps, n = r.RPS, r.Complete
+	} else {
+		before, err := tilesStats(s.url)
+		if err != nil {
+			return run, err
+		}
+		r, err := loadtool.RunWrk(ctx, s.url, paths, p.WrkDur, p.WrkConns, p.WrkThread, tmp)
+		if err != nil {
+			return run, err
+		}
+		if r.Non2xx > 0 {
+			run.problem = fmt.Sprintf("%d non-2xx answers", r.Non2xx)
+		}
+		if r.SocketErrors != "" {
+			run.problem = joinNote(run.problem, "socket errors: "+r.SocketErrors)
+		}
+		run.rps, n = r.RPS, r.Requests
+		if err := s.addTiers(before); err != nil {
+			return run, err
+		}
 	}
-	before, err := tilesStats(s.url)
+	cpu1, err := ProcCPU(s.proc.Cmd.Process.Pid)
 	if err != nil {
-		return 0, "", err
+		return run, err
 	}
-	r, err := loadtool.RunWrk(ctx, s.url, paths, p.WrkDur, p.WrkConns, p.WrkThread, tmp)
-	if err != nil {
-		return 0, "", err
-	}
-	if r.Non2xx > 0 {
-		problem = fmt.Sprintf("%d non-2xx answers", r.Non2xx)
-	}
-	if r.SocketErrors != "" {
-		problem = joinNote(problem, "socket errors: "+r.SocketErrors)
-	}
+	run.cpu = float64((cpu1 - cpu0).Nanoseconds()) / float64(max(n, 1))
+	return run, nil
+}
+
+// addTiers adds the server's tier counters since before to s.delta.
+func (s *pairServer) addTiers(before admin.Stats) error {
 	after, err := tilesStats(s.url)
 	if err != nil {
-		return 0, "", err
+		return err
 	}
 	a, b := after.Handler, before.Handler
 	s.delta.Requests += a.Requests - b.Requests
 	s.delta.MemoryHits += a.MemoryHits - b.MemoryHits
 	s.delta.DiskHits += a.DiskHits - b.DiskHits
 	s.delta.Misses += a.Misses - b.Misses
-	return r.RPS, problem, nil
+	return nil
 }
 
 // tierShare names the share of side's answers each tier gave.

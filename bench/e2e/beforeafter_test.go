@@ -105,6 +105,9 @@ func TestStoragePairSmoke(t *testing.T) {
 		if len(p.Ratios()) != 2 || p.Ratio() <= 0 {
 			t.Errorf("%s: ratios %v", p.What, p.Ratios())
 		}
+		if p.CPU == nil || len(p.CPU.Before) != 2 || len(p.CPU.After) != 2 || slices.Min(p.CPU.Before) <= 0 || slices.Min(p.CPU.After) <= 0 {
+			t.Errorf("%s: server CPU per request %+v", p.What, p.CPU)
+		}
 		t.Logf("%s: before %v, after %v; %s", p.What, p.Values.Before, p.Values.After, p.Note)
 	}
 }

@@ -263,7 +263,8 @@ func TestRender(t *testing.T) {
 			ColdStart: e2e.Sides{Before: []float64{20, 22}, After: []float64{21, 22}},
 			Pairs:     []e2e.Pair{{What: "memory hit 30KB", Unit: "invocations/s", Values: e2e.Sides{Before: []float64{1000, 900}, After: []float64{990, 950}}}}},
 		Storage: &e2e.StoragePairResult{Tiles: 85, Bytes: 3 << 20, Commands: []string{"ab …", "wrk …"},
-			Pairs: []e2e.Pair{{What: "disk hits, wrk", Unit: "req/s", Values: e2e.Sides{Before: []float64{8000, 8000}, After: []float64{7000, 7200}}, Note: "during wrk: …"}}},
+			Pairs: []e2e.Pair{{What: "disk hits, wrk", Unit: "req/s", Values: e2e.Sides{Before: []float64{8000, 8000}, After: []float64{7000, 7200}},
+				CPU: &e2e.Sides{Before: []float64{50e3, 50e3}, After: []float64{50e3, 52e3}}, Note: "during wrk: …"}}},
 		StorageRounds: 2, StorageDate: date,
 	}
 	doc := Render(r)
@@ -275,14 +276,14 @@ func TestRender(t *testing.T) {
 		"| 0 handler | Serve/memory (ns/op) | ≥ 0.95x | 0.97x | **met** | 0.98, 0.96 |",
 		"| invocations in process | InvokeBuffered/30KB (ns/op) | ≥ 0.95x | 0.40x | **missed** | 0.40, 0.40; allocs/op before 40, after 93; B/op before 1000, after 2400 |",
 		"| invocations under the emulator | memory hit 30KB (invocations/s) | ≥ 0.95x | 1.02x | **met** | 0.99, 1.06 |",
-		"| 2 serving from storage | disk hits, wrk (req/s) | ≥ 0.95x | 0.89x | **missed** | 0.88, 0.90 |",
+		"| 2 serving from storage | disk hits, wrk (req/s) | ≥ 0.95x | 0.89x | **missed** | 0.88, 0.90; server CPU per request 0.98x |",
 		"Controls, the same code in both builds: Serve/static 0.95x (1.00, 0.91).",
 		"| Serve/static (control) | 300 | 315 | – | – | – | – | 0.95x | 1.00, 0.91 |",
 		"| Serve/memory | 500 | 515 | 0 | 0 | 2 | 2 | 0.97x | 0.98, 0.96 |",
 		"only the after tree has InvokeNew/1KB",
 		"before 10 bytes, after 11 bytes",
 		"| 30KB | 950 | 970 | 1.02x | 0.99, 1.06 |",
-		"| disk hits, wrk | 8000 | 7100 | 0.89x | 0.88, 0.90 | during wrk: … |",
+		"| disk hits, wrk | 8000 | 7100 | 0.89x | 0.88, 0.90 | 50.0 µs / 51.0 µs | 0.98x | during wrk: … |",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("section lacks %q:\n%s", want, doc)

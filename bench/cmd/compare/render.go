@@ -109,7 +109,15 @@ func target(p e2e.Pair) e2e.Target {
 				stats.MedianFloat(p.Bytes.Before), stats.MedianFloat(p.Bytes.After))
 		}
 	}
+	if p.CPU != nil {
+		reason += fmt.Sprintf("; server CPU per request %s", ratio(cpuPair(p).Ratio()))
+	}
 	return e2e.Target{What: what, Want: minRatio, Got: p.Ratio(), Unit: "x", Higher: true, Reason: reason}.Check()
+}
+
+// cpuPair is p's server CPU per request as a measure of its own, a cost.
+func cpuPair(p e2e.Pair) e2e.Pair {
+	return e2e.Pair{What: p.What, Unit: "ns/request", Cost: true, Values: *p.CPU}
 }
 
 func renderBench(p printer, b BenchPart, spec benchSpec) {
@@ -173,12 +181,21 @@ func renderStorage(p printer, s e2e.StoragePairResult, rounds int, date time.Tim
 		"runs once per tree, the two trees one right after the other. Commands: `%s` (one tile; not run on the disk-hit configuration, "+
 		"where any memory tier holds the one tile after the first request) and `%s`. The load generator shares the two cores with the server. "+
 		"req/s are each tree's median over the rounds; the note gives the share of each tree's answers each tier gave during its wrk runs "+
-		"(from the admin stats).\n\n",
+		"(from the admin stats). Server CPU per request is the CPU time of the server's process over a run (the sum of its threads' "+
+		"`/proc/PID/task/*/schedstat` run times) divided by the requests answered, as in section 2's comparison with the equal-header floor: "+
+		"the work behind each answer, which this busy machine slows less than req/s; its ratio (before ÷ after, the median of the rounds') "+
+		"is held to no target.\n\n",
 		date.Format("2006-01-02 15:04 MST"), s.Tiles, float64(s.Bytes)/(1<<20), strings.Join(s.Configs, "; "), rounds, s.Commands[0], s.Commands[1])
-	p("| configuration, tool | before req/s | after req/s | after/before speed | rounds' ratios | note |\n|---|---:|---:|---:|---|---|\n")
+	p("| configuration, tool | before req/s | after req/s | after/before speed | rounds' ratios | server CPU per request, before / after | CPU ratio | note |\n" +
+		"|---|---:|---:|---:|---|---:|---:|---|\n")
 	for _, pr := range s.Pairs {
-		p("| %s | %.0f | %.0f | %s | %s | %s |\n", pr.What, stats.MedianFloat(pr.Values.Before), stats.MedianFloat(pr.Values.After),
-			ratio(pr.Ratio()), ratioList(pr.Ratios()), pr.Note)
+		cpu, cpuRatio := "–", "–"
+		if pr.CPU != nil {
+			cpu = fmt.Sprintf("%.1f µs / %.1f µs", stats.MedianFloat(pr.CPU.Before)/1e3, stats.MedianFloat(pr.CPU.After)/1e3)
+			cpuRatio = ratio(cpuPair(pr).Ratio())
+		}
+		p("| %s | %.0f | %.0f | %s | %s | %s | %s | %s |\n", pr.What, stats.MedianFloat(pr.Values.Before), stats.MedianFloat(pr.Values.After),
+			ratio(pr.Ratio()), ratioList(pr.Ratios()), cpu, cpuRatio, pr.Note)
 	}
 	p("\n")
 }
