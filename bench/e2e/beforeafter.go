@@ -67,16 +67,20 @@ type Pair struct {
 }
 
 // Ratios is each round's speed after the change over its speed before:
-// after ÷ before for a rate, before ÷ after for a cost.
+// after ÷ before for a rate, before ÷ after for a cost. A round where a
+// side measured nothing (0) has none.
 func (p Pair) Ratios() []float64 {
 	n := min(len(p.Values.Before), len(p.Values.After))
-	rs := make([]float64, n)
+	rs := make([]float64, 0, n)
 	for i := range n {
 		b, a := p.Values.Before[i], p.Values.After[i]
+		if a == 0 || b == 0 {
+			continue
+		}
 		if p.Cost {
 			a, b = b, a
 		}
-		rs[i] = stats.Ratio(a, b)
+		rs = append(rs, a/b)
 	}
 	return rs
 }

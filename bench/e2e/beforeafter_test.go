@@ -44,10 +44,11 @@ func TestPairRatios(t *testing.T) {
 	if got := cost.Ratios(); !near(got[0], 2) || !near(got[1], 0.8) || !near(cost.Ratio(), 1.4) {
 		t.Errorf("cost: ratios %v, ratio %v; want 2, 0.8 and 1.4", got, cost.Ratio())
 	}
-	// A round with one side only has no ratio.
-	half := Pair{Values: Sides{Before: []float64{1, 2}, After: []float64{1}}}
-	if got := half.Ratios(); len(got) != 1 {
-		t.Errorf("got %d ratios, want 1", len(got))
+	// A round with one side only, or where a side measured nothing, has
+	// no ratio.
+	half := Pair{Values: Sides{Before: []float64{1, 2, 4}, After: []float64{1, 0}}}
+	if got := half.Ratios(); len(got) != 1 || got[0] != 1 {
+		t.Errorf("got ratios %v, want [1]", got)
 	}
 }
 

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,23 +82,101 @@ func buildTest(ctx context.Context, t Tree, spec benchSpec, out string) (testBin
 	return testBinary{path: out, dir: filepath.Join(mod, spec.Pkg)}, nil
 }
 
-// benchArgs are the flags of one run of the benchmarks bench selects.
-func benchArgs(bench, benchtime string) []string {
-	return []string{"-test.run", "^$", "-test.bench", bench, "-test.benchmem", "-test.count", "1", "-test.benchtime", benchtime}
+// benchArgs are the flags of a process that runs the benchmarks bench
+// selects count times each.
+func benchArgs(bench, benchtime string, count int) []string {
+	return []string{"-test.run", "^$", "-test.bench", bench, "-test.benchmem", "-test.count", strconv.Itoa(count), "-test.benchtime", benchtime}
 }
 
-// run runs the benchmarks bench selects once, each for benchtime, in a
-// process of its own.
-func (b testBinary) run(ctx context.Context, bench, benchtime string) ([]stats.BenchLine, error) {
-	cmd := exec.CommandContext(ctx, b.path, benchArgs(bench, benchtime)...)
+// runsPerProcess is how many times a process of the rounds runs each of
+// its benchmarks: the first run warms the process (its code, heap and
+// caches) and is dropped; the second, which go test brackets with the
+// benchmark's name and its result line, is the one reported, with the CPU
+// time the process spent over it.
+const runsPerProcess = 2
+
+// run runs the benchmarks bench selects count times each, for benchtime,
+// in a process of its own. Each result line that the process was seen to
+// begin carries the process's CPU time per op over that run (withCPU).
+func (b testBinary) run(ctx context.Context, bench, benchtime string, count int) ([]stats.BenchLine, error) {
+	cmd := exec.CommandContext(ctx, b.path, benchArgs(bench, benchtime, count)...)
 	cmd.Dir = b.dir
-	var stderr bytes.Buffer
+	var out, stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("%s -test.bench %s: %w\n%s%s", b.path, bench, err, out, stderr.Bytes())
+		return nil, err
 	}
-	return stats.ParseBench(bytes.NewReader(out))
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	pid := cmd.Process.Pid
+	rerr := withCPU(&out, stdout, func() (time.Duration, error) { return e2e.ProcCPU(pid) })
+	if err := errors.Join(rerr, cmd.Wait()); err != nil {
+		return nil, fmt.Errorf("%s -test.bench %s: %w\n%s%s", b.path, bench, err, out.Bytes(), stderr.Bytes())
+	}
+	return stats.ParseBench(&out)
+}
+
+// cpuUnit is the value withCPU adds to a result line.
+const cpuUnit = "cpu-ns/op"
+
+// withCPU copies a test binary's output from r to w as it is written. go
+// test prints a benchmark's name before each of its runs but the first,
+// and the result at the end of the same line: for a line seen begin, it
+// reads the process's CPU time (cpu) there and at the line's end, and adds
+// that time per op to the result as a cpuUnit value. A line whose CPU time
+// cannot be read is copied as it is.
+func withCPU(w io.Writer, r io.Reader, cpu func() (time.Duration, error)) error {
+	buf := make([]byte, 4096)
+	var line []byte
+	var start time.Duration
+	began := false
+	for {
+		n, err := r.Read(buf)
+		for _, c := range buf[:n] {
+			if c != '\n' {
+				line = append(line, c)
+				continue
+			}
+			if ops := resultOps(line); began && ops > 0 {
+				if end, err := cpu(); err == nil {
+					line = fmt.Appendf(line, "\t%.1f %s", float64((end-start).Nanoseconds())/float64(ops), cpuUnit)
+				}
+			}
+			if _, err := w.Write(append(line, '\n')); err != nil {
+				return err
+			}
+			line, began = line[:0], false
+		}
+		// A name and a tab with no result yet: a run is under way.
+		if !began && bytes.HasPrefix(line, []byte("Benchmark")) && bytes.IndexByte(line, '\t') > 0 {
+			if t, err := cpu(); err == nil {
+				start, began = t, true
+			}
+		}
+		if err == io.EOF {
+			_, err = w.Write(line)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// resultOps is the iteration count of a benchmark result line, 0 for any
+// other line.
+func resultOps(line []byte) int {
+	f := bytes.Fields(line)
+	if len(f) < 4 || !bytes.HasPrefix(f[0], []byte("Benchmark")) {
+		return 0
+	}
+	n, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // names are the benchmarks of lines, in order, without the skipped ones.
@@ -155,10 +236,10 @@ func units(names []string) []unit {
 // e2e.SidesInRound gives.
 func runBenchPart(ctx context.Context, spec benchSpec, bins map[string]testBinary, o options) (BenchPart, error) {
 	part := BenchPart{Build: "go test -c " + spec.Pkg, Module: moduleName(spec.Module),
-		Run: "<test binary> " + docsection.Command(benchArgs("<pattern>", o.benchtime)), Rounds: o.rounds, Benchtime: o.benchtime, Skipped: spec.Skip}
+		Run: "<test binary> " + docsection.Command(benchArgs("<pattern>", o.benchtime, runsPerProcess)), Rounds: o.rounds, Benchtime: o.benchtime, Skipped: spec.Skip}
 	listed := map[string][]string{}
 	for _, side := range e2e.SidesInRound(0) {
-		lines, err := bins[side].run(ctx, spec.Pattern, "1x")
+		lines, err := bins[side].run(ctx, spec.Pattern, "1x", 1)
 		if err != nil {
 			return part, fmt.Errorf("%s tree: %w", side, err)
 		}
@@ -181,7 +262,7 @@ func runBenchPart(ctx context.Context, spec benchSpec, bins map[string]testBinar
 	}
 	pairs := map[string]*e2e.Pair{}
 	for _, n := range part.Compared {
-		pairs[n] = &e2e.Pair{What: n, Unit: "ns/op", Cost: true, Control: spec.control(n), Allocs: &e2e.Sides{}, Bytes: &e2e.Sides{}}
+		pairs[n] = &e2e.Pair{What: n, Unit: "ns/op", Cost: true, Control: spec.control(n), Allocs: &e2e.Sides{}, Bytes: &e2e.Sides{}, CPU: &e2e.Sides{}}
 	}
 	us := units(part.Compared)
 	for _, u := range us {
@@ -191,7 +272,7 @@ func runBenchPart(ctx context.Context, spec benchSpec, bins map[string]testBinar
 		logf("%s round %d/%d", spec.Part, round+1, o.rounds)
 		for _, u := range us {
 			for _, side := range e2e.SidesInRound(round) {
-				lines, err := bins[side].run(ctx, u.pattern(), o.benchtime)
+				lines, err := bins[side].run(ctx, u.pattern(), o.benchtime, runsPerProcess)
 				if err != nil {
 					return part, fmt.Errorf("%s tree: %w", side, err)
 				}
@@ -208,7 +289,8 @@ func runBenchPart(ctx context.Context, spec benchSpec, bins map[string]testBinar
 	return part, nil
 }
 
-// addRound adds side's results of u's benchmarks to their pairs.
+// addRound adds side's results of u's benchmarks to their pairs: of each,
+// the process's last run.
 func addRound(pairs map[string]*e2e.Pair, u unit, side string, lines []stats.BenchLine) error {
 	want := []string{u.top}
 	if len(u.subs) > 0 {
@@ -218,15 +300,27 @@ func addRound(pairs map[string]*e2e.Pair, u unit, side string, lines []stats.Ben
 		}
 	}
 	for _, n := range want {
-		i := slices.IndexFunc(lines, func(l stats.BenchLine) bool { return l.Name == n })
+		i := lastIndex(lines, n)
 		if i < 0 {
 			return fmt.Errorf("%s tree: no result for Benchmark%s", side, n)
 		}
-		pairs[n].Values.Add(side, lines[i].Values["ns/op"])
-		pairs[n].Allocs.Add(side, lines[i].Values["allocs/op"])
-		pairs[n].Bytes.Add(side, lines[i].Values["B/op"])
+		v := lines[i].Values // a missing cpuUnit is 0: no CPU ratio that round
+		pairs[n].Values.Add(side, v["ns/op"])
+		pairs[n].Allocs.Add(side, v["allocs/op"])
+		pairs[n].Bytes.Add(side, v["B/op"])
+		pairs[n].CPU.Add(side, v[cpuUnit])
 	}
 	return nil
+}
+
+// lastIndex is the index of the last of lines named name, -1 for none.
+func lastIndex(lines []stats.BenchLine, name string) int {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // moduleName names a module folder of a tree.

@@ -85,7 +85,7 @@ func main() {
 	flag.StringVar(&o.results, "results", "results", "directory of the JSON results")
 	flag.StringVar(&o.only, "only", "", "comma-separated parts to run ("+strings.Join(parts, ",")+"); the others keep their last results for the same two commits")
 	flag.IntVar(&o.rounds, "rounds", 7, "rounds of every part")
-	flag.StringVar(&o.benchtime, "benchtime", "500ms", "-test.benchtime of each in-process benchmark run")
+	flag.StringVar(&o.benchtime, "benchtime", "300ms", "-test.benchtime of each in-process benchmark run (each runs twice a process: a warm-up, then the one reported)")
 	flag.IntVar(&o.emuInvokes, "emu-invokes", 3000, "at most this many timed invocations per tile, tree and round under the emulator")
 	flag.DurationVar(&o.emuTime, "emu-time", 2*time.Second, "at most this long per tile, tree and round under the emulator")
 	flag.BoolVar(&o.quick, "quick", false, "tiny counts, to try the command out (its numbers mean nothing)")

@@ -34,8 +34,9 @@ func Render(r Results) string {
 		"each in a process of its own, the before build first in the first round, the after build first in the next, and so on, so a slow spell of this shared machine falls on both. " +
 		"A ratio is the after build's speed over the before build's in the same round (after ÷ before for req/s and invocations/s, " +
 		"before ÷ after for ns/op): above 1 the change made it faster. Each measure's ratio is the median of its rounds' ratios, " +
-		"and its target is that ratio ≥ 0.95. Rows marked *control* are floors, which run none of the product's code: " +
-		"their ratios show how far this machine moves a ratio by itself.\n\n")
+		"and its target is that ratio ≥ 0.95. Beside the ratios of ns/op and req/s the section gives those of the CPU time " +
+		"the measured process spent per op or per request, which a busy machine disturbs less: held to no target, they tell a change from the machine. " +
+		"Rows marked *control* are floors, which run none of the product's code: their ratios show how far this machine moves a ratio by itself.\n\n")
 	if r.LoadBefore != "" {
 		p("Load average (1, 5, 15 min; /proc/loadavg) as the run began: %s; as it ended: %s.\n\n", r.LoadBefore, r.LoadAfter)
 	}
@@ -46,12 +47,16 @@ func Render(r Results) string {
 	if r.Storage != nil {
 		sections = append(sections, partPairs{"2 serving from storage", r.Storage.Pairs})
 	}
-	p("### Targets\n\n| part | target | want | got | verdict | rounds' ratios |\n|---|---|---|---|---|---|\n")
+	p("### Targets\n\n| part | target | want | got | verdict | rounds' ratios; note |\n|---|---|---|---|---|---|\n")
 	var controls []string
 	for _, s := range sections {
 		for _, pr := range s.pairs {
 			if pr.Control {
-				controls = append(controls, fmt.Sprintf("%s %s (%s)", pr.What, ratio(pr.Ratio()), ratioList(pr.Ratios())))
+				c := fmt.Sprintf("%s %s (%s)", pr.What, ratio(pr.Ratio()), ratioList(pr.Ratios()))
+				if pr.CPU != nil {
+					c += fmt.Sprintf(", %s %s", cpuName(pr), ratio(cpuPair(pr).Ratio()))
+				}
+				controls = append(controls, c)
 				continue
 			}
 			t := target(pr)
@@ -110,14 +115,23 @@ func target(p e2e.Pair) e2e.Target {
 		}
 	}
 	if p.CPU != nil {
-		reason += fmt.Sprintf("; server CPU per request %s", ratio(cpuPair(p).Ratio()))
+		reason += fmt.Sprintf("; %s %s", cpuName(p), ratio(cpuPair(p).Ratio()))
 	}
 	return e2e.Target{What: what, Want: minRatio, Got: p.Ratio(), Unit: "x", Higher: true, Reason: reason}.Check()
 }
 
-// cpuPair is p's server CPU per request as a measure of its own, a cost.
+// cpuPair is p's CPU time per op or per request as a measure of its own,
+// a cost.
 func cpuPair(p e2e.Pair) e2e.Pair {
-	return e2e.Pair{What: p.What, Unit: "ns/request", Cost: true, Values: *p.CPU}
+	return e2e.Pair{What: p.What, Unit: "ns", Cost: true, Values: *p.CPU}
+}
+
+// cpuName names p's CPU time.
+func cpuName(p e2e.Pair) string {
+	if p.Unit == "ns/op" {
+		return "CPU per op"
+	}
+	return "server CPU per request"
 }
 
 func renderBench(p printer, b BenchPart, spec benchSpec) {
@@ -139,16 +153,25 @@ func renderBench(p printer, b BenchPart, spec benchSpec) {
 	for _, name := range slices.Sorted(maps.Keys(b.Skipped)) {
 		p("Benchmark%s is not compared: %s. ", name, b.Skipped[name])
 	}
-	p("ns/op, allocs/op and B/op are each tree's median over the rounds.\n\n")
-	p("| benchmark | before ns/op | after ns/op | before allocs/op | after allocs/op | before B/op | after B/op | after/before speed | rounds' ratios |\n" +
-		"|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("Each process runs each of its benchmarks twice (`-test.count %d`): the first run warms the process and is dropped; "+
+		"go test prints the second's name before it starts and its result after, and the process's CPU time over it "+
+		"(the sum of its threads' `/proc/PID/task/*/schedstat` run times, the collector's included) divided by its ops is its CPU per op: "+
+		"the work behind each op, which this busy machine slows less than ns/op; its ratio (before ÷ after, the median of the rounds') is held to no target. "+
+		"ns/op, CPU per op, allocs/op and B/op are each tree's median over the rounds.\n\n", runsPerProcess)
+	p("| benchmark | before ns/op | after ns/op | after/before speed | rounds' ratios | CPU ns/op, before / after | CPU ratio | before allocs/op | after allocs/op | before B/op | after B/op |\n" +
+		"|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, pr := range b.Pairs {
 		name := pr.What
 		if pr.Control {
 			name += " (control)"
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s |\n", name, ns(stats.MedianFloat(pr.Values.Before)), ns(stats.MedianFloat(pr.Values.After)),
-			medians(pr.Allocs), medians(pr.Bytes), ratio(pr.Ratio()), ratioList(pr.Ratios()))
+		cpu, cpuRatio := "–", "–"
+		if pr.CPU != nil {
+			cpu = ns(measured(pr.CPU.Before)) + " / " + ns(measured(pr.CPU.After))
+			cpuRatio = ratio(cpuPair(pr).Ratio())
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, ns(stats.MedianFloat(pr.Values.Before)), ns(stats.MedianFloat(pr.Values.After)),
+			ratio(pr.Ratio()), ratioList(pr.Ratios()), cpu, cpuRatio, medians(pr.Allocs), medians(pr.Bytes))
 	}
 	p("\n")
 }
@@ -191,13 +214,19 @@ func renderStorage(p printer, s e2e.StoragePairResult, rounds int, date time.Tim
 	for _, pr := range s.Pairs {
 		cpu, cpuRatio := "–", "–"
 		if pr.CPU != nil {
-			cpu = fmt.Sprintf("%.1f µs / %.1f µs", stats.MedianFloat(pr.CPU.Before)/1e3, stats.MedianFloat(pr.CPU.After)/1e3)
+			cpu = fmt.Sprintf("%.1f µs / %.1f µs", measured(pr.CPU.Before)/1e3, measured(pr.CPU.After)/1e3)
 			cpuRatio = ratio(cpuPair(pr).Ratio())
 		}
 		p("| %s | %.0f | %.0f | %s | %s | %s | %s | %s |\n", pr.What, stats.MedianFloat(pr.Values.Before), stats.MedianFloat(pr.Values.After),
 			ratio(pr.Ratio()), ratioList(pr.Ratios()), cpu, cpuRatio, pr.Note)
 	}
 	p("\n")
+}
+
+// measured is the median of the rounds that measured something (a CPU
+// time a round could not read is 0).
+func measured(xs []float64) float64 {
+	return stats.MedianFloat(slices.DeleteFunc(slices.Clone(xs), func(x float64) bool { return x == 0 }))
 }
 
 // ns formats a time per op.
