@@ -270,7 +270,7 @@ type loadRun struct {
 // counters over the run to s.delta.
 func (s *pairServer) load(ctx context.Context, tool string, p StorageParams, paths []string, tmp string) (loadRun, error) {
 	var run loadRun
-	cpu0, err := ProcCPU(s.proc.Cmd.Process.Pid)
+	cpu0, err := ProcessCPU(s.proc.Cmd.Process.Pid)
 	if err != nil {
 		return run, err
 	}
@@ -304,7 +304,7 @@ func (s *pairServer) load(ctx context.Context, tool string, p StorageParams, pat
 			return run, err
 		}
 	}
-	cpu1, err := ProcCPU(s.proc.Cmd.Process.Pid)
+	cpu1, err := ProcessCPU(s.proc.Cmd.Process.Pid)
 	if err != nil {
 		return run, err
 	}

@@ -111,7 +111,7 @@ func (b testBinary) run(ctx context.Context, bench, benchtime string, count int)
 		return nil, err
 	}
 	pid := cmd.Process.Pid
-	rerr := withCPU(&out, stdout, func() (time.Duration, error) { return e2e.ProcCPU(pid) })
+	rerr := withCPU(&out, stdout, func() (time.Duration, error) { return e2e.ProcessCPU(pid) })
 	if err := errors.Join(rerr, cmd.Wait()); err != nil {
 		return nil, fmt.Errorf("%s -test.bench %s: %w\n%s%s", b.path, bench, err, out.Bytes(), stderr.Bytes())
 	}

@@ -155,7 +155,7 @@ func renderBench(p printer, b BenchPart, spec benchSpec) {
 	}
 	p("Each process runs each of its benchmarks twice (`-test.count %d`): the first run warms the process and is dropped; "+
 		"go test prints the second's name before it starts and its result after, and the process's CPU time over it "+
-		"(the sum of its threads' `/proc/PID/task/*/schedstat` run times, the collector's included) divided by its ops is its CPU per op: "+
+		"(its CPU-time clock: every thread's, the collector's and any that exited included) divided by its ops is its CPU per op: "+
 		"the work behind each op, which this busy machine slows less than ns/op; its ratio (before ÷ after, the median of the rounds') is held to no target. "+
 		"ns/op, CPU per op, allocs/op and B/op are each tree's median over the rounds.\n\n", runsPerProcess)
 	p("| benchmark | before ns/op | after ns/op | after/before speed | rounds' ratios | CPU ns/op, before / after | CPU ratio | before allocs/op | after allocs/op | before B/op | after B/op |\n" +
@@ -204,8 +204,8 @@ func renderStorage(p printer, s e2e.StoragePairResult, rounds int, date time.Tim
 		"runs once per tree, the two trees one right after the other. Commands: `%s` (one tile; not run on the disk-hit configuration, "+
 		"where any memory tier holds the one tile after the first request) and `%s`. The load generator shares the two cores with the server. "+
 		"req/s are each tree's median over the rounds; the note gives the share of each tree's answers each tier gave during its wrk runs "+
-		"(from the admin stats). Server CPU per request is the CPU time of the server's process over a run (the sum of its threads' "+
-		"`/proc/PID/task/*/schedstat` run times) divided by the requests answered, as in section 2's comparison with the equal-header floor: "+
+		"(from the admin stats). Server CPU per request is the CPU time of the server's process over a run (its CPU-time clock) "+
+		"divided by the requests answered, as section 2's comparison with the equal-header floor measures it: "+
 		"the work behind each answer, which this busy machine slows less than req/s; its ratio (before ÷ after, the median of the rounds') "+
 		"is held to no target.\n\n",
 		date.Format("2006-01-02 15:04 MST"), s.Tiles, float64(s.Bytes)/(1<<20), strings.Join(s.Configs, "; "), rounds, s.Commands[0], s.Commands[1])
