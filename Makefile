@@ -164,6 +164,12 @@ bench-mbtiles: ## The SQLite library of shared/formats/mbtiles vs the other pure
 bench-tiers: ## The tiers in process: a purge while 32 fills write to the disk tier (fsync vs not), a disk hit vs os.ReadFile; writes docs/BENCHMARKS.md
 	cd bench && $(GO) run ./cmd/tierbench -out ../docs/BENCHMARKS.md
 
+.PHONY: bench-compare
+bench-compare: tools ## The product at BEFORE=REV beside this tree: sections 0 and 2 and the invocations, in interleaved rounds; writes docs/BENCHMARKS.md
+	@if [ -z "$(BEFORE)" ]; then echo "bench-compare: set BEFORE to the revision before the change, e.g. make bench-compare BEFORE=main"; exit 2; fi
+	bash bench/e2e/install-tools.sh
+	cd bench && $(GO) run ./cmd/compare -before $(BEFORE) -out ../docs/BENCHMARKS.md
+
 .PHONY: bench
 bench: bench-cache bench-invoke bench-mbtiles bench-tiers ## All benchmarks: memory tier vs peers, invocations, the MBTiles SQLite library, the tiers in process, then end-to-end (bench/e2e); rewrites docs/BENCHMARKS.md and docs/bench/*.png
 	bash bench/e2e/install-tools.sh

@@ -20,6 +20,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tilesieve/tilesieve/bench/e2e/tileset"
 	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
@@ -137,6 +138,10 @@ func HTTPClient() *http.Client {
 		IdleConnTimeout:     30 * time.Second,
 	}, Timeout: 30 * time.Second}
 }
+
+// TilePool is the pool of JPEG tiles the sections draw their tile sets
+// from: the same bytes in every run.
+func TilePool() tileset.Pool { return tileset.NewPool(24, 320, 10_000, 60_000, 1) }
 
 // TempDir makes a directory under the system temp dir.
 func TempDir(pattern string) (string, error) { return os.MkdirTemp("", "tilesieve-e2e-"+pattern+"-") }

@@ -38,6 +38,18 @@ type StorageParams struct {
 	Equal EqualParams
 }
 
+// DefaultStorageParams are the section's sizes (quick: tiny ones).
+func DefaultStorageParams(repoRoot, benchDir string, quick bool) StorageParams {
+	p := StorageParams{RepoRoot: repoRoot, BenchDir: benchDir, MaxZoom: 5, ABN: 20000, ABC: 20,
+		WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/5/10/12.jpg", Rounds: 5,
+		Equal: EqualParams{Bytes: 12 << 10, Conns: []int{1, 20}, ABN: 8000, WrkDur: time.Second, Rounds: 15}}
+	if quick {
+		p.MaxZoom, p.ABN, p.WrkDur, p.ABPath, p.Rounds = 3, 2000, 2*time.Second, "/osm/3/2/2.jpg", 2
+		p.Equal.ABN, p.Equal.WrkDur, p.Equal.Rounds = 2000, time.Second, 2
+	}
+	return p
+}
+
 // ServerRow is one server × load tool.
 type ServerRow struct {
 	Server    string        `json:"server"`
@@ -128,35 +140,15 @@ func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (Storag
 	for i, k := range keys {
 		paths[i] = "/" + k
 	}
-	tilesEnv := func(port int, mem string, disk string, extra ...string) []string {
-		env := tilesEnv(tmp, s3p.URL, port, "DISK_CACHE_DIR="+filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES="+disk)
-		if mem != "" { // else the default bound
-			env = append(env, "MEM_CACHE_BYTES="+mem)
+	tiles := func(c tilesConfig) func(port int) (*exec.Cmd, string) {
+		return func(port int) (*exec.Cmd, string) {
+			return c.command(filepath.Join(bin, "tiles"), tmp, s3p.URL, port), healthPath
 		}
-		return append(env, extra...)
 	}
 	servers := []storageServer{
-		{name: memHits, ab: true, tilesieve: true, budget: p.MemBudget, start: func(port int) (*exec.Cmd, string) {
-			c := exec.Command(filepath.Join(bin, "tiles"))
-			c.Env = tilesEnv(port, strconv.FormatInt(p.MemBudget, 10), "0")
-			return c, "/_tilesieve/health"
-		}},
-		{name: "tilesieve disk hits", tilesieve: true, budget: 1 << 20, start: func(port int) (*exec.Cmd, string) {
-			c := exec.Command(filepath.Join(bin, "tiles"))
-			// GOMEMLIMIT: the limit derived from MEM_CACHE_BYTES=1MiB would
-			// leave the collector about 0.2 MiB, and this row would measure
-			// it, not the disk tier (every disk hit reads its tile into the
-			// heap): 1,000 and 2,330 req/s in the two rounds without it,
-			// 8,985 with it, for 3 MiB more peak RSS (30.3 → 33.4 MiB).
-			// 48 MiB keeps the row within its RSS bound (1 MiB + 64 MiB).
-			c.Env = tilesEnv(port, "1MiB", "1GiB", "STAGE_PREFIXES=osm/", "STAGE_BUDGET=60s", "GOMEMLIMIT="+diskHitsMemLimit)
-			return c, "/_tilesieve/health"
-		}},
-		{name: equalDefault, equalOnly: true, start: func(port int) (*exec.Cmd, string) {
-			c := exec.Command(filepath.Join(bin, "tiles"))
-			c.Env = tilesEnv(port, "", "0")
-			return c, "/_tilesieve/health"
-		}},
+		{name: memHits, ab: true, tilesieve: true, budget: p.MemBudget, start: tiles(memBoundConfig(p.MemBudget))},
+		{name: "tilesieve disk hits", tilesieve: true, budget: 1 << 20, start: tiles(diskHitsConfig)},
+		{name: equalDefault, equalOnly: true, start: tiles(defaultBoundConfig)},
 		{name: equalTimeouts, equalOnly: true, start: func(port int) (*exec.Cmd, string) {
 			return exec.Command(filepath.Join(bin, "floorserve"), "-dir", www, "-addr", "127.0.0.1:"+strconv.Itoa(port), "-timeouts"), p.ABPath
 		}},
@@ -285,8 +277,50 @@ const equalDefault = "tilesieve memory hits, default bounds"
 // http.Server timeouts (floorserve -timeouts).
 const equalTimeouts = "Go floor, the local server's timeouts"
 
-// diskHitsMemLimit is the disk-hit process's GOMEMLIMIT (see its start).
+// tilesConfig is how section 2 runs the tile function as a local server:
+// its memory bound ("" for the default), its disk tier's bound ("0" turns
+// the tier off) and any further environment.
+type tilesConfig struct {
+	mem, disk string
+	extra     []string
+}
+
+// memBoundConfig is memory hits under a bound of n bytes, disk tier off.
+func memBoundConfig(n int64) tilesConfig {
+	return tilesConfig{mem: strconv.FormatInt(n, 10), disk: "0"}
+}
+
+// defaultBoundConfig is memory hits under the default bound, disk tier off.
+var defaultBoundConfig = tilesConfig{disk: "0"}
+
+// diskHitsConfig is disk hits: a memory tier too small to hold the set and
+// the disk tier staged from S3 at start.
+//
+// GOMEMLIMIT: the limit derived from MEM_CACHE_BYTES=1MiB would leave the
+// collector about 0.2 MiB, and the row would measure it, not the disk tier
+// (every disk hit reads its tile into the heap): 1,000 and 2,330 req/s in
+// the two rounds without it, 8,985 with it, for 3 MiB more peak RSS (30.3 →
+// 33.4 MiB). 48 MiB keeps the row within its RSS bound (1 MiB + 64 MiB).
+var diskHitsConfig = tilesConfig{mem: "1MiB", disk: "1GiB", extra: []string{"STAGE_PREFIXES=osm/", "STAGE_BUDGET=60s", "GOMEMLIMIT=" + diskHitsMemLimit}}
+
+// diskHitsMemLimit is the disk-hit process's GOMEMLIMIT (see diskHitsConfig).
 const diskHitsMemLimit = "48MiB"
+
+// healthPath answers 200 once the tile function's local server is up.
+const healthPath = "/_tilesieve/health"
+
+// command runs the tile server binary bin in configuration c on
+// 127.0.0.1:port, over the S3 endpoint at s3URL, its home and disk tier
+// under tmp.
+func (c tilesConfig) command(bin, tmp, s3URL string, port int) *exec.Cmd {
+	env := tilesEnv(tmp, s3URL, port, "DISK_CACHE_DIR="+filepath.Join(tmp, "disk-"+strconv.Itoa(port)), "DISK_CACHE_BYTES="+c.disk)
+	if c.mem != "" {
+		env = append(env, "MEM_CACHE_BYTES="+c.mem)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(env, c.extra...)
+	return cmd
+}
 
 // nearestTile is the key of set whose body size is nearest n (the first in
 // key order among equals), and that size.

@@ -90,7 +90,6 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "e2ebench: %s done in %s\n", name, time.Since(t).Round(time.Millisecond))
 		return e2e.SaveJSON(*results, "e2e", all)
 	}
-	pool := func() tileset.Pool { return tileset.NewPool(24, 320, 10_000, 60_000, 1) }
 	if !*render {
 		all.Machine = e2e.ThisMachine(toolVersions())
 		all.Command = "cd bench && go run ./cmd/e2ebench -out ../docs/BENCHMARKS.md"
@@ -103,7 +102,7 @@ func run() error {
 	}
 	var p tileset.Pool
 	if !*render {
-		p = pool()
+		p = e2e.TilePool()
 	}
 	// handler, iiif and disk repeat their measurement reps times.
 	reps := 5
@@ -191,13 +190,7 @@ func run() error {
 			}},
 			{"storage", func() error {
 				wd, _ := os.Getwd()
-				sp := e2e.StorageParams{RepoRoot: filepath.Dir(wd), BenchDir: wd, MaxZoom: 5, ABN: 20000, ABC: 20,
-					WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/5/10/12.jpg", Rounds: 5,
-					Equal: e2e.EqualParams{Bytes: 12 << 10, Conns: []int{1, 20}, ABN: 8000, WrkDur: time.Second, Rounds: 15}}
-				if *quick {
-					sp.MaxZoom, sp.ABN, sp.WrkDur, sp.ABPath, sp.Rounds = 3, 2000, 2*time.Second, "/osm/3/2/2.jpg", 2
-					sp.Equal.ABN, sp.Equal.WrkDur, sp.Equal.Rounds = 2000, time.Second, 2
-				}
+				sp := e2e.DefaultStorageParams(filepath.Dir(wd), wd, *quick)
 				for _, tool := range []string{"ab", "wrk", "nginx"} {
 					if _, err := exec.LookPath(tool); err != nil {
 						return fmt.Errorf("%s not found: run bench/e2e/install-tools.sh", tool)

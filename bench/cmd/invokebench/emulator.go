@@ -3,22 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tilesieve/tilesieve/bench/e2e"
+	"github.com/tilesieve/tilesieve/bench/e2e/lambdarie"
+	"github.com/tilesieve/tilesieve/bench/internal/sysinfo"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/tilegen"
 )
@@ -114,23 +110,11 @@ func sizeName(n int) string { return strconv.Itoa(n>>10) + "KB" }
 
 func tileKey(n int) string { return "bench/" + sizeName(n) + ".png" }
 
-// lambdaBuild is how Lambda's bootstrap is built, for this machine's
-// architecture.
-func lambdaBuild(dir, out, pkg string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc,envcreds", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s: %w\n%s", pkg, err, b)
-	}
-	return nil
-}
-
 // RunEmulator runs both bootstraps under aws-lambda-rie in o.rounds rounds.
 func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, error) {
 	res := EmulatorResult{Rounds: o.rounds, MaxInvokes: o.invokes, MaxTime: o.perRun, LatTime: o.latTime, ColdStart: map[string]time.Duration{},
-		Build: "CGO_ENABLED=0 GOOS=linux GOARCH=" + runtime.GOARCH + " go build -trimpath -tags lambda.norpc,envcreds -ldflags='-s -w'", Bootstrap: map[string]int64{}}
-	res.LoadBefore = loadAvg()
+		Build: lambdarie.BuildCommand(), Bootstrap: map[string]int64{}}
+	res.LoadBefore = sysinfo.LoadAvg()
 	rie, err := exec.LookPath("aws-lambda-rie")
 	if err != nil {
 		return res, errors.New("aws-lambda-rie not on PATH: run make tools")
@@ -142,10 +126,10 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 	defer os.RemoveAll(tmp)
 	bins := map[string]string{"tilesieve": filepath.Join(tmp, "tiles", "bootstrap"), "floor": filepath.Join(tmp, "floor", "bootstrap")}
 	logf("building the bootstraps")
-	if err := lambdaBuild(root, bins["tilesieve"], "./functions/tiles"); err != nil {
+	if err := lambdarie.Build(ctx, root, bins["tilesieve"], "./functions/tiles"); err != nil {
 		return res, err
 	}
-	if err := lambdaBuild(filepath.Join(root, "bench"), bins["floor"], "./cmd/floorlambda"); err != nil {
+	if err := lambdarie.Build(ctx, filepath.Join(root, "bench"), bins["floor"], "./cmd/floorlambda"); err != nil {
 		return res, err
 	}
 	for fn, bin := range bins {
@@ -187,7 +171,7 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 	}
 	evs := map[int][]byte{}
 	for _, n := range EmuSizes {
-		if evs[n], err = withPath(template, "/"+tileKey(n)); err != nil {
+		if evs[n], err = lambdarie.WithPath(template, "/"+tileKey(n)); err != nil {
 			return res, err
 		}
 	}
@@ -236,11 +220,11 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 		var p ColdPair
 		for _, fn := range order {
 			env := fnEnv(fn, fmt.Sprintf("cold-disk-%d", pair))
-			emu, cold, err := startEmulator(ctx, rie, bins[fn], env, filepath.Join(tmp, fmt.Sprintf("%s-cold-%d.log", fn, pair)), first)
+			emu, cold, err := lambdarie.Start(ctx, rie, bins[fn], env, filepath.Join(tmp, fmt.Sprintf("%s-cold-%d.log", fn, pair)), first)
 			if err != nil {
 				return res, fmt.Errorf("%s, cold pair %d: %w", fn, pair+1, err)
 			}
-			emu.stop()
+			emu.Stop()
 			if fn == "tilesieve" {
 				p.Tilesieve = cold
 			} else {
@@ -250,7 +234,7 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 		res.ColdPairs = append(res.ColdPairs, p)
 	}
 	logf("  %d more paired cold starts", len(res.ColdPairs))
-	res.LoadAfter = loadAvg()
+	res.LoadAfter = sysinfo.LoadAvg()
 	res.summarize()
 	return res, nil
 }
@@ -261,145 +245,29 @@ type ColdPair struct {
 	Floor     time.Duration `json:"floor"`
 }
 
-// withPath is the event template with rawPath set.
-func withPath(template []byte, path string) ([]byte, error) {
-	var ev map[string]any
-	if err := json.Unmarshal(template, &ev); err != nil {
-		return nil, err
-	}
-	ev["rawPath"] = path
-	return json.Marshal(ev)
-}
-
-// emulator is one aws-lambda-rie process over a bootstrap, answering.
-type emulator struct {
-	c       *client
-	logPath string
-	stop    func()
-}
-
-// withLog is err with the tail of the emulator's log.
-func (e *emulator) withLog(err error) error {
-	b, _ := os.ReadFile(e.logPath)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return fmt.Errorf("%w\n%s", err, b)
-}
-
-// startEmulator starts the emulator over bootstrap and invokes first until
-// it answers; coldStart is the time from the process's start to that
-// answer. The caller calls stop.
-func startEmulator(ctx context.Context, rie, bootstrap string, env []string, logPath string, first []byte) (e *emulator, coldStart time.Duration, err error) {
-	apiAddr, err := freeAddr()
-	if err != nil {
-		return nil, 0, err
-	}
-	rtAddr, err := freeAddr()
-	if err != nil {
-		return nil, 0, err
-	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, 0, err
-	}
-	cmd := exec.Command(rie, "--runtime-interface-emulator-address", apiAddr, "--runtime-api-address", rtAddr, bootstrap)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the bootstrap is its child: stop both
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, 0, err
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	e = &emulator{logPath: logPath, stop: func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		logFile.Close()
-	}}
-	e.c = &client{url: "http://" + apiAddr + "/2015-03-31/functions/function/invocations",
-		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: 30 * time.Second}}
-	fail := func(err error) (*emulator, time.Duration, error) {
-		e.stop()
-		return nil, 0, e.withLog(err)
-	}
-	for {
-		if _, err := e.c.invoke(ctx, first); err == nil {
-			break
-		} else if !isConnRefused(err) {
-			return fail(err)
-		}
-		if time.Since(start) > 30*time.Second {
-			return fail(errors.New("emulator not answering after 30s"))
-		}
-		select {
-		case <-done:
-			return fail(errors.New("emulator exited"))
-		case <-ctx.Done():
-			e.stop()
-			return nil, 0, ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-	return e, time.Since(start), nil
-}
-
 // runFunction starts the emulator over bootstrap, times the first answer,
 // then times sequential invocations of each tile after one warming one.
 func runFunction(ctx context.Context, rie, bootstrap string, env []string, logPath string, evs map[int][]byte, o options, setLatency func(time.Duration)) (EmuRun, error) {
 	var run EmuRun
-	emu, cold, err := startEmulator(ctx, rie, bootstrap, env, logPath, evs[EmuSizes[0]])
+	emu, cold, err := lambdarie.Start(ctx, rie, bootstrap, env, logPath, evs[EmuSizes[0]])
 	if err != nil {
 		return run, err
 	}
-	defer emu.stop()
-	c, withLog := emu.c, emu.withLog
+	defer emu.Stop()
 	run.ColdStart = cold
 	for _, n := range EmuSizes {
-		ev := evs[n]
-		if _, err := c.invoke(ctx, ev); err != nil { // a miss fills the memory tier
-			return run, withLog(err)
-		}
-		p, err := c.invoke(ctx, ev)
+		h, err := emu.TimeHits(ctx, evs[n], n, o.invokes, o.perRun)
 		if err != nil {
-			return run, withLog(err)
+			return run, fmt.Errorf("%s: %w", sizeName(n), err)
 		}
-		if err := checkHit(p, n); err != nil {
-			return run, withLog(err)
-		}
-		t := EmuTile{Size: sizeName(n), PayloadBytes: len(p)}
-		t0 := time.Now()
-		for t.Invokes < o.invokes && time.Since(t0) < o.perRun {
-			q, err := c.invoke(ctx, ev)
-			if err != nil {
-				return run, withLog(err)
-			}
-			// A payload of another length is checked whole: the
-			// Server-Timing durations can change width from hit to hit.
-			if len(q) != len(p) {
-				if err := checkHit(q, n); err != nil {
-					return run, withLog(fmt.Errorf("%s: payload of %d bytes, first hit had %d: %w", t.Size, len(q), len(p), err))
-				}
-			}
-			t.Invokes++
-		}
-		t.Elapsed = time.Since(t0)
-		t.PerSec = float64(t.Invokes) / t.Elapsed.Seconds()
-		run.Tiles = append(run.Tiles, t)
+		run.Tiles = append(run.Tiles, EmuTile{Size: sizeName(n), Invokes: h.Invokes, Elapsed: h.Elapsed, PerSec: h.PerSec, PayloadBytes: h.PayloadBytes})
 	}
 	if o.latTime > 0 {
 		setLatency(EmuS3Latency)
 		defer setLatency(0)
-		l, err := measureLatency(ctx, c, evs[EmuLatencySize], EmuLatencySize, o)
+		l, err := measureLatency(ctx, emu, evs[EmuLatencySize], EmuLatencySize, o)
 		if err != nil {
-			return run, withLog(err)
+			return run, emu.WithLog(err)
 		}
 		run.Latency = &l
 	}
@@ -408,18 +276,18 @@ func runFunction(ctx context.Context, rie, bootstrap string, env []string, logPa
 
 // measureLatency times sequential memory hits of the n-byte tile one by
 // one, for o.latTime or o.invokes of them, whichever ends first.
-func measureLatency(ctx context.Context, c *client, ev []byte, n int, o options) (EmuLatency, error) {
+func measureLatency(ctx context.Context, c *lambdarie.Emulator, ev []byte, n int, o options) (EmuLatency, error) {
 	var l EmuLatency
 	var lats []time.Duration
 	t0 := time.Now()
 	for len(lats) < o.invokes && time.Since(t0) < o.latTime {
 		s := time.Now()
-		p, err := c.invoke(ctx, ev)
+		p, err := c.Invoke(ctx, ev)
 		d := time.Since(s)
 		if err != nil {
 			return l, err
 		}
-		if err := checkHit(p, n); err != nil {
+		if err := lambdarie.CheckMemoryHit(p, n); err != nil {
 			return l, err
 		}
 		lats = append(lats, d)
@@ -456,54 +324,6 @@ func memoryDur(payload []byte) time.Duration {
 		return 0
 	}
 	return time.Duration(ms * float64(time.Millisecond))
-}
-
-// checkHit checks that payload is a 200 memory hit of the n-byte tile.
-func checkHit(payload []byte, n int) error {
-	var r struct {
-		StatusCode int               `json:"statusCode"`
-		Headers    map[string]string `json:"headers"`
-		Body       string            `json:"body"`
-	}
-	if err := json.Unmarshal(payload, &r); err != nil {
-		return fmt.Errorf("payload %.200q: %w", payload, err)
-	}
-	if r.StatusCode != 200 || r.Headers["X-Cache"] != "HIT-MEMORY" || r.Headers["Content-Length"] != strconv.Itoa(n) {
-		return fmt.Errorf("not a memory hit of %d bytes: %d %v", n, r.StatusCode, r.Headers)
-	}
-	return nil
-}
-
-type client struct {
-	url string
-	hc  *http.Client
-}
-
-func (c *client) invoke(ctx context.Context, event []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(event))
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("emulator answered %d: %.300s", resp.StatusCode, b)
-	}
-	return b, nil
-}
-
-func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
-
-func freeAddr() (string, error) {
-	port, err := e2e.FreePort()
-	return "127.0.0.1:" + strconv.Itoa(port), err
 }
 
 func (r *EmulatorResult) summarize() {
@@ -606,20 +426,6 @@ func (r *EmulatorResult) summarize() {
 		Want: 1.1, Got: r.ColdRatio, Unit: "x"}.Check())
 }
 
-// loadAvg is the machine's 1, 5 and 15 minute load averages; "" where
-// /proc/loadavg is not there.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], ", ")
-}
-
 // sameRound is, for each round where both functions measured latency,
 // tilesieve's value of v over the floor's.
 func (r *EmulatorResult) sameRound(v func(EmuLatency) float64) []float64 {
@@ -654,19 +460,4 @@ func (r *EmulatorResult) latencies(fn string) []EmuLatency {
 		}
 	}
 	return out
-}
-
-// rieVersion names the emulator build on PATH.
-func rieVersion() string {
-	p, err := exec.LookPath("aws-lambda-rie")
-	if err != nil {
-		return "aws-lambda-rie: not installed"
-	}
-	out, _ := exec.Command("go", "version", "-m", p).Output()
-	for _, l := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(l); len(f) >= 3 && f[0] == "mod" {
-			return "aws-lambda-rie " + f[2]
-		}
-	}
-	return "aws-lambda-rie"
 }

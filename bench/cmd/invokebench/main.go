@@ -33,6 +33,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/bench/docsection"
 	"github.com/tilesieve/tilesieve/bench/e2e"
+	"github.com/tilesieve/tilesieve/bench/e2e/lambdarie"
 )
 
 type options struct {
@@ -97,7 +98,7 @@ func run(o options) error {
 	}
 	start := time.Now()
 	if !o.render {
-		res.Machine = e2e.ThisMachine([]string{rieVersion()})
+		res.Machine = e2e.ThisMachine([]string{lambdarie.Version()})
 		res.Command = "cd bench && go run ./cmd/invokebench -out ../docs/BENCHMARKS.md"
 	}
 	if runs("micro") {

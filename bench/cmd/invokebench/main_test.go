@@ -116,19 +116,6 @@ func TestColdStartRatio(t *testing.T) {
 	}
 }
 
-func TestCheckHit(t *testing.T) {
-	t.Parallel()
-	ok := `{"statusCode":200,"headers":{"X-Cache":"HIT-MEMORY","Content-Length":"30720"},"body":"","isBase64Encoded":true}`
-	if err := checkHit([]byte(ok), 30<<10); err != nil {
-		t.Fatal(err)
-	}
-	for _, bad := range []string{`{"statusCode":200,"headers":{"X-Cache":"MISS","Content-Length":"30720"}}`, `{"statusCode":404}`, `not json`} {
-		if err := checkHit([]byte(bad), 30<<10); err == nil {
-			t.Errorf("checkHit(%s) accepted", bad)
-		}
-	}
-}
-
 // TestLatencyTargets: p99 within 1.5x p50 (medians over the rounds), and no
 // memory;dur as long as S3's latency; both rendered with the rounds' rows.
 func TestLatencyTargets(t *testing.T) {

@@ -20,3 +20,17 @@ func CPUModel() (model string, ok bool) {
 	}
 	return "", false
 }
+
+// LoadAvg is the machine's 1, 5 and 15 minute load averages as
+// /proc/loadavg gives them ("1.65, 1.95, 2.75"); "" where it is not there.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], ", ")
+}
