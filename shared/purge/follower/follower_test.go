@@ -98,9 +98,9 @@ func TestFollowerRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	fe.append(t, "a/")
-	n := fe.reqs.count()
+	n := fe.reqs.Count()
 	fe.syncAfter(ctx, 999*time.Millisecond)
-	if fe.reqs.count() != n || len(fe.rec.take()) != 0 {
+	if fe.reqs.Count() != n || len(fe.rec.take()) != 0 {
 		t.Fatal("checked before the interval passed")
 	}
 	fe.syncAfter(ctx, time.Millisecond)
@@ -109,11 +109,11 @@ func TestFollowerRateLimited(t *testing.T) {
 	}
 	for range 3 {
 		fe.clock.Advance(time.Second)
-		n := fe.reqs.count()
+		n := fe.reqs.Count()
 		for range 50 {
 			fe.f.MaybeSync(ctx)
 		}
-		if reqs := fe.reqs.since(n); len(reqs) != 1 || reqs[0][:4] != "GET " {
+		if reqs := fe.reqs.Since(n); len(reqs) != 1 || reqs[0][:4] != "GET " {
 			t.Fatalf("requests in one interval: %q", reqs)
 		}
 	}
@@ -146,14 +146,14 @@ func TestFollowerOneCheckAtATime(t *testing.T) {
 	done := make(chan struct{})
 	go func() { fe.f.MaybeSync(ctx); close(done) }()
 	<-arrived
-	n := fe.reqs.count()
+	n := fe.reqs.Count()
 	for range 20 {
 		fe.f.MaybeSync(ctx) // returns at once: the check is taken and Start's still vouches
 	}
 	close(release)
 	<-done
-	if fe.reqs.count() != n {
-		t.Errorf("%d more requests while a check was in flight", fe.reqs.count()-n)
+	if fe.reqs.Count() != n {
+		t.Errorf("%d more requests while a check was in flight", fe.reqs.Count()-n)
 	}
 	if got := fe.rec.take(); !slices.Equal(got, []string{"prefix a/"}) {
 		t.Errorf("got %q", got)
@@ -172,9 +172,9 @@ func TestFollowerIdleWakeUpBehind1000(t *testing.T) {
 	}
 	appendN(t, fe.w, 1000, "p%d/")
 	fe.clock.Advance(10 * time.Minute)
-	n := fe.reqs.count()
+	n := fe.reqs.Count()
 	fe.f.MaybeSync(ctx)
-	if got := fe.reqs.since(n); len(got) != 1 {
+	if got := fe.reqs.Since(n); len(got) != 1 {
 		t.Errorf("catch-up requests: %v, want one GET", got)
 	}
 	if got := fe.rec.take(); len(got) != 1000 || got[999] != "prefix p999/" {

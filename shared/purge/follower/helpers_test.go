@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,44 +29,13 @@ const (
 type env struct {
 	srv  *s3local.Server
 	api  *s3.Client
-	reqs *requestLog
-}
-
-// requestLog counts the requests that reach the endpoint.
-type requestLog struct {
-	mu   sync.Mutex // guards seen
-	seen []string   // "METHOD path"
-	n    atomic.Int64
-}
-
-func (l *requestLog) add(r *http.Request) {
-	l.n.Add(1)
-	l.mu.Lock()
-	l.seen = append(l.seen, r.Method+" "+r.URL.Path)
-	l.mu.Unlock()
-}
-
-// since returns the requests after the first n.
-func (l *requestLog) since(n int) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.seen[n:]...)
-}
-
-func (l *requestLog) count() int { return int(l.n.Load()) }
-
-// counting serves h, logging every request first.
-func (l *requestLog) counting(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l.add(r)
-		h.ServeHTTP(w, r)
-	})
+	reqs *s3localtest.RequestLog
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	log := &requestLog{}
-	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{testBucket}}, log.counting)
+	log := &s3localtest.RequestLog{}
+	ep := s3localtest.StartBehind(t, s3local.Config{Buckets: []string{testBucket}}, log.Counting)
 	return &env{srv: ep.Server, api: ep.Client, reqs: log}
 }
 

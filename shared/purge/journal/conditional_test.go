@@ -159,21 +159,21 @@ func TestJournalVerifyOnce(t *testing.T) {
 	e.srv.SetIgnoreWriteConditions(true)
 	j := e.journal(Options{})
 	for range 2 {
-		before := e.reqs.count()
+		before := e.reqs.Count()
 		if err := j.Verify(context.Background()); !errors.Is(err, ErrNoConditionalWrites) {
 			t.Fatalf("got %v, want ErrNoConditionalWrites", err)
 		}
-		if n := e.reqs.count() - before; n != 2 {
+		if n := e.reqs.Count() - before; n != 2 {
 			t.Errorf("refused verify: got %d requests, want 2 (a probe each time)", n)
 		}
 	}
 	e.srv.SetIgnoreWriteConditions(false)
 	for i, want := range []int{3, 0, 0} {
-		before := e.reqs.count()
+		before := e.reqs.Count()
 		if err := j.Verify(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if n := e.reqs.count() - before; n != want {
+		if n := e.reqs.Count() - before; n != want {
 			t.Errorf("verify %d: got %d requests, want %d", i, n, want)
 		}
 	}
@@ -185,8 +185,8 @@ func TestJournalVerifyOnce(t *testing.T) {
 // BenchmarkJournalProbe is the once-per-process cost of Verify against the
 // in-process endpoint: its requests and its time.
 func BenchmarkJournalProbe(b *testing.B) {
-	reqs := &requestLog{}
-	ep := s3localtest.StartBehind(b, s3local.Config{Buckets: []string{testBucket}}, reqs.counting)
+	reqs := &s3localtest.RequestLog{}
+	ep := s3localtest.StartBehind(b, s3local.Config{Buckets: []string{testBucket}}, reqs.Counting)
 	j := New(ep.Client, testBucket, testJournalPrefix, Options{})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -194,5 +194,5 @@ func BenchmarkJournalProbe(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(reqs.count())/float64(b.N), "requests/op")
+	b.ReportMetric(float64(reqs.Count())/float64(b.N), "requests/op")
 }

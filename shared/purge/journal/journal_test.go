@@ -92,11 +92,11 @@ func TestJournalUnchangedIsOne304(t *testing.T) {
 	j := e.journal(Options{})
 	appendN(t, j, 300, "p%d/")
 	s := read(t, j)
-	before := e.reqs.count()
+	before := e.reqs.Count()
 	if _, err := j.Read(context.Background(), s.ETag); !errors.Is(err, ErrUnchanged) {
 		t.Fatalf("got %v, want ErrUnchanged", err)
 	}
-	if got := e.reqs.since(before); len(got) != 1 || !strings.HasPrefix(got[0], "GET ") {
+	if got := e.reqs.Since(before); len(got) != 1 || !strings.HasPrefix(got[0], "GET ") {
 		t.Errorf("requests: %v, want one GET", got)
 	}
 }
@@ -108,25 +108,25 @@ func TestJournalWarmAppendIsOnePut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	j := e.journal(Options{})
-	before := e.reqs.count()
+	before := e.reqs.Count()
 	appendN(t, j, 1, "a/")
 	probe, head := "PUT /"+testBucket+"/"+j.ProbeKey(), "/"+testBucket+"/"+j.HeadKey()
-	if got, want := e.reqs.since(before), []string{probe, probe, probe, "GET " + head, "PUT " + head}; !slices.Equal(got, want) {
+	if got, want := e.reqs.Since(before), []string{probe, probe, probe, "GET " + head, "PUT " + head}; !slices.Equal(got, want) {
 		t.Errorf("cold append: got %v, want %v", got, want)
 	}
 	for _, p := range []string{"b/", "c/"} {
-		before = e.reqs.count()
+		before = e.reqs.Count()
 		appendN(t, j, 1, p)
-		if got, want := e.reqs.since(before), []string{"PUT " + head}; !slices.Equal(got, want) {
+		if got, want := e.reqs.Since(before), []string{"PUT " + head}; !slices.Equal(got, want) {
 			t.Errorf("warm append: got %v, want %v", got, want)
 		}
 	}
 	// Another writer that moved the head: the next append reads it again,
 	// without probing again.
 	appendN(t, e.journal(Options{}), 1, "other/")
-	before = e.reqs.count()
+	before = e.reqs.Count()
 	appendN(t, j, 1, "d/")
-	if got, want := e.reqs.since(before), []string{"PUT " + head, "GET " + head, "PUT " + head}; !slices.Equal(got, want) {
+	if got, want := e.reqs.Since(before), []string{"PUT " + head, "GET " + head, "PUT " + head}; !slices.Equal(got, want) {
 		t.Errorf("append after another writer's: got %v, want %v", got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -108,3 +109,32 @@ func RequesterPays(bucket string, refused *atomic.Int64) func(http.Handler) http
 		})
 	}
 }
+
+// RequestLog counts and keeps the requests that reach an endpoint, in front
+// of it (StartBehind(tb, cfg, log.Counting)). It is safe for concurrent use.
+type RequestLog struct {
+	mu   sync.Mutex // guards seen
+	seen []string   // "METHOD path"
+	n    atomic.Int64
+}
+
+// Counting serves h, logging every request first.
+func (l *RequestLog) Counting(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.n.Add(1)
+		l.mu.Lock()
+		l.seen = append(l.seen, r.Method+" "+r.URL.Path)
+		l.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Since returns the requests after the first n, as "METHOD path".
+func (l *RequestLog) Since(n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.seen[n:]...)
+}
+
+// Count is the number of requests so far.
+func (l *RequestLog) Count() int { return int(l.n.Load()) }
