@@ -14,15 +14,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tilesieve/tilesieve/shared/formats/tiff"
 	"github.com/tilesieve/tilesieve/shared/images/xyz/terrain"
-	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/testkit/imagetest"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
-	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
 
 // gdal runs a GDAL command in dir, as users make their files.
@@ -36,6 +33,30 @@ func rgbSource(t *testing.T, dir, name string, w, h int) {
 	t.Helper()
 	imagetest.Noise(t, dir, name, w, h, "128")
 }
+
+// cogOf makes a COG as users do: w×h pixels of libvips noise, prepared by
+// gdal_translate with prep (a georeference, a band, a type), then written
+// by GDAL's COG driver with the creation options opts ("COMPRESS=JPEG").
+func cogOf(t *testing.T, w, h int, prep []string, opts ...string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	rgbSource(t, dir, "src.tif", w, h)
+	gdal(t, dir, "gdal_translate", append(prep, "src.tif", "geo.tif")...)
+	args := []string{"-of", "COG"}
+	for _, o := range opts {
+		args = append(args, "-co", o)
+	}
+	gdal(t, dir, "gdal_translate", append(args, "geo.tif", "cog.tif")...)
+	b, err := os.ReadFile(filepath.Join(dir, "cog.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// webMercatorWorld is the georeference of a raster that is the web map's
+// north-west quarter.
+var webMercatorWorld = []string{"-a_srs", "EPSG:3857", "-a_ullr", "-20037508.342789244", "20037508.342789244", "0", "0"}
 
 // tileJSON is what the tests read of a TileJSON.
 type tileJSON struct {
@@ -63,23 +84,12 @@ func xyzOf(z int, lon, lat float64) (x, y int) {
 // PNG tiles are decoded (transparent where its mask says so).
 func TestCOGGoogleMapsCompatible(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	rgbSource(t, dir, "src.tif", 1000, 700)
-	gdal(t, dir, "gdal_translate", "-a_srs", "EPSG:3857", "-a_ullr", "-20037508.342789244", "20037508.342789244", "0", "0", "src.tif", "geo.tif")
-	gdal(t, dir, "gdal_translate", "-of", "COG", "-co", "TILING_SCHEME=GoogleMapsCompatible", "-co", "COMPRESS=JPEG", "geo.tif", "cog.tif")
+	cog := cogOf(t, 1000, 700, webMercatorWorld, "TILING_SCHEME=GoogleMapsCompatible", "COMPRESS=JPEG")
 	// Another that ends inside a tile: x from the world's west edge to
 	// -10,000 km, which at its zoom is a sliver of the fifth tile.
-	gdal(t, dir, "gdal_translate", "-a_srs", "EPSG:3857", "-a_ullr", "-20037508.342789244", "20037508.342789244", "-10000000", "10000000", "src.tif", "part.tif")
-	gdal(t, dir, "gdal_translate", "-of", "COG", "-co", "TILING_SCHEME=GoogleMapsCompatible", "-co", "COMPRESS=JPEG", "part.tif", "partcog.tif")
-	cog, err := os.ReadFile(filepath.Join(dir, "cog.tif"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	part, err := os.ReadFile(filepath.Join(dir, "partcog.tif"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ae := newArchiveEnv(t, withPixelTime)
+	part := cogOf(t, 1000, 700, []string{"-a_srs", "EPSG:3857", "-a_ullr", "-20037508.342789244", "20037508.342789244", "-10000000", "10000000"},
+		"TILING_SCHEME=GoogleMapsCompatible", "COMPRESS=JPEG")
+	ae := newArchiveEnv(t)
 	ae.put("part.tif", part, "image/tiff", "")
 	ae.put("world.tif", cog, "image/tiff", "")
 	r := ae.do("GET", "/world.json")
@@ -178,15 +188,8 @@ func TestCOGResampled(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			rgbSource(t, dir, "src.tif", 1000, 700)
-			gdal(t, dir, "gdal_translate", append([]string{"-a_srs", c.srs, "-a_ullr"}, append(c.ullr, "src.tif", "geo.tif")...)...)
-			gdal(t, dir, "gdal_translate", "-of", "COG", "-co", "COMPRESS=DEFLATE", "geo.tif", "cog.tif")
-			cog, err := os.ReadFile(filepath.Join(dir, "cog.tif"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ae := newArchiveEnv(t, withPixelTime)
+			cog := cogOf(t, 1000, 700, append([]string{"-a_srs", c.srs, "-a_ullr"}, c.ullr...), "COMPRESS=DEFLATE")
+			ae := newArchiveEnv(t)
 			ae.put(c.name+".tif", cog, "image/tiff", "")
 			var tj tileJSON
 			if err := json.Unmarshal([]byte(body(t, ae.do("GET", "/"+c.name+".json"))), &tj); err != nil {
@@ -224,17 +227,10 @@ func TestCOGResampled(t *testing.T) {
 // elevation decoded from either is the DEM's.
 func TestCOGElevation(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	rgbSource(t, dir, "src.tif", 512, 512)
 	// Band 1 of the noise, scaled to metres, as a float32 DEM.
-	gdal(t, dir, "gdal_translate", "-b", "1", "-ot", "Float32", "-scale", "0", "255", "100", "1120", "-a_srs", "EPSG:3857",
-		"-a_ullr", "1000000", "6000000", "1050000", "5950000", "src.tif", "dem.tif")
-	gdal(t, dir, "gdal_translate", "-of", "COG", "-co", "COMPRESS=DEFLATE", "-co", "PREDICTOR=3", "dem.tif", "cog.tif")
-	cog, err := os.ReadFile(filepath.Join(dir, "cog.tif"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ae := newArchiveEnv(t, withPixelTime)
+	cog := cogOf(t, 512, 512, []string{"-b", "1", "-ot", "Float32", "-scale", "0", "255", "100", "1120", "-a_srs", "EPSG:3857",
+		"-a_ullr", "1000000", "6000000", "1050000", "5950000"}, "COMPRESS=DEFLATE", "PREDICTOR=3")
+	ae := newArchiveEnv(t)
 	ae.put("dem.tif", cog, "image/tiff", "")
 	var tj tileJSON
 	if err := json.Unmarshal([]byte(body(t, ae.do("GET", "/dem.json"))), &tj); err != nil {
@@ -290,7 +286,7 @@ func TestCOGElevation(t *testing.T) {
 // objects.
 func TestTIFFWithoutGeoreferencingIsNoTileset(t *testing.T) {
 	t.Parallel()
-	ae := newArchiveEnv(t, withPixelTime)
+	ae := newArchiveEnv(t)
 	ae.put("scan.tif", vipsPyramid(t, 600, 400, "90"), "image/tiff", "")
 	ae.put("scan/0/0/0.png", []byte("object"), "image/png", "")
 	expectBody(t, ae.do("GET", "/scan/0/0/0.png"), 200, "MISS", "object")
@@ -301,14 +297,7 @@ func TestTIFFWithoutGeoreferencingIsNoTileset(t *testing.T) {
 // stored tiles' bytes as they are, for webp.
 func TestCOGStoredWebP(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	rgbSource(t, dir, "src.tif", 512, 512)
-	gdal(t, dir, "gdal_translate", "-a_srs", "EPSG:3857", "-a_ullr", "-20037508.342789244", "20037508.342789244", "0", "0", "src.tif", "geo.tif")
-	gdal(t, dir, "gdal_translate", "-of", "COG", "-co", "TILING_SCHEME=GoogleMapsCompatible", "-co", "COMPRESS=WEBP", "geo.tif", "cog.tif")
-	cog, err := os.ReadFile(filepath.Join(dir, "cog.tif"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cog := cogOf(t, 512, 512, webMercatorWorld, "TILING_SCHEME=GoogleMapsCompatible", "COMPRESS=WEBP")
 	src := tiff.ReaderAt(bytes.NewReader(cog))
 	f, err := tiff.Open(context.Background(), src, int64(len(cog)), tiff.Options{})
 	if err != nil {
@@ -318,7 +307,7 @@ func TestCOGStoredWebP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ae := newArchiveEnv(t, withPixelTime)
+	ae := newArchiveEnv(t)
 	ae.put("w.tif", cog, "image/tiff", "")
 	var tj tileJSON
 	if err := json.Unmarshal([]byte(body(t, ae.do("GET", "/w.json"))), &tj); err != nil {
@@ -338,16 +327,9 @@ func TestCOGStoredWebP(t *testing.T) {
 // elevation model like a float one.
 func TestCOGElevationInt16(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	rgbSource(t, dir, "src.tif", 512, 512)
-	gdal(t, dir, "gdal_translate", "-b", "1", "-ot", "Int16", "-scale", "0", "255", "-200", "3000", "-a_srs", "EPSG:32632",
-		"-a_ullr", "500000", "5200000", "520000", "5180000", "src.tif", "dem.tif")
-	gdal(t, dir, "gdal_translate", "-of", "COG", "-co", "COMPRESS=LZW", "-co", "PREDICTOR=2", "dem.tif", "cog.tif")
-	cog, err := os.ReadFile(filepath.Join(dir, "cog.tif"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ae := newArchiveEnv(t, withPixelTime)
+	cog := cogOf(t, 512, 512, []string{"-b", "1", "-ot", "Int16", "-scale", "0", "255", "-200", "3000", "-a_srs", "EPSG:32632",
+		"-a_ullr", "500000", "5200000", "520000", "5180000"}, "COMPRESS=LZW", "PREDICTOR=2")
+	ae := newArchiveEnv(t)
 	ae.put("dem16.tif", cog, "image/tiff", "")
 	var tj tileJSON
 	if err := json.Unmarshal([]byte(body(t, ae.do("GET", "/dem16.json"))), &tj); err != nil {
@@ -364,11 +346,4 @@ func TestCOGElevationInt16(t *testing.T) {
 	if h := terrain.DecodeRGB(c.R, c.G, c.B); c.A == 0 || h < -201 || h > 3001 {
 		t.Errorf("elevation at the centre: %v (alpha %d), want -200 to 3000 m", h, c.A)
 	}
-}
-
-// withPixelTime gives an origin fetch that decodes and encodes pixels the
-// time a loaded test machine under -race needs: the default two seconds
-// are for the byte fetches the other tests time out on purpose.
-func withPixelTime(_ *env, c *servertest.Config, _ *origin.Config) {
-	c.OriginTimeout = time.Minute
 }

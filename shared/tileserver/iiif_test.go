@@ -54,7 +54,7 @@ func storedTile(t *testing.T, tif []byte, x, y int) []byte {
 // specification asks.
 func TestIIIFServesAPyramidalTIFF(t *testing.T) {
 	t.Parallel()
-	ae := newArchiveEnv(t, withPixelTime)
+	ae := newArchiveEnv(t)
 	tif := vipsPyramid(t, 1000, 700, "128")
 	ae.put("maps/scan.tif", tif, "image/tiff", "")
 
@@ -141,7 +141,7 @@ func TestIIIFServesAPyramidalTIFF(t *testing.T) {
 // is made from: info.json and derivatives alike.
 func TestIIIFPurgedWithItsSource(t *testing.T) {
 	t.Parallel()
-	ae := newArchiveEnv(t, withPixelTime)
+	ae := newArchiveEnv(t)
 	ae.put("scan.tif", vipsPyramid(t, 600, 400, "100"), "image/tiff", "")
 	first := body(t, ae.do("GET", "/iiif/3/scan/full/60,/0/default.png"))
 	expect(t, ae.do("GET", "/iiif/3/scan/info.json"), 200, "MISS")
@@ -170,7 +170,7 @@ func TestIIIFAnswerOverTheByteBound(t *testing.T) {
 	t.Parallel()
 	pc := pixel.DefaultConfig()
 	pc.MaxBytes = 400 << 10
-	ae := newArchiveEnv(t, withPixelTime, withConfig(func(c *servertest.Config) {
+	ae := newArchiveEnv(t, withConfig(func(c *servertest.Config) {
 		c.Images = images.Config{Limits: images.DefaultLimits, MaxDecodedPixels: images.DefaultMaxDecodedPixels, Pixel: pc}
 	}))
 	ae.put("scan.tif", vipsPyramid(t, 600, 400, "128"), "image/tiff", "")
@@ -225,7 +225,7 @@ func TestIIIFAnswerOverTheByteBound(t *testing.T) {
 // a caret, which must not lose the id's %2F.
 func TestIIIFUpscaleAsBrowsersSendIt(t *testing.T) {
 	t.Parallel()
-	ae := newArchiveEnv(t, withPixelTime)
+	ae := newArchiveEnv(t)
 	tif := vipsPyramid(t, 600, 400, "128")
 	ae.put("maps/scan.tif", tif, "image/tiff", "")
 	ae.put("scan.tif", tif, "image/tiff", "")
