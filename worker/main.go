@@ -58,8 +58,8 @@ recorded in the purge journal every tile function instance follows, and
 into CDN invalidations. It runs under the Lambda runtime only.
 
 It takes no flags: it reads its configuration from the environment, once
-at start. These are the variables, with their defaults; README.md, section
-"Configuration", says what each does:
+at start. These are the variables, with their defaults;
+docs/configuration.md says what each does:
 
 `
 

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 )
 
 // TestBootstrapLinksOnlyWhatItCalls: the tile bootstrap, built as Lambda
@@ -18,10 +20,7 @@ import (
 // command, which writes archives, show the check can see a linked package.
 func TestBootstrapLinksOnlyWhatItCalls(t *testing.T) {
 	t.Parallel()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command in PATH")
-	}
+	goTool := tooltest.Go.Path(t)
 	const mod = "github.com/tilesieve/tilesieve/"
 	const sdk = "github.com/aws/aws-sdk-go-v2/"
 	writer := []string{mod + "shared/formats/pmtiles/pmwrite", mod + "infra/tilesieve/upload"}
@@ -62,10 +61,7 @@ func TestBootstrapLinksOnlyWhatItCalls(t *testing.T) {
 // infra/ (the operator's command, the local stack, the test rigs).
 func TestLayers(t *testing.T) {
 	t.Parallel()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command in PATH")
-	}
+	goTool := tooltest.Go.Path(t)
 	const mod = "github.com/tilesieve/tilesieve/"
 	for _, tc := range []struct {
 		pkg  string

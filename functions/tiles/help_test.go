@@ -67,7 +67,7 @@ func TestHelp(t *testing.T) {
 			if code != tc.code || other != "" {
 				t.Fatalf("got exit %d, stdout %q, stderr %q; want %d and one output", code, stdout.String(), stderr.String(), tc.code)
 			}
-			for _, want := range []string{"usage: tiles\n", "tilesieve's tile function", "reads its configuration from the environment", "README.md, section\n\"Configuration\""} {
+			for _, want := range []string{"usage: tiles\n", "tilesieve's tile function", "reads its configuration from the environment", "defaults;\ndocs/configuration.md says what each does"} {
 				if !strings.Contains(got, want) {
 					t.Errorf("the usage lacks %q:\n%s", want, got)
 				}

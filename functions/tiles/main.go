@@ -46,8 +46,8 @@ set) it answers function-URL invocations, buffered or streamed
 LISTEN_ADDR:PORT until SIGINT or SIGTERM.
 
 It takes no flags: it reads its configuration from the environment, once
-at start. These are the variables, with their defaults; README.md, section
-"Configuration", says what each does:
+at start. These are the variables, with their defaults;
+docs/configuration.md says what each does:
 
 `
 

@@ -47,10 +47,8 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/purge/cdn/cdntest"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
+	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 )
-
-// RequireEnv set to 1 makes a missing varnishd a failure instead of a skip.
-const RequireEnv = "TILESIEVE_REQUIRE_VARNISH"
 
 // startTimeout bounds varnishd's start, VCL compilation included.
 const startTimeout = 30 * time.Second
@@ -91,14 +89,7 @@ func Varnishd(t testing.TB) string {
 	if testing.Short() {
 		t.Skip("cdnrig: runs varnishd")
 	}
-	bin, err := exec.LookPath("varnishd")
-	if err != nil {
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("cdnrig: varnishd not found and %s=1: %v", RequireEnv, err)
-		}
-		t.Skipf("cdnrig: varnishd not found (apt-get install varnish; %s=1 makes this a failure)", RequireEnv)
-	}
-	return bin
+	return tooltest.Varnishd.Path(t)
 }
 
 // Start runs varnishd for the test; it stops when the test ends.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
+	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 )
 
 // runAsDevstack makes this test binary the devstack command in a
@@ -307,10 +308,8 @@ func TestBannerPurgeWalk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the tilesieve command")
 	}
-	for _, tool := range []string{"sh", "curl", "grep", "head"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
+	for _, tool := range []tooltest.Tool{tooltest.Debian("sh", "dash", ""), tooltest.Curl, tooltest.Debian("grep", "grep", ""), tooltest.Debian("head", "coreutils", "")} {
+		tool.Path(t)
 	}
 	t.Parallel()
 	root := repoRoot(t)
@@ -460,11 +459,7 @@ func repoRoot(t *testing.T) string {
 
 func makeCmd(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("make")
-	if err != nil {
-		t.Skip("make not installed")
-	}
-	return bin
+	return tooltest.Debian("make", "make", "").Path(t)
 }
 
 // TestMakeRunInterruptPrintsNoError presses Ctrl-C on `make run` as a

@@ -17,6 +17,7 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation"
 
 	"github.com/tilesieve/tilesieve/shared/obs"
+	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -91,13 +92,7 @@ func TestViewerRequestFunction(t *testing.T) {
 // with CloudFront's event shape (infra/cdn/viewer-request.test.js).
 func TestViewerRequestFunctionUnderNode(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("TILESIEVE_REQUIRE_NODE") == "1" {
-			t.Fatalf("node not found and TILESIEVE_REQUIRE_NODE=1: %v", err)
-		}
-		t.Skip("node not installed: the CloudFront Function's own test is skipped (TILESIEVE_REQUIRE_NODE=1 makes this a failure)")
-	}
+	node := tooltest.Node.Path(t)
 	out, err := exec.Command(node, filepath.Join("..", "cdn", "viewer-request.test.js")).CombinedOutput()
 	t.Logf("node viewer-request.test.js:\n%s", out)
 	if err != nil {
@@ -483,10 +478,7 @@ func transformedTemplate(t *testing.T) map[string]any {
 	t.Helper()
 	tpl, err := transformed()
 	if errors.Is(err, errNoTranslator) {
-		if os.Getenv("TILESIEVE_REQUIRE_SAM") == "1" {
-			t.Fatalf("%v and TILESIEVE_REQUIRE_SAM=1", err)
-		}
-		t.Skipf("%v: the SAM-transformed template is not checked (pip install aws-sam-translator, or cfn-lint)", err)
+		tooltest.SAMTranslator.Missing(t)
 	}
 	if err != nil {
 		t.Fatal(err)

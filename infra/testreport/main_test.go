@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 )
 
 func notTerminal(any) bool { return false }
@@ -18,10 +20,7 @@ func notTerminal(any) bool { return false }
 // it through the command, as the Makefile does.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go command is not on PATH")
-	}
+	goCmd := tooltest.Go.Path(t)
 	tests := []struct {
 		name     string
 		args     []string

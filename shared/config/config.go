@@ -1,8 +1,9 @@
 // Package config reads the environment of the two Lambda functions once, at
 // init, into typed settings. Every variable has a default and a line of
-// documentation (TilesVars, WorkerVars), which the README table and the SAM
-// template test are checked against. Validation lists every problem in one
-// error, so a misconfigured function says all that is wrong at once.
+// documentation (TilesVars, WorkerVars), which the tables of
+// docs/configuration.md and the SAM template test are checked against.
+// Validation lists every problem in one error, so a misconfigured function
+// says all that is wrong at once.
 package config
 
 import (
@@ -157,7 +158,7 @@ type reader struct {
 }
 
 // The variables both functions read that AWS sets; not listed in TilesVars
-// or WorkerVars, since neither the README nor the template sets them.
+// or WorkerVars, since neither the documentation nor the template sets them.
 var (
 	varRegion         = Var{Name: "AWS_REGION"}
 	varRuntimeAPI     = Var{Name: "AWS_LAMBDA_RUNTIME_API"}

@@ -18,8 +18,8 @@ import (
 
 // TestPackageDefaultsAreConfigs: a package's own default (what its zero
 // Config field means) must be the default of the variable that sets that
-// field, or a function built without the variable behaves unlike the README
-// says.
+// field, or a function built without the variable behaves unlike
+// docs/configuration.md says.
 func TestPackageDefaultsAreConfigs(t *testing.T) {
 	t.Parallel()
 	vars := map[string]config.Var{}

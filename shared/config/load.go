@@ -79,7 +79,7 @@ type Worker struct {
 const DefaultMemBytesOffLambda = 256 << 20
 
 func (r *reader) common() Common {
-	bucket, _ := r.lookup(varBucket.Name) // required: its Default is a word for the README
+	bucket, _ := r.lookup(varBucket.Name) // required: its Default is a word for the documentation
 	c := Common{
 		Bucket:        bucket,
 		TilesPrefix:   r.str(varPrefix),

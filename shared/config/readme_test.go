@@ -8,11 +8,12 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the configuration tables of README.md")
+var update = flag.Bool("update", false, "rewrite the configuration tables of docs/configuration.md")
 
-const readme = "../../README.md"
+// page is the configuration reference, relative to this package.
+const page = "../../docs/configuration.md"
 
-// table renders the documented variables as the README shows them.
+// table renders the documented variables as the page shows them.
 func table(vars []Var) string {
 	var b strings.Builder
 	b.WriteString("| Variable | Default | What it does |\n|---|---|---|\n")
@@ -30,10 +31,11 @@ func table(vars []Var) string {
 	return b.String()
 }
 
-// TestReadmeTables keeps the README's configuration tables equal to the
-// variables the code reads. `go test ./shared/config -update` rewrites them.
-func TestReadmeTables(t *testing.T) {
-	b, err := os.ReadFile(readme)
+// TestConfigurationTables keeps the configuration tables of
+// docs/configuration.md equal to the variables the code reads.
+// `go test ./shared/config -update` rewrites them.
+func TestConfigurationTables(t *testing.T) {
+	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,19 +47,19 @@ func TestReadmeTables(t *testing.T) {
 		begin, end := "<!-- config:"+sec.name+":begin -->\n", "<!-- config:"+sec.name+":end -->"
 		i, j := strings.Index(doc, begin), strings.Index(doc, end)
 		if i < 0 || j < i {
-			t.Fatalf("README.md has no %q … %q section", begin, end)
+			t.Fatalf("%s has no %q … %q section", page, begin, end)
 		}
 		want := table(sec.vars)
 		if got := doc[i+len(begin) : j]; got != want {
 			if !*update {
-				t.Errorf("README.md's %s configuration table is out of date; run go test ./shared/config -update", sec.name)
+				t.Errorf("%s: the %s configuration table is out of date; run go test ./shared/config -update", page, sec.name)
 				continue
 			}
 			doc = doc[:i+len(begin)] + want + doc[j:]
 		}
 	}
 	if *update {
-		if err := os.WriteFile(readme, []byte(doc), 0o644); err != nil {
+		if err := os.WriteFile(page, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

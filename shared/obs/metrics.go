@@ -41,7 +41,7 @@ var tierMetric = [numTiers]string{
 	TierRevalidated: MetricRequestsRevalidated, TierStale: MetricRequestsStale, TierError: MetricRequestsError,
 }
 
-// Metric names, as CloudWatch shows them. Units are in the README.
+// Metric names, as CloudWatch shows them. Units are in docs/deploying.md.
 const (
 	MetricRequestsMemory      = "RequestsMemory"
 	MetricRequestsDisk        = "RequestsDisk"

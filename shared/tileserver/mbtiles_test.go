@@ -409,11 +409,7 @@ func TestMBTilesFromGDAL(t *testing.T) {
 	t.Parallel()
 	var bins []string
 	for _, name := range []string{"gdal_create", "gdal_translate"} {
-		bin, err := exec.LookPath(name)
-		if err != nil {
-			t.Skipf("%s not installed (Debian: gdal-bin)", name)
-		}
-		bins = append(bins, bin)
+		bins = append(bins, sqlitetest.Need(t, name, "gdal-bin"))
 	}
 	dir := t.TempDir()
 	tif, db := filepath.Join(dir, "in.tif"), filepath.Join(dir, "gdal.mbtiles")

@@ -18,26 +18,18 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/infra/devstack/demotiles"
+	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 )
 
-// chromiumPath is where Debian's chromium package puts the browser (CI runs
-// `apt-get install -y chromium`).
-const chromiumPath = "/usr/bin/chromium"
-
-// chromium returns the browser, or skips the test when it is missing unless
-// TILESIEVE_REQUIRE_CHROMIUM=1 says it must be there.
+// chromium returns the browser, where Debian's chromium package puts it,
+// or skips the test when it is missing unless TILESIEVE_REQUIRE_CHROMIUM=1
+// says it must be there.
 func chromium(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs a browser")
 	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("TILESIEVE_REQUIRE_CHROMIUM") == "1" {
-			t.Fatalf("TILESIEVE_REQUIRE_CHROMIUM=1 but %s is missing: %v (apt-get install -y chromium)", chromiumPath, err)
-		}
-		t.Skipf("%s not found: install Debian's chromium package to run the viewer in a browser (CI sets TILESIEVE_REQUIRE_CHROMIUM=1)", chromiumPath)
-	}
-	return chromiumPath
+	return tooltest.Chromium.Path(t)
 }
 
 // chromiumHang bounds one browser run. Headless Chromium now and then

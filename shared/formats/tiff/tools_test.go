@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/testkit/imagetest"
 )
 
 // needTool skips the test when a command-line tool is missing, or fails it
@@ -24,18 +26,10 @@ import (
 // the tools are required.
 func needTool(t testing.TB, name, debian string) {
 	t.Helper()
-	required := os.Getenv("TILESIEVE_REQUIRE_IMAGETOOLS") == "1"
-	if testing.Short() && !required {
+	if testing.Short() && os.Getenv(imagetest.RequireEnv) != "1" {
 		t.Skipf("writes files with %s: skipped with -short", name)
 	}
-	if _, err := exec.LookPath(name); err == nil {
-		return
-	}
-	msg := fmt.Sprintf("%s not found: install the Debian package %s", name, debian)
-	if required {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	imagetest.Require(t, name, debian)
 }
 
 func needVips(t testing.TB) { needTool(t, "vips", "libvips-tools") }

@@ -6,28 +6,19 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/tilesieve/tilesieve/shared/images/geo"
+	"github.com/tilesieve/tilesieve/shared/testkit/imagetest"
 )
 
 const mm = 1e-3
 
 // requireTool skips the test when an external program is missing, or fails
 // it when TILESIEVE_REQUIRE_IMAGETOOLS=1 asks for every tool.
-func requireTool(t testing.TB, name, pkg string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		msg := fmt.Sprintf("%s not found (Debian package %s): %v", name, pkg, err)
-		if os.Getenv("TILESIEVE_REQUIRE_IMAGETOOLS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-}
+func requireTool(t testing.TB, name, pkg string) { imagetest.Require(t, name, pkg) }
 
 func TestUTMGolden(t *testing.T) {
 	t.Parallel()

@@ -20,21 +20,12 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/images/iiif"
 	"github.com/tilesieve/tilesieve/shared/images/pixel"
+	"github.com/tilesieve/tilesieve/shared/testkit/imagetest"
 )
 
 // needVips is the vips command, or skips the test (fails it when
 // TILESIEVE_REQUIRE_IMAGETOOLS=1).
-func needVips(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("vips")
-	if err != nil {
-		if os.Getenv("TILESIEVE_REQUIRE_IMAGETOOLS") == "1" {
-			t.Fatal("vips not found (Debian package libvips-tools) and TILESIEVE_REQUIRE_IMAGETOOLS=1")
-		}
-		t.Skip("vips not found: install the Debian package libvips-tools")
-	}
-	return path
-}
+func needVips(t *testing.T) string { return imagetest.Require(t, "vips", "libvips-tools") }
 
 func runVips(t *testing.T, vips, dir string, args ...string) {
 	t.Helper()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/images/geo"
 	"github.com/tilesieve/tilesieve/shared/images/xyz"
+	"github.com/tilesieve/tilesieve/shared/testkit/imagetest"
 )
 
 // requireGDAL skips the test when the GDAL command-line tools are missing,
@@ -28,13 +29,7 @@ import (
 func requireGDAL(t testing.TB) {
 	t.Helper()
 	for _, name := range []string{"gdal_translate", "gdalwarp", "gdalinfo"} {
-		if _, err := exec.LookPath(name); err != nil {
-			msg := fmt.Sprintf("%s not found (Debian package gdal-bin): %v", name, err)
-			if os.Getenv("TILESIEVE_REQUIRE_IMAGETOOLS") == "1" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
+		imagetest.Require(t, name, "gdal-bin")
 	}
 }
 

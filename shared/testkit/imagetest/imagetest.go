@@ -1,7 +1,7 @@
 // Package imagetest makes the image files tests serve the way users make
 // theirs: with libvips (Debian's libvips-tools) and GDAL (gdal-bin). A test
 // whose tool is missing is skipped with the package that installs it, or
-// fails when TILESIEVE_REQUIRE_IMAGETOOLS is set (CI installs both).
+// fails when TILESIEVE_REQUIRE_IMAGETOOLS=1 (CI installs both and sets it).
 package imagetest
 
 import (
@@ -10,19 +10,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 )
 
-// Require skips t, or fails it under TILESIEVE_REQUIRE_IMAGETOOLS, when
-// the command is missing; pkg is the Debian package that installs it.
-func Require(t testing.TB, cmd, pkg string) {
+// RequireEnv, set to 1, makes a missing image tool a failure.
+const RequireEnv = "TILESIEVE_REQUIRE_IMAGETOOLS"
+
+// Require returns the path of cmd, or skips t (fails it when RequireEnv
+// is 1) when it is missing; pkg is the Debian package that installs it.
+func Require(t testing.TB, cmd, pkg string) string {
 	t.Helper()
-	if _, err := exec.LookPath(cmd); err == nil {
-		return
-	}
-	if os.Getenv("TILESIEVE_REQUIRE_IMAGETOOLS") != "" {
-		t.Fatalf("%s not found: install %s (apt-get install %s)", cmd, pkg, pkg)
-	}
-	t.Skipf("%s not found: apt-get install %s", cmd, pkg)
+	return tooltest.Debian(cmd, pkg, RequireEnv).Path(t)
 }
 
 // Run runs a command of libvips or GDAL in dir.

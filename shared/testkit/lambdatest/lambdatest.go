@@ -26,10 +26,11 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/origin/s3local"
 	"github.com/tilesieve/tilesieve/shared/testkit/syncbuf"
+	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 )
 
 // RIEBinary is the emulator's command name.
-const RIEBinary = "aws-lambda-rie"
+var RIEBinary = tooltest.Emulator.Name
 
 // RequireEmulator returns the emulator's path, or ends the test first: a
 // skip when aws-lambda-rie is not on PATH, a failure when
@@ -37,14 +38,7 @@ const RIEBinary = "aws-lambda-rie"
 // anything, so a machine without the emulator pays for nothing.
 func RequireEmulator(t testing.TB) string {
 	t.Helper()
-	rie, err := exec.LookPath(RIEBinary)
-	if err != nil {
-		if os.Getenv("TILESIEVE_REQUIRE_RIE") == "1" {
-			t.Fatalf("%s not on PATH (make tools installs it): %v", RIEBinary, err)
-		}
-		t.Skipf("%s not on PATH; `make tools` installs it", RIEBinary)
-	}
-	return rie
+	return tooltest.Emulator.Path(t)
 }
 
 // Build compiles pkg (an import path) into a bootstrap for this machine's

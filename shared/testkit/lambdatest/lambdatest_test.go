@@ -28,6 +28,10 @@ func (e *endTB) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
+func (e *endTB) Skip(args ...any) { e.Skipf("%s", fmt.Sprint(args...)) }
+
+func (e *endTB) Fatal(args ...any) { e.Fatalf("%s", fmt.Sprint(args...)) }
+
 // TestBuildChecksForTheEmulatorFirst: without aws-lambda-rie on PATH, Build
 // ends the test before it runs the go command (here not on PATH either, so
 // a build would fail): a skip, or a failure under TILESIEVE_REQUIRE_RIE=1.
@@ -52,7 +56,7 @@ func TestBuildChecksForTheEmulatorFirst(t *testing.T) {
 			if rec.skipped != tc.wantSkip || rec.failed != tc.wantFailed {
 				t.Fatalf("got skipped %v failed %v (%q), want skipped %v failed %v", rec.skipped, rec.failed, rec.msg, tc.wantSkip, tc.wantFailed)
 			}
-			if want := RIEBinary + " not on PATH"; len(rec.msg) < len(want) || rec.msg[:len(want)] != want {
+			if want := RIEBinary + " not found"; len(rec.msg) < len(want) || rec.msg[:len(want)] != want {
 				t.Errorf("got message %q, want it to start with %q", rec.msg, want)
 			}
 		})

@@ -9,28 +9,23 @@ package sqlitetest
 import (
 	"bytes"
 	"database/sql"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 	_ "modernc.org/sqlite" // the "sqlite" driver, as the product's mbtiles package registers it
 )
 
-// Need returns the path of tool, from the Debian package pkg.
+// RequireEnv, set to 1, makes a missing sqlite3 or GDAL tool a failure.
+const RequireEnv = "TILESIEVE_REQUIRE_SQLITE3"
+
+// Need returns the path of tool, from the Debian package pkg, or skips t
+// (fails it when RequireEnv is 1) when it is missing.
 func Need(t testing.TB, tool, pkg string) string {
 	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s not installed (apt-get install %s)", tool, pkg)
-	if os.Getenv("TILESIEVE_REQUIRE_SQLITE3") == "1" {
-		t.Fatal(msg + "; TILESIEVE_REQUIRE_SQLITE3=1 requires it")
-	}
-	t.Skip(msg + "; set TILESIEVE_REQUIRE_SQLITE3=1 to fail instead")
-	return ""
+	return tooltest.Debian(tool, pkg, RequireEnv).Path(t)
 }
 
 // Run runs script through the sqlite3 tool on db and returns what it
