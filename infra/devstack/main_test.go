@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/infra/devstack/stack"
 	"github.com/tilesieve/tilesieve/shared/awsclient"
+	"github.com/tilesieve/tilesieve/shared/testkit/cmdtest"
 	"github.com/tilesieve/tilesieve/shared/testkit/tooltest"
 )
 
@@ -30,13 +30,7 @@ import (
 // signals and its exit status.
 const runAsDevstack = "TILESIEVE_TEST_RUN_DEVSTACK"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(runAsDevstack) == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { cmdtest.Main(m, runAsDevstack, main) }
 
 // cleanEnv is an environment with nothing of AWS or tilesieve in it but
 // what a test adds, and with every credential source that could leave this
@@ -137,9 +131,7 @@ func devstackCmd(t *testing.T, timeout time.Duration, env []string, args ...stri
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(env, runAsDevstack+"=1")
-	return cmd
+	return cmdtest.SelfContext(ctx, runAsDevstack, env, args...)
 }
 
 var viewerLine = regexp.MustCompile(`(?m)^\s+viewer\s+(http://127\.0\.0\.1:\d+)/$`)
@@ -236,18 +228,14 @@ func TestExternalS3WithoutRegionOrCredentials(t *testing.T) {
 			t.Parallel()
 			env := cleanEnv(append([]string{"TILES_BUCKET=tiles"}, tc.env...)...)
 			// Bounded: a stack that starts anyway runs until it is stopped.
-			cmd := devstackCmd(t, 30*time.Second, env, append([]string{"-embedded=false"}, freePorts...)...)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-				t.Fatalf("got %v, want exit status 1; stderr:\n%s", err, stderr.String())
+			r := cmdtest.Run(t, devstackCmd(t, 30*time.Second, env, append([]string{"-embedded=false"}, freePorts...)...))
+			if r.Code != 1 {
+				t.Fatalf("got exit %d, want 1; stderr:\n%s", r.Code, r.Stderr)
 			}
-			if stdout.Len() != 0 {
-				t.Errorf("printed a banner although it did not start:\n%s", stdout.String())
+			if r.Stdout != "" {
+				t.Errorf("printed a banner although it did not start:\n%s", r.Stdout)
 			}
-			msg := strings.TrimSuffix(stderr.String(), "\n")
+			msg := strings.TrimSuffix(r.Stderr, "\n")
 			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "devstack: ") || strings.Contains(msg, "devstack: devstack:") {
 				t.Errorf("want one line starting with one \"devstack: \", got:\n%s", msg)
 			}
@@ -284,15 +272,11 @@ func TestExternalS3RefusalAsksNoMetadataService(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	cmd := devstackCmd(t, 30*time.Second, env, append([]string{"-embedded=false"}, freePorts...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("got %v, want exit status 1; stderr:\n%s", err, stderr.String())
+	r := cmdtest.Run(t, devstackCmd(t, 30*time.Second, env, append([]string{"-embedded=false"}, freePorts...)...))
+	if r.Code != 1 {
+		t.Fatalf("got exit %d, want 1; stderr:\n%s", r.Code, r.Stderr)
 	}
-	if got := stdout.String() + stderr.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "devstack: -embedded=false uses the S3 of the environment") {
+	if got := r.Stdout + r.Stderr; strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "devstack: -embedded=false uses the S3 of the environment") {
 		t.Errorf("want the refusal alone, on one line; got:\n%s", got)
 	}
 	if n := asked.Load(); n != 0 {
@@ -414,23 +398,13 @@ func TestHelp(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Parallel()
-			cmd := devstackCmd(t, 30*time.Second, cleanEnv(tc.env...), tc.args...)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			code := 0
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				code = exit.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			got, other := stdout.String(), stderr.String()
+			r := cmdtest.Run(t, devstackCmd(t, 30*time.Second, cleanEnv(tc.env...), tc.args...))
+			got, other := r.Stdout, r.Stderr
 			if tc.code != 0 {
 				got, other = other, got
 			}
-			if code != tc.code || other != "" {
-				t.Errorf("got exit %d, stdout %q, stderr %q; want %d and one output", code, stdout.String(), stderr.String(), tc.code)
+			if r.Code != tc.code || other != "" {
+				t.Errorf("got exit %d, stdout %q, stderr %q; want %d and one output", r.Code, r.Stdout, r.Stderr, tc.code)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
