@@ -123,25 +123,7 @@ func imagesNginxConf(prefix, www string, fcgiPort, staticPort int, iipPorts []in
 	for _, p := range iipPorts {
 		fmt.Fprintf(&up, "        server 127.0.0.1:%d;\n", p)
 	}
-	return fmt.Sprintf(`daemon off;
-worker_processes auto;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 1000000;
-    keepalive_timeout 65;
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    types { image/jpeg jpg; image/png png; application/json json; }
-    default_type application/octet-stream;
-    upstream iip {
+	return nginxHead(prefix) + fmt.Sprintf(`    upstream iip {
 %[5]s    }
     server {
         listen 127.0.0.1:%[3]d;

@@ -554,6 +554,21 @@ func tilesStats(url string) (admin.Stats, error) {
 // NginxConf is a minimal nginx.conf serving root from disk with sendfile on
 // 127.0.0.1:port, everything it writes under prefix, in the foreground.
 func NginxConf(prefix, root string, port int) string {
+	return nginxHead(prefix) + fmt.Sprintf(`    server {
+        listen 127.0.0.1:%[2]d;
+        root %[1]s;
+        location / {
+            add_header Cache-Control "public, max-age=86400, stale-while-revalidate=60, stale-if-error=86400";
+        }
+    }
+}
+`, root, port)
+}
+
+// nginxHead is the start of the benchmarks' nginx.conf, up to its servers:
+// in the foreground, every file it writes under prefix, sendfile on, kept
+// connections, JPEG, PNG and JSON types.
+func nginxHead(prefix string) string {
 	return fmt.Sprintf(`daemon off;
 worker_processes auto;
 pid %[1]s/nginx.pid;
@@ -570,17 +585,9 @@ http {
     fastcgi_temp_path %[1]s/fastcgi;
     uwsgi_temp_path %[1]s/uwsgi;
     scgi_temp_path %[1]s/scgi;
-    types { image/jpeg jpg; application/json json; }
+    types { image/jpeg jpg; image/png png; application/json json; }
     default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:%[3]d;
-        root %[2]s;
-        location / {
-            add_header Cache-Control "public, max-age=86400, stale-while-revalidate=60, stale-if-error=86400";
-        }
-    }
-}
-`, prefix, root, port)
+`, prefix)
 }
 
 func withReason(t Target, reason string) Target {
