@@ -11,6 +11,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/docs/iiif"
 	"github.com/tilesieve/tilesieve/shared/formats"
+	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tilename"
 )
 
@@ -30,6 +31,9 @@ type Archives interface {
 	// answer that), neither when it is none (a TIFF without
 	// georeferencing is an image only) or could not be asked in time.
 	Tileset(ctx context.Context, name string) (found bool, refusal error)
+	// Picture opens image id as a request would: nil when it serves as
+	// IIIF, else why not (tile.ErrNotFound: no such image).
+	Picture(ctx context.Context, id string) error
 	TopLevel(ctx context.Context, max int) (dirs, keys []string, err error)
 	Exists(ctx context.Context, key string) error
 	IsPyramid(ctx context.Context, name string) (bool, error)
@@ -57,6 +61,9 @@ type ImageEntry struct {
 	Info2 string `json:"info2"`
 	// Manifest is the IIIF Presentation 3.0 manifest of one canvas.
 	Manifest string `json:"manifest"`
+	// Error says why the image is not served (its IIIF paths answer
+	// that); "" when it is.
+	Error string `json:"error,omitempty"`
 }
 
 // Catalog is the body of GET /_tilesieve/catalog.
@@ -200,6 +207,11 @@ func (s *Docs) listTop(ctx context.Context) (*listing, error) {
 		dirTileset[name] = found
 		run(func() { *found = s.isDirTileset(ctx, name) })
 	}
+	images := s.topImages(keys)
+	imageErrs := make([]error, len(images))
+	for i, im := range images {
+		run(func() { imageErrs[i] = s.archives.Picture(ctx, im.ID) })
+	}
 	wg.Wait()
 	byName := map[string]CatalogEntry{}
 	for i, o := range objects {
@@ -222,7 +234,7 @@ func (s *Docs) listTop(ctx context.Context) (*listing, error) {
 		names = append(names, e)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
-	return &listing{tilesets: names, images: s.topImages(keys)}, nil
+	return &listing{tilesets: names, images: servedImages(images, imageErrs)}, nil
 }
 
 // objectTileset is a tileset stored as one object among the top-level
@@ -281,6 +293,26 @@ func (s *Docs) topImages(keys []string) []ImageEntry {
 	}
 	sort.Slice(images, func(i, j int) bool { return images[i].ID < images[j].ID })
 	return images
+}
+
+// servedImages are the images whose opening (errs, in their order) found
+// them, with why one is not served: a TIFF whose samples are heights is a
+// tileset's, not an image, and is left out; one the request could not open
+// in time is listed.
+func servedImages(images []ImageEntry, errs []error) []ImageEntry {
+	out := images[:0]
+	for i, im := range images {
+		var np *formats.NotPictureError
+		switch err := errs[i]; {
+		case err == nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		case errors.Is(err, tile.ErrNotFound), errors.As(err, &np):
+			continue
+		default:
+			im.Error = err.Error()
+		}
+		out = append(out, im)
+	}
+	return out
 }
 
 // isDirTileset reports whether the directory name/ is a tileset: it has a

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tilesieve/tilesieve/shared/formats"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -18,6 +19,7 @@ import (
 type fakeArchives struct {
 	dirs, keys []string
 	opens      map[string]error // tileset name → nil (serves) or its refusal; absent: not a tileset
+	pictures   map[string]error // image id → why it is not served; absent: it is
 	dirTiles   map[string]bool  // directory name → a tile pyramid
 	off        string           // a format not served
 	listings   atomic.Int32
@@ -35,6 +37,7 @@ func (f *fakeArchives) Tileset(_ context.Context, name string) (bool, error) {
 	err, ok := f.opens[name]
 	return ok, err
 }
+func (f *fakeArchives) Picture(_ context.Context, id string) error { return f.pictures[id] }
 func (f *fakeArchives) TopLevel(context.Context, int) ([]string, []string, error) {
 	f.listings.Add(1)
 	return f.dirs, f.keys, nil
@@ -59,16 +62,20 @@ func newCatalogDocs(t *testing.T, a Archives) *Docs {
 
 // TestCatalogTilesetsAndImages: one listing gives the tilesets and the
 // images of the top level. A TIFF is a tileset only when it opens as one
-// (georeferenced), else its directory may be; it is an image either way,
-// ID.tif winning over ID.tiff; a refused archive is listed with its reason;
-// an image's URLs are paths with its id escaped as one segment.
+// (georeferenced), else its directory may be; it is an image when it opens
+// as one, ID.tif winning over ID.tiff, listed with why it is refused, left
+// out when its samples are heights (a DEM: a tileset only); a refused
+// archive is listed with its reason; an image's URLs are paths with its id
+// escaped as one segment.
 func TestCatalogTilesetsAndImages(t *testing.T) {
 	t.Parallel()
 	a := &fakeArchives{
 		dirs: []string{"demo/", "photo/", "geo/", "empty/"},
 		keys: []string{"world.pmtiles", "roads.mbtiles", "bad.pmtiles", "geo.tif", "photo.tif",
-			"both.tif", "both.tiff", "scan.tiff", "a b.tif", "notes.txt", ".tif"},
-		opens:    map[string]error{"world": nil, "bad": errors.New("pmtiles: header: bad magic"), "geo": nil},
+			"both.tif", "both.tiff", "scan.tiff", "a b.tif", "notes.txt", ".tif", "dem.tif", "strips.tif"},
+		opens: map[string]error{"world": nil, "bad": errors.New("pmtiles: header: bad magic"), "geo": nil, "dem": nil},
+		pictures: map[string]error{"dem": &formats.NotPictureError{Reason: "its samples are 32-bit float"},
+			"strips": errors.New("tiff: not tiled")},
 		dirTiles: map[string]bool{"demo": true, "photo": true, "geo": true},
 	}
 	d := newCatalogDocs(t, a)
@@ -78,6 +85,7 @@ func TestCatalogTilesetsAndImages(t *testing.T) {
 	}
 	want := []CatalogEntry{
 		{Name: "bad", Kind: "pmtiles", TileJSON: "bad.json", Error: "pmtiles: header: bad magic"},
+		{Name: "dem", Kind: "tiff", TileJSON: "dem.json"},
 		{Name: "demo", Kind: "objects", TileJSON: "demo.json"},
 		{Name: "geo", Kind: "tiff", TileJSON: "geo.json"},
 		{Name: "photo", Kind: "objects", TileJSON: "photo.json"},
@@ -95,8 +103,11 @@ func TestCatalogTilesetsAndImages(t *testing.T) {
 	for _, im := range images {
 		ids = append(ids, im.ID)
 	}
-	if want := []string{"a b", "both", "geo", "photo", "scan"}; !slices.Equal(ids, want) {
+	if want := []string{"a b", "both", "geo", "photo", "scan", "strips"}; !slices.Equal(ids, want) {
 		t.Errorf("images: got %v, want %v", ids, want)
+	}
+	if got := images[len(images)-1].Error; got != "tiff: not tiled" {
+		t.Errorf("refused image: error %q", got)
 	}
 	if got, want := images[0], (ImageEntry{ID: "a b", Kind: "tiff", Info: "iiif/3/a%20b/info.json",
 		Info2: "iiif/2/a%20b/info.json", Manifest: "iiif/3/a%20b/manifest.json"}); got != want {
@@ -106,7 +117,7 @@ func TestCatalogTilesetsAndImages(t *testing.T) {
 	probed := slices.Sorted(slices.Values(a.probed))
 	a.mu.Unlock()
 	// Archives read by range are opened; a database is listed unopened.
-	if want := []string{"a b", "bad", "both", "geo", "photo", "scan", "world"}; !slices.Equal(probed, want) {
+	if want := []string{"a b", "bad", "both", "dem", "geo", "photo", "scan", "strips", "world"}; !slices.Equal(probed, want) {
 		t.Errorf("opened %v, want %v", probed, want)
 	}
 	if n := a.listings.Load(); n != 1 {

@@ -282,7 +282,14 @@ type Pyramid interface {
 	// the whole stored tile (edge tiles padded; a tile not stored is
 	// transparent), decoded when asked, so a caller bounds its decodes.
 	ReadTiles(ctx context.Context, l int, at []image.Point) (decode func(i int) (image.Image, error), err error)
-	// Pictured is nil when its tiles decode to 8-bit images, else why they
-	// do not (samples that are heights or measurements, not colours).
+	// Pictured is nil when its tiles decode to 8-bit images, else a
+	// *NotPictureError saying why they do not.
 	Pictured() error
 }
+
+// NotPictureError is a pyramid whose samples are not colours (heights or
+// measurements: a float or 16-bit elevation model), served as a map
+// tileset, not as an image.
+type NotPictureError struct{ Reason string }
+
+func (e *NotPictureError) Error() string { return e.Reason }

@@ -34,11 +34,12 @@ func imageFiles(t *testing.T) (cog, dem, photo string) {
 	return cog, dem, photo
 }
 
-// TestLoadImages: -tiles takes TIFFs as the upload command does. Each is
-// an IIIF image (info.json, manifest); a georeferenced one is a tileset
-// too. The catalog lists the images at the top level and the COGs among the
-// tilesets, the photo not; the banner names them; the demo image is served
-// at its nested id.
+// TestLoadImages: -tiles takes TIFFs as the upload command does. Each whose
+// samples are colours is an IIIF image (info.json, manifest); a
+// georeferenced one is a tileset too, and an elevation model only that
+// (its IIIF paths say why, 501). The catalog lists the images at the top
+// level and the COGs among the tilesets, the photo not; the banner names
+// them; the demo image is served at its nested id.
 func TestLoadImages(t *testing.T) {
 	t.Parallel()
 	cog, dem, photo := imageFiles(t)
@@ -46,8 +47,11 @@ func TestLoadImages(t *testing.T) {
 	defer cancel()
 	st := startStack(ctx, t, stack.Options{Env: mapEnv(nil), Embedded: true, S3Addr: "127.0.0.1:0", Addr: "127.0.0.1:0",
 		Seed: true, SeedMaxZoom: 2, Tiles: []string{cog, dem, photo}})
-	if !slices.Equal(st.Loaded, []string{"world", "relief"}) || !slices.Equal(st.Images, []string{"world", "relief", "photo"}) {
-		t.Errorf("loaded tilesets %q, images %q; want [world relief] and [world relief photo]", st.Loaded, st.Images)
+	if !slices.Equal(st.Loaded, []string{"world", "relief"}) || !slices.Equal(st.Images, []string{"world", "photo"}) {
+		t.Errorf("loaded tilesets %q, images %q; want [world relief] and [world photo]", st.Loaded, st.Images)
+	}
+	if r := get(t, st.URL+"/iiif/3/relief/info.json"); r.status != http.StatusNotImplemented {
+		t.Errorf("the elevation model's info.json: %d %s, want 501", r.status, r.body)
 	}
 
 	a := get(t, st.URL+"/_tilesieve/catalog")
@@ -75,7 +79,7 @@ func TestLoadImages(t *testing.T) {
 	}
 	// The demo image is under demo/: a nested id, which the catalog does
 	// not list.
-	if want := []string{"photo", "relief", "world"}; !slices.Equal(images, want) {
+	if want := []string{"photo", "world"}; !slices.Equal(images, want) {
 		t.Errorf("catalog images %q, want %q", images, want)
 	}
 

@@ -410,8 +410,7 @@ func (st *Stack) load(ctx context.Context, c *s3.Client, path string) error {
 	}
 	image, tileset := false, true
 	if ext := strings.ToLower(filepath.Ext(path)); ext == ".tif" || ext == ".tiff" {
-		image = true
-		if tileset, err = georeferenced(ctx, path); err != nil {
+		if tileset, image, err = tiffKinds(ctx, path); err != nil {
 			return fmt.Errorf("-tiles %s: %w", path, err)
 		}
 	}
@@ -427,24 +426,25 @@ func (st *Stack) load(ctx context.Context, c *s3.Client, path string) error {
 	return nil
 }
 
-// georeferenced reports whether the TIFF at path is georeferenced: a map
-// tileset as well as an image (upload checked that it serves as one).
-func georeferenced(ctx context.Context, path string) (bool, error) {
+// tiffKinds reads what the TIFF at path is served as: a map tileset when it
+// is georeferenced, an IIIF image when its samples are colours (a float
+// elevation model is a tileset only).
+func tiffKinds(ctx context.Context, path string) (tileset, image bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	tf, err := tiff.Open(ctx, tiff.ReaderAt(f), st.Size(), tiff.Options{})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	_, err = tf.Georeferencing()
-	return err == nil, nil
+	return err == nil, tf.Levels[0].Bits == 8, nil
 }
 
 // serve runs h on ln until Close.

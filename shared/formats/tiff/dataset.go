@@ -94,7 +94,7 @@ func (d *dataset) Pictured() error {
 	case SampleInt:
 		kind = "signed"
 	}
-	return fmt.Errorf("its samples are %d-bit %s, heights or measurements rather than colours", l.Bits, kind)
+	return &formats.NotPictureError{Reason: fmt.Sprintf("its samples are %d-bit %s, heights or measurements rather than colours", l.Bits, kind)}
 }
 
 func (d *dataset) StoredJPEG(ctx context.Context, l int, at image.Point) ([]byte, error) {

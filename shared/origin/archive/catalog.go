@@ -28,3 +28,20 @@ func (a *Origin) Tileset(ctx context.Context, name string) (found bool, refusal 
 	}
 	return ar.err == nil && !ar.missing, nil
 }
+
+// Picture opens image id as an IIIF request would and reports whether it
+// serves: nil when it is one whose pixels are a picture; an error matching
+// tile.ErrNotFound when there is no such image; else why it is not served
+// (its format refused it, or its samples are heights, not colours). The
+// catalog lists images by it.
+func (a *Origin) Picture(ctx context.Context, id string) error {
+	v, err := a.Image(ctx, id)
+	if err != nil {
+		var r *tile.RefusedError
+		if errors.As(err, &r) {
+			return r.Err
+		}
+		return err
+	}
+	return v.Pyramid.Pictured()
+}
