@@ -12,7 +12,8 @@ import (
 // expired one is. A tile on disk too big for the memory tier is not read
 // whole: its metadata is returned and r.Stream reads its body.
 func (e *Engine) lookup(ctx context.Context, key string, now time.Time, r *Result) (*tile.Tile, Source, error) {
-	if t, ok := e.mem.Get(key); ok {
+	if t, lease, ok := e.mem.Acquire(key); ok {
+		r.Lease = lease // the cached copy is answered, or revalidated and answered stale
 		if t.Missing {
 			if now.Sub(t.StoredAt) < e.cfg.NegativeTTL && e.trusted(t, now) {
 				e.stats.negativeHits.Add(1)
