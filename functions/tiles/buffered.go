@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tilesieve/tilesieve/shared/admin"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -143,14 +144,19 @@ func (b *buffered) Handle(ctx context.Context, ev *urlEvent) (out io.Reader, _ e
 	var req tileserver.Request
 	ev.request(&req)
 	resp := responses.Get().(*tileserver.Response)
-	defer responses.Put(resp)
+	defer func() {
+		resp.Release() // encode copied the body into its payload
+		responses.Put(resp)
+	}()
 	b.srv.Serve(ctx, &req, resp)
 	if resp.Admin {
 		return b.admin(ctx, ev), nil
 	}
 	if p, ok := resp.Extra().(*payload); ok {
+		// The runtime reads the payload after Handle returns, then closes
+		// the reader, which lets the memory tier reuse it.
 		before, after := p.around()
-		return newHoleReader(before, resp.Timing(), resp.ReflectedOrigin(), after), nil
+		return newHoleReader(before, resp.Timing(), resp.ReflectedOrigin(), after, resp.TakeLease()), nil
 	}
 	return b.encode(ev, resp), nil
 }
@@ -332,14 +338,17 @@ func (ev *urlEvent) httpRequest(ctx context.Context) (*http.Request, error) {
 
 // holeReader reads a prepared payload with its hole filled: the part
 // before, the Server-Timing value and a reflected origin, the part after.
-// It has no exported fields, so the runtime passes it through unencoded.
+// It has no exported fields, so the runtime passes it through unencoded;
+// the runtime closes it once sent, which releases the payload's bytes to
+// the memory tier (lease).
 type holeReader struct {
 	parts [3][]byte
 	hole  [128]byte
+	lease memory.Lease
 }
 
-func newHoleReader(before []byte, timing, origin string, after []byte) *holeReader {
-	r := &holeReader{}
+func newHoleReader(before []byte, timing, origin string, after []byte, lease memory.Lease) *holeReader {
+	r := &holeReader{lease: lease}
 	h := append(r.hole[:0], timing...)
 	h = append(h, '"')
 	if origin != "" {
@@ -368,6 +377,13 @@ func (r *holeReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// Close releases the payload's bytes; it must not be read after.
+func (r *holeReader) Close() error {
+	r.parts = [3][]byte{}
+	r.lease.Release()
+	return nil
 }
 
 // WriteTo writes the rest of the payload to w without an intermediate copy.

@@ -17,6 +17,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -93,12 +94,13 @@ func run() error {
 	// Logs and metric lines share stdout, one whole line per write; every
 	// line of an invocation carries its request and trace ids.
 	out, env, log := obs.NewOutput(os.Stdout, cfg.LogLevel)
-	setMemoryLimit(cfg, log)
+	lim := &memoryLimit{}
+	setMemoryLimit(lim, cfg, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	configured := time.Since(began)
-	opts := []app.Option{app.WithMetrics(out)}
+	opts := []app.Option{app.WithMetrics(out), app.WithOffHeap(lim.offHeapChanged)}
 	if cfg.OnLambda && cfg.InvokeMode != "RESPONSE_STREAM" {
 		// A memory hit answers with its payload encoded once, when the
 		// tile entered the memory tier.
@@ -109,7 +111,7 @@ func run() error {
 		return err
 	}
 	a.Init.Config = configured
-	setMemoryLimitOffLambda(cfg, log)
+	setMemoryLimitOffLambda(lim, cfg, log)
 	log.Info("tile function ready", "memory_bytes", cfg.MemBytes, "disk", a.Disk != nil,
 		"staged_objects", a.Staged.Staged, "staged_bytes", a.Staged.Bytes, "invoke_mode", cfg.InvokeMode, "on_lambda", cfg.OnLambda,
 		"metrics", a.Metrics != nil)
@@ -174,64 +176,97 @@ func (i invocation) buffered(h func(context.Context, *urlEvent) (io.Reader, erro
 	}
 }
 
-// setMemoryLimit keeps the Go heap inside the function's memory: the garbage
-// collector works harder as the heap nears the limit instead of letting
-// Lambda kill the process. GOMEMLIMIT, when set, wins. Off Lambda see
+// memoryLimit is the Go memory limit the process keeps, when it keeps one:
+// a bound on all it holds, less the bytes the memory tier holds off the
+// heap (memory.Config.OnOffHeap). Those are not the collector's to account
+// for, so a full tier leaves the collector the same room as an empty one
+// would, less what the tier's entries keep on the heap.
+type memoryLimit struct {
+	mu      sync.Mutex // guards bound and offHeap, and orders the updates of the limit
+	bound   int64      // 0: the limit is not the process's (GOMEMLIMIT set, or not set yet)
+	offHeap int64
+}
+
+// setBound makes b the bound and sets the limit from it.
+func (m *memoryLimit) setBound(b int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.bound = b
+	m.apply()
+}
+
+// offHeapChanged is the memory tier's OnOffHeap hook.
+func (m *memoryLimit) offHeapChanged(resident int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.offHeap = resident
+	m.apply()
+}
+
+// apply sets the limit: the bound less the off-heap bytes, and never below
+// an eighth of the bound (leased blocks of evicted entries briefly add to
+// what the tier holds). m.mu is held.
+func (m *memoryLimit) apply() {
+	if m.bound > 0 {
+		debug.SetMemoryLimit(max(m.bound-m.offHeap, m.bound/8))
+	}
+}
+
+// limit is the Go memory limit m set last, or 0.
+func (m *memoryLimit) limit() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bound == 0 {
+		return 0
+	}
+	return max(m.bound-m.offHeap, m.bound/8)
+}
+
+// setMemoryLimit keeps the process inside the function's memory on
+// Lambda: the collector works harder as the heap nears the limit instead
+// of letting Lambda kill the process. The bound is 90% of the function's
+// memory. GOMEMLIMIT, when set, wins. Off Lambda see
 // setMemoryLimitOffLambda.
-func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
+func setMemoryLimit(lim *memoryLimit, cfg config.Tiles, log *slog.Logger) {
 	if cfg.FunctionMemoryBytes == 0 || os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	limit := cfg.FunctionMemoryBytes * 9 / 10
-	debug.SetMemoryLimit(limit)
-	log.Info("Go memory limit set from the function's memory", "limit_bytes", limit)
+	bound := cfg.FunctionMemoryBytes * 9 / 10
+	lim.setBound(bound)
+	log.Info("Go memory limit set from the function's memory, less the memory tier's bytes off the heap", "bound_bytes", bound)
 }
 
 // setMemoryLimitOffLambda keeps the process within what it was configured
-// to hold, once init is done: MEM_CACHE_BYTES with a tenth more, plus the Go
-// memory the idle process already uses (measured now, after init: the
-// runtime, the disk tier's index, the handler's pools; after a collection
-// that returns init's garbage to the system, which would otherwise count as
-// base and leave that much more room to the heap). Without a limit the
-// collector lets the heap grow to twice the live bytes (GOGC=100), so a
-// flood of requests for missing tiles, each a few short-lived allocations,
-// takes the process to several times the configured cache. The collector is
-// given half of that tenth: it overshoots its limit (by 1.4 MiB at the peak
-// of the 404 flood of docs/BENCHMARKS.md section 6), and the other half
-// keeps that overshoot inside the bound. Under this limit the memory tier
-// holds less than MEM_CACHE_BYTES (see memTierConfig), so that a full tier
-// leaves the collector room. GOMEMLIMIT, when set, wins; on Lambda
-// setMemoryLimit has set the limit from the function's memory. The leaf
-// directory cache of archives (archive.DefaultDirectoryBytes) is not
-// counted: it holds nothing until archives are read. With the heap bounded,
-// GOGC (unless set) is raised to gcPercentOffLambda.
-func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
+// to hold, once init is done: MEM_CACHE_BYTES with a twentieth more, plus
+// the Go memory the idle process already uses (measured now, after init,
+// after a collection that returns init's garbage to the system), less what
+// the memory tier holds off the heap. The other twentieth of the bound
+// (MEM_CACHE_BYTES × 1.1 + base) is for the collector's overshoot. The tier
+// holds MEM_CACHE_BYTES less a twelfth (memTierConfig), which a full tier
+// leaves to the collector with that twentieth. GOMEMLIMIT, when set,
+// wins; on Lambda setMemoryLimit has set the bound from the function's
+// memory. With the heap bounded, GOGC (unless set) is raised to
+// gcPercentOffLambda.
+func setMemoryLimitOffLambda(lim *memoryLimit, cfg config.Tiles, log *slog.Logger) {
 	if !limitedOffLambda(cfg) {
 		return
 	}
 	debug.FreeOSMemory()
 	base := goMemoryInUse()
-	limit := cfg.MemBytes + cfg.MemBytes/20 + base
-	debug.SetMemoryLimit(limit)
+	lim.setBound(cfg.MemBytes + cfg.MemBytes/20 + base)
 	gcPercent := os.Getenv("GOGC")
 	if gcPercent == "" {
 		debug.SetGCPercent(gcPercentOffLambda)
 		gcPercent = strconv.Itoa(gcPercentOffLambda)
 	}
-	log.Info("Go memory limit set from MEM_CACHE_BYTES", "limit_bytes", limit, "base_bytes", base, "gc_percent", gcPercent)
+	log.Info("Go memory limit set from MEM_CACHE_BYTES, less the memory tier's bytes off the heap", "limit_bytes", lim.limit(),
+		"base_bytes", base, "gc_percent", gcPercent)
 }
 
 // gcPercentOffLambda is the collector's GOGC once setMemoryLimitOffLambda
 // has bounded the heap, unless GOGC is set. The limit, not GOGC, keeps the
 // process within its bound; GOGC only decides how far below it the heap
-// goal lies while the memory tier is far from full. At the default 100 the
-// goal is twice the live heap, and at least 4 MiB: a local server whose
-// tier holds a few tiles collects about every 650 requests (each leaves
-// some 3 KB of net/http's garbage), 85 times a second at 56,000 requests/s.
-// At 400 the goal is five times the live heap, at least 16 MiB, and the
-// same server's memory hits cost 17.1 µs of CPU each instead of 19.4
-// (a net/http floor that sends the same header fields: 17.0; wrk -c 20,
-// eight alternating rounds). A full tier's goal is its limit either way.
+// goal lies while the limit is far away.
 const gcPercentOffLambda = 400
 
 // limitedOffLambda reports whether setMemoryLimitOffLambda sets a limit.
@@ -241,18 +276,17 @@ func limitedOffLambda(cfg config.Tiles) bool {
 
 // memTierRoom is the share of MEM_CACHE_BYTES the memory tier leaves to the
 // collector under setMemoryLimitOffLambda's limit: 1/memTierRoom.
-const memTierRoom = 8
+const memTierRoom = 12
 
 // memTierConfig is cfg as the memory tier is built from it. Under the limit
-// of setMemoryLimitOffLambda the tier holds MEM_CACHE_BYTES less an eighth.
-// A tier filled to the whole of MEM_CACHE_BYTES leaves the collector no
-// room under that limit: the runtime keeps 3% of a limit back from its heap
-// goal, and its own memory (span metadata, partly used spans of a tier that
-// evicts and refills) grows with the heap, so the goal falls to the live
-// heap and the collector runs back to back (over 100 cycles a second and
-// a third of the requests per second of memory hits at 64 MiB, section 8 of
-// docs/BENCHMARKS.md). On Lambda, and with GOMEMLIMIT set, the tier holds
-// MEM_CACHE_BYTES: the limit there is not derived from it.
+// of setMemoryLimitOffLambda the tier holds MEM_CACHE_BYTES less a twelfth:
+// a full tier's bodies are off the heap, but the runtime's own memory grows
+// with the garbage of the fills that filled it (heap metadata, free spans
+// not yet returned), and a tier of nothing but entries on the heap
+// (remembered 404s) is heap itself; a tier of the whole of MEM_CACHE_BYTES
+// would leave the collector only the twentieth of overshoot. On Lambda, and
+// with GOMEMLIMIT set, the tier holds MEM_CACHE_BYTES: the limit there is
+// not derived from it.
 func memTierConfig(cfg config.Tiles) config.Tiles {
 	if limitedOffLambda(cfg) {
 		cfg.MemBytes -= cfg.MemBytes / memTierRoom

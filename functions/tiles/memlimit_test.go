@@ -60,7 +60,8 @@ func TestMemoryLimit(t *testing.T) {
 			}
 			debug.SetMemoryLimit(math.MaxInt64)
 			log := slog.New(slog.DiscardHandler)
-			setMemoryLimit(cfg, log) // before init
+			lim := &memoryLimit{}
+			setMemoryLimit(lim, cfg, log) // before init
 			min, max := tt.min, tt.max
 			if tt.plusBase {
 				debug.FreeOSMemory()
@@ -73,7 +74,7 @@ func TestMemoryLimit(t *testing.T) {
 			}
 			gcBefore := debug.SetGCPercent(100)
 			t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
-			setMemoryLimitOffLambda(cfg, log)
+			setMemoryLimitOffLambda(lim, cfg, log)
 			if got := debug.SetMemoryLimit(-1); got < min || got > max {
 				t.Errorf("got limit %d, want within [%d, %d]", got, min, max)
 			}
@@ -100,7 +101,7 @@ func TestMemoryLimit(t *testing.T) {
 		debug.SetMemoryLimit(math.MaxInt64)
 		gcBefore := debug.SetGCPercent(150) // as the runtime read GOGC at start
 		t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
-		setMemoryLimitOffLambda(cfg, slog.New(slog.DiscardHandler))
+		setMemoryLimitOffLambda(&memoryLimit{}, cfg, slog.New(slog.DiscardHandler))
 		if got := debug.SetMemoryLimit(-1); got == math.MaxInt64 {
 			t.Error("no memory limit set")
 		}
@@ -134,14 +135,16 @@ func TestFullMemoryTierLeavesCollectorRoom(t *testing.T) {
 	s3e := s3localtest.Start(t, "tiles")
 	log := slog.New(slog.DiscardHandler)
 	debug.SetMemoryLimit(math.MaxInt64)
-	a, err := app.NewWithOrigin(context.Background(), memTierConfig(cfg), origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles"}), log)
+	lim := &memoryLimit{}
+	a, err := app.NewWithOrigin(context.Background(), memTierConfig(cfg), origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles"}), log,
+		app.WithOffHeap(lim.offHeapChanged))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeApp(t, a) })
 	gcBefore := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
-	setMemoryLimitOffLambda(cfg, log)
+	setMemoryLimitOffLambda(lim, cfg, log)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i, filled := 0, int64(0); filled < 3*cfg.MemBytes; i++ {
 		n := 10<<10 + rng.IntN(50<<10)
@@ -164,5 +167,25 @@ func TestFullMemoryTierLeavesCollectorRoom(t *testing.T) {
 	runtime.KeepAlive(a) // the tier is live through the collection
 	if got, want := goal-live, cfg.MemBytes/16; got < want {
 		t.Errorf("got %d bytes between the heap goal (%d) and the live heap (%d) beside a full memory tier, want at least %d", got, goal, live, want)
+	}
+}
+
+// TestMemoryLimitFollowsOffHeap: the limit is the bound less what the
+// memory tier holds off the heap, never below an eighth of the bound.
+func TestMemoryLimitFollowsOffHeap(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	const mib = 1 << 20
+	lim := &memoryLimit{}
+	lim.offHeapChanged(10 * mib) // before the bound: no limit of the process's yet
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("limit %d set without a bound", got)
+	}
+	lim.setBound(100 * mib)
+	for _, tt := range []struct{ offHeap, want int64 }{{10 * mib, 90 * mib}, {30 * mib, 70 * mib}, {0, 100 * mib}, {99 * mib, 100 * mib / 8}} {
+		lim.offHeapChanged(tt.offHeap)
+		if got := debug.SetMemoryLimit(-1); got != tt.want || lim.limit() != tt.want {
+			t.Errorf("off heap %d: limit %d (%d), want %d", tt.offHeap, got, lim.limit(), tt.want)
+		}
 	}
 }

@@ -212,12 +212,12 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 	case cached != nil && errors.Is(err, tile.ErrNotModified):
 		// Both tiers get the renewed copy, so a tile that later leaves
 		// memory is not revalidated again when read back from disk.
-		renewed := *cached // its prepared answer stays right: same bytes, same version
+		renewed := *cached
 		renewed.StoredAt = sent
-		// Its body is the heap's: the cached copy's may be a block off the
-		// heap that only this fetch's caller holds, not the others
-		// answered with it.
-		renewed.Body = bytes.Clone(cached.Body)
+		// Its body is the heap's, and its answer prepared anew (store): the
+		// cached copy's may be bytes off the heap that only this fetch's
+		// caller holds, not the others answered with it.
+		renewed.Body, renewed.Prepared = bytes.Clone(cached.Body), nil
 		e.store(key, &renewed, epoch)
 		e.stats.revalidated.Add(1)
 		return &renewed, Revalidated, nil

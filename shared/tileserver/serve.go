@@ -15,6 +15,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/images/iiif"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileserver/internal/httpspec"
 	"github.com/tilesieve/tilesieve/shared/tileserver/internal/variant"
@@ -125,7 +126,9 @@ const maxFields = 20
 
 // Response is the server's answer: a status, header fields and a body that
 // refers to cached bytes, never a copy. Adapters write it to their
-// transport. A Response is reusable; Serve resets it.
+// transport, then Release it: Body may be bytes the memory tier keeps off
+// the heap, which it reuses only once released. A Response is reusable;
+// Serve resets it, which releases it too.
 type Response struct {
 	Status int
 	Body   []byte // nil for HEAD, 304 and other empty answers; Content-Length is among the fields
@@ -148,6 +151,24 @@ type Response struct {
 	timing  string        // the Server-Timing value, or ""
 	elapsed time.Duration // from the start of Serve to the timing, when set
 	origin  string        // a reflected CORS origin, or ""
+	// lease keeps Body's bytes (a memory hit off the heap) from being
+	// reused until the answer is written.
+	lease memory.Lease
+}
+
+// Release lets the memory tier reuse the bytes Body refers to, once the
+// answer is written; Body must not be read after. Releasing again does
+// nothing.
+func (r *Response) Release() { r.lease.Release() }
+
+// TakeLease hands the lease on Body's bytes to the caller, which releases
+// it once it has written them: for an adapter whose answer is read after
+// it has given the Response back (a pooled Response, a reader the Lambda
+// runtime reads later).
+func (r *Response) TakeLease() memory.Lease {
+	l := r.lease
+	r.lease = memory.Lease{}
+	return l
 }
 
 // Fields are the answer's header fields.
@@ -174,6 +195,7 @@ func (r *Response) ReflectedOrigin() string { return r.origin }
 // array is large, and a pooled Response is reset on every request.
 func (r *Response) reset() {
 	// TestResponseReset checks that this names every field.
+	r.lease.Release()
 	clear(r.fields[:r.nfields])
 	r.Status, r.Body, r.Stream, r.Admin, r.nfields = 0, nil, nil, false, 0
 	r.extra, r.timing, r.elapsed, r.origin = nil, "", 0, ""
@@ -235,6 +257,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	// The engine runs a due journal check beside the lookup, and starts one
 	// soon due without waiting for it (tiers.Engine.Get).
 	res, err := s.eng.Get(ctx, key, now)
+	resp.lease = res.Lease
 	t, src, stream := res.Tile, res.Source, res.Stream
 	if errors.Is(err, tile.ErrNotFound) {
 		if ct, csrc, ok, cerr := s.docs.Glyphs(ctx, key, now); ok {
@@ -357,6 +380,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var resp Response // on the stack: Serve and WriteHTTP keep no pointer to it
 	s.Serve(r.Context(), &req, &resp)
 	WriteHTTP(w, &resp)
+	resp.Release()
 }
 
 // WriteHTTP writes resp to w.

@@ -297,8 +297,11 @@ type Cache struct {
 	ghost            ghost
 	newSum, newCount int64 // summed weight and number of recent new entries, for their mean
 
-	bytes   atomic.Int64 // summed weight of present entries
-	entries atomic.Int64
+	bytes atomic.Int64 // summed weight of present entries
+	// slabBytes is the part of bytes that is blocks of the arena; changed
+	// only under mu, or by a lock-free Set that swaps a held out.
+	slabBytes atomic.Int64
+	entries   atomic.Int64
 
 	evictions, prefixDeletes atomic.Int64
 }
@@ -480,8 +483,9 @@ func (c *Cache) set(key string, t *tile.Tile, offHeap bool) bool {
 		c.evict()
 	}
 	stored := t
+	var hd *held
 	if offHeap {
-		hd := c.hold(t)
+		hd = c.hold(t)
 		if hd == nil {
 			// No run of the arena holds it even with every other entry
 			// gone (leased blocks of evicted entries take it): refused,
@@ -509,6 +513,10 @@ func (c *Cache) set(key string, t *tile.Tile, offHeap bool) bool {
 	}
 	e.w.Store(packWeight(w))
 	c.letGo(e.tile.Swap(stored))
+	if hd != nil {
+		c.fitResident(w - hd.blk.Size())
+		c.slabBytes.Add(hd.blk.Size())
+	}
 	if probation {
 		c.sieve.PushHand(e)
 	} else {
@@ -559,15 +567,12 @@ func (c *Cache) swapInPlace(s *shard, key string, h uint32, t *tile.Tile, w int6
 // swapInPlace does. It reports false, having changed nothing, when no free
 // run holds t without evicting. c.mu is held.
 func (c *Cache) swapLocked(e *entry, t *tile.Tile) bool {
-	blk, err := c.arena.Alloc(len(t.Body))
-	if err != nil {
+	hd := c.tryHold(t)
+	if hd == nil {
 		return false
 	}
-	hd := &held{Tile: *t, arena: c.arena, blk: blk}
-	hd.Body = c.arena.Bytes(blk, len(t.Body))
-	copy(hd.Body, t.Body)
-	hd.refs.Store(1)
 	c.letGo(e.tile.Swap(&hd.Tile))
+	c.slabBytes.Add(hd.blk.Size())
 	if e.meta.Load()&visitedBit == 0 {
 		e.meta.Or(visitedBit)
 	}

@@ -81,6 +81,30 @@ func (l Lease) Clone() Lease {
 	return l
 }
 
+// Movable is a tile.Prepared holding bytes of its own (a ready-encoded
+// answer, much the size of the body) that an off-heap cache keeps in the
+// arena beside the body.
+type Movable interface {
+	tile.Prepared
+	// MovableBytes are the bytes that may move.
+	MovableBytes() []byte
+	// Moved is the same Prepared holding b, a copy of MovableBytes, instead.
+	Moved(b []byte) tile.Prepared
+	// MovedCost is Cost once the bytes are moved: the heap it holds
+	// besides them.
+	MovedCost() int64
+}
+
+// movable is t's Movable and its bytes, if it has any.
+func movable(t *tile.Tile) (Movable, []byte) {
+	if m, ok := t.Prepared.(Movable); ok {
+		if b := m.MovableBytes(); len(b) > 0 {
+			return m, b
+		}
+	}
+	return nil, nil
+}
+
 // heldOf returns the held t is, for a tile loaded from an entry, or nil
 // for a tile on the heap.
 func (c *Cache) heldOf(t *tile.Tile) *held {
@@ -126,16 +150,25 @@ func (c *Cache) onHeap(t *tile.Tile) (*tile.Tile, bool) {
 	}
 	cp := h.Tile
 	cp.Body = bytes.Clone(h.Body)
+	if m, b := movable(&h.Tile); m != nil {
+		cp.Prepared = m.Moved(bytes.Clone(b))
+	}
 	h.release()
 	return &cp, true
 }
 
-// weighOffHeap is what t weighs stored under key with its body in the
-// arena: the heap it holds (its held, strings, prepared answer; not its
-// body) and the granules of its block.
+// weighOffHeap is what t weighs stored under key with its body (and its
+// prepared answer's movable bytes) in the arena: the heap it holds (its
+// held, strings, the rest of its prepared answer) and the granules of its
+// block. A held weighs the same as the tile it was made from.
 func weighOffHeap(key string, t *tile.Tile) int64 {
 	heap := t.Cost() - tile.AllocBytes(cap(t.Body)) - tileBytes + heldBytes
-	return tile.AllocBytes(len(key)) + heap + EntryOverhead + int64(slab.Granules(len(t.Body)))*slab.Granule
+	n := len(t.Body)
+	if m, b := movable(t); m != nil {
+		heap -= m.Cost() - m.MovedCost()
+		n += len(b)
+	}
+	return tile.AllocBytes(len(key)) + heap + EntryOverhead + int64(slab.Granules(n))*slab.Granule
 }
 
 var tileBytes = tile.AllocBytes(int(unsafe.Sizeof(tile.Tile{})))
@@ -150,12 +183,7 @@ func (c *Cache) offHeap(t *tile.Tile) bool {
 // the queue empty. c.mu is held.
 func (c *Cache) hold(t *tile.Tile) *held {
 	for {
-		blk, err := c.arena.Alloc(len(t.Body))
-		if err == nil {
-			h := &held{Tile: *t, arena: c.arena, blk: blk}
-			h.Body = c.arena.Bytes(blk, len(t.Body))
-			copy(h.Body, t.Body)
-			h.refs.Store(1) // the entry's
+		if h := c.tryHold(t); h != nil {
 			return h
 		}
 		if c.sieve.Empty() {
@@ -165,13 +193,46 @@ func (c *Cache) hold(t *tile.Tile) *held {
 	}
 }
 
+// tryHold copies t into a new held if a free run of the arena holds it:
+// the body, then its prepared answer's movable bytes.
+func (c *Cache) tryHold(t *tile.Tile) *held {
+	m, b := movable(t)
+	n := len(t.Body)
+	blk, err := c.arena.Alloc(n + len(b))
+	if err != nil {
+		return nil
+	}
+	h := &held{Tile: *t, arena: c.arena, blk: blk}
+	all := c.arena.Bytes(blk, n+len(b))
+	h.Body = all[:n:n]
+	copy(h.Body, t.Body)
+	if m != nil {
+		copy(all[n:], b)
+		h.Prepared = m.Moved(all[n:])
+	}
+	h.refs.Store(1) // the entry's
+	return h
+}
+
 // letGo drops the entry's reference on t, a tile that just left its entry.
 func (c *Cache) letGo(t *tile.Tile) {
 	if t == nil {
 		return
 	}
 	if h := c.heldOf(t); h != nil {
+		c.slabBytes.Add(-h.blk.Size())
 		h.release()
+	}
+}
+
+// fitResident evicts until what the tier holds in memory, not only what it
+// weighs, fits MaxBytes with an entry about to be queued whose heap part
+// is heap: the arena's resident pages (pages partly used, and blocks of
+// evicted entries still leased, included) beside the heap of the entries.
+// c.mu is held.
+func (c *Cache) fitResident(heap int64) {
+	for !c.sieve.Empty() && c.bytes.Load()-c.slabBytes.Load()+heap+c.arena.Resident() > c.maxBytes {
+		c.evict()
 	}
 }
 
