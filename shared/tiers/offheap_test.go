@@ -135,3 +135,69 @@ func TestOffHeapAnswersOutliveTheirEntries(t *testing.T) {
 		t.Fatalf("memory tier holds %d bytes off the heap with no entry and no answer in flight, want 0", got)
 	}
 }
+
+// TestDiskHitsPromoteWhatComesBack: with the memory tier full, a disk hit
+// is answered from its file (Result.Stream) unless the tile came back
+// within as many disk reads as the memory tier holds entries; a set read
+// in a cycle larger than the memory tier then evicts nothing from it,
+// while a tile read twice in a row moves up.
+func TestDiskHitsPromoteWhatComesBack(t *testing.T) {
+	t.Parallel()
+	const size = 3 * memory.MinOffHeap
+	api := s3localtest.Start(t, bucket).Client
+	mem, err := memory.New(memory.Config{MaxBytes: 6 * (size + 4096), OffHeap: true, MaxEntryFraction: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := disk.Open(disk.Config{Dir: t.TempDir(), MaxBytes: 64 << 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := tiers.New(tiers.Config{}, tiers.Deps{Memory: mem, Disk: d, Origin: origin.NewWithS3(api, origin.Config{Bucket: bucket, Prefix: "tiles/"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	get := func(key string) tiers.Result {
+		t.Helper()
+		res, err := eng.Get(ctx, key, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Stream != nil {
+			res.Stream.Close()
+		}
+		res.Release()
+		return res
+	}
+	keys := make([]string, 40)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("c/%d.png", i)
+		s3localtest.Put(t, api, bucket, "tiles/"+keys[i], versionBody(uint64(i), size), "image/png", "")
+		get(keys[i]) // the miss fills both tiers
+	}
+	evicted := mem.Stats().Evictions
+	var streamed int
+	for range 3 {
+		for _, k := range keys {
+			if res := get(k); res.Source == tiers.FromDisk && res.Stream != nil {
+				streamed++
+			}
+		}
+	}
+	if got := mem.Stats().Evictions - evicted; got != 0 {
+		t.Errorf("a cycle through %d tiles, %d held in memory, evicted %d", len(keys), mem.Len(), got)
+	}
+	if streamed < 2*len(keys) {
+		t.Errorf("%d of %d disk hits answered from their file", streamed, 3*len(keys))
+	}
+	k := keys[len(keys)-1]
+	mem.Delete(k)
+	get(k)
+	if res := get(k); res.Source != tiers.FromDisk || res.Stream != nil {
+		t.Fatalf("a tile read again at once: source %v, streamed %v; want a disk hit read into memory", res.Source, res.Stream != nil)
+	}
+	if res := get(k); res.Source != tiers.FromMemory {
+		t.Fatalf("then: source %v, want memory", res.Source)
+	}
+}

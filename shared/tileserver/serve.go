@@ -383,7 +383,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp.Release()
 }
 
-// WriteHTTP writes resp to w.
+// WriteHTTP writes resp to w. A disk hit's body goes from its file to the
+// connection without a copy through the process where w allows it
+// (disk.Body.SendTo: sendfile under net/http), and through a pooled buffer
+// where it does not.
 func WriteHTTP(w http.ResponseWriter, resp *Response) {
 	h := w.Header()
 	for _, f := range resp.Fields() {
@@ -392,7 +395,13 @@ func WriteHTTP(w http.ResponseWriter, resp *Response) {
 	w.WriteHeader(resp.Status)
 	if resp.Stream != nil {
 		defer resp.Stream.Close()
-		if _, err := io.Copy(w, resp.Stream); err != nil {
+		var err error
+		if s, ok := resp.Stream.(sender); ok {
+			_, err = s.SendTo(w)
+		} else {
+			_, err = io.Copy(w, resp.Stream)
+		}
+		if err != nil {
 			// Fewer bytes than the Content-Length went out: net/http closes
 			// the connection, and the client sees a broken answer, never a
 			// complete wrong one.
@@ -403,6 +412,12 @@ func WriteHTTP(w http.ResponseWriter, resp *Response) {
 	if len(resp.Body) > 0 {
 		w.Write(resp.Body)
 	}
+}
+
+// sender is a body that writes itself to a writer, from its file where it
+// can: *disk.Body.
+type sender interface {
+	SendTo(w io.Writer) (int64, error)
 }
 
 func (s *Server) logRequest(ctx context.Context, req *Request, key string, status int, src source, start time.Time) {

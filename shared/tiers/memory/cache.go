@@ -697,6 +697,9 @@ func (c *Cache) Stats() Stats {
 	return st
 }
 
+// MaxBytes returns the byte bound.
+func (c *Cache) MaxBytes() int64 { return c.maxBytes }
+
 // Len returns the number of entries.
 func (c *Cache) Len() int { return int(c.entries.Load()) }
 

@@ -236,6 +236,17 @@ func (c *Cache) fitResident(heap int64) {
 	}
 }
 
+// Used is what the tier holds in memory: its entries' weights, but with
+// the arena's resident pages (partly used pages and leased blocks of
+// evicted entries included) for the blocks' granules. Set keeps it within
+// MaxBytes as it keeps Bytes.
+func (c *Cache) Used() int64 {
+	if c.arena == nil {
+		return c.bytes.Load()
+	}
+	return c.bytes.Load() - c.slabBytes.Load() + c.arena.Resident()
+}
+
 // OffHeapBytes is the resident size of the bodies kept off the heap
 // (Config.OffHeap): the pages of the blocks in use, evicted blocks still
 // leased included; 0 without.
