@@ -198,39 +198,43 @@ func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
 		}
 		return b.tooLarge(ev, size)
 	}
+	body := resp.Body
+	var read *bytes.Buffer // the pooled buffer a stream was read into
+	defer func() { bodies.put(read) }()
 	if resp.Stream != nil {
 		// At most what fits a buffered payload (a stream without a
-		// Content-Length is read this far to know).
-		body, err := io.ReadAll(io.LimitReader(resp.Stream, maxBufferedPayload/4*3+1))
+		// Content-Length is read this far to know), into a pooled buffer:
+		// a disk hit leaves no garbage the size of its tile.
+		size := int64(-1)
+		if resp.Get("Content-Length") != "" {
+			size = bodyLen
+		}
+		var err error
+		read, err = readPooled(resp.Stream, size, maxBufferedPayload/4*3+1)
 		resp.Stream.Close()
 		resp.Stream = nil
 		if err != nil {
 			b.log.Warn("tile stream failed", "path", ev.RawPath, "err", err)
 			return textPayload(http.StatusBadGateway, "tile read failed")
 		}
+		body = read.Bytes()
 		if len(body) > maxBufferedPayload/4*3 {
 			return textPayload(http.StatusBadGateway,
 				"tile exceeds the 6 MB limit of buffered function URLs; use INVOKE_MODE=RESPONSE_STREAM")
 		}
-		resp.Body = body
 		if size := payloadSize(len(stub), int64(len(body)), text, body); size > maxBufferedPayload {
 			return b.tooLarge(ev, size)
 		}
 	}
-	if text && utf8.Valid(resp.Body) {
-		out.Body = string(resp.Body)
-	} else if len(resp.Body) > 0 {
-		out.Body = base64.StdEncoding.EncodeToString(resp.Body)
-		out.IsBase64Encoded = true
-	}
-	p, err := json.Marshal(out)
-	if err != nil {
+	p := buildPooled(stub, body, text && utf8.Valid(body))
+	if p == nil {
 		return textPayload(http.StatusInternalServerError, "encoding failed")
 	}
-	if len(p) > maxBufferedPayload {
-		return b.tooLarge(ev, int64(len(p)))
+	if n := p.Len(); n > maxBufferedPayload {
+		p.Close()
+		return b.tooLarge(ev, int64(n))
 	}
-	return bytes.NewReader(p)
+	return p
 }
 
 // tooLarge is the answer to a payload of size bytes, past the buffered limit.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
@@ -30,6 +31,9 @@ import (
 )
 
 func main() {
+	// The function serves no profiles: the heap profile's buckets would
+	// only take memory (1.4 MB of a local server's after a minute of load).
+	runtime.MemProfileRate = 0
 	if len(os.Args) > 1 {
 		os.Exit(answerArgs(os.Args[1:], os.Stdout, os.Stderr))
 	}
@@ -243,17 +247,18 @@ func setMemoryLimit(lim *memoryLimit, cfg config.Tiles, log *slog.Logger) {
 // the memory tier holds off the heap. The other twentieth of the bound
 // (MEM_CACHE_BYTES × 1.1 + base) is for the collector's overshoot. The tier
 // holds MEM_CACHE_BYTES less a twelfth (memTierConfig), which a full tier
-// leaves to the collector with that twentieth. GOMEMLIMIT, when set,
-// wins; on Lambda setMemoryLimit has set the bound from the function's
-// memory. With the heap bounded, GOGC (unless set) is raised to
-// gcPercentOffLambda.
+// leaves to the collector with that twentieth: at least minCollectorRoom.
+// GOMEMLIMIT, when set, wins; on Lambda setMemoryLimit has set the bound
+// from the function's memory. With the heap bounded, GOGC (unless set) is
+// raised to gcPercentOffLambda.
 func setMemoryLimitOffLambda(lim *memoryLimit, cfg config.Tiles, log *slog.Logger) {
 	if !limitedOffLambda(cfg) {
 		return
 	}
 	debug.FreeOSMemory()
 	base := goMemoryInUse()
-	lim.setBound(cfg.MemBytes + cfg.MemBytes/20 + base)
+	tier := memTierConfig(cfg).MemBytes
+	lim.setBound(base + tier + max(cfg.MemBytes-tier+cfg.MemBytes/20, minCollectorRoom))
 	gcPercent := os.Getenv("GOGC")
 	if gcPercent == "" {
 		debug.SetGCPercent(gcPercentOffLambda)
@@ -262,6 +267,15 @@ func setMemoryLimitOffLambda(lim *memoryLimit, cfg config.Tiles, log *slog.Logge
 	log.Info("Go memory limit set from MEM_CACHE_BYTES, less the memory tier's bytes off the heap", "limit_bytes", lim.limit(),
 		"base_bytes", base, "gc_percent", gcPercent)
 }
+
+// minCollectorRoom is the least room the limit off Lambda leaves the
+// collector beside a full memory tier. What a tier's twelfth and the
+// bound's twentieth leave is less below 30 MiB: at MEM_CACHE_BYTES=1MiB,
+// 140 KiB, which a local server's own growth under load (goroutine stacks
+// and buffers of 20 connections, 1.5 MB) takes whole, and the collector
+// then runs for every few requests' garbage. Such a process may exceed
+// MEM_CACHE_BYTES × 1.1 + base by the difference.
+const minCollectorRoom = 4 << 20
 
 // gcPercentOffLambda is the collector's GOGC once setMemoryLimitOffLambda
 // has bounded the heap, unless GOGC is set. The limit, not GOGC, keeps the
