@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"sync"
@@ -315,11 +314,13 @@ func memTierConfig(cfg config.Tiles) config.Tiles {
 }
 
 // goMemoryInUse is the memory the Go runtime has mapped and not returned to
-// the system: what the memory limit counts.
+// the system: what the memory limit counts. Read through runtime.MemStats,
+// once, rather than runtime/metrics, whose package initialiser (its table
+// of metric descriptions, 0.07-0.09 ms) every cold start would pay.
 func goMemoryInUse() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.Sys - m.HeapReleased)
 }
 
 // deadlineMargin is kept back from the invocation's deadline so the handler
