@@ -27,11 +27,14 @@
 //     under the prefix while it runs may or may not survive it.
 //   - Scan streams keys under a prefix in ascending order in small chunks,
 //     so it neither copies the index nor holds writers off for long.
-//   - With Config.OffHeap, bodies of MinOffHeap bytes or more are kept
-//     outside the Go heap (shared/tiers/internal/slab), weighed by the
-//     granules they take. Acquire hands such a tile out with a Lease: its
-//     bytes are never reused before the Lease is released, whatever
-//     happens to its entry; Get hands out a copy on the heap instead.
+//   - With Config.OffHeap, bodies of MinOffHeap bytes or more (and a
+//     prepared answer's Movable bytes beside them) are kept outside the Go
+//     heap (shared/tiers/internal/slab), weighed by the granules they take,
+//     and Used (the entries' heap, and the arena's resident pages, leased
+//     blocks of evicted entries included) stays within MaxBytes as Bytes
+//     does. Acquire hands such a tile out with a Lease: its bytes are never
+//     reused before the Lease is released, whatever happens to its entry;
+//     Get hands out a copy on the heap instead.
 //
 // Design. Every key lives in a radix tree (shared/tiers/internal/radix) whose
 // nodes are the cache entries themselves: the node of a key carries its links
