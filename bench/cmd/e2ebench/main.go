@@ -179,7 +179,7 @@ func run() error {
 			{"storage", func() error {
 				wd, _ := os.Getwd()
 				sp := e2e.StorageParams{RepoRoot: filepath.Dir(wd), BenchDir: wd, MaxZoom: 5, ABN: 20000, ABC: 20,
-					WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, MemBudget: 64 << 20, ABPath: "/osm/5/10/12.jpg", Rounds: 5,
+					WrkDur: 5 * time.Second, WrkConns: 20, WrkThread: 2, FullShare: 7.0 / 8, Roomy: 4, ABPath: "/osm/5/10/12.jpg", Rounds: 5,
 					Equal: e2e.EqualParams{Bytes: 12 << 10, Conns: []int{1, 20}, ABN: 8000, WrkDur: time.Second, Rounds: 15}}
 				if *quick {
 					sp.MaxZoom, sp.ABN, sp.WrkDur, sp.ABPath, sp.Rounds = 3, 2000, 2*time.Second, "/osm/3/2/2.jpg", 2
