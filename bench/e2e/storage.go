@@ -48,13 +48,13 @@ type StorageParams struct {
 
 // ServerRow is one server × load tool.
 type ServerRow struct {
-	Server    string        `json:"server"`
-	Tool      string        `json:"tool"`
-	RPS       float64       `json:"rps"`
-	Mean      time.Duration `json:"mean"`
-	P50       time.Duration `json:"p50"`
-	P99       time.Duration `json:"p99"`
-	Errors    int           `json:"errors"` // failed + non-2xx
+	Server string        `json:"server"`
+	Tool   string        `json:"tool"`
+	RPS    float64       `json:"rps"`
+	Mean   time.Duration `json:"mean"`
+	P50    time.Duration `json:"p50"`
+	P99    time.Duration `json:"p99"`
+	Errors int           `json:"errors"` // failed + non-2xx
 	// GCPer100k is, for tilesieve's wrk rows, the collections per 100,000
 	// requests during the wrk runs (GODEBUG=gctrace=1), and RoundsGC each
 	// round's.
@@ -65,11 +65,11 @@ type ServerRow struct {
 	// round, and RoundsCPU each round's.
 	CPUPerReq time.Duration   `json:"cpu_per_req,omitempty"`
 	RoundsCPU []time.Duration `json:"rounds_cpu,omitempty"`
-	VsFloor   float64       `json:"vs_floor"`
-	VsPMTiles float64       `json:"vs_pmtiles"`
-	VsNginx   float64       `json:"vs_nginx"`
-	Note      string        `json:"note,omitempty"`
-	RoundsRPS []float64     `json:"rounds_rps,omitempty"` // req/s of every round, in run order
+	VsFloor   float64         `json:"vs_floor"`
+	VsPMTiles float64         `json:"vs_pmtiles"`
+	VsNginx   float64         `json:"vs_nginx"`
+	Note      string          `json:"note,omitempty"`
+	RoundsRPS []float64       `json:"rounds_rps,omitempty"` // req/s of every round, in run order
 }
 
 // MemRow is section 6: one tile server process's peak RSS vs its budget.
