@@ -71,6 +71,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk/internal/rawfile"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/chunk"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/sieve"
@@ -373,12 +374,12 @@ func isTileFile(rel string) bool {
 // readEntry reads a file's header and metadata and checks them against its
 // length and its name.
 func (s *Store) readEntry(path, rel string) (*entry, time.Time, error) {
-	f, err := openRead(path)
+	f, err := rawfile.Open(path)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	defer f.Close()
-	size, err := f.size()
+	size, err := f.Size()
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -427,7 +428,7 @@ func (s *Store) lookup(key string) (*entry, bool) {
 
 // opened is a file openFile opened and the header it verified.
 type opened struct {
-	f   file
+	f   rawfile.File
 	p   parsedHeader
 	m   meta
 	off int64 // where the body begins
@@ -447,7 +448,7 @@ type opened struct {
 // another length: a newer version's, renamed over it since the lookup) is
 // checked against its length.
 func (s *Store) openFile(e *entry, known bool) (opened, bool) {
-	f, err := openRead(s.pathOf(e))
+	f, err := rawfile.Open(s.pathOf(e))
 	if err != nil {
 		s.failed(e, err)
 		return opened{}, false
@@ -459,7 +460,7 @@ func (s *Store) openFile(e *entry, known bool) (opened, bool) {
 	}
 	if !o.atBody {
 		var size int64
-		if size, err = f.size(); err == nil {
+		if size, err = f.Size(); err == nil {
 			o.p, o.m, o.off, err = readHeader(f, size)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/tilesieve/tilesieve/shared/tiers/disk/internal/rawfile"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -57,7 +58,7 @@ func (s *Store) Open(key string) (*tile.Tile, *Body, bool) {
 type Body struct {
 	s         *Store
 	e         *entry
-	f         file
+	f         rawfile.File
 	off, size int64 // the body's offset in the file, and its length
 	want      uint32
 	atBody    bool // the file's position is off

@@ -440,6 +440,9 @@ func (c *Cache) Set(key string, t *tile.Tile) bool { return c.set(key, t, c.offH
 func (c *Cache) SetHeap(key string, t *tile.Tile) bool { return c.set(key, t, false) }
 
 func (c *Cache) set(key string, t *tile.Tile, offHeap bool) bool {
+	if !offHeap && t != nil {
+		t = c.heapOwned(t)
+	}
 	h, s := c.hash(key)
 	w := int64(math.MaxInt64)
 	switch {
@@ -462,14 +465,21 @@ func (c *Cache) set(key string, t *tile.Tile, offHeap bool) bool {
 		return true
 	}
 	c.lock()
+	defer c.mu.Unlock()
 	n := s.tab.Load().find(key, h)
 	if pw := packWeight(w); n != nil && offHeap && pw != 0 && n.Value().w.Load() == pw && n.Value().tile.Load() != nil {
 		// The same weight off the heap: a new block, the same place.
-		if ok := c.swapLocked(n.Value(), t); ok {
-			c.mu.Unlock()
+		if c.swapLocked(n.Value(), t) {
 			return true
 		}
 	}
+	return c.insertLocked(s, n, key, h, t, w, offHeap)
+}
+
+// insertLocked stores t, of weight w, under key: in n, key's present node,
+// or a new one. It evicts to make room, and reports false when an off-heap
+// body found no room even with every other entry gone. c.mu is held.
+func (c *Cache) insertLocked(s *shard, n *node, key string, h uint32, t *tile.Tile, w int64, offHeap bool) bool {
 	if n != nil {
 		// A replacement is a new version: it leaves its place in the queue
 		// (moving the hand off it) and re-enters at the head unvisited.
@@ -488,8 +498,7 @@ func (c *Cache) set(key string, t *tile.Tile, offHeap bool) bool {
 	stored := t
 	var hd *held
 	if offHeap {
-		hd = c.hold(t)
-		if hd == nil {
+		if hd = c.hold(t); hd == nil {
 			// No run of the arena holds it even with every other entry
 			// gone (leased blocks of evicted entries take it): refused,
 			// and the version it replaces goes too.
@@ -498,12 +507,11 @@ func (c *Cache) set(key string, t *tile.Tile, offHeap bool) bool {
 				c.tree.Remove(key)
 				c.forget(n)
 			}
-			c.mu.Unlock()
 			return false
 		}
 		stored = &hd.Tile
 	}
-	e := (*entry)(nil)
+	var e *entry
 	if n == nil {
 		n, _ = c.tree.Put(key)
 		c.entries.Add(1)
@@ -526,7 +534,6 @@ func (c *Cache) set(key string, t *tile.Tile, offHeap bool) bool {
 		c.sieve.PushHead(e)
 	}
 	c.bytes.Add(w)
-	c.mu.Unlock()
 	return true
 }
 

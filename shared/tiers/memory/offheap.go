@@ -157,6 +157,29 @@ func (c *Cache) onHeap(t *tile.Tile) (*tile.Tile, bool) {
 	return &cp, true
 }
 
+// heapOwned is t, to be kept on the heap, or a copy of it whose bytes are
+// the heap's when some of them lie in the arena (a leased tile's, or part
+// of one): an entry on the heap must not refer to blocks it does not hold,
+// and heldOf takes any tile whose body lies in the arena for a held.
+func (c *Cache) heapOwned(t *tile.Tile) *tile.Tile {
+	if c.arena == nil {
+		return t
+	}
+	inArena := func(b []byte) bool { return len(b) > 0 && c.arena.Contains(unsafe.SliceData(b)) }
+	m, b := movable(t)
+	if !inArena(t.Body) && (m == nil || !inArena(b)) {
+		return t
+	}
+	cp := *t
+	if inArena(t.Body) {
+		cp.Body = bytes.Clone(t.Body)
+	}
+	if m != nil && inArena(b) {
+		cp.Prepared = m.Moved(bytes.Clone(b))
+	}
+	return &cp
+}
+
 // weighOffHeap is what t weighs stored under key with its body (and its
 // prepared answer's movable bytes) in the arena: the heap it holds (its
 // held, strings, the rest of its prepared answer) and the granules of its

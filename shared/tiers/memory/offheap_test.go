@@ -309,3 +309,29 @@ func TestOffHeapHeapWithinBound(t *testing.T) {
 	}
 	runtime.KeepAlive(c)
 }
+
+// TestHeapEntryOfLeasedBytes: a tile kept on the heap whose body is a
+// leased tile's bytes (or part of them) is kept with a copy of them, so
+// that it outlives the lease and is never taken for an off-heap entry.
+func TestHeapEntryOfLeasedBytes(t *testing.T) {
+	t.Parallel()
+	c := offHeapCache(t, 1<<20)
+	c.Set("a", patterned(3, 4*MinOffHeap))
+	got, lease, _ := c.Acquire("a")
+	part := *got
+	part.Body = got.Body[:64] // under MinOffHeap: kept on the heap
+	if !c.Set("part", &part) || !c.SetHeap("whole", got) {
+		t.Fatal("Set refused")
+	}
+	lease.Release()
+	c.DeletePrefix("a")
+	for i := range 16 {
+		c.Set(fmt.Sprint("b", i), patterned(uint64(100+i), 4*MinOffHeap))
+	}
+	p, _ := c.Get("part")
+	w, _ := c.Get("whole")
+	if !intact(p) || !intact(w) || len(w.Body) != 4*MinOffHeap || c.heldOf(p) != nil {
+		t.Fatal("a heap entry made from leased bytes lost them")
+	}
+	mustCheck(t, c)
+}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package disk
+package rawfile
 
 import (
 	"errors"
@@ -9,13 +9,12 @@ import (
 	"syscall"
 )
 
-// openRead opens the file at path for reading. It is a bare descriptor
-// read with system calls of its own, not an *os.File: os.Open offers a
-// file to the runtime's network poller (setting it non-blocking, an
-// epoll_ctl that fails, setting it back: five system calls), and even
-// os.NewFile asks its flags (one more) and sets a finalizer, where a disk
-// hit's open, header read, send and close are four in all.
-func openRead(path string) (file, error) {
+// Open opens the file at path for reading. os.Open would offer it to the
+// runtime's network poller (setting it non-blocking, an epoll_ctl that
+// fails, setting it back: five system calls), and even os.NewFile asks its
+// flags (one more), where a disk hit's open, header read, send and close
+// are four in all.
+func Open(path string) (File, error) {
 	for {
 		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if errors.Is(err, syscall.EINTR) {
@@ -28,7 +27,7 @@ func openRead(path string) (file, error) {
 	}
 }
 
-// rawFile is an open file of the store.
+// rawFile is an open file.
 type rawFile struct{ fd int }
 
 func (f *rawFile) ReadAt(p []byte, off int64) (int, error) {
@@ -71,7 +70,7 @@ func (f *rawFile) Seek(offset int64, whence int) (int64, error) {
 	return n, nil
 }
 
-func (f *rawFile) size() (int64, error) {
+func (f *rawFile) Size() (int64, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil {
 		return 0, &fs.PathError{Op: "stat", Err: err}

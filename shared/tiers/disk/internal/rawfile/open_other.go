@@ -1,11 +1,11 @@
 //go:build !unix
 
-package disk
+package rawfile
 
 import "os"
 
-// openRead opens the file at path for reading.
-func openRead(path string) (file, error) {
+// Open opens the file at path for reading.
+func Open(path string) (File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -13,10 +13,10 @@ func openRead(path string) (file, error) {
 	return osFile{f}, nil
 }
 
-// osFile is an *os.File as a file.
+// osFile is an *os.File as a File.
 type osFile struct{ *os.File }
 
-func (f osFile) size() (int64, error) {
+func (f osFile) Size() (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return 0, err
