@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tilesieve/tilesieve/functions/tiles/internal/pooled"
 	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
@@ -200,7 +201,7 @@ func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
 	}
 	body := resp.Body
 	var read *bytes.Buffer // the pooled buffer a stream was read into
-	defer func() { bodies.put(read) }()
+	defer func() { pooled.PutBody(read) }()
 	if resp.Stream != nil {
 		// At most what fits a buffered payload (a stream without a
 		// Content-Length is read this far to know), into a pooled buffer:
@@ -210,7 +211,7 @@ func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
 			size = bodyLen
 		}
 		var err error
-		read, err = readPooled(resp.Stream, size, maxBufferedPayload/4*3+1)
+		read, err = pooled.ReadBody(resp.Stream, size, maxBufferedPayload/4*3+1)
 		resp.Stream.Close()
 		resp.Stream = nil
 		if err != nil {
@@ -226,7 +227,7 @@ func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
 			return b.tooLarge(ev, size)
 		}
 	}
-	p := buildPooled(stub, body, text && utf8.Valid(body))
+	p := pooled.Build(stub, body, text && utf8.Valid(body))
 	if p == nil {
 		return textPayload(http.StatusInternalServerError, "encoding failed")
 	}

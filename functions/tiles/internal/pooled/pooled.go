@@ -1,4 +1,4 @@
-package main
+package pooled
 
 import (
 	"bytes"
@@ -8,12 +8,12 @@ import (
 	"sync"
 )
 
-// An answer that is not a memory hit's prepared payload (a disk hit, a
-// 304, a decoded tile, a document) is encoded per invocation. Its payload
-// is built in a pooled buffer, and a body read from a file into another,
-// so that an invocation leaves no garbage the size of its tile: the
-// runtime closes the payload once it has sent it, which gives its buffer
-// back.
+// Package pooled builds the buffered function-URL payloads the tile
+// function encodes per invocation (a disk hit, a 304, a decoded tile, a
+// document: any answer that is not a memory hit's prepared payload) in
+// pooled buffers, and reads a body from a file into another, so that an
+// invocation leaves no garbage the size of its tile: the Lambda runtime
+// closes the payload once it has sent it, which gives its buffer back.
 
 // maxPooled is the largest buffer kept for reuse: a rare large answer
 // must not keep megabytes for the next.
@@ -40,10 +40,11 @@ func (p *pool) put(b *bytes.Buffer) {
 	}
 }
 
-// readPooled reads r into a pooled buffer: size bytes when size ≥ 0 (its
-// Content-Length, checked already), else at most limit. A disk hit's body
-// is taken from its file as the disk tier sends it (disk.Body.SendTo).
-func readPooled(r io.Reader, size, limit int64) (*bytes.Buffer, error) {
+// ReadBody reads r into a pooled buffer, which PutBody gives back: size
+// bytes when size ≥ 0 (its Content-Length, checked already), else at most
+// limit. A disk hit's body is taken from its file as the disk tier sends
+// it (disk.Body.SendTo).
+func ReadBody(r io.Reader, size, limit int64) (*bytes.Buffer, error) {
 	if size < 0 {
 		size = 64 << 10
 	}
@@ -59,15 +60,18 @@ func readPooled(r io.Reader, size, limit int64) (*bytes.Buffer, error) {
 	return b, err
 }
 
-// stubTail ends the JSON of an events.LambdaFunctionURLResponse whose
-// Body is empty and IsBase64Encoded false: where buildPooled puts the body.
-const stubTail = `"body":"","isBase64Encoded":false,"cookies":null}`
+// PutBody gives back a buffer ReadBody filled; nil is none.
+func PutBody(b *bytes.Buffer) { bodies.put(b) }
 
-// buildPooled is the payload stub describes (the response's JSON without
-// its body) with body in it: as a JSON string when it travels as text,
-// else base64. It is nil if stub is not such JSON.
-func buildPooled(stub, body []byte, text bool) *pooledPayload {
-	head, ok := bytes.CutSuffix(stub, []byte(stubTail))
+// StubTail ends the JSON of an events.LambdaFunctionURLResponse whose
+// Body is empty and IsBase64Encoded false: where Build puts the body.
+const StubTail = `"body":"","isBase64Encoded":false,"cookies":null}`
+
+// Build is the payload stub describes (the response's JSON without its
+// body) with body in it: as a JSON string when it travels as text, else
+// base64. It is nil if stub is not such JSON.
+func Build(stub, body []byte, text bool) *Payload {
+	head, ok := bytes.CutSuffix(stub, []byte(StubTail))
 	if !ok {
 		return nil
 	}
@@ -86,29 +90,29 @@ func buildPooled(stub, body []byte, text bool) *pooledPayload {
 		b.WriteString(`","isBase64Encoded":false`)
 	}
 	b.WriteString(`,"cookies":null}`)
-	p := &pooledPayload{buf: b}
+	p := &Payload{buf: b}
 	p.r.Reset(b.Bytes())
 	return p
 }
 
-// pooledPayload reads a payload built in a pooled buffer, and gives the
-// buffer back when the runtime closes it. It has no exported fields, so
-// the runtime passes it through unencoded.
-type pooledPayload struct {
+// Payload reads a payload built in a pooled buffer, and gives the buffer
+// back when the runtime closes it. It has no exported fields, so the
+// runtime passes it through unencoded.
+type Payload struct {
 	r   bytes.Reader
 	buf *bytes.Buffer
 }
 
-func (p *pooledPayload) Read(b []byte) (int, error) { return p.r.Read(b) }
+func (p *Payload) Read(b []byte) (int, error) { return p.r.Read(b) }
 
 // WriteTo writes the rest of the payload to w without an intermediate copy.
-func (p *pooledPayload) WriteTo(w io.Writer) (int64, error) { return p.r.WriteTo(w) }
+func (p *Payload) WriteTo(w io.Writer) (int64, error) { return p.r.WriteTo(w) }
 
 // Len is how much of the payload is left to read.
-func (p *pooledPayload) Len() int { return p.r.Len() }
+func (p *Payload) Len() int { return p.r.Len() }
 
 // Close gives the buffer back; the payload must not be read after.
-func (p *pooledPayload) Close() error {
+func (p *Payload) Close() error {
 	p.r.Reset(nil)
 	payloads.put(p.buf)
 	p.buf = nil
