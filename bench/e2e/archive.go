@@ -38,15 +38,15 @@ type ArchiveParams struct {
 	Latency            time.Duration // injected S3 latency of the viewer workload
 }
 
-// SharedMem is MEM_CACHE_BYTES of the process that serves the set three
-// times, as objects, as an archive and as an MBTiles database: room for
-// every copy, so that its rows are memory hits (with one copy's budget each
-// wrk pass over one copy refilled the tier from S3 after another's had
-// evicted it), and the same tier and collector under every row, so that a
-// ratio between them is the paths' alone (the MBTiles row, from a process of
-// its own whose one copy filled most of a 64 MiB tier, read the collector's
-// extra work under the memory limit off Lambda derived from it).
-func (p ArchiveParams) SharedMem() int64 { return 9 * p.MemBudget / 2 }
+// SharedMem is MEM_CACHE_BYTES of the process that serves the set of
+// setBytes three times, as objects, as an archive and as an MBTiles
+// database: the three copies fill 7/8 of it, a full tier (off Lambda the
+// tier holds MEM_CACHE_BYTES less a twelfth), so that its rows are memory
+// hits (with one copy's budget each wrk pass over one copy refilled the
+// tier from S3 after another's had evicted it), with the same tier and
+// collector under every row, so that a ratio between them is the paths'
+// alone.
+func SharedMem(setBytes int64) int64 { return int64(math.Ceil(3 * float64(setBytes) * 8 / 7)) }
 
 // DefaultArchiveParams are the section's sizes (quick: tiny ones).
 func DefaultArchiveParams(repoRoot, benchDir string, quick bool) ArchiveParams {
@@ -157,7 +157,7 @@ func RunArchive(ctx context.Context, pool tileset.Pool, p ArchiveParams) (Archiv
 	tsURL := "http://127.0.0.1:" + strconv.Itoa(tsPort)
 	// MBTiles are staged beside the disk tier: the process has one (1 GiB);
 	// memory hits do not touch it.
-	ts, err := StartProc(ctx, "tiles-"+strconv.Itoa(tsPort), tilesCmd(tsPort, s3p.URL, strconv.FormatInt(p.SharedMem(), 10), strconv.Itoa(1<<30)), tsURL, "/_tilesieve/health", logs)
+	ts, err := StartProc(ctx, "tiles-"+strconv.Itoa(tsPort), tilesCmd(tsPort, s3p.URL, strconv.FormatInt(SharedMem(set.Bytes()), 10), strconv.Itoa(1<<30)), tsURL, "/_tilesieve/health", logs)
 	if err != nil {
 		return res, err
 	}
@@ -582,8 +582,8 @@ func (res *ArchiveResult) targets(samples map[[2]string][]ServerRow) {
 // renderArchive writes the archive section.
 func renderArchive(b *strings.Builder, s *ArchiveResult) {
 	fmt.Fprintf(b, "### 8. PMTiles archives\n\n")
-	fmt.Fprintf(b, "%d JPEG tiles `{0..%d}/x/y.jpg` (%s) uploaded three times to `bench/cmd/s3serve`: as objects `osm/z/x/y.jpg`, as one PMTiles v3 archive `arc.pmtiles` of the same bytes (written with the product's writer, `shared/formats/pmtiles/pmwrite`, as `tilesieve upload` writes it) and as one MBTiles database `mb.mbtiles` (below). One `go build ./functions/tiles` process (local server mode, `MEM_CACHE_BYTES=%d`, room for every copy, a 1 GiB disk tier beside which the database is staged; memory hits do not touch it) serves all three, `/osm/…`, `/arc/…` and `/mb/…`; `pmtiles serve` of github.com/protomaps/go-pmtiles v1.31.2 (built from the module cache, `--cache-size=64`) serves the same archive file from local disk. Each is warmed by one pass over every tile, then loaded one at a time in %d round(s) whose order rotates; each row is the median round, and each ratio below the median of the rounds' ratios.\n\n",
-		s.Tiles, s.Params.MaxZoom, mib(s.Bytes), s.Params.SharedMem(), max(1, s.Params.Rounds))
+	fmt.Fprintf(b, "%d JPEG tiles `{0..%d}/x/y.jpg` (%s) uploaded three times to `bench/cmd/s3serve`: as objects `osm/z/x/y.jpg`, as one PMTiles v3 archive `arc.pmtiles` of the same bytes (written with the product's writer, `shared/formats/pmtiles/pmwrite`, as `tilesieve upload` writes it) and as one MBTiles database `mb.mbtiles` (below). One `go build ./functions/tiles` process (local server mode, `MEM_CACHE_BYTES=%d`, which the three copies fill 7/8 of, no `GOMEMLIMIT` or `GOGC` set, a 1 GiB disk tier beside which the database is staged; memory hits do not touch it) serves all three, `/osm/…`, `/arc/…` and `/mb/…`; `pmtiles serve` of github.com/protomaps/go-pmtiles v1.31.2 (built from the module cache, `--cache-size=64`) serves the same archive file from local disk. Each is warmed by one pass over every tile, then loaded one at a time in %d round(s) whose order rotates; each row is the median round, and each ratio below the median of the rounds' ratios.\n\n",
+		s.Tiles, s.Params.MaxZoom, mib(s.Bytes), SharedMem(s.Bytes), max(1, s.Params.Rounds))
 	if len(s.Commands) == 2 {
 		fmt.Fprintf(b, "Commands: `%s` and `%s`. The load generator shares the cores with the server.\n\n", s.Commands[0], s.Commands[1])
 	}

@@ -212,6 +212,39 @@ func ProcCPU(pid int) (time.Duration, error) {
 	return sum, nil
 }
 
+// TreeCPU is ProcCPU of pid and of its children (nginx's workers are
+// children of its master).
+func TreeCPU(pid int) (time.Duration, error) {
+	sum, err := ProcCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return sum, nil
+	}
+	for _, d := range procs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command (in parentheses, which may hold
+		// spaces): state, then the parent's pid.
+		_, rest, ok := strings.Cut(string(b), ") ")
+		if f := strings.Fields(rest); !ok || len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if c, err := ProcCPU(child); err == nil {
+			sum += c
+		}
+	}
+	return sum, nil
+}
+
 // wireAnswer reads one answer to a GET of u over a new connection, as the
 // bytes the server sent: their count and that of the status line and header.
 func wireAnswer(u string) (wire, header int, err error) {

@@ -21,6 +21,7 @@ type Proc struct {
 	Name string
 	Cmd  *exec.Cmd
 	URL  string
+	Log  string // its output
 	done chan struct{}
 }
 
@@ -46,7 +47,7 @@ func StartProc(ctx context.Context, name string, cmd *exec.Cmd, url, probe, logD
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Proc{Name: name, Cmd: cmd, URL: url, done: make(chan struct{})}
+	p := &Proc{Name: name, Cmd: cmd, URL: url, Log: logf.Name(), done: make(chan struct{})}
 	go func() { cmd.Wait(); logf.Close(); close(p.done) }()
 	deadline := time.Now().Add(60 * time.Second)
 	c := &http.Client{Timeout: 2 * time.Second}

@@ -211,22 +211,29 @@ func Render(a All, plotDir, plotLink string) (string, error) {
 		if s.Equal != nil {
 			more = " (and two more for the comparison with the equal-header floor below)"
 		}
-		fmt.Fprintf(&b, "%d JPEG tiles `osm/{0..%d}/x/y.jpg` (%s) served by five processes%s, all started and each warmed by one pass over every tile, then loaded one at a time in %d rounds whose order rotates, so that a slow patch of this shared machine falls on every server; tilesieve's memory hits run right beside the Go floor in every round (before it in even rounds, after it in odd ones). Each row is the server's round with the median req/s; its note gives the range over the rounds. The vs columns are the median of the same-round ratios (every server runs in every round), and the targets against the floor list them.\n\n", s.Tiles, s.Params.MaxZoom, mib(s.Bytes), more, max(1, s.Params.Rounds))
-		fmt.Fprintf(&b, "- **tilesieve memory hits**: `go build ./functions/tiles` run as its own process (local server mode) against `bench/cmd/s3serve` (s3local seeded with the tiles, its own process), `MEM_CACHE_BYTES=%d` (%s, holds the set), disk tier off.\n", s.Params.MemBudget, mib(s.Params.MemBudget))
-		b.WriteString("- **tilesieve disk hits**: the same binary with `MEM_CACHE_BYTES=1MiB` (the smallest allowed; it cannot hold the set, so requests cycling through every tile miss memory) and the disk tier staged from S3 at start (`STAGE_PREFIXES=osm/`), with `GOMEMLIMIT=" + diskHitsMemLimit + "`: the Go memory limit the local server derives from `MEM_CACHE_BYTES` would leave its collector about 0.2 MiB at this bound, and every disk hit reads its tile into the heap, so the row would measure the collector (1,000 and 2,330 req/s in the two rounds without this limit, its CPU mostly the collector's; the table gives it with the limit, and section 6 its peak RSS). The share of disk hits during the wrk run, read from the admin stats, is in the note.\n")
+		fmt.Fprintf(&b, "%d JPEG tiles `osm/{0..%d}/x/y.jpg` (%s) served by six processes%s, all started and each warmed by one pass over every tile, then loaded one at a time in %d rounds whose order rotates, so that a slow patch of this shared machine falls on every server; tilesieve's memory hits (both tiers) run right beside the Go floor in every round (before it in even rounds, after it in odd ones). Each row is the server's round with the median req/s; its note gives the range over the rounds. The vs columns are the median of the same-round ratios (every server runs in every round), and the targets list them.\n\n", s.Tiles, s.Params.MaxZoom, mib(s.Bytes), more, max(1, s.Params.Rounds))
+		fmt.Fprintf(&b, "- **tilesieve memory hits**: `go build ./functions/tiles` run as its own process (local server mode) against `bench/cmd/s3serve` (s3local seeded with the tiles, its own process), `MEM_CACHE_BYTES=%d` (%s): the set's bytes fill %.3g of it, a full tier (off Lambda the tier holds MEM_CACHE_BYTES less a twelfth), disk tier off.\n", s.Params.MemBudget, mib(s.Params.MemBudget), s.Params.FullShare)
+		fmt.Fprintf(&b, "- **tilesieve memory hits, roomy tier**: the same binary with `MEM_CACHE_BYTES` %d times the set's bytes (%s), disk tier off.\n", s.Params.Roomy, mib(int64(s.Params.Roomy)*s.Bytes))
+		b.WriteString("- **tilesieve disk hits**: the same binary with `MEM_CACHE_BYTES=1MiB` (the smallest allowed; it cannot hold the set) and the disk tier staged from S3 at start (`STAGE_PREFIXES=osm/`): a tile that comes back only after the 1,364 others is not read into the memory tier, and goes from its file to the socket (sendfile). The share of disk hits during the wrk run, read from the admin stats, is in the note.\n")
+		b.WriteString("- Every tilesieve process runs with the memory limit and GOGC it derives itself (no `GOMEMLIMIT` or `GOGC` set) and `GODEBUG=gctrace=1`: its wrk note gives the collections per 100,000 requests, counted from those lines.\n")
 		b.WriteString("- **Go floor**: `bench/cmd/floorserve`, a minimal net/http handler writing the same bytes and headers from a map (`e2e/floor`).\n")
 		b.WriteString("- **go-pmtiles**: `pmtiles serve` of github.com/protomaps/go-pmtiles v1.31.2, built from the module cache, over a PMTiles v3 archive of the same tiles written with the product's writer (`shared/formats/pmtiles/pmwrite`, as `tilesieve upload` writes it).\n")
-		b.WriteString("- **nginx**: Debian's nginx serving the tile files from disk with `sendfile on`, `worker_processes auto`, from a generated nginx.conf in a temp prefix (`daemon off`, pid and logs there).\n\n")
+		b.WriteString("- **nginx**: Debian's nginx serving the tile files from disk with `sendfile on`, `tcp_nopush on`, `worker_processes auto`, from a generated nginx.conf in a temp prefix (`daemon off`, pid and logs there).\n\n")
+		b.WriteString("Server CPU per request (wrk rows) is the CPU time of the server's process and its children (nginx's workers) over the run, from `/proc/PID/task/*/schedstat`, over the requests answered, median of the rounds: the work each server does per answer, which this busy machine slows but adds nothing to.\n\n")
 		fmt.Fprintf(&b, "Commands: `%s` (one tile, %d bytes; p99 from ab's `-e` percentiles) and `%s` (a Lua script cycling through every tile). The load generator shares the two cores with the server.\n\n", s.Commands[0], s.ABBytes, s.Commands[1])
-		b.WriteString("| server | tool | req/s | mean | p50 | p99 | errors | vs Go floor | vs go-pmtiles | vs nginx | note |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		b.WriteString("| server | tool | req/s | mean | p50 | p99 | errors | server CPU per request | vs Go floor | vs go-pmtiles | vs nginx | note |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		var cats []string
 		var abv, wrkv []float64
 		for _, r := range s.Rows {
 			if r.RPS == 0 {
-				fmt.Fprintf(&b, "| %s | %s | – | – | – | – | – | – | – | – | %s |\n", r.Server, r.Tool, r.Note)
+				fmt.Fprintf(&b, "| %s | %s | – | – | – | – | – | – | – | – | – | %s |\n", r.Server, r.Tool, r.Note)
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %d | %s | %s | %s | %s |\n", r.Server, r.Tool, r.RPS, d(r.Mean), d(r.P50), d(r.P99), r.Errors, x(r.VsFloor), x(r.VsPMTiles), x(r.VsNginx), r.Note)
+			cpu := "–"
+			if r.CPUPerReq > 0 {
+				cpu = d(r.CPUPerReq)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", r.Server, r.Tool, r.RPS, d(r.Mean), d(r.P50), d(r.P99), r.Errors, cpu, x(r.VsFloor), x(r.VsPMTiles), x(r.VsNginx), r.Note)
 		}
 		for _, r := range s.Rows {
 			if r.Tool == "wrk" {
@@ -453,7 +460,7 @@ func renderEqual(b *strings.Builder, e *EqualResult, memBudget int64) {
 	fmt.Fprintf(b, "One tile, `%s` (%d bytes; %d bytes per answer on the wire, of which %d are the status line and header, the same from every server: checked before the runs), loaded with `ab -k -n %d -c C` and `wrk -t min(2,C) -c C -d %ds` at C = %s. %d rounds; in each, for every (tool, C), each server runs right beside a run of the floor (before it in even rounds, after it in odd ones), and a server's ratio is the median of its rounds' ratios to its paired floor run (every round's ratio in the note; the floor's row is over all its runs).\n\n",
 		e.Path, e.Bytes, e.Wire, e.Header, p.ABN, int(p.WrkDur.Seconds()), strings.Join(conns, " and "), max(1, p.Rounds))
 	b.WriteString("- **tilesieve memory hits, default bounds**: the binary above with `MEM_CACHE_BYTES` unset (256 MiB off Lambda), disk tier off, warmed with every tile.\n")
-	fmt.Fprintf(b, "- **tilesieve memory hits, MEM_CACHE_BYTES=%s**: the memory-hit process of the table above. Off Lambda the Go memory limit is derived from that bound, and the set fills most of it, so the collector runs more often than the floor's (no target: it shows what the tighter bound costs).\n", mib(memBudget))
+	fmt.Fprintf(b, "- **tilesieve memory hits, MEM_CACHE_BYTES=%s**: the memory-hit process of the table above, whose tier the set fills (no target: it shows what a full tier costs).\n", mib(memBudget))
 	b.WriteString("- **Go floor, the local server's timeouts**: `floorserve -timeouts`, the floor below with the `http.Server` read-header, write and idle timeouts of the local tile server (`functions/tiles/local.go`): each request then sets and clears connection deadlines, which the plain floor does not (no target: it shows what the timeouts cost).\n")
 	b.WriteString("- **Go floor (equal headers)**: the floor process of the table above, `e2e/floor`: the header fields and values of a memory hit (`TestServeFixture` checks them; only the Server-Timing duration and the upload time differ, not their length).\n\n")
 	b.WriteString("Server CPU per request is the CPU time of the server's process over a run (the sum of its threads' `/proc/PID/task/*/schedstat` run times) divided by the requests answered: the work each server does per answer, which this busy machine slows but adds nothing to, where req/s also counts the time the server and the load generator wait for a core.\n\n")

@@ -620,16 +620,16 @@ func renderRSS(b *strings.Builder, r *RSSResult) {
 	fmt.Fprintf(b, "Each scenario starts a fresh process of the tile function (`go build ./functions/tiles`, run as its local HTTP server: the same handler as on Lambda; no `GOMEMLIMIT`, as off Lambda) "+
 		"against `bench/cmd/s3serve -control` (s3local in its own process; its `Faults` are set through its control endpoint). "+
 		"**base** is the VmRSS of the idle process 0.5 s after it answered its health check; **peak** is its VmHWM (/proc/<pid>/status) at the end, over its whole life. "+
-		"The bound is MEM_CACHE_BYTES × 1.1 + base, the process's bound off Lambda (the tier's per-entry overhead and answers in flight get the tenth; the process gives its collector a limit of MEM_CACHE_BYTES × 1.05 plus its Go memory after init, keeping the rest for the collector's overshoot, and its memory tier holds 7/8 of MEM_CACHE_BYTES, so that a full tier leaves the collector room under that limit), plus what a scenario holds outside the tier by design (named in its target). Sockets are the process's own TCP sockets whose remote port is S3's (its descriptors' inodes looked up in /proc/<pid>/net/tcp), sampled every 20 ms.\n\n")
+		"The bound is MEM_CACHE_BYTES × 1.1 + base, the process's bound off Lambda (the tier's per-entry overhead and answers in flight get the tenth; the process gives its collector a limit of MEM_CACHE_BYTES × 1.05 plus its Go memory after init, less the bytes its memory tier holds off the heap, keeping the rest for the collector's overshoot, and its memory tier holds MEM_CACHE_BYTES less a twelfth, so that a full tier leaves the collector room under that limit), plus what a scenario holds outside the tier by design (named in its target). Sockets are the process's own TCP sockets whose remote port is S3's (its descriptors' inodes looked up in /proc/<pid>/net/tcp), sampled every 20 ms.\n\n")
 	fmt.Fprintf(b, "- **404 flood**: %d clients GET random missing keys `flood/{12..18}/x/y.png` (each an S3 GET answered 404, then a remembered 404 in memory) until %d requests or %v, whichever comes first; disk tier off.\n",
 		p.FloodClients, p.FloodRequests, p.FloodDuration)
-	fmt.Fprintf(b, "- **big tile**: one %d-byte object (random bytes) with `MAX_TILE_BYTES=%s`; the memory tier's entry limit is 1/8 of the tier (7/8 of MEM_CACHE_BYTES: %s), so the tile lives only on the disk tier (1 GiB). One read fills the disk tier, then %d rounds of %d concurrent readers each read it whole (one per round checks its SHA-256).\n",
-		p.BigTileBytes, p.BigMaxTile, mib(p.BigMemBytes*7/8/8), p.BigRounds, p.BigReaders)
+	fmt.Fprintf(b, "- **big tile**: one %d-byte object (random bytes) with `MAX_TILE_BYTES=%s`; the memory tier's entry limit is 1/8 of the tier (MEM_CACHE_BYTES less a twelfth: %s), so the tile lives only on the disk tier (1 GiB). One read fills the disk tier, then %d rounds of %d concurrent readers each read it whole (one per round checks its SHA-256).\n",
+		p.BigTileBytes, p.BigMaxTile, mib(EntryLimit(p.BigMemBytes)), p.BigRounds, p.BigReaders)
 	fmt.Fprintf(b, "- **S3 hang**: s3serve holds every GET under `hang/` (a `Faults` Delay of 1 h that ends when the caller goes away); %d rounds of %d clients, each with a %v timeout and a distinct uncached tile; sockets counted during the rounds and 2 s after; then the fault is removed and %d further misses (the first alone, then the rest at once) must be 200. `MAX_ORIGIN_FETCHES` %d and `ORIGIN_TIMEOUT` 10 s (the defaults); disk tier off.\n",
 		p.HangRounds, p.HangClients, p.HangPatience, p.HangClients, p.MaxOriginFetch)
 	if p.GzipClients > 0 {
 		fmt.Fprintf(b, "- **gzip amplifier**: a gzip tile (stored with `Content-Encoding: gzip`, about 35:1, within the decoder's ratio bound) that decodes to %s, then one that decodes to %s, each in a fresh process with MEM_CACHE_BYTES %s (entry limit %s) and `MAX_TILE_BYTES=%s`; %d round(s) of %d clients without `Accept-Encoding` ask for it at once and must each get the whole decoded body. The decoded variant is produced once per tile version: kept in the memory tier when it fits its entry limit, else only its size is kept and each answer decodes as it is written; disk tier off.\n",
-			mib(int64(p.GzipDecodedBytes)), mib(int64(p.GzipKeptBytes)), mib(p.GzipMemBytes), mib(p.GzipMemBytes*7/8/8), p.GzipMaxTile, p.GzipRounds, p.GzipClients)
+			mib(int64(p.GzipDecodedBytes)), mib(int64(p.GzipKeptBytes)), mib(p.GzipMemBytes), mib(EntryLimit(p.GzipMemBytes)), p.GzipMaxTile, p.GzipRounds, p.GzipClients)
 	}
 	if p.ArchiveClients > 0 {
 		fmt.Fprintf(b, "- **archive tile past MAX_TILE_BYTES**: an archive whose %d tiles 6/0..%d/0 are all one deduplicated body of %s (stored once: the archive is that size), with `MAX_TILE_BYTES=%s`; %d round(s) of %d clients at once, client i asking for tile 6/i/0, must each be refused 502 from the directory entry (no byte of the tile read); refusals are remembered in the directory cache (%s, outside MEM_CACHE_BYTES). Then the archive's small tile must still be 200; disk tier off.\n",
@@ -661,3 +661,8 @@ func renderRSS(b *strings.Builder, r *RSSResult) {
 	targetRows(b, "", r.Targets)
 	b.WriteString("\n")
 }
+
+// EntryLimit is the heaviest entry the memory tier of a local tile server
+// with MEM_CACHE_BYTES mem admits: an eighth of the tier, which holds mem
+// less a twelfth (functions/tiles memTierConfig).
+func EntryLimit(mem int64) int64 { return (mem - mem/12) / 8 }

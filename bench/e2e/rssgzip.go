@@ -44,7 +44,7 @@ func runGzipAmplifier(ctx context.Context, p RSSParams, tmp, bin, logs, s3URL st
 	key := "gz/" + strconv.Itoa(decoded) + "/0/0.pbf"
 	body := amplifierTile(decoded)
 	how := "decoded as it is written"
-	if int64(decoded) < mem*7/8/8 { // the entry limit: 1/8 of the tier, 7/8 of MEM_CACHE_BYTES
+	if int64(decoded) < EntryLimit(mem) {
 		how = "kept decoded in the memory tier"
 	}
 	row := RSSRow{Scenario: fmt.Sprintf("gzip amplifier: %d clients × %d round(s) without gzip, a %.0f KB tile decoding to %s (%s)",

@@ -17,8 +17,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tilesieve/tilesieve/functions/tiles/internal/pooled"
 	"github.com/tilesieve/tilesieve/shared/admin"
 	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 )
 
@@ -144,14 +146,19 @@ func (b *buffered) Handle(ctx context.Context, ev *urlEvent) (out io.Reader, _ e
 	var req tileserver.Request
 	ev.request(&req)
 	resp := responses.Get().(*tileserver.Response)
-	defer responses.Put(resp)
+	defer func() {
+		resp.Release() // encode copied the body into its payload
+		responses.Put(resp)
+	}()
 	b.srv.Serve(ctx, &req, resp)
 	if resp.Admin {
 		return b.admin(ctx, ev), nil
 	}
 	if p, ok := resp.Extra().(*payload); ok {
+		// The runtime reads the payload after Handle returns, then closes
+		// the reader, which lets the memory tier reuse it.
 		before, after := p.around()
-		return newHoleReader(before, resp.Timing(), resp.ReflectedOrigin(), after), nil
+		return newHoleReader(before, resp.Timing(), resp.ReflectedOrigin(), after, resp.TakeLease()), nil
 	}
 	return b.encode(ev, resp), nil
 }
@@ -193,39 +200,43 @@ func (b *buffered) encode(ev *urlEvent, resp *tileserver.Response) io.Reader {
 		}
 		return b.tooLarge(ev, size)
 	}
+	body := resp.Body
+	var read *bytes.Buffer // the pooled buffer a stream was read into
+	defer func() { pooled.PutBody(read) }()
 	if resp.Stream != nil {
 		// At most what fits a buffered payload (a stream without a
-		// Content-Length is read this far to know).
-		body, err := io.ReadAll(io.LimitReader(resp.Stream, maxBufferedPayload/4*3+1))
+		// Content-Length is read this far to know), into a pooled buffer:
+		// a disk hit leaves no garbage the size of its tile.
+		size := int64(-1)
+		if resp.Get("Content-Length") != "" {
+			size = bodyLen
+		}
+		var err error
+		read, err = pooled.ReadBody(resp.Stream, size, maxBufferedPayload/4*3+1)
 		resp.Stream.Close()
 		resp.Stream = nil
 		if err != nil {
 			b.log.Warn("tile stream failed", "path", ev.RawPath, "err", err)
 			return textPayload(http.StatusBadGateway, "tile read failed")
 		}
+		body = read.Bytes()
 		if len(body) > maxBufferedPayload/4*3 {
 			return textPayload(http.StatusBadGateway,
 				"tile exceeds the 6 MB limit of buffered function URLs; use INVOKE_MODE=RESPONSE_STREAM")
 		}
-		resp.Body = body
 		if size := payloadSize(len(stub), int64(len(body)), text, body); size > maxBufferedPayload {
 			return b.tooLarge(ev, size)
 		}
 	}
-	if text && utf8.Valid(resp.Body) {
-		out.Body = string(resp.Body)
-	} else if len(resp.Body) > 0 {
-		out.Body = base64.StdEncoding.EncodeToString(resp.Body)
-		out.IsBase64Encoded = true
-	}
-	p, err := json.Marshal(out)
-	if err != nil {
+	p := pooled.Build(stub, body, text && utf8.Valid(body))
+	if p == nil {
 		return textPayload(http.StatusInternalServerError, "encoding failed")
 	}
-	if len(p) > maxBufferedPayload {
-		return b.tooLarge(ev, int64(len(p)))
+	if n := p.Len(); n > maxBufferedPayload {
+		p.Close()
+		return b.tooLarge(ev, int64(n))
 	}
-	return bytes.NewReader(p)
+	return p
 }
 
 // tooLarge is the answer to a payload of size bytes, past the buffered limit.
@@ -333,14 +344,17 @@ func (ev *urlEvent) httpRequest(ctx context.Context) (*http.Request, error) {
 
 // holeReader reads a prepared payload with its hole filled: the part
 // before, the Server-Timing value and a reflected origin, the part after.
-// It has no exported fields, so the runtime passes it through unencoded.
+// It has no exported fields, so the runtime passes it through unencoded;
+// the runtime closes it once sent, which releases the payload's bytes to
+// the memory tier (lease).
 type holeReader struct {
 	parts [3][]byte
 	hole  [128]byte
+	lease memory.Lease
 }
 
-func newHoleReader(before []byte, timing, origin string, after []byte) *holeReader {
-	r := &holeReader{}
+func newHoleReader(before []byte, timing, origin string, after []byte, lease memory.Lease) *holeReader {
+	r := &holeReader{lease: lease}
 	h := append(r.hole[:0], timing...)
 	h = append(h, '"')
 	if origin != "" {
@@ -369,6 +383,13 @@ func (r *holeReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// Close releases the payload's bytes; it must not be read after.
+func (r *holeReader) Close() error {
+	r.parts = [3][]byte{}
+	r.lease.Release()
+	return nil
 }
 
 // WriteTo writes the rest of the payload to w without an intermediate copy.

@@ -261,6 +261,13 @@ func BenchmarkInvokeBufferedDisk(b *testing.B) {
 	invokeEverySize(b, fn.buffered, "HIT-DISK")
 }
 
+// BenchmarkInvokeStreamingDisk is a disk hit in RESPONSE_STREAM mode (the
+// memory tier admits nothing).
+func BenchmarkInvokeStreamingDisk(b *testing.B) {
+	fn := newBenchFunction(b, noMemory, "64MiB")
+	invokeEverySize(b, fn.streaming, "HIT-DISK")
+}
+
 // BenchmarkInvokeBufferedOrigin is an S3 fetch in BUFFERED mode (no tier
 // keeps the tile; S3 in process over loopback HTTP).
 func BenchmarkInvokeBufferedOrigin(b *testing.B) {

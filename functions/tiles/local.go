@@ -10,13 +10,13 @@ import (
 )
 
 // localHandler is what the local server runs for each request: h behind
-// withRecover. Not behind withDeadlineMargin: that margin is kept back from
-// a Lambda invocation's deadline, and net/http gives a request none (the
-// server's WriteTimeout bounds the answer instead), so off Lambda it would
-// only cost a context lookup per request, or cut short a deadline a caller
-// of its own set.
+// withRecover, its answers corked. Not behind withDeadlineMargin: that
+// margin is kept back from a Lambda invocation's deadline, and net/http
+// gives a request none (the server's WriteTimeout bounds the answer
+// instead), so off Lambda it would only cost a context lookup per request,
+// or cut short a deadline a caller of its own set.
 func localHandler(h http.Handler, log *slog.Logger) http.Handler {
-	return withRecover(h, log)
+	return corked(withRecover(h, log))
 }
 
 // serve runs the handler as a plain HTTP server until ctx ends, then drains.
@@ -30,6 +30,7 @@ func serve(ctx context.Context, addr string, h http.Handler, writeTimeout time.D
 		ReadHeaderTimeout: 10 * time.Second,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       120 * time.Second,
+		ConnContext:       connContext,
 	}
 	log.Info("listening", "addr", "http://"+ln.Addr().String())
 	errc := make(chan error, 1)

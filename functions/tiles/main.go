@@ -12,9 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -22,11 +21,15 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/functions/tiles/internal/memlimit"
 	"github.com/tilesieve/tilesieve/shared/config"
 	"github.com/tilesieve/tilesieve/shared/obs"
 )
 
 func main() {
+	// The function serves no profiles: the heap profile's buckets would
+	// only take memory (1.4 MB of a local server's after a minute of load).
+	runtime.MemProfileRate = 0
 	if len(os.Args) > 1 {
 		os.Exit(answerArgs(os.Args[1:], os.Stdout, os.Stderr))
 	}
@@ -81,17 +84,18 @@ func run() error {
 	// Logs and metric lines share stdout, one whole line per write; every
 	// line of an invocation carries its request and trace ids.
 	out, env, log := obs.NewOutput(os.Stdout, cfg.LogLevel)
-	setMemoryLimit(cfg, log)
+	lim := &memlimit.Limit{}
+	memlimit.OnLambda(lim, cfg, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	configured := time.Since(began)
-	a, err := app.New(ctx, memTierConfig(cfg), log, append(adapterOptions(cfg), app.WithMetrics(out))...)
+	a, err := app.New(ctx, memlimit.TierConfig(cfg), log, append(adapterOptions(cfg), app.WithMetrics(out), app.WithOffHeap(lim.OffHeapChanged))...)
 	if err != nil {
 		return err
 	}
 	a.Init.Config = configured
-	setMemoryLimitOffLambda(cfg, log)
+	memlimit.OffLambda(lim, cfg, log)
 	log.Info("tile function ready", "memory_bytes", cfg.MemBytes, "disk", a.Disk != nil,
 		"staged_objects", a.Staged.Staged, "staged_bytes", a.Staged.Bytes, "invoke_mode", cfg.InvokeMode, "on_lambda", cfg.OnLambda,
 		"metrics", a.Metrics != nil)
@@ -154,101 +158,6 @@ func (i invocation) buffered(h func(context.Context, *urlEvent) (io.Reader, erro
 		i.begin(ctx)
 		return h(ctx, ev)
 	}
-}
-
-// setMemoryLimit keeps the Go heap inside the function's memory: the garbage
-// collector works harder as the heap nears the limit instead of letting
-// Lambda kill the process. GOMEMLIMIT, when set, wins. Off Lambda see
-// setMemoryLimitOffLambda.
-func setMemoryLimit(cfg config.Tiles, log *slog.Logger) {
-	if cfg.FunctionMemoryBytes == 0 || os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	limit := cfg.FunctionMemoryBytes * 9 / 10
-	debug.SetMemoryLimit(limit)
-	log.Info("Go memory limit set from the function's memory", "limit_bytes", limit)
-}
-
-// setMemoryLimitOffLambda keeps the process within what it was configured
-// to hold, once init is done: MEM_CACHE_BYTES with a tenth more, plus
-// IIIF_RENDER_BYTES (the pixels of the IIIF answers being made), plus the Go
-// memory the idle process already uses (measured now, after init: the
-// runtime, the disk tier's index, the handler's pools; after a collection
-// that returns init's garbage to the system, which would otherwise count as
-// base and leave that much more room to the heap). Without a limit the
-// collector lets the heap grow to twice the live bytes (GOGC=100), so a
-// flood of requests for missing tiles, each a few short-lived allocations,
-// takes the process to several times the configured cache. The collector is
-// given half of that tenth: it overshoots its limit (by 1.4 MiB at the peak
-// of the 404 flood of docs/BENCHMARKS.md section 6), and the other half
-// keeps that overshoot inside the bound. Under this limit the memory tier
-// holds less than MEM_CACHE_BYTES (see memTierConfig), so that a full tier
-// leaves the collector room. GOMEMLIMIT, when set, wins; on Lambda
-// setMemoryLimit has set the limit from the function's memory. The leaf
-// directory cache of archives (archive.DefaultDirectoryBytes) is not
-// counted: it holds nothing until archives are read. With the heap bounded,
-// GOGC (unless set) is raised to gcPercentOffLambda.
-func setMemoryLimitOffLambda(cfg config.Tiles, log *slog.Logger) {
-	if !limitedOffLambda(cfg) {
-		return
-	}
-	debug.FreeOSMemory()
-	base := goMemoryInUse()
-	limit := cfg.MemBytes + cfg.MemBytes/20 + cfg.IIIF.RenderBytes + base
-	debug.SetMemoryLimit(limit)
-	gcPercent := os.Getenv("GOGC")
-	if gcPercent == "" {
-		debug.SetGCPercent(gcPercentOffLambda)
-		gcPercent = strconv.Itoa(gcPercentOffLambda)
-	}
-	log.Info("Go memory limit set from MEM_CACHE_BYTES", "limit_bytes", limit, "base_bytes", base, "gc_percent", gcPercent)
-}
-
-// gcPercentOffLambda is the collector's GOGC once setMemoryLimitOffLambda
-// has bounded the heap, unless GOGC is set. The limit, not GOGC, keeps the
-// process within its bound; GOGC only decides how far below it the heap
-// goal lies while the memory tier is far from full. At the default 100 the
-// goal is twice the live heap, and at least 4 MiB: a local server whose
-// tier holds a few tiles collects about every 650 requests (each leaves
-// some 3 KB of net/http's garbage), 85 times a second at 56,000 requests/s.
-// At 400 the goal is five times the live heap, at least 16 MiB, and the
-// same server's memory hits cost 17.1 µs of CPU each instead of 19.4
-// (a net/http floor that sends the same header fields: 17.0; wrk -c 20,
-// eight alternating rounds). A full tier's goal is its limit either way.
-const gcPercentOffLambda = 400
-
-// limitedOffLambda reports whether setMemoryLimitOffLambda sets a limit.
-func limitedOffLambda(cfg config.Tiles) bool {
-	return cfg.FunctionMemoryBytes == 0 && os.Getenv("GOMEMLIMIT") == "" && cfg.MemBytes > 0
-}
-
-// memTierRoom is the share of MEM_CACHE_BYTES the memory tier leaves to the
-// collector under setMemoryLimitOffLambda's limit: 1/memTierRoom.
-const memTierRoom = 8
-
-// memTierConfig is cfg as the memory tier is built from it. Under the limit
-// of setMemoryLimitOffLambda the tier holds MEM_CACHE_BYTES less an eighth.
-// A tier filled to the whole of MEM_CACHE_BYTES leaves the collector no
-// room under that limit: the runtime keeps 3% of a limit back from its heap
-// goal, and its own memory (span metadata, partly used spans of a tier that
-// evicts and refills) grows with the heap, so the goal falls to the live
-// heap and the collector runs back to back (over 100 cycles a second and
-// a third of the requests per second of memory hits at 64 MiB, section 8 of
-// docs/BENCHMARKS.md). On Lambda, and with GOMEMLIMIT set, the tier holds
-// MEM_CACHE_BYTES: the limit there is not derived from it.
-func memTierConfig(cfg config.Tiles) config.Tiles {
-	if limitedOffLambda(cfg) {
-		cfg.MemBytes -= cfg.MemBytes / memTierRoom
-	}
-	return cfg
-}
-
-// goMemoryInUse is the memory the Go runtime has mapped and not returned to
-// the system: what the memory limit counts.
-func goMemoryInUse() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
 // deadlineMargin is kept back from the invocation's deadline so the handler

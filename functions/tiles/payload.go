@@ -22,14 +22,30 @@ const maxPayloadBody = config.BufferedBodyBytes
 type payload struct {
 	b     []byte
 	split int
+	moved bool // b is a copy the memory tier keeps off the heap (Moved)
 }
 
 var payloadStructSize = unsafe.Sizeof(payload{})
 
-// Cost implements tileserver.Extra.
+// Cost implements tileserver.Extra: once moved, b is the memory tier's to
+// weigh, with the body.
 func (p *payload) Cost() int64 {
+	if p.moved {
+		return p.MovedCost()
+	}
 	return tile.AllocBytes(int(payloadStructSize)) + tile.AllocBytes(cap(p.b))
 }
+
+// MovableBytes, Moved and MovedCost let a memory tier that keeps bodies
+// off the heap keep the payload beside the body (tileserver.MovableExtra):
+// it is the bulk of what a buffered memory hit answers with.
+func (p *payload) MovableBytes() []byte { return p.b }
+
+func (p *payload) Moved(b []byte) tileserver.Extra {
+	return &payload{b: b, split: p.split, moved: true}
+}
+
+func (p *payload) MovedCost() int64 { return tile.AllocBytes(int(payloadStructSize)) }
 
 // around returns the payload before and after its hole.
 func (p *payload) around() (before, after []byte) { return p.b[:p.split], p.b[p.split:] }

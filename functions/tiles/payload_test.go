@@ -3,15 +3,26 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	fixtures "github.com/tilesieve/tilesieve/events"
+	"github.com/tilesieve/tilesieve/functions/tiles/app"
+	"github.com/tilesieve/tilesieve/shared/config"
+	"github.com/tilesieve/tilesieve/shared/origin"
 	"github.com/tilesieve/tilesieve/shared/origin/s3local/s3localtest"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 )
 
 // TestJSONEscapedLen: the length computed for a body inside a JSON string
@@ -103,4 +114,79 @@ func TestBufferedLimitBuildsNoPayload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBufferedHitOutlivesItsEntry: a buffered memory hit answers with its
+// payload as the memory tier keeps it, off the heap beside the body; the
+// runtime reads it after Handle returns, and a purge and the fills that
+// reuse the tier's room meanwhile do not change a byte of it. Once the
+// runtime closes it, the tier can reuse it.
+func TestBufferedHitOutlivesItsEntry(t *testing.T) {
+	t.Parallel()
+	s3e := s3localtest.Start(t, "tiles")
+	want := compressible(24 << 10)
+	s3localtest.Put(t, s3e.Client, "tiles", "tiles/a/0/0/0.png", want, "image/png", "")
+	for i := range 64 {
+		s3localtest.Put(t, s3e.Client, "tiles", fmt.Sprintf("tiles/b/%d.png", i), bytes.Repeat([]byte{byte(i)}, 24<<10), "image/png", "")
+	}
+	cfg, err := config.LoadTiles(func(k string) string {
+		return map[string]string{"TILES_BUCKET": "tiles", "TILES_PREFIX": "tiles/", "MEM_CACHE_BYTES": "1MiB", "DISK_CACHE_BYTES": "0"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	a, err := app.NewWithOrigin(context.Background(), cfg, origin.NewWithS3(s3e.Client, app.OriginConfig(cfg)), log, app.WithExtra(buildPayload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeApp(t, a) })
+	b := &buffered{srv: a.Server, next: a.Handler, log: log}
+	handle := func(path string) io.Reader {
+		var ev urlEvent
+		if err := json.Unmarshal(withPath(t, fixtures.Read(t, "url-get-tile.json"), path), &ev); err != nil {
+			t.Fatal(err)
+		}
+		r, err := b.Handle(context.Background(), &ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	readClose(t, handle("/a/0/0/0.png")) // the miss
+	r, ok := handle("/a/0/0/0.png").(*holeReader)
+	if !ok || r.lease == (memory.Lease{}) {
+		t.Fatalf("a memory hit answered %T without a lease on its payload", r)
+	}
+	a.Engine.Purge("")
+	for i := range 64 {
+		readClose(t, handle(fmt.Sprintf("/b/%d.png", i)))
+		readClose(t, handle(fmt.Sprintf("/b/%d.png", i)))
+	}
+	var got events.LambdaFunctionURLResponse
+	if err := json.Unmarshal(readClose(t, r), &got); err != nil {
+		t.Fatal(err)
+	}
+	body, err := base64.StdEncoding.DecodeString(got.Body)
+	if err != nil || got.StatusCode != http.StatusOK || got.Headers["X-Cache"] != "HIT-MEMORY" || !bytes.Equal(body, want) {
+		t.Fatalf("got %d %s, body equal %v (%v): the payload read after the purge is not the one answered",
+			got.StatusCode, got.Headers["X-Cache"], bytes.Equal(body, want), err)
+	}
+	a.Engine.Purge("")
+	if got := a.Memory.OffHeapBytes(); got != 0 {
+		t.Fatalf("%d bytes off the heap with the tier purged and every payload closed, want 0", got)
+	}
+}
+
+// readClose reads r whole and closes it, as the runtime does.
+func readClose(t *testing.T, r io.Reader) []byte {
+	t.Helper()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := r.(io.Closer); ok {
+		c.Close()
+	}
+	return b
 }

@@ -31,9 +31,10 @@ func (e *Engine) Derived(dkey, version string, same func(kept *tile.Tile) bool, 
 				return kt, nil
 			}
 			keep, fallback := derive()
+			// On the heap: Derived hands the kept entry out with no lease.
 			e.guard.Insert(dkey, epoch, func() {
-				if !e.mem.Set(dkey, keep) && fallback != nil {
-					e.mem.Set(dkey, fallback)
+				if !e.mem.SetHeap(dkey, keep) && fallback != nil {
+					e.mem.SetHeap(dkey, fallback)
 				}
 			})
 			return keep, nil

@@ -267,10 +267,19 @@ type Result struct {
 	// bytes of its answer (opening an archive is not counted) and its pixel
 	// work; zero for a lookup a tier answered or that joined another's fetch.
 	Cost tile.FetchCost
+	// Lease keeps Tile's body from being reused while it is read: a memory
+	// hit of a body kept off the heap (memory.Config.OffHeap) is those
+	// bytes themselves. Release it once the answer is written.
+	Lease memory.Lease
 }
 
+// Release lets the memory tier reuse the bytes of r.Tile; r.Tile's body
+// must not be read after. Releasing again does nothing.
+func (r *Result) Release() { r.Lease.Release() }
+
 // Get answers key at now: from memory, disk or the origin, filling the
-// tiers on the way. tile.ErrNotFound means no such tile (Source says
+// tiers on the way. The caller releases the Result once it has written the
+// answer (Result.Release). tile.ErrNotFound means no such tile (Source says
 // whether a remembered 404 answered); other errors are the origin's, a
 // timeout, or one wrapping ErrPanic.
 //

@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/tiers/disk"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -22,19 +24,26 @@ type fill struct {
 // fills the tiers. Concurrent fetches of one key make one origin request,
 // except that a request never joins a fetch that a purge of its key has
 // overtaken: those bytes may be what the purge removed.
+//
+// cached, when set, is read under r.Lease; whatever reads it after this
+// call returns (the flight's function, a revalidation in the background)
+// holds a lease of its own.
 func (e *Engine) fetch(ctx context.Context, key string, cached *tile.Tile, r *Result) (*tile.Tile, Source, error) {
 	if cached != nil && e.originDown() && e.servableStale(key, cached, false) {
 		// S3 failed moments ago: answer with the stale copy at once rather
 		// than wait for S3 again, and let one revalidation run for it.
-		e.background.Go(func() { e.revalidateDetached(ctx, key, cached) })
+		pin := r.Lease.Clone()
+		e.background.Go(func() {
+			defer pin.Release()
+			e.revalidateDetached(ctx, key, cached, pin)
+		})
 		return cached, Stale, nil
 	}
-	f, shared, err := e.flight.Do(ctx, key, e.guard.Begin(), e.guard.Overtaken,
-		func(fctx context.Context, epoch uint64) (fill, error) {
-			fctx, cost := tile.CountFetch(fctx)
-			t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
-			return fill{t, src, cost.Load()}, err
-		})
+	f, shared, err := e.doFetch(ctx, key, cached, r.Lease, func(fctx context.Context, epoch uint64) (fill, error) {
+		fctx, cost := tile.CountFetch(fctx)
+		t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
+		return fill{t, src, cost.Load()}, err
+	})
 	if shared {
 		e.stats.merged.Add(1)
 	} else {
@@ -95,16 +104,37 @@ func (e *Engine) originDown() bool {
 	return e.now().UnixNano() < e.downUntil.Load()
 }
 
-// revalidateDetached revalidates cached in the background for requests
-// that were answered stale; concurrent ones join one fetch.
-func (e *Engine) revalidateDetached(ctx context.Context, key string, cached *tile.Tile) {
+// revalidateDetached revalidates cached, read under lease, in the
+// background for requests that were answered stale; concurrent ones join
+// one fetch.
+func (e *Engine) revalidateDetached(ctx context.Context, key string, cached *tile.Tile, lease memory.Lease) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.OriginTimeout)
 	defer cancel()
-	e.flight.Do(ctx, key, e.guard.Begin(), e.guard.Overtaken,
+	e.doFetch(ctx, key, cached, lease, func(fctx context.Context, epoch uint64) (fill, error) {
+		t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
+		return fill{t, src, tile.FetchCost{}}, err
+	})
+}
+
+// doFetch runs fn as the merged fetch of key (flight.Group.Do). The
+// function may outlive its caller, who may give up first: when it runs,
+// it holds a lease of its own on cached, which its caller reads under
+// lease.
+func (e *Engine) doFetch(ctx context.Context, key string, cached *tile.Tile, lease memory.Lease,
+	fn func(context.Context, uint64) (fill, error)) (fill, bool, error) {
+	var pin memory.Lease
+	if cached != nil {
+		pin = lease.Clone()
+	}
+	f, shared, err := e.flight.Do(ctx, key, e.guard.Begin(), e.guard.Overtaken,
 		func(fctx context.Context, epoch uint64) (fill, error) {
-			t, src, err := e.fetchOnce(fctx, ctx, key, cached, epoch)
-			return fill{t, src, tile.FetchCost{}}, err
+			defer pin.Release()
+			return fn(fctx, epoch)
 		})
+	if shared {
+		pin.Release() // joined another's call: this one's function never runs
+	}
+	return f, shared, err
 }
 
 // takeSlot waits for one of the MaxOriginFetches origin fetch slots, within
@@ -182,8 +212,12 @@ func (e *Engine) fetchOnce(fctx, first context.Context, key string, cached *tile
 	case cached != nil && errors.Is(err, tile.ErrNotModified):
 		// Both tiers get the renewed copy, so a tile that later leaves
 		// memory is not revalidated again when read back from disk.
-		renewed := *cached // its prepared answer stays right: same bytes, same version
+		renewed := *cached
 		renewed.StoredAt = sent
+		// Its body is the heap's, and its answer prepared anew (store): the
+		// cached copy's may be bytes off the heap that only this fetch's
+		// caller holds, not the others answered with it.
+		renewed.Body, renewed.Prepared = bytes.Clone(cached.Body), nil
 		e.store(key, &renewed, epoch)
 		e.stats.revalidated.Add(1)
 		return &renewed, Revalidated, nil

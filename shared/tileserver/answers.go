@@ -99,6 +99,38 @@ func (p *prepared) Cost() int64 {
 	return n
 }
 
+// MovableExtra is an Extra holding bytes of its own (the buffered payload)
+// that a memory tier keeping bodies off the heap keeps beside the body
+// (memory.Movable): the prepared answer passes them on.
+type MovableExtra interface {
+	Extra
+	MovableBytes() []byte
+	Moved(b []byte) Extra // the same Extra holding b, a copy of MovableBytes
+	MovedCost() int64     // Cost once moved
+}
+
+// MovableBytes, Moved and MovedCost make a prepared answer a
+// memory.Movable through its Extra.
+func (p *prepared) MovableBytes() []byte {
+	if m, ok := p.extra.(MovableExtra); ok {
+		return m.MovableBytes()
+	}
+	return nil
+}
+
+func (p *prepared) Moved(b []byte) tile.Prepared {
+	cp := *p
+	cp.extra = p.extra.(MovableExtra).Moved(b)
+	return &cp
+}
+
+func (p *prepared) MovedCost() int64 {
+	if m, ok := p.extra.(MovableExtra); ok {
+		return p.Cost() - m.Cost() + m.MovedCost()
+	}
+	return p.Cost()
+}
+
 // Prepare builds t's prepared answer before t enters the memory tier at
 // key: the engine's Prepare hook.
 func (a *Answers) Prepare(key string, t *tile.Tile) {

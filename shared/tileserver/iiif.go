@@ -37,6 +37,7 @@ func (s *Server) serveIIIF(ctx context.Context, req *Request, resp *Response, r 
 		return
 	}
 	res, err := s.eng.Get(ctx, key, now)
+	resp.lease = res.Lease
 	t, src := res.Tile, res.Source
 	switch {
 	case err == nil && res.Stream != nil:

@@ -15,6 +15,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/images/iiif"
 	"github.com/tilesieve/tilesieve/shared/obs"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 	"github.com/tilesieve/tilesieve/shared/tileserver/internal/httpspec"
 	"github.com/tilesieve/tilesieve/shared/tileserver/internal/variant"
@@ -128,7 +129,9 @@ const maxFields = 20
 
 // Response is the server's answer: a status, header fields and a body that
 // refers to cached bytes, never a copy. Adapters write it to their
-// transport. A Response is reusable; Serve resets it.
+// transport, then Release it: Body may be bytes the memory tier keeps off
+// the heap, which it reuses only once released. A Response is reusable;
+// Serve resets it, which releases it too.
 type Response struct {
 	Status int
 	Body   []byte // nil for HEAD, 304 and other empty answers; Content-Length is among the fields
@@ -151,6 +154,24 @@ type Response struct {
 	timing  string        // the Server-Timing value, or ""
 	elapsed time.Duration // from the start of Serve to the timing, when set
 	origin  string        // a reflected CORS origin, or ""
+	// lease keeps Body's bytes (a memory hit off the heap) from being
+	// reused until the answer is written.
+	lease memory.Lease
+}
+
+// Release lets the memory tier reuse the bytes Body refers to, once the
+// answer is written; Body must not be read after. Releasing again does
+// nothing.
+func (r *Response) Release() { r.lease.Release() }
+
+// TakeLease hands the lease on Body's bytes to the caller, which releases
+// it once it has written them: for an adapter whose answer is read after
+// it has given the Response back (a pooled Response, a reader the Lambda
+// runtime reads later).
+func (r *Response) TakeLease() memory.Lease {
+	l := r.lease
+	r.lease = memory.Lease{}
+	return l
 }
 
 // Fields are the answer's header fields.
@@ -177,6 +198,7 @@ func (r *Response) ReflectedOrigin() string { return r.origin }
 // array is large, and a pooled Response is reset on every request.
 func (r *Response) reset() {
 	// TestResponseReset checks that this names every field.
+	r.lease.Release()
 	clear(r.fields[:r.nfields])
 	r.Status, r.Body, r.Stream, r.Admin, r.nfields = 0, nil, nil, false, 0
 	r.extra, r.timing, r.elapsed, r.origin = nil, "", 0, ""
@@ -238,6 +260,7 @@ func (s *Server) Serve(ctx context.Context, req *Request, resp *Response) {
 	// The engine runs a due journal check beside the lookup, and starts one
 	// soon due without waiting for it (tiers.Engine.Get).
 	res, err := s.eng.Get(ctx, key, now)
+	resp.lease = res.Lease
 	t, src, stream := res.Tile, res.Source, res.Stream
 	if errors.Is(err, tile.ErrNotFound) {
 		if ct, csrc, ok, cerr := s.docs.Glyphs(ctx, key, now); ok {
@@ -378,9 +401,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var resp Response // on the stack: Serve and WriteHTTP keep no pointer to it
 	s.Serve(r.Context(), &req, &resp)
 	WriteHTTP(w, &resp)
+	resp.Release()
 }
 
-// WriteHTTP writes resp to w.
+// WriteHTTP writes resp to w. A disk hit's body goes from its file to the
+// connection without a copy through the process where w allows it
+// (disk.Body.SendTo: sendfile under net/http), and through a pooled buffer
+// where it does not.
 func WriteHTTP(w http.ResponseWriter, resp *Response) {
 	h := w.Header()
 	for _, f := range resp.Fields() {
@@ -389,7 +416,13 @@ func WriteHTTP(w http.ResponseWriter, resp *Response) {
 	w.WriteHeader(resp.Status)
 	if resp.Stream != nil {
 		defer resp.Stream.Close()
-		if _, err := io.Copy(w, resp.Stream); err != nil {
+		var err error
+		if s, ok := resp.Stream.(sender); ok {
+			_, err = s.SendTo(w)
+		} else {
+			_, err = io.Copy(w, resp.Stream)
+		}
+		if err != nil {
 			// Fewer bytes than the Content-Length went out: net/http closes
 			// the connection, and the client sees a broken answer, never a
 			// complete wrong one.
@@ -400,6 +433,12 @@ func WriteHTTP(w http.ResponseWriter, resp *Response) {
 	if len(resp.Body) > 0 {
 		w.Write(resp.Body)
 	}
+}
+
+// sender is a body that writes itself to a writer, from its file where it
+// can: *disk.Body.
+type sender interface {
+	SendTo(w io.Writer) (int64, error)
 }
 
 func (s *Server) logRequest(ctx context.Context, req *Request, key string, status int, src source, start time.Time) {

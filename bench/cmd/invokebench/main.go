@@ -43,6 +43,7 @@ type options struct {
 	input                    string // parse saved go test output instead of running it
 	rounds                   int
 	coldPairs                int // cold starts alone, paired, after the rounds
+	healthRuns, healthPairs  int // runs of paired cold starts to the health check against the minimal bootstrap
 	invokes                  int
 	perRun                   time.Duration
 	latTime                  time.Duration // of the latency part with S3 at EmuS3Latency; 0 skips it
@@ -68,6 +69,8 @@ func main() {
 	flag.StringVar(&o.input, "input", "", "parse in-process benchmark output from this file instead of running go test")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds under the emulator")
 	flag.IntVar(&o.coldPairs, "cold-pairs", 25, "paired cold starts under the emulator after the rounds (each bootstrap started, answering its first invocation, stopped)")
+	flag.IntVar(&o.healthRuns, "health-runs", 3, "runs of paired cold starts to /_tilesieve/health against a bootstrap linking only aws-lambda-go")
+	flag.IntVar(&o.healthPairs, "health-pairs", 8, "paired cold starts in each health run")
 	flag.IntVar(&o.invokes, "invokes", 3000, "at most this many timed invocations per function, tile and round")
 	flag.DurationVar(&o.perRun, "time", 4*time.Second, "at most this long per function, tile and round")
 	flag.DurationVar(&o.latTime, "latency-time", 6*time.Second, "per function and round, memory hits timed one by one with S3 at 20 ms (0 skips)")

@@ -29,6 +29,7 @@ var Modes = []struct{ Bench, What string }{
 	{"InvokeStreaming", "streaming, memory hit"},
 	{"InvokeStreamingFloor", "streaming floor"},
 	{"InvokeBufferedDisk", "buffered, disk hit"},
+	{"InvokeStreamingDisk", "streaming, disk hit"},
 	{"InvokeBufferedOrigin", "buffered, origin fetch"},
 	{"InvokeBufferedMetrics", "buffered, memory hit, metrics on"},
 }
@@ -61,7 +62,7 @@ func MicroArgs(benchtime string) []string {
 // to round; each pair's ratio is taken within a round, where the two ran
 // seconds apart, so a noisy spell on a shared machine falls on both.
 var pairs = [][2]string{{"InvokeBuffered", "InvokeBufferedFloor"}, {"InvokeStreaming", "InvokeStreamingFloor"}, {"InvokeBufferedDisk", "InvokeBufferedOrigin"},
-	{"InvokeBufferedMetrics", "InvokeBuffered"}}
+	{"InvokeBufferedMetrics", "InvokeBuffered"}, {"InvokeStreamingDisk", "InvokeStreamingFloor"}}
 
 // ratioPairs are the pairs whose ratio is a result: a memory hit to its
 // floor, and metrics on to metrics off.

@@ -49,6 +49,8 @@ func Render(r Results) string {
 	}
 	if r.Emulator != nil {
 		renderEmulator(p, *r.Emulator)
+		renderDisk(p, *r.Emulator, r.Micro)
+		renderHealth(p, *r.Emulator)
 	}
 	return b.String()
 }
@@ -75,7 +77,7 @@ func renderMicro(p func(string, ...any), r MicroResult) {
 		"Disk hits and origin fetches run with a memory tier that admits nothing (S3 in process on loopback).\n\n")
 	p("| tile | mode | ns/op | allocs/op | B/op | vs floor (ns/op) | allocs over the floor's |\n|---|---|---:|---:|---:|---:|---:|\n")
 	floorOf := map[string]string{"InvokeBuffered": "InvokeBufferedFloor", "InvokeStreaming": "InvokeStreamingFloor",
-		"InvokeBufferedDisk": "InvokeBufferedFloor", "InvokeBufferedOrigin": "InvokeBufferedFloor",
+		"InvokeBufferedDisk": "InvokeBufferedFloor", "InvokeBufferedOrigin": "InvokeBufferedFloor", "InvokeStreamingDisk": "InvokeStreamingFloor",
 		"InvokeBufferedMetrics": "InvokeBuffered"}
 	for _, size := range Sizes {
 		for _, m := range Modes {
@@ -100,7 +102,7 @@ func renderMicro(p func(string, ...any), r MicroResult) {
 		per = append(per, size+" "+strings.Join(rs, ", "))
 	}
 	p(" %s. ", strings.Join(per, "; "))
-	p("Disk hits and origin fetches are compared with the buffered floor (a memory-hit floor), to show what leaving memory costs. " +
+	p("Disk hits are compared with the floor of their mode and origin fetches with the buffered floor (memory-hit floors), to show what leaving memory costs. " +
 		"The allocations the floor makes are aws-lambda-go's (decoding the event into the handler's argument, copying the returned reader into the payload) " +
 		"and are paid by every Go function; the last column is what tilesieve adds to them. " +
 		"Where a memory hit's ratio misses, look at a CPU profile of the pair " +
@@ -135,8 +137,17 @@ func renderEmulator(p func(string, ...any), r EmulatorResult) {
 		"tilesieve %s, floor %s. Tilesieve over the floor in each round and then in %d pairs started alone after the rounds (each bootstrap started, answering its first invocation and stopped; the two one after the other, the order alternating): %s; median %.2fx.\n\n",
 		durStr(r.ColdStart["tilesieve"]), durStr(r.ColdStart["floor"]), len(r.ColdPairs), ratioList(r.ColdRatios), r.ColdRatio)
 	if len(r.Bootstrap) > 0 {
-		p("Bootstrap sizes as built for this run: tilesieve %d bytes, floor %d bytes (the arm64 budgets of both product bootstraps are in .ci/size-budget, checked by `make size-check`).\n\n",
-			r.Bootstrap["tilesieve"], r.Bootstrap["floor"])
+		arch := "this machine's architecture"
+		if _, a, ok := strings.Cut(r.Build, "GOARCH="); ok {
+			arch = "linux/" + strings.Fields(a)[0]
+		}
+		p("Bootstrap sizes as built for this run (%s): tilesieve %d bytes, floor %d bytes, minimal (`bench/cmd/minlambda`, aws-lambda-go alone) %d bytes.",
+			arch, r.Bootstrap["tilesieve"], r.Bootstrap["floor"], r.Bootstrap["minimal"])
+		if len(r.Arm64) > 0 {
+			p(" As `make build` builds them (linux/arm64), against their budgets in .ci/size-budget (`make size-check` fails past 5%% over): tiles %s, worker %s.",
+				sizeVsBudget(r.Arm64["tiles"], r.Budgets["tiles"]), sizeVsBudget(r.Arm64["worker"], r.Budgets["worker"]))
+		}
+		p("\n\n")
 	}
 	if ts, fl := r.latencies("tilesieve"), r.latencies("floor"); len(ts) > 0 {
 		p("Memory hits with S3 at %v (s3local's first-byte latency, `Faults().SetLatency`, set after the invocations above, in the same processes): the %s tile, "+
@@ -234,4 +245,89 @@ func durStr(d time.Duration) string {
 		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
 	}
 	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+// sizeVsBudget is "n bytes (budget b, +x%)".
+func sizeVsBudget(n, budget int64) string {
+	if budget == 0 {
+		return fmt.Sprintf("%d bytes (no budget)", n)
+	}
+	return fmt.Sprintf("%d bytes (budget %d, %+.1f%%)", n, budget, 100*float64(n-budget)/float64(budget))
+}
+
+// renderDisk is the disk hits under the emulator, with the allocations of
+// the same invocations in process.
+func renderDisk(p func(string, ...any), r EmulatorResult, m *MicroResult) {
+	if len(r.DiskRuns) == 0 {
+		return
+	}
+	p("#### Disk hits under the emulator\n\n")
+	p("The same bootstrap with `MEM_CACHE_BYTES=1MiB` (its memory tier admits no entry over 128 KiB) answering the %s tile from its disk tier, "+
+		"in each invoke mode, one process per mode and round (after the floor of the round above), after the miss that fills the disk tier and one warming hit; "+
+		"invocations as above. A buffered disk hit reads its body and builds its payload in pooled buffers (the runtime's Close gives them back); "+
+		"a streamed one is copied to the runtime's stream through a pooled buffer. The floor is the encode-once floor's memory hit of the same tile: what leaving memory costs. "+
+		"Allocations per invocation are the in-process benchmarks' of the same invocation (`BenchmarkInvokeBufferedDisk`, `BenchmarkInvokeStreamingDisk`, above), "+
+		"aws-lambda-go's own included.\n\n", sizeName(EmuDiskSize))
+	p("| mode | invocations/s (median) | vs floor | each round | allocs per invocation (in process) | B per invocation |\n|---|---:|---:|---|---:|---:|\n")
+	for _, s := range r.DiskSummary {
+		var rounds []string
+		for _, run := range r.DiskRuns {
+			if run.Function == diskFunction(s.Mode) && len(run.Tiles) > 0 {
+				rounds = append(rounds, fmt.Sprintf("%.0f", run.Tiles[0].PerSec))
+			}
+		}
+		allocs, bytes := "–", "–"
+		bench := "InvokeBufferedDisk"
+		if s.Mode == "RESPONSE_STREAM" {
+			bench = "InvokeStreamingDisk"
+		}
+		if m != nil {
+			if x, ok := m.Samples[bench][sizeName(EmuDiskSize)]; ok {
+				allocs, bytes = fmt.Sprintf("%.0f", x.AllocsPerOp), bytesStr(x.BytesPerOp)
+			}
+		}
+		p("| %s | %.0f | %.2fx | %s | %s | %s |\n", s.Mode, s.PerSec, s.VsFloor, strings.Join(rounds, ", "), allocs, bytes)
+	}
+	p("\n")
+}
+
+// renderHealth is the cold starts to the health check against the minimal
+// bootstrap, and the tile function's package initialisers.
+func renderHealth(p func(string, ...any), r EmulatorResult) {
+	if len(r.HealthRuns) == 0 {
+		return
+	}
+	p("#### Cold start to the health check, against a bootstrap linking only aws-lambda-go\n\n")
+	p("%d runs of %d pairs: the tile function's bootstrap (as above, with empty tiers, S3 on loopback) and `bench/cmd/minlambda` (aws-lambda-go and a fixed 200), "+
+		"each started under `aws-lambda-rie` with `GODEBUG=inittrace=1` and timed from the emulator's process start to the first answer of `/_tilesieve/health` "+
+		"(`events/url-health.json`; the minimal bootstrap answers any event), the two one after the other, the order alternating. "+
+		"Package init is the summed clock of the `init` lines the bootstrap wrote.\n\n", len(r.HealthRuns), len(r.HealthRuns[0].Pairs))
+	p("| run | cold start, tilesieve (median) | minimal (median) | ratio (median of pairs) | pairs' ratios | package init, tilesieve | minimal | ratio (median of pairs) |\n|---:|---:|---:|---:|---|---:|---:|---:|\n")
+	for i, run := range r.HealthRuns {
+		var ts, mn, ti, mi []float64
+		var rs []string
+		for _, pr := range run.Pairs {
+			ts, mn = append(ts, float64(pr.Tilesieve)), append(mn, float64(pr.Minimal))
+			ti, mi = append(ti, float64(pr.TilesieveInit)), append(mi, float64(pr.MinimalInit))
+			rs = append(rs, fmt.Sprintf("%.2f", float64(pr.Tilesieve)/float64(pr.Minimal)))
+		}
+		p("| %d | %s | %s | %.2fx | %s | %s | %s | %.2fx |\n", i+1, durStr(time.Duration(median(ts))), durStr(time.Duration(median(mn))), run.Ratio,
+			strings.Join(rs, ", "), nsStr(median(ti)), nsStr(median(mi)), run.InitRatio)
+	}
+	p("\nThe tile function's package initialisers, largest first (median clock over every start; ours marked, and those the minimal bootstrap runs too):\n\n")
+	p("| package | clock | bytes | allocs | |\n|---|---:|---:|---:|---|\n")
+	for i, pkg := range r.Inits {
+		if i == 15 {
+			break
+		}
+		note := ""
+		switch {
+		case pkg.Ours:
+			note = "this module"
+		case pkg.InMin:
+			note = "also the minimal bootstrap's"
+		}
+		p("| `%s` | %s | %d | %d | %s |\n", pkg.Pkg, nsStr(float64(pkg.Clock)), pkg.Bytes, pkg.Allocs, note)
+	}
+	p("\n")
 }

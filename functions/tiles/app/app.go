@@ -100,6 +100,7 @@ type options struct {
 	handoff    purge.Handoff
 	metricsOut io.Writer
 	extra      tileserver.ExtraFunc
+	onOffHeap  func(int64)
 }
 
 // WithHandoff hands admin purges' CDN invalidations to h instead of the
@@ -113,6 +114,11 @@ func WithMetrics(w io.Writer) Option { return func(o *options) { o.metricsOut = 
 // WithExtra keeps what f builds beside each tile in the memory tier
 // (tileserver.ExtraFunc): the Lambda adapter's buffered payload.
 func WithExtra(f tileserver.ExtraFunc) Option { return func(o *options) { o.extra = f } }
+
+// WithOffHeap tells f the bytes the memory tier holds off the heap as they
+// change (memory.Config.OnOffHeap): the process lowers its Go memory limit
+// by them.
+func WithOffHeap(f func(resident int64)) Option { return func(o *options) { o.onOffHeap = f } }
 
 // New builds the tile function. Problems with optional parts (the disk tier,
 // staging, the journal's head) are logged and the function runs without
@@ -153,7 +159,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 	}
 	a := &App{Origin: o, Router: origin.NewRouter(o, cfg.Table())}
 	var err error
-	if a.Memory, err = memory.New(memory.Config{MaxBytes: cfg.MemBytes}); err != nil {
+	if a.Memory, err = memory.New(memory.Config{MaxBytes: cfg.MemBytes, OffHeap: true, OnOffHeap: op.onOffHeap}); err != nil {
 		return nil, fmt.Errorf("app: memory tier: %w", err)
 	}
 	a.Disk = a.openDisk(cfg, log)

@@ -17,6 +17,7 @@ package geo
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // CRS is one of the coordinate reference systems this package serves. The
@@ -61,15 +62,17 @@ func (e *UnsupportedError) Error() string {
 		"as they are, `%s`", e.EPSG, ReprojectCommand, GoogleMapsCommand)
 }
 
-// utmZones holds the 120 UTM projections, built once: a Lookup on the
-// request path allocates nothing.
-var utmZones = func() (z [2][61]*TransverseMercator) {
+// utmZones holds the 120 UTM projections, built once, on the first Lookup
+// of one rather than at every cold start: a Lookup on the request path
+// allocates nothing.
+var utmZones = sync.OnceValue(func() *[2][61]*TransverseMercator {
+	var z [2][61]*TransverseMercator
 	for zone := 1; zone <= 60; zone++ {
 		z[0][zone], _ = UTM(zone, false)
 		z[1][zone], _ = UTM(zone, true)
 	}
-	return z
-}()
+	return &z
+})
 
 // Lookup returns the CRS of an EPSG code, or an *UnsupportedError.
 func Lookup(epsg int) (CRS, error) {
@@ -79,9 +82,9 @@ func Lookup(epsg int) (CRS, error) {
 	case epsg == WGS84EPSG:
 		return CRS{code: epsg, kind: kindGeographic}, nil
 	case epsg >= 32601 && epsg <= 32660:
-		return CRS{code: epsg, kind: kindUTM, tm: utmZones[0][epsg-32600]}, nil
+		return CRS{code: epsg, kind: kindUTM, tm: utmZones()[0][epsg-32600]}, nil
 	case epsg >= 32701 && epsg <= 32760:
-		return CRS{code: epsg, kind: kindUTM, tm: utmZones[1][epsg-32700]}, nil
+		return CRS{code: epsg, kind: kindUTM, tm: utmZones()[1][epsg-32700]}, nil
 	}
 	return CRS{}, &UnsupportedError{EPSG: epsg}
 }

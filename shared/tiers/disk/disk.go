@@ -4,11 +4,19 @@
 //
 // What it promises:
 //
-//   - A torn or corrupt file is never served. Every file carries CRC32C
-//     checksums of its header and body and its own tile key; Get verifies
-//     them, Store.Open verifies the header and then the body as it streams,
-//     and a file that fails is removed, logged at warn and reported as a
-//     miss (or, once Store.Open has returned, as a read error).
+//   - A torn file is never served, nor one found corrupt. Every file
+//     carries CRC32C checksums of its header and body and its own tile
+//     key; Get verifies them, Store.Open verifies the header and then the
+//     body as it streams, and a file that fails is removed, logged at warn
+//     and reported as a miss (or, once Store.Open has returned, as a read
+//     error). Body.SendTo sends a body straight from its file, unread
+//     (sendfile), when the store knows it whole: it wrote the file (the
+//     rename that published it made it whole, and nothing but the store
+//     writes there), or it has read the file whole and verified it since
+//     it indexed it, so a file found at Open is verified on its first read
+//     before it is ever sent so. What SendTo cannot see is a file damaged
+//     in place after that: the trust a web server places in the files it
+//     sends.
 //   - Writes are atomic: a temp file in the same directory, fsync when
 //     configured, then rename. A write that fails removes its temp file and
 //     returns an error; callers degrade to memory + origin.
@@ -63,6 +71,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/internal/defaults"
+	"github.com/tilesieve/tilesieve/shared/tiers/disk/internal/rawfile"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/chunk"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/sieve"
@@ -135,6 +144,11 @@ type Item struct {
 	Key  string `json:"key"`
 	Size int64  `json:"size"` // body bytes
 	ETag string `json:"etag"`
+	// ReadsAgo is, from Stat, how many reads of the store (Get, Open) ago
+	// the entry was last read; -1 if it was not read since it was
+	// indexed. A caller deciding whether to keep a tile closer (the memory
+	// tier) asks how soon it came back.
+	ReadsAgo int64 `json:"-"`
 }
 
 // Stats are the store's counters.
@@ -177,6 +191,11 @@ type entry struct {
 	etag     string
 	visited  bool // SIEVE: read since the hand last passed
 	state    uint8
+	// verified is set once the body is known whole: the store wrote the
+	// file, or has read it whole and checked its checksum.
+	verified atomic.Bool
+	off      int32              // where the body begins in the file: the header and metadata's length
+	lastRead uint32             // Store.reads at the entry's last read; 0: none since indexed
 	links    sieve.Links[entry] // the entry's place in Store.sieve
 }
 
@@ -213,6 +232,7 @@ type Store struct {
 	detached map[string]*entry
 	unlinked sync.Cond // on mu; broadcast when an Unlink batch is done
 
+	reads      uint32        // Gets and Opens that found their key (wrapping); guarded by mu
 	limit      atomic.Int64  // the bound Puts make room under; written under mu
 	purges     atomic.Uint64 // bumped under mu by Delete and Detach
 	bytes      atomic.Int64  // changed only under mu
@@ -354,23 +374,23 @@ func isTileFile(rel string) bool {
 // readEntry reads a file's header and metadata and checks them against its
 // length and its name.
 func (s *Store) readEntry(path, rel string) (*entry, time.Time, error) {
-	f, err := openRead(path)
+	f, err := rawfile.Open(path)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	p, m, _, err := readHeader(f, st.Size())
+	p, m, off, err := readHeader(f, size)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	if fileName(m.key) != rel {
 		return nil, time.Time{}, formatErr("file name does not match its key %q", m.key)
 	}
-	return &entry{key: m.key, cost: s.charge(st.Size()), bodySize: p.bodyLen, etag: m.etag}, m.storedAt, nil
+	return &entry{key: m.key, cost: s.charge(size), bodySize: p.bodyLen, etag: m.etag, off: int32(off)}, m.storedAt, nil
 }
 
 // charge is what a file of size bytes costs against the bound.
@@ -390,12 +410,14 @@ func (s *Store) remove(path string) error {
 	return nil
 }
 
-// lookup finds key's entry and marks it visited.
+// lookup finds key's entry and marks it visited and read.
 func (s *Store) lookup(key string) (*entry, bool) {
 	s.mu.Lock()
 	e, ok := s.index.Get(key)
 	if ok {
 		e.visited = true
+		s.reads++
+		e.lastRead = s.reads
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -404,30 +426,53 @@ func (s *Store) lookup(key string) (*entry, bool) {
 	return e, ok
 }
 
+// opened is a file openFile opened and the header it verified.
+type opened struct {
+	f   rawfile.File
+	p   parsedHeader
+	m   meta
+	off int64 // where the body begins
+	// atBody reports that the file's position is off (its header was read
+	// from it, not at an offset).
+	atBody bool
+}
+
 // openFile opens e's file and verifies its header and key. On failure it
 // has discarded e and counted a miss.
-func (s *Store) openFile(e *entry) (*os.File, parsedHeader, meta, int64, bool) {
-	f, err := openRead(s.pathOf(e))
+//
+// With known, a file the store knows whole (entry.verified) has its header
+// and metadata read from its position, exactly as long as the index says
+// they are, which leaves the file at its body, and its length is not
+// checked again: a body sent from it ends where the header says (Body
+// notices a file that ends before). Any other (or one whose header has
+// another length: a newer version's, renamed over it since the lookup) is
+// checked against its length.
+func (s *Store) openFile(e *entry, known bool) (opened, bool) {
+	f, err := rawfile.Open(s.pathOf(e))
 	if err != nil {
 		s.failed(e, err)
-		return nil, parsedHeader{}, meta{}, 0, false
+		return opened{}, false
 	}
-	st, err := f.Stat()
+	o := opened{f: f}
+	if known && e.verified.Load() && e.off > 0 {
+		o.p, o.m, err = readKnownHeader(f, int(e.off))
+		o.off, o.atBody = int64(e.off), err == nil
+	}
+	if !o.atBody {
+		var size int64
+		if size, err = f.Size(); err == nil {
+			o.p, o.m, o.off, err = readHeader(f, size)
+		}
+	}
+	if err == nil && o.m.key != e.key {
+		err = formatErr("file holds key %q", o.m.key)
+	}
 	if err != nil {
 		f.Close()
 		s.failed(e, err)
-		return nil, parsedHeader{}, meta{}, 0, false
+		return opened{}, false
 	}
-	p, m, off, err := readHeader(f, st.Size())
-	if err == nil && m.key != e.key {
-		err = formatErr("file holds key %q", m.key)
-	}
-	if err != nil {
-		f.Close()
-		s.failed(e, err)
-		return nil, parsedHeader{}, meta{}, 0, false
-	}
-	return f, p, m, off, true
+	return o, true
 }
 
 // failed is discard and a miss.
@@ -458,22 +503,23 @@ func (s *Store) Get(key string) (*tile.Tile, bool) {
 	if !ok {
 		return nil, false
 	}
-	f, p, m, off, ok := s.openFile(e)
+	o, ok := s.openFile(e, false)
 	if !ok {
 		return nil, false
 	}
-	defer f.Close()
-	body := make([]byte, p.bodyLen)
-	if _, err := f.ReadAt(body, off); err != nil && !(errors.Is(err, io.EOF) && len(body) == 0) {
+	defer o.f.Close()
+	body := make([]byte, o.p.bodyLen)
+	if _, err := o.f.ReadAt(body, o.off); err != nil && !(errors.Is(err, io.EOF) && len(body) == 0) {
 		s.failed(e, readErr("body", err))
 		return nil, false
 	}
-	if crc32.Checksum(body, castagnoli) != p.bodyCRC {
+	if crc32.Checksum(body, castagnoli) != o.p.bodyCRC {
 		s.failed(e, formatErr("body checksum mismatch"))
 		return nil, false
 	}
+	e.verified.Store(true)
 	s.hits.Add(1)
-	return m.tile(body), true
+	return o.m.tile(body), true
 }
 
 // drop removes e from the index (and its file, if unlink) unless it has been
@@ -500,7 +546,11 @@ func (s *Store) Stat(key string) (Item, bool) {
 	if !ok {
 		return Item{}, false
 	}
-	return Item{Key: e.key, Size: e.bodySize, ETag: e.etag}, true
+	ago := int64(-1)
+	if e.lastRead != 0 {
+		ago = int64(s.reads - e.lastRead) // wraps: distances under 2^32
+	}
+	return Item{Key: e.key, Size: e.bodySize, ETag: e.etag, ReadsAgo: ago}, true
 }
 
 // Put stores t under key, replacing any earlier version. It makes room
@@ -568,7 +618,7 @@ func (s *Store) PutSince(m Mark, key string, t *tile.Tile) error {
 		s.log.Warn("disk: file system full; evicted and retrying", "key", key, "evicted", n, "limit", s.limit.Load())
 		tmp, err = s.writeTemp(dir, hdr, t.Body)
 	}
-	if err := s.commit(key, rel, tmp, err, cost, purges, t); err != nil {
+	if err := s.commit(key, rel, tmp, err, cost, purges, len(hdr), t); err != nil {
 		return err
 	}
 	if s.cfg.Fsync {
@@ -581,7 +631,7 @@ func (s *Store) PutSince(m Mark, key string, t *tile.Tile) error {
 
 // commit renames a written temp file into place and indexes it, unless a
 // removal ran since purges (ErrPurged); werr is the write's error.
-func (s *Store) commit(key, rel, tmp string, werr error, cost int64, purges uint64, t *tile.Tile) error {
+func (s *Store) commit(key, rel, tmp string, werr error, cost int64, purges uint64, off int, t *tile.Tile) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reserved -= cost
@@ -617,7 +667,8 @@ func (s *Store) commit(key, rel, tmp string, werr error, cost int64, purges uint
 	s.evictLocked(cost)
 	// Clones, so the index pins no larger string the caller's key or ETag
 	// may be part of, and IndexBytes counts what it holds.
-	e := &entry{key: strings.Clone(key), cost: cost, bodySize: int64(len(t.Body)), etag: strings.Clone(t.ETag)}
+	e := &entry{key: strings.Clone(key), cost: cost, bodySize: int64(len(t.Body)), etag: strings.Clone(t.ETag), off: int32(off)}
+	e.verified.Store(true) // written whole from the bytes its checksum was computed from
 	s.index.Insert(e.key, e)
 	s.pushLocked(e)
 	s.writes.Add(1)

@@ -206,6 +206,34 @@ func readHeader(r io.ReaderAt, size int64) (parsedHeader, meta, int64, error) {
 	return p, m, bodyOff, nil
 }
 
+// readKnownHeader reads the header and metadata of a file whose body
+// begins at off, from its position (its start), leaving it at its body.
+// Its length is not checked: off is what the index found when the file was
+// written or indexed. A header whose metadata has another length (another
+// version of the key) is an error wrapping ErrCorrupt, which the caller
+// may take as "read it as an unknown file".
+func readKnownHeader(f io.Reader, off int) (parsedHeader, meta, error) {
+	var small [headerGuess]byte
+	h := small[:0]
+	if off <= len(small) {
+		h = small[:off]
+	} else {
+		h = make([]byte, off)
+	}
+	if _, err := io.ReadFull(f, h); err != nil {
+		return parsedHeader{}, meta{}, readErr("header", err)
+	}
+	p, err := parseFixed(h[:min(headerLen, len(h))])
+	if err != nil {
+		return parsedHeader{}, meta{}, err
+	}
+	if headerLen+p.metaLen != off {
+		return parsedHeader{}, meta{}, formatErr("metadata of %d bytes, the index says %d", p.metaLen, off-headerLen)
+	}
+	m, err := decodeMeta(p, h)
+	return p, m, err
+}
+
 // headerGuess is how much of a file readHeader reads first.
 const headerGuess = 256
 

@@ -5,13 +5,19 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
+	"sync"
 
+	"github.com/tilesieve/tilesieve/shared/tiers/disk/internal/rawfile"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
-// verifyBuf is the buffer a Body verifies a whole body through.
+// verifyBuf is the buffer a Body verifies a whole body through, and copies
+// one through that is not sent straight from its file.
 const verifyBuf = 32 << 10
+
+// copyBufs are the buffers of SendTo's copies: a disk hit leaves no
+// garbage the size of its tile.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, verifyBuf); return &b }}
 
 // Open returns key's tile metadata (Body nil) and a reader of its body
 // straight from the file, for tiles too big to hold in memory per request.
@@ -24,12 +30,12 @@ func (s *Store) Open(key string) (*tile.Tile, *Body, bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	f, p, m, off, ok := s.openFile(e)
+	o, ok := s.openFile(e, true)
 	if !ok {
 		return nil, nil, false
 	}
 	s.hits.Add(1)
-	return m.tile(nil), &Body{s: s, e: e, f: f, off: off, size: p.bodyLen, want: p.bodyCRC}, true
+	return o.m.tile(nil), &Body{s: s, e: e, f: o.f, off: o.off, size: o.p.bodyLen, want: o.p.bodyCRC, atBody: o.atBody}, true
 }
 
 // Body reads one tile's body from its file and verifies its checksum. It is
@@ -47,13 +53,15 @@ func (s *Store) Open(key string) (*tile.Tile, *Body, bool) {
 // After a Seek (as http.ServeContent does for ranges and to learn the size),
 // the next Read first verifies the whole body through a fixed buffer, once,
 // so that no range is served from a corrupt file; that costs one extra read
-// of the file. Serve whole bodies without seeking to read the file once.
+// of the file. Serve whole bodies without seeking to read the file once,
+// or not at all (SendTo).
 type Body struct {
 	s         *Store
 	e         *entry
-	f         *os.File
+	f         rawfile.File
 	off, size int64 // the body's offset in the file, and its length
 	want      uint32
+	atBody    bool // the file's position is off
 
 	pos      int64  // next byte of the body to read
 	crc      uint32 // of body[:crcPos]
@@ -94,6 +102,7 @@ func (b *Body) Read(p []byte) (int, error) {
 				return 0, b.fail(formatErr("body checksum mismatch"))
 			}
 			b.verified = true
+			b.e.verified.Store(true)
 		}
 	}
 	b.pos += int64(n)
@@ -117,7 +126,50 @@ func (b *Body) verify() error {
 		return b.fail(formatErr("body checksum mismatch"))
 	}
 	b.verified = true
+	b.e.verified.Store(true)
 	return nil
+}
+
+// SendTo writes the rest of the body to w, as io.Copy would but without
+// its buffer. A body read from its start whose file the store knows whole
+// goes from the file to w unread where w can take a file (an
+// io.ReaderFrom: net/http's response writer hands it to sendfile), after
+// flushing w if it can be (the answer's header then goes out without the
+// body's first bytes copied behind it): trusted, not verified again (see
+// the package doc). Any other body is copied through a pooled buffer and
+// verified as Read verifies it, which makes its file known whole for the
+// next. Body has no WriteTo, so io.Copy always verifies.
+func (b *Body) SendTo(w io.Writer) (int64, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if rf, ok := w.(io.ReaderFrom); ok && b.pos == 0 && !b.seeked && b.e.verified.Load() {
+		return b.sendFile(rf, w)
+	}
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	// Not the writer's own copy method, which would take a buffer of its
+	// own.
+	return io.CopyBuffer(struct{ io.Writer }{w}, b, *buf)
+}
+
+// sendFile hands the body's part of the file to rf.
+func (b *Body) sendFile(rf io.ReaderFrom, w io.Writer) (int64, error) {
+	if !b.atBody {
+		if _, err := b.f.Seek(b.off, io.SeekStart); err != nil {
+			return 0, b.fail(readErr("body", err))
+		}
+	}
+	if f, ok := w.(interface{ Flush() }); ok {
+		f.Flush()
+	}
+	n, err := rf.ReadFrom(&io.LimitedReader{R: b.f, N: b.size})
+	b.pos += n
+	if err == nil && n < b.size {
+		// The file ended early: shorter than its header says (torn).
+		err = b.fail(formatErr("file ends %d bytes into a body of %d", n, b.size))
+	}
+	return n, err
 }
 
 // fail makes err the reader's answer from now on and drops the file.

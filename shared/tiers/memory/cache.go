@@ -27,6 +27,14 @@
 //     under the prefix while it runs may or may not survive it.
 //   - Scan streams keys under a prefix in ascending order in small chunks,
 //     so it neither copies the index nor holds writers off for long.
+//   - With Config.OffHeap, bodies of MinOffHeap bytes or more (and a
+//     prepared answer's Movable bytes beside them) are kept outside the Go
+//     heap (shared/tiers/internal/slab), weighed by the granules they take,
+//     and Used (the entries' heap, and the arena's resident pages, leased
+//     blocks of evicted entries included) stays within MaxBytes as Bytes
+//     does. Acquire hands such a tile out with a Lease: its bytes are never
+//     reused before the Lease is released, whatever happens to its entry;
+//     Get hands out a copy on the heap instead.
 //
 // Design. Every key lives in a radix tree (shared/tiers/internal/radix) whose
 // nodes are the cache entries themselves: the node of a key carries its links
@@ -55,6 +63,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/chunk"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/radix"
 	"github.com/tilesieve/tilesieve/shared/tiers/internal/sieve"
+	"github.com/tilesieve/tilesieve/shared/tiers/internal/slab"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -83,7 +92,21 @@ const (
 type Config struct {
 	MaxBytes         int64   // the byte bound; required > 0
 	MaxEntryFraction float64 // an entry heavier than this fraction of MaxBytes is not admitted; DefaultMaxEntryFraction when 0
+	// OffHeap keeps bodies of MinOffHeap bytes or more outside the Go heap,
+	// so that the bytes the tier holds are not the collector's to account
+	// for; a caller that answers with them uses Acquire.
+	OffHeap bool
+	// OnOffHeap, when set with OffHeap, is told the resident size of the
+	// off-heap bodies (OffHeapBytes) whenever it has moved by
+	// offHeapStep(MaxBytes) since it was last told, and 0 at New: a process
+	// lowers its Go memory limit by it. It runs under a lock of the tier
+	// and must not call into it.
+	OnOffHeap func(resident int64)
 }
+
+// offHeapStep is how far the off-heap resident size moves before
+// Config.OnOffHeap hears of it: 1/256 of the bound, at least 64 KiB.
+func offHeapStep(maxBytes int64) int64 { return max(maxBytes/256, 64<<10) }
 
 // Validate reports every problem with the configuration at once.
 func (c Config) Validate() error {
@@ -266,7 +289,8 @@ type Cache struct {
 	reads  [nStripes]stripe
 
 	maxBytes int64
-	maxEntry int64 // heaviest admitted entry
+	maxEntry int64       // heaviest admitted entry
+	arena    *slab.Arena // off-heap bodies (Config.OffHeap); nil: all on the heap
 
 	mu               sync.Mutex // guards tree, sieve, the entry links, fills, purgeBuf, ghost, newSum, newCount, and all writes to bytes and entries
 	fills            [nShards]fill
@@ -276,8 +300,11 @@ type Cache struct {
 	ghost            ghost
 	newSum, newCount int64 // summed weight and number of recent new entries, for their mean
 
-	bytes   atomic.Int64 // summed weight of present entries
-	entries atomic.Int64
+	bytes atomic.Int64 // summed weight of present entries
+	// slabBytes is the part of bytes that is blocks of the arena; changed
+	// only under mu, or by a lock-free Set that swaps a held out.
+	slabBytes atomic.Int64
+	entries   atomic.Int64
 
 	evictions, prefixDeletes atomic.Int64
 }
@@ -325,6 +352,13 @@ func New(cfg Config) (*Cache, error) {
 		c.shards[i].tab.Store(newTable(1))
 		c.shards[i].fill = &c.fills[i]
 	}
+	if cfg.OffHeap {
+		a, err := slab.New(arenaFactor*cfg.MaxBytes, cfg.OnOffHeap, offHeapStep(cfg.MaxBytes))
+		if err != nil {
+			return nil, fmt.Errorf("memory: %w", err)
+		}
+		c.arena = a
+	}
 	return c, nil
 }
 
@@ -348,10 +382,26 @@ func (c *Cache) hash(key string) (h uint32, s *shard) {
 
 func (c *Cache) shardOf(h uint32) *shard { return &c.shards[h>>(32-shardBits)] }
 
-// Get returns the tile stored under key. It takes no lock and, on a hit,
-// allocates nothing; the visited bit is written only when it is not yet set,
-// so hot keys read by many cores keep their cache line shared.
+// Get returns the tile stored under key. It takes no lock and, on a hit of
+// a tile on the heap, allocates nothing; the visited bit is written only
+// when it is not yet set, so hot keys read by many cores keep their cache
+// line shared. A tile whose body is off the heap (Config.OffHeap) is
+// returned as a copy with its body on the heap, which the caller may keep;
+// Acquire hands out the stored bytes themselves.
 func (c *Cache) Get(key string) (*tile.Tile, bool) {
+	for {
+		t, ok := c.get(key)
+		if !ok {
+			return nil, false
+		}
+		if t, ok := c.onHeap(t); ok {
+			return t, true
+		}
+	}
+}
+
+// get is Get of the stored tile itself.
+func (c *Cache) get(key string) (*tile.Tile, bool) {
 	h, s := c.hash(key)
 	st := &c.reads[h&(nStripes-1)]
 	if n := s.tab.Load().find(key, h); n != nil {
@@ -375,13 +425,30 @@ func (c *Cache) Get(key string) (*tile.Tile, bool) {
 //
 // Replacing a present entry by a tile of the same weight (a revalidated
 // tile with a new StoredAt, a fill that raced another) changes neither the
-// tree, the queue nor the byte count, so it takes no lock: the new tile is
-// swapped in where the old one was and the entry counts as hit. A
-// replacement of another weight re-enters the queue at the head.
-func (c *Cache) Set(key string, t *tile.Tile) bool {
+// tree, the queue nor the byte count: the new tile is swapped in where the
+// old one was and the entry counts as hit. For a tile on the heap that
+// takes no lock. A replacement of another weight re-enters the queue at the
+// head.
+//
+// With Config.OffHeap, t's body (if of MinOffHeap bytes or more) is copied
+// into the arena: t itself is not kept, and its body may be a block of the
+// arena a Lease holds (a revalidated copy of a leased tile).
+func (c *Cache) Set(key string, t *tile.Tile) bool { return c.set(key, t, c.offHeap(t)) }
+
+// SetHeap is Set keeping t on the heap whatever its size: an entry Get
+// hands out as it is, never copied (a decoded variant read through Get).
+func (c *Cache) SetHeap(key string, t *tile.Tile) bool { return c.set(key, t, false) }
+
+func (c *Cache) set(key string, t *tile.Tile, offHeap bool) bool {
+	if !offHeap && t != nil {
+		t = c.heapOwned(t)
+	}
 	h, s := c.hash(key)
 	w := int64(math.MaxInt64)
-	if t != nil {
+	switch {
+	case offHeap:
+		w = weighOffHeap(key, t)
+	case t != nil:
 		w = weight(key, t)
 	}
 	if w > c.maxEntry {
@@ -394,11 +461,25 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 		return false
 	}
 	c.reads[h&(nStripes-1)].sets.Add(1)
-	if c.swapInPlace(s, key, h, t, w) {
+	if !offHeap && c.swapInPlace(s, key, h, t, w) {
 		return true
 	}
 	c.lock()
+	defer c.mu.Unlock()
 	n := s.tab.Load().find(key, h)
+	if pw := packWeight(w); n != nil && offHeap && pw != 0 && n.Value().w.Load() == pw && n.Value().tile.Load() != nil {
+		// The same weight off the heap: a new block, the same place.
+		if c.swapLocked(n.Value(), t) {
+			return true
+		}
+	}
+	return c.insertLocked(s, n, key, h, t, w, offHeap)
+}
+
+// insertLocked stores t, of weight w, under key: in n, key's present node,
+// or a new one. It evicts to make room, and reports false when an off-heap
+// body found no room even with every other entry gone. c.mu is held.
+func (c *Cache) insertLocked(s *shard, n *node, key string, h uint32, t *tile.Tile, w int64, offHeap bool) bool {
 	if n != nil {
 		// A replacement is a new version: it leaves its place in the queue
 		// (moving the hand off it) and re-enters at the head unvisited.
@@ -414,7 +495,23 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 	for c.bytes.Load()+w > c.maxBytes {
 		c.evict()
 	}
-	e := (*entry)(nil)
+	stored := t
+	var hd *held
+	if offHeap {
+		if hd = c.hold(t); hd == nil {
+			// No run of the arena holds it even with every other entry
+			// gone (leased blocks of evicted entries take it): refused,
+			// and the version it replaces goes too.
+			if n != nil {
+				c.bytes.Add(n.Value().weight(key)) // forget takes it off again
+				c.tree.Remove(key)
+				c.forget(n)
+			}
+			return false
+		}
+		stored = &hd.Tile
+	}
+	var e *entry
 	if n == nil {
 		n, _ = c.tree.Put(key)
 		c.entries.Add(1)
@@ -426,14 +523,17 @@ func (c *Cache) Set(key string, t *tile.Tile) bool {
 		e.meta.Store(h) // unvisited
 	}
 	e.w.Store(packWeight(w))
-	e.tile.Store(t)
+	c.letGo(e.tile.Swap(stored))
+	if hd != nil {
+		c.fitResident(w - hd.blk.Size())
+		c.slabBytes.Add(hd.blk.Size())
+	}
 	if probation {
 		c.sieve.PushHand(e)
 	} else {
 		c.sieve.PushHead(e)
 	}
 	c.bytes.Add(w)
-	c.mu.Unlock()
 	return true
 }
 
@@ -465,6 +565,24 @@ func (c *Cache) swapInPlace(s *shard, key string, h uint32, t *tile.Tile, w int6
 	if ew := e.w.Load(); ew == 0 || int64(ew) != w || !e.tile.CompareAndSwap(old, t) {
 		return false
 	}
+	if e.meta.Load()&visitedBit == 0 {
+		e.meta.Or(visitedBit)
+	}
+	c.letGo(old)
+	return true
+}
+
+// swapLocked replaces the tile of e, whose accounted weight is t's off the
+// heap, by a copy of t in a new block, keeping its place in the queue as
+// swapInPlace does. It reports false, having changed nothing, when no free
+// run holds t without evicting. c.mu is held.
+func (c *Cache) swapLocked(e *entry, t *tile.Tile) bool {
+	hd := c.tryHold(t)
+	if hd == nil {
+		return false
+	}
+	c.letGo(e.tile.Swap(&hd.Tile))
+	c.slabBytes.Add(hd.blk.Size())
 	if e.meta.Load()&visitedBit == 0 {
 		e.meta.Or(visitedBit)
 	}
@@ -565,6 +683,9 @@ type Stats struct {
 	Entries       int64 `json:"entries"`
 	Bytes         int64 `json:"bytes"`
 	MaxBytes      int64 `json:"max_bytes"`
+	// OffHeapBytes is the resident size of the bodies kept off the heap
+	// (Config.OffHeap; see OffHeapBytes).
+	OffHeapBytes int64 `json:"off_heap_bytes"`
 }
 
 // Stats returns the counters. They are read one by one, not as one atomic
@@ -576,6 +697,7 @@ func (c *Cache) Stats() Stats {
 		Entries:       c.entries.Load(),
 		Bytes:         c.bytes.Load(),
 		MaxBytes:      c.maxBytes,
+		OffHeapBytes:  c.OffHeapBytes(),
 	}
 	for i := range c.reads {
 		st.Hits += c.reads[i].hits.Load()
@@ -584,6 +706,9 @@ func (c *Cache) Stats() Stats {
 	}
 	return st
 }
+
+// MaxBytes returns the byte bound.
+func (c *Cache) MaxBytes() int64 { return c.maxBytes }
 
 // Len returns the number of entries.
 func (c *Cache) Len() int { return int(c.entries.Load()) }
@@ -614,7 +739,7 @@ func (c *Cache) drop(n *node) int64 {
 func (c *Cache) forget(n *node) int64 {
 	e := n.Value()
 	w := e.weight(n.Key())
-	e.tile.Store(nil) // a reader that already found n now misses
+	c.letGo(e.tile.Swap(nil)) // a reader that already found n now misses
 	c.removeIndex(n)
 	c.bytes.Add(-w)
 	c.entries.Add(-1)
@@ -647,7 +772,7 @@ func (c *Cache) dropBatch(batch []*node) int64 {
 	}
 	for _, n := range batch {
 		c.sieve.Remove(n.Value())
-		n.Value().tile.Store(nil) // a reader that already found n now misses
+		c.letGo(n.Value().tile.Swap(nil)) // a reader that already found n now misses
 		c.removeIndex(n)
 	}
 	c.bytes.Add(-w)

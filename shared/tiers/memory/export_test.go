@@ -67,10 +67,17 @@ func (c *Cache) check() error {
 		if h, _ := c.hash(x.Key()); e.hash() != h {
 			return fmt.Errorf("entry: %q keeps hash %#x, want %#x", x.Key(), e.hash(), h)
 		}
-		if e.weight(x.Key()) != weight(x.Key(), t) {
-			return fmt.Errorf("entry: %q keeps weight %d, want %d", x.Key(), e.weight(x.Key()), weight(x.Key(), t))
+		want := weight(x.Key(), t)
+		if h := c.heldOf(t); h != nil {
+			want = weighOffHeap(x.Key(), t)
+			if h.refs.Load() < 1 {
+				return fmt.Errorf("entry: %q holds a block with %d references", x.Key(), h.refs.Load())
+			}
 		}
-		bytes += weight(x.Key(), t)
+		if e.weight(x.Key()) != want {
+			return fmt.Errorf("entry: %q keeps weight %d, want %d", x.Key(), e.weight(x.Key()), want)
+		}
+		bytes += want
 	}
 	if prev != c.sieve.Newest() {
 		return fmt.Errorf("queue: head is not the last entry")

@@ -1,4 +1,4 @@
-package main
+package memlimit
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 )
 
 // TestMemoryLimit: on Lambda the Go memory limit is 90% of the function's
-// memory; off Lambda it is MEM_CACHE_BYTES × 1.05 plus the Go memory in use
-// after init (the other 0.05 of the bound is for the collector's
+// memory; off Lambda it is MEM_CACHE_BYTES × 1.05 plus IIIF_RENDER_BYTES
+// plus the Go memory in use after init (the other 0.05 of the bound is for the collector's
 // overshoot), init's garbage not counted, and GOGC is raised to
-// gcPercentOffLambda unless set; GOMEMLIMIT, when set, wins everywhere.
+// GCPercentOffLambda unless set; GOMEMLIMIT, when set, wins everywhere.
 // garbage is where the test leaves init's garbage.
 var garbage []byte
 
@@ -60,11 +60,12 @@ func TestMemoryLimit(t *testing.T) {
 			}
 			debug.SetMemoryLimit(math.MaxInt64)
 			log := slog.New(slog.DiscardHandler)
-			setMemoryLimit(cfg, log) // before init
+			lim := &Limit{}
+			OnLambda(lim, cfg, log) // before init
 			min, max := tt.min, tt.max
 			if tt.plusBase {
 				debug.FreeOSMemory()
-				base := goMemoryInUse()
+				base := GoMemoryInUse()
 				min, max = min+base, max+base
 				// Init's garbage: not what the idle process holds.
 				garbage = make([]byte, 64*mib)
@@ -73,7 +74,7 @@ func TestMemoryLimit(t *testing.T) {
 			}
 			gcBefore := debug.SetGCPercent(100)
 			t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
-			setMemoryLimitOffLambda(cfg, log)
+			OffLambda(lim, cfg, log)
 			if got := debug.SetMemoryLimit(-1); got < min || got > max {
 				t.Errorf("got limit %d, want within [%d, %d]", got, min, max)
 			}
@@ -81,7 +82,7 @@ func TestMemoryLimit(t *testing.T) {
 			// only there.
 			wantGC := 100
 			if tt.plusBase {
-				wantGC = gcPercentOffLambda
+				wantGC = GCPercentOffLambda
 			}
 			if got := debug.SetGCPercent(100); got != wantGC {
 				t.Errorf("got GOGC %d, want %d", got, wantGC)
@@ -100,7 +101,7 @@ func TestMemoryLimit(t *testing.T) {
 		debug.SetMemoryLimit(math.MaxInt64)
 		gcBefore := debug.SetGCPercent(150) // as the runtime read GOGC at start
 		t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
-		setMemoryLimitOffLambda(cfg, slog.New(slog.DiscardHandler))
+		OffLambda(&Limit{}, cfg, slog.New(slog.DiscardHandler))
 		if got := debug.SetMemoryLimit(-1); got == math.MaxInt64 {
 			t.Error("no memory limit set")
 		}
@@ -117,7 +118,7 @@ var sink []byte
 // is full and has evicted and refilled, the collector still has room under
 // the memory limit: after a collection its heap goal lies at least
 // MEM_CACHE_BYTES/16 above the live heap. The tier is the one the tile
-// function builds (its config from memTierConfig), filled to three times
+// function builds (its config from TierConfig), filled to three times
 // its bound with tiles of 10–60 KB, each beside a fetch's worth of garbage.
 // When the tier held the whole of MEM_CACHE_BYTES, the goal was the live
 // heap itself (the runtime keeps 3% of the limit back, and its own memory
@@ -134,14 +135,16 @@ func TestFullMemoryTierLeavesCollectorRoom(t *testing.T) {
 	s3e := s3localtest.Start(t, "tiles")
 	log := slog.New(slog.DiscardHandler)
 	debug.SetMemoryLimit(math.MaxInt64)
-	a, err := app.NewWithOrigin(context.Background(), memTierConfig(cfg), origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles"}), log, adapterOptions(cfg)...)
+	lim := &Limit{}
+	a, err := app.NewWithOrigin(context.Background(), TierConfig(cfg), origin.NewWithS3(s3e.Client, origin.Config{Bucket: "tiles"}), log,
+		app.WithOffHeap(lim.OffHeapChanged))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeApp(t, a) })
 	gcBefore := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
-	setMemoryLimitOffLambda(cfg, log)
+	OffLambda(lim, cfg, log)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i, filled := 0, int64(0); filled < 3*cfg.MemBytes; i++ {
 		n := 10<<10 + rng.IntN(50<<10)
@@ -164,5 +167,32 @@ func TestFullMemoryTierLeavesCollectorRoom(t *testing.T) {
 	runtime.KeepAlive(a) // the tier is live through the collection
 	if got, want := goal-live, cfg.MemBytes/16; got < want {
 		t.Errorf("got %d bytes between the heap goal (%d) and the live heap (%d) beside a full memory tier, want at least %d", got, goal, live, want)
+	}
+}
+
+// TestMemoryLimitFollowsOffHeap: the limit is the bound less what the
+// memory tier holds off the heap, never below an eighth of the bound.
+func TestMemoryLimitFollowsOffHeap(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	const mib = 1 << 20
+	lim := &Limit{}
+	lim.OffHeapChanged(10 * mib) // before the bound: no limit of the process's yet
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("limit %d set without a bound", got)
+	}
+	lim.SetBound(100 * mib)
+	for _, tt := range []struct{ offHeap, want int64 }{{10 * mib, 90 * mib}, {30 * mib, 70 * mib}, {0, 100 * mib}, {99 * mib, 100 * mib / 8}} {
+		lim.OffHeapChanged(tt.offHeap)
+		if got := debug.SetMemoryLimit(-1); got != tt.want || lim.Current() != tt.want {
+			t.Errorf("off heap %d: limit %d (%d), want %d", tt.offHeap, got, lim.Current(), tt.want)
+		}
+	}
+}
+
+func closeApp(tb testing.TB, a *app.App) {
+	tb.Helper()
+	if err := a.Close(); err != nil {
+		tb.Errorf("Close: %v", err)
 	}
 }

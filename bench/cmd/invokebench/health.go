@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tilesieve/tilesieve/bench/e2e"
+	"github.com/tilesieve/tilesieve/bench/e2e/lambdarie"
+)
+
+// HealthPair is one pair of cold starts to a health answer: the tile
+// function's bootstrap (to /_tilesieve/health) and the minimal one (to its
+// fixed answer), started one after the other, each with
+// GODEBUG=inittrace=1.
+type HealthPair struct {
+	Tilesieve time.Duration `json:"tilesieve"` // the emulator's process start → the first answer
+	Minimal   time.Duration `json:"minimal"`
+	// TilesieveInit and MinimalInit are the summed clock of their package
+	// initialisers (inittrace).
+	TilesieveInit time.Duration `json:"tilesieve_init"`
+	MinimalInit   time.Duration `json:"minimal_init"`
+}
+
+// HealthRun is one run of paired cold starts.
+type HealthRun struct {
+	Pairs     []HealthPair `json:"pairs"`
+	Ratio     float64      `json:"ratio"`      // median of the pairs' cold start ratios
+	InitRatio float64      `json:"init_ratio"` // median of the pairs' package init ratios
+}
+
+// InitPkg is one package initialiser of the tile function's bootstrap: the
+// median of its clock over every start, and what it allocates.
+type InitPkg struct {
+	Pkg    string        `json:"pkg"`
+	Clock  time.Duration `json:"clock"`
+	Bytes  int64         `json:"bytes"`
+	Allocs int64         `json:"allocs"`
+	Ours   bool          `json:"ours"` // a package of this module
+	InMin  bool          `json:"in_minimal"`
+}
+
+// runHealth starts both bootstraps o.healthPairs times in each of
+// o.healthRuns runs, the order alternating, and times each to its first
+// health answer.
+func runHealth(ctx context.Context, rie, tiles, minimal string, tilesEnv func(disk string) []string, health []byte, tmp string, o options) ([]HealthRun, []InitPkg, error) {
+	var runs []HealthRun
+	tsInits, minInits := map[string][]initLine{}, map[string]bool{}
+	for run := range o.healthRuns {
+		var hr HealthRun
+		var ratios, initRatios []float64
+		for pair := range o.healthPairs {
+			order := []string{"tilesieve", "minimal"}
+			if pair%2 == 1 {
+				slices.Reverse(order)
+			}
+			var p HealthPair
+			for _, fn := range order {
+				log := filepath.Join(tmp, fmt.Sprintf("health-%s-%d-%d.log", fn, run, pair))
+				bin, env := minimal, []string{"GODEBUG=inittrace=1"}
+				if fn == "tilesieve" {
+					bin, env = tiles, append(tilesEnv(fmt.Sprintf("health-disk-%d-%d", run, pair)), "GODEBUG=inittrace=1")
+				}
+				emu, cold, err := lambdarie.Start(ctx, rie, bin, env, log, health)
+				if err != nil {
+					return nil, nil, fmt.Errorf("%s, health run %d pair %d: %w", fn, run+1, pair+1, err)
+				}
+				emu.Stop()
+				lines, err := readInit(log)
+				if err != nil {
+					return nil, nil, err
+				}
+				var sum time.Duration
+				for _, l := range lines {
+					sum += l.clock
+					if fn == "tilesieve" {
+						tsInits[l.pkg] = append(tsInits[l.pkg], l)
+					} else {
+						minInits[l.pkg] = true
+					}
+				}
+				if fn == "tilesieve" {
+					p.Tilesieve, p.TilesieveInit = cold, sum
+				} else {
+					p.Minimal, p.MinimalInit = cold, sum
+				}
+			}
+			hr.Pairs = append(hr.Pairs, p)
+			ratios = append(ratios, float64(p.Tilesieve)/float64(p.Minimal))
+			if p.MinimalInit > 0 {
+				initRatios = append(initRatios, float64(p.TilesieveInit)/float64(p.MinimalInit))
+			}
+		}
+		hr.Ratio, hr.InitRatio = median(ratios), median(initRatios)
+		logf("  health run %d/%d: cold start %.2fx the minimal bootstrap's, package init %.2fx (medians of %d pairs)",
+			run+1, o.healthRuns, hr.Ratio, hr.InitRatio, len(hr.Pairs))
+		runs = append(runs, hr)
+	}
+	var pkgs []InitPkg
+	for pkg, ls := range tsInits {
+		var clocks []float64
+		for _, l := range ls {
+			clocks = append(clocks, float64(l.clock))
+		}
+		last := ls[len(ls)-1]
+		pkgs = append(pkgs, InitPkg{Pkg: pkg, Clock: time.Duration(median(clocks)), Bytes: last.bytes, Allocs: last.allocs,
+			Ours: strings.HasPrefix(pkg, "github.com/tilesieve/"), InMin: minInits[pkg]})
+	}
+	slices.SortFunc(pkgs, func(a, b InitPkg) int { return int(b.Clock - a.Clock) })
+	return runs, pkgs, nil
+}
+
+// initLine is one line of GODEBUG=inittrace=1:
+//
+//	init net/http @2.5 ms, 0.023 ms clock, 4712 bytes, 49 allocs
+type initLine struct {
+	pkg           string
+	clock         time.Duration
+	bytes, allocs int64
+}
+
+// readInit reads the bootstrap's inittrace lines from an emulator's log:
+// those after the emulator's line that execs the bootstrap (the emulator,
+// a Go program too, writes its own before it).
+func readInit(path string) ([]initLine, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []initLine
+	execd := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if !execd {
+			execd = strings.Contains(sc.Text(), "(rapid) exec '")
+			continue
+		}
+		if l, ok := parseInit(sc.Text()); ok {
+			out = append(out, l)
+		}
+	}
+	return out, sc.Err()
+}
+
+func parseInit(s string) (initLine, bool) {
+	f := strings.Fields(s)
+	if len(f) < 11 || f[0] != "init" || f[6] != "clock," {
+		return initLine{}, false
+	}
+	ms, err1 := strconv.ParseFloat(f[4], 64)
+	b, err2 := strconv.ParseInt(f[7], 10, 64)
+	a, err3 := strconv.ParseInt(f[9], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return initLine{}, false
+	}
+	return initLine{pkg: f[1], clock: time.Duration(ms * float64(time.Millisecond)), bytes: b, allocs: a}, true
+}
+
+// healthTargets are the cold start targets: each run's median ratio to the
+// minimal bootstrap.
+func healthTargets(runs []HealthRun) []e2e.Target {
+	var ts []e2e.Target
+	for i, r := range runs {
+		ts = append(ts,
+			e2e.Target{What: fmt.Sprintf("under the emulator, run %d: cold start to the first /_tilesieve/health answer vs a bootstrap linking only aws-lambda-go (median of %d pairs)", i+1, len(r.Pairs)),
+				Want: 1.1, Got: r.Ratio, Unit: "x"}.Check(),
+			e2e.Target{What: fmt.Sprintf("under the emulator, run %d: package init (GODEBUG=inittrace=1, summed clock) vs the minimal bootstrap's (median of %d pairs)", i+1, len(r.Pairs)),
+				Want: 1.5, Got: r.InitRatio, Unit: "x"}.Check())
+	}
+	return ts
+}
