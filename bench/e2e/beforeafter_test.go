@@ -69,9 +69,17 @@ func TestTilesConfigCommand(t *testing.T) {
 		t.Errorf("64 MiB bound: %v", m)
 	}
 	d := env(diskHitsConfig)
-	for _, kv := range []string{"MEM_CACHE_BYTES=1MiB", "DISK_CACHE_BYTES=1GiB", "STAGE_PREFIXES=osm/", "GOMEMLIMIT=48MiB", "DISK_CACHE_DIR=/tmp/x/disk-8081"} {
+	for _, kv := range []string{"MEM_CACHE_BYTES=1MiB", "DISK_CACHE_BYTES=1GiB", "STAGE_PREFIXES=osm/", "DISK_CACHE_DIR=/tmp/x/disk-8081", "GODEBUG=gctrace=1"} {
 		if !has(d, kv) {
 			t.Errorf("disk hits: no %s in %v", kv, d)
+		}
+	}
+	// The product's own limit and GOGC, as an operator runs it.
+	for _, k := range []string{"GOMEMLIMIT", "GOGC"} {
+		for _, e := range [][]string{def, d} {
+			if hasKey(e, k) {
+				t.Errorf("%s set: %v", k, e)
+			}
 		}
 	}
 }

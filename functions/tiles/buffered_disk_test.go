@@ -21,6 +21,9 @@ import (
 // 300 KB tile, when no collection empties the pools). Not parallel: it
 // reads the process's allocation counters.
 func TestBufferedDiskHitLeavesNoGarbage(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops buffers on purpose: run without -race")
+	}
 	s3e := s3localtest.Start(t, "tiles")
 	body := compressible(300 << 10) // past the memory tier's entry limit: answered from disk
 	s3localtest.Put(t, s3e.Client, "tiles", "tiles/big/0/0/0.png", body, "image/png", "")
