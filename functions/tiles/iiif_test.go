@@ -40,9 +40,11 @@ func TestBufferedIIIF(t *testing.T) {
 	}
 	b := &buffered{srv: fn.app.Server, next: fn.app.Handler, log: slog.New(slog.DiscardHandler)}
 	out, err := b.Handle(context.Background(), &uev)
-	if _, ok := out.(*holeReader); !ok || err != nil {
+	hr, ok := out.(*holeReader)
+	if !ok || err != nil {
 		t.Fatalf("memory hit: %T %v, want the prepared payload", out, err)
 	}
+	hr.Close() // as the runtime does once it has sent the payload
 	hit := fn.invoke(ev)
 	if hit.Headers["X-Cache"] != "HIT-MEMORY" || string(decodeBody(t, hit)) != string(decodeBody(t, miss)) {
 		t.Errorf("hit: %v, %d bytes; want the miss's %d bytes", hit.Headers["X-Cache"], len(decodeBody(t, hit)), len(decodeBody(t, miss)))

@@ -702,4 +702,10 @@ func closeApp(tb testing.TB, a *app.App) {
 	if err := a.Close(); err != nil {
 		tb.Errorf("Close: %v", err)
 	}
+	// Every answer written has released its lease on the memory tier's
+	// bytes: with no entry left, nothing is held off the heap.
+	a.Memory.DeletePrefix("")
+	if n := a.Memory.OffHeapBytes(); n != 0 {
+		tb.Errorf("the memory tier holds %d bytes off the heap with no entry and no answer being written: a lease was never released", n)
+	}
 }

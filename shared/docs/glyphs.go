@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
 	"github.com/tilesieve/tilesieve/shared/tiers"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
@@ -100,10 +102,16 @@ func (s *Docs) Glyphs(ctx context.Context, key string, now time.Time) (t *tile.T
 // readFont reads the glyph range at key through the tiers, decoded.
 func readFont(ctx context.Context, tr Reader, decode func(string, []byte) ([]byte, error), key string, now time.Time) ([]byte, *tile.Tile, tiers.Source, error) {
 	res, err := tr.Get(ctx, key, now)
+	// A memory hit's body may be the memory tier's own bytes, off the heap
+	// and reused once released: the range is decoded (or copied) first.
+	defer res.Release()
 	if err != nil {
 		return nil, nil, res.Source, err
 	}
 	t, b := res.Tile, res.Tile.Body
+	if res.Lease != (memory.Lease{}) {
+		b = bytes.Clone(b)
+	}
 	if res.Stream != nil {
 		b, err = io.ReadAll(io.LimitReader(res.Stream, maxGlyphBytes+1))
 		res.Stream.Close()

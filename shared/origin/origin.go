@@ -355,7 +355,7 @@ func (c *Client) fetch(ctx context.Context, in *s3.GetObjectInput, length func(*
 	in.Bucket = aws.String(c.cfg.Bucket)
 	in.RequestPayer = c.RequestPayer()
 	out, err := c.api.GetObject(ctx, in, noSDKRetry)
-	tile.AddS3(ctx, 1, 0) // what the answer cost (tiers.Result.S3)
+	tile.AddS3(ctx, 1, 0) // what the answer cost (tiers.Result.Cost)
 	if err != nil {
 		return nil, nil, classify(err)
 	}

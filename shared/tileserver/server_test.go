@@ -134,7 +134,9 @@ func newEnv(t testing.TB, opts ...option) *env {
 	if e.memMax == 0 {
 		e.memMax = 64 << 20
 	}
-	e.mem, err = memory.New(memory.Config{MaxBytes: e.memMax})
+	// Bodies off the heap, as the tile function keeps them: every answer
+	// must release its lease (checked at cleanup).
+	e.mem, err = memory.New(memory.Config{MaxBytes: e.memMax, OffHeap: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +166,21 @@ func newEnv(t testing.TB, opts ...option) *env {
 		if err := e.srv.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
+		e.checkLeases()
 	})
 	return e
+}
+
+// checkLeases fails the test when the memory tier still holds bytes off
+// the heap once every entry is gone and every answer written: an answer
+// (or a reader of the tiers) that never released its lease keeps its
+// tile's block from ever being reused.
+func (e *env) checkLeases() {
+	e.t.Helper()
+	e.mem.DeletePrefix("")
+	if n := e.mem.OffHeapBytes(); n != 0 {
+		e.t.Errorf("the memory tier holds %d bytes off the heap with no entry and no answer being written: a lease was never released", n)
+	}
 }
 
 func (e *env) put(key string, body []byte, contentType, encoding string) string {
@@ -817,6 +832,7 @@ func TestExtraKeptBesideTheTile(t *testing.T) {
 		}
 		resp := new(tileserver.Response)
 		e.srv.Serve(context.Background(), &req, resp)
+		t.Cleanup(resp.Release) // as an adapter does once it has written the answer
 		return resp
 	}
 	if r := serve(); r.Status != 200 || r.Get("X-Cache") != "MISS" || r.Extra() != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/tilesieve/tilesieve/shared/docs"
 	"github.com/tilesieve/tilesieve/shared/docs/glyphs"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
+	"github.com/tilesieve/tilesieve/shared/tiers/memory"
 	"github.com/tilesieve/tilesieve/shared/tileserver"
 	"github.com/tilesieve/tilesieve/shared/tileserver/servertest"
 )
@@ -290,5 +291,43 @@ func TestTileJSONFromKeys(t *testing.T) {
 	// A stored NAME.json is served as it is.
 	if got := body(t, e.do("GET", "/own.json")); !strings.Contains(got, "https://x.example/") {
 		t.Errorf("own.json: got %v, want the stored object", got)
+	}
+}
+
+// TestGlyphStackReleasesItsFonts: the fonts a stack is composed from are
+// read through the tiers, from memory hits whose bodies are off the heap
+// once they are large enough: the composition releases them (the env's
+// cleanup fails the test if a lease is left), and a font replaced meanwhile
+// never shows through the stack composed from its old bytes.
+func TestGlyphStackReleasesItsFonts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := make([]uint32, 256)
+	for i := range ids {
+		ids[i] = uint32(i)
+	}
+	a, b := fontRange("A", 1, ids...), fontRange("B", 2, ids...)
+	if len(a) < memory.MinOffHeap || len(b) < memory.MinOffHeap {
+		t.Fatalf("font ranges of %d and %d bytes: too small to be kept off the heap", len(a), len(b))
+	}
+	e.put("fonts/A/0-255.pbf", a, "application/x-protobuf", "")
+	e.put("fonts/B/0-255.pbf", b, "application/x-protobuf", "")
+	r, err := glyphs.ParseKey("fonts/A,B/0-255.pbf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := glyphs.Compose(r, [][]byte{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fonts enter the memory tier, then the stack is composed from
+	// their memory hits.
+	expectBody(t, e.do("GET", "/fonts/A/0-255.pbf"), 200, "MISS", string(a))
+	expectBody(t, e.do("GET", "/fonts/B/0-255.pbf"), 200, "MISS", string(b))
+	for range 3 {
+		e.mem.Delete("fonts/A,B/0-255.pbf")
+		if got := body(t, e.do("GET", "/fonts/A,B/0-255.pbf")); got != string(want) {
+			t.Fatalf("stack: got %d bytes, want %d", len(got), len(want))
+		}
 	}
 }
