@@ -90,7 +90,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	configured := time.Since(began)
-	a, err := app.New(ctx, memlimit.TierConfig(cfg), log, append(adapterOptions(cfg), app.WithMetrics(out), app.WithOffHeap(lim.OffHeapChanged))...)
+	a, err := app.New(ctx, memlimit.TierConfig(cfg), log, append(adapterOptions(cfg), app.WithMetrics(out), app.WithOffHeap(lim.OffHeapChanged), app.WithRendering(lim.RenderingChanged))...)
 	if err != nil {
 		return err
 	}

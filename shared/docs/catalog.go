@@ -168,10 +168,6 @@ func (s *Docs) listTop(ctx context.Context) (*listing, error) {
 	}
 	// Each check writes only its own result; the results are merged once
 	// every check is done.
-	type probe struct {
-		found   bool
-		refusal error
-	}
 	probes := make([]probe, len(objects))
 	dirTileset := map[string]*bool{}
 	var wg sync.WaitGroup
@@ -213,6 +209,19 @@ func (s *Docs) listTop(ctx context.Context) (*listing, error) {
 		run(func() { imageErrs[i] = s.archives.Picture(ctx, im.ID) })
 	}
 	wg.Wait()
+	return &listing{tilesets: tilesetEntries(objects, probes, dirTileset), images: servedImages(images, imageErrs)}, nil
+}
+
+// probe is what opening a top-level object as a tileset found.
+type probe struct {
+	found   bool
+	refusal error
+}
+
+// tilesetEntries merges the checks of listTop, in name order: each object
+// that is a tileset (or refused as one, with its reason), and each
+// directory found to be one under a name no object took.
+func tilesetEntries(objects []objectTileset, probes []probe, dirTileset map[string]*bool) []CatalogEntry {
 	byName := map[string]CatalogEntry{}
 	for i, o := range objects {
 		e := o.entry
@@ -234,7 +243,7 @@ func (s *Docs) listTop(ctx context.Context) (*listing, error) {
 		names = append(names, e)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
-	return &listing{tilesets: names, images: servedImages(images, imageErrs)}, nil
+	return names
 }
 
 // objectTileset is a tileset stored as one object among the top-level

@@ -101,6 +101,7 @@ type options struct {
 	metricsOut io.Writer
 	extra      tileserver.ExtraFunc
 	onOffHeap  func(int64)
+	onRender   func(int64)
 }
 
 // WithHandoff hands admin purges' CDN invalidations to h instead of the
@@ -119,6 +120,11 @@ func WithExtra(f tileserver.ExtraFunc) Option { return func(o *options) { o.extr
 // change (memory.Config.OnOffHeap): the process lowers its Go memory limit
 // by them.
 func WithOffHeap(f func(resident int64)) Option { return func(o *options) { o.onOffHeap = f } }
+
+// WithRendering tells f the bytes of pixels the IIIF answers being made
+// hold as they change (pixel.Config.OnInFlight): off Lambda the process
+// raises its Go memory limit by them.
+func WithRendering(f func(inFlight int64)) Option { return func(o *options) { o.onRender = f } }
 
 // New builds the tile function. Problems with optional parts (the disk tier,
 // staging, the journal's head) are logged and the function runs without
@@ -170,7 +176,7 @@ func NewWithOrigin(ctx context.Context, cfg config.Tiles, o *origin.Client, log 
 		Formats: registry.Opener, Decode: coding.Stored, Logger: log}); err != nil {
 		return nil, err
 	}
-	if a.Images, err = images.New(imagesConfig(cfg), a.Archives, a.Archives, log); err != nil {
+	if a.Images, err = images.New(imagesConfig(cfg, op.onRender), a.Archives, a.Archives, log); err != nil {
 		return nil, err
 	}
 	answers, err := tileserver.NewAnswers(serverConfig(cfg, op.extra))

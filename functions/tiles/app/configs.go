@@ -48,8 +48,11 @@ func archiveConfig(cfg config.Tiles) archive.Config {
 // environment's, as the SDK reads them.
 func awsSettings() awsclient.Settings { return awsclient.Settings{} }
 
-func imagesConfig(cfg config.Tiles) images.Config {
+// imagesConfig is the IIIF image service's configuration; onRender, when
+// set, hears the bytes its renders hold.
+func imagesConfig(cfg config.Tiles, onRender func(int64)) images.Config {
 	pc := pixel.DefaultConfig()
+	pc.OnInFlight = onRender
 	pc.Decoders = cfg.IIIF.Decoders
 	pc.MaxPixels = max(cfg.IIIF.MaxDecodedPixels, cfg.IIIF.MaxArea)
 	pc.MaxBytes = int(cfg.AnswerBytes())

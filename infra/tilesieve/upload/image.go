@@ -8,6 +8,7 @@ import (
 
 	"github.com/tilesieve/tilesieve/shared/formats"
 	"github.com/tilesieve/tilesieve/shared/formats/tiff"
+	tiffdataset "github.com/tilesieve/tilesieve/shared/formats/tiff/dataset"
 )
 
 // isImageExt reports whether ext (lower case, no dot) is a TIFF's: the
@@ -35,7 +36,7 @@ func checkImage(ctx context.Context, p, name string, size int64) error {
 	if err := tiff.Validate(tf); err != nil {
 		return badSource(err, "%s: not servable", p)
 	}
-	ds, err := tiff.OpenDataset(ctx, formats.Object{Name: name, Size: size, Range: formats.ReaderAt(f)}, formats.Options{View: formats.ViewTiles})
+	ds, err := tiffdataset.Open(ctx, formats.Object{Name: name, Size: size, Range: formats.ReaderAt(f)}, formats.Options{View: formats.ViewTiles})
 	switch {
 	case errors.Is(err, formats.ErrNotTileset):
 		return nil // an image without georeferencing: IIIF only

@@ -7,14 +7,14 @@ import (
 	"github.com/tilesieve/tilesieve/shared/formats"
 	"github.com/tilesieve/tilesieve/shared/formats/mbtiles"
 	"github.com/tilesieve/tilesieve/shared/formats/pmtiles"
-	"github.com/tilesieve/tilesieve/shared/formats/tiff"
+	"github.com/tilesieve/tilesieve/shared/formats/tiff/dataset"
 )
 
 // openers opens each format of formats.Table, by its name.
 var openers = map[string]formats.Opener{
 	"pmtiles": pmtiles.OpenDataset,
 	"mbtiles": mbtiles.OpenDataset,
-	"tiff":    tiff.OpenDataset,
+	"tiff":    dataset.Open,
 }
 
 // Opener returns the opener of the format called name.

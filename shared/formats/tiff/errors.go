@@ -50,6 +50,13 @@ type readError struct{ err error }
 func (e *readError) Error() string { return e.err.Error() }
 func (e *readError) Unwrap() error { return e.err }
 
+// IsReadError reports whether err is the RangeReader's (the object could
+// not be read), not the file's.
+func IsReadError(err error) bool {
+	var re *readError
+	return errors.As(err, &re)
+}
+
 // unsupported is an UnsupportedError for a feature.
 func unsupported(format string, args ...any) error {
 	return &UnsupportedError{Feature: fmt.Sprintf(format, args...)}

@@ -247,6 +247,18 @@ func (l *Level) sameLayout(m *Level) bool {
 		l.Photometric == m.Photometric && l.Alpha == m.Alpha && l.planar == m.planar
 }
 
+// Decodable says why Decode refuses the level or its mask, or nil when it
+// decodes both.
+func (l *Level) Decodable() error {
+	if l.decodeErr != nil {
+		return l.decodeErr
+	}
+	if l.Mask != nil {
+		return l.Mask.decodeErr
+	}
+	return nil
+}
+
 // checkDecodable says why Decode refuses the level (a mask with mask),
 // or nil.
 func (l *Level) checkDecodable(mask bool) error {

@@ -127,3 +127,40 @@ func TestInFlightBytesDeadline(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestInFlightBytesTold: Config.OnInFlight hears every change of the bytes
+// in flight, in order, ending at zero; each value it hears is one Stats
+// could have read (never above the budget, never negative).
+func TestInFlightBytesTold(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		heard []int64
+	)
+	tiles := &tilesOf{src: pattern(512, 512), tw: 64, th: 64}
+	job := Job{Source: image.Rect(0, 0, 512, 512), TileSize: image.Pt(64, 64), Tile: tiles.tile, Width: 256, Height: 256}
+	p := testPipeline(t, func(c *Config) {
+		c.InFlightBytes = 4 << 20
+		c.OnInFlight = func(n int64) { mu.Lock(); heard = append(heard, n); mu.Unlock() }
+	})
+	w := p.weight(job)
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			if _, err := p.Run(context.Background(), job); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(heard) != 12 || heard[len(heard)-1] != 0 {
+		t.Fatalf("heard %v: want 12 changes (6 runs, each taking and giving back), ending at 0", heard)
+	}
+	prev := int64(0)
+	for _, n := range heard {
+		if n < 0 || n > 4<<20 || (n-prev != w && prev-n != w) {
+			t.Fatalf("heard %v: each change is one run's weight (%d), within the budget", heard, w)
+		}
+		prev = n
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
@@ -88,6 +89,11 @@ type Config struct {
 	// for it to empty and runs alone. It is what keeps a flood of large
 	// answers within the memory the function has.
 	InFlightBytes int64
+	// OnInFlight, when set, is told the bytes the runs hold (Stats.InFlight)
+	// each time a run takes or gives back its weight, in the order of the
+	// changes: the tile function off Lambda raises its Go memory limit by
+	// them while they are held.
+	OnInFlight func(bytes int64)
 }
 
 // DefaultConfig is a configuration for answers of up to 6 MB (a buffered
@@ -133,6 +139,9 @@ type Pipeline struct {
 	budget *semaphore.Weighted // InFlightBytes
 
 	inFlight, peak, waited atomic.Int64
+	// told orders the calls of Config.OnInFlight with the changes they
+	// report.
+	told sync.Mutex
 }
 
 // New makes a Pipeline.
@@ -179,10 +188,23 @@ func (p *Pipeline) acquire(ctx context.Context, w int64) (release func(), err er
 			return nil, fmt.Errorf("pixel: waiting for %d bytes of room: %w", w, err)
 		}
 	}
-	n := p.inFlight.Add(w)
+	n := p.held(w)
 	for m := p.peak.Load(); n > m && !p.peak.CompareAndSwap(m, n); m = p.peak.Load() {
 	}
-	return func() { p.inFlight.Add(-w); p.budget.Release(w) }, nil
+	return func() { p.held(-w); p.budget.Release(w) }, nil
+}
+
+// held adds d to the bytes in flight, tells Config.OnInFlight, and returns
+// the new total.
+func (p *Pipeline) held(d int64) int64 {
+	if p.cfg.OnInFlight == nil {
+		return p.inFlight.Add(d)
+	}
+	p.told.Lock()
+	defer p.told.Unlock()
+	n := p.inFlight.Add(d)
+	p.cfg.OnInFlight(n)
+	return n
 }
 
 // TooLargeError is a job refused because something it makes would pass a

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/admin"
@@ -241,7 +242,7 @@ func (st *Stack) ArchiveNames() int { return st.Archives.Names() }
 
 // imagesConfig is c, the zero value being images' defaults.
 func imagesConfig(c images.Config) images.Config {
-	if c == (images.Config{}) {
+	if reflect.ValueOf(c).IsZero() {
 		return images.Config{Limits: images.DefaultLimits, MaxDecodedPixels: images.DefaultMaxDecodedPixels, Pixel: pixel.DefaultConfig()}
 	}
 	return c

@@ -1,8 +1,10 @@
 // Package memlimit is the tile function's Go memory limit: a bound on all
 // the process holds (on Lambda 90% of the function's memory; elsewhere
-// MEM_CACHE_BYTES with a twentieth more, IIIF_RENDER_BYTES and the idle
-// process's own memory), less the bytes the memory tier holds off the heap, which the
-// tier reports as they change (memory.Config.OnOffHeap). GOMEMLIMIT, when
+// MEM_CACHE_BYTES with a twentieth more and the idle process's own memory),
+// less the bytes the memory tier holds off the heap, which the tier reports
+// as they change (memory.Config.OnOffHeap); off Lambda, plus the pixels of
+// the IIIF answers being made (pixel.Config.OnInFlight), while they are
+// held. GOMEMLIMIT, when
 // set, wins. It also decides how much of MEM_CACHE_BYTES the tier holds
 // off Lambda (TierConfig) and the collector's GOGC there.
 package memlimit
@@ -24,9 +26,14 @@ import (
 // for, so a full tier leaves the collector the same room as an empty one
 // would, less what the tier's entries keep on the heap.
 type Limit struct {
-	mu      sync.Mutex // guards bound and offHeap, and orders the updates of the limit
+	mu      sync.Mutex // guards what follows, and orders the updates of the limit
 	bound   int64      // 0: the limit is not the process's (GOMEMLIMIT set, or not set yet)
 	offHeap int64
+	// rendering is the bytes of pixels IIIF answers being made hold; they
+	// raise the limit when onTop (off Lambda, where IIIF_RENDER_BYTES is
+	// memory beside MEM_CACHE_BYTES; on Lambda both share the function's).
+	rendering int64
+	onTop     bool
 }
 
 // SetBound makes b the bound and sets the limit from it.
@@ -45,13 +52,32 @@ func (m *Limit) OffHeapChanged(resident int64) {
 	m.apply()
 }
 
-// apply sets the limit: the bound less the off-heap bytes, and never below
-// an eighth of the bound (leased blocks of evicted entries briefly add to
-// what the tier holds). m.mu is held.
+// RenderingChanged is the IIIF pipeline's OnInFlight hook
+// (pixel.Config.OnInFlight): off Lambda the pixels being made raise the
+// limit while they are held.
+func (m *Limit) RenderingChanged(inFlight int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rendering = inFlight
+	m.apply()
+}
+
+// apply sets the limit. m.mu is held.
 func (m *Limit) apply() {
 	if m.bound > 0 {
-		debug.SetMemoryLimit(max(m.bound-m.offHeap, m.bound/8))
+		debug.SetMemoryLimit(m.current())
 	}
+}
+
+// current is the limit: the bound less the off-heap bytes, never below an
+// eighth of the bound (leased blocks of evicted entries briefly add to what
+// the tier holds), plus the pixels being made off Lambda. m.mu is held.
+func (m *Limit) current() int64 {
+	l := max(m.bound-m.offHeap, m.bound/8)
+	if m.onTop {
+		l += m.rendering
+	}
+	return l
 }
 
 // Current is the Go memory limit m set last, or 0.
@@ -61,7 +87,7 @@ func (m *Limit) Current() int64 {
 	if m.bound == 0 {
 		return 0
 	}
-	return max(m.bound-m.offHeap, m.bound/8)
+	return m.current()
 }
 
 // OnLambda keeps the process inside the function's memory on
@@ -80,10 +106,10 @@ func OnLambda(lim *Limit, cfg config.Tiles, log *slog.Logger) {
 
 // OffLambda keeps the process within what it was configured
 // to hold, once init is done: MEM_CACHE_BYTES with a twentieth more, plus
-// IIIF_RENDER_BYTES (the pixels of the IIIF answers being made), plus
 // the Go memory the idle process already uses (measured now, after init,
 // after a collection that returns init's garbage to the system), less what
-// the memory tier holds off the heap. The other twentieth of the bound
+// the memory tier holds off the heap, plus the pixels of the IIIF answers
+// being made while they are (Limit.RenderingChanged). The other twentieth of the bound
 // (MEM_CACHE_BYTES × 1.1 + base) is for the collector's overshoot. The tier
 // holds MEM_CACHE_BYTES less a twelfth (TierConfig), which a full tier
 // leaves to the collector with that twentieth: at least MinCollectorRoom.
@@ -97,7 +123,10 @@ func OffLambda(lim *Limit, cfg config.Tiles, log *slog.Logger) {
 	debug.FreeOSMemory()
 	base := GoMemoryInUse()
 	tier := TierConfig(cfg).MemBytes
-	lim.SetBound(base + tier + max(cfg.MemBytes-tier+cfg.MemBytes/20, MinCollectorRoom) + cfg.IIIF.RenderBytes)
+	lim.mu.Lock()
+	lim.onTop = true // IIIF_RENDER_BYTES is beside MEM_CACHE_BYTES: what renders hold comes on top
+	lim.mu.Unlock()
+	lim.SetBound(base + tier + max(cfg.MemBytes-tier+cfg.MemBytes/20, MinCollectorRoom))
 	gcPercent := os.Getenv("GOGC")
 	if gcPercent == "" {
 		debug.SetGCPercent(GCPercentOffLambda)

@@ -1,4 +1,4 @@
-package tiff
+package dataset
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tilesieve/tilesieve/shared/formats"
+	"github.com/tilesieve/tilesieve/shared/formats/tiff"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/images/xyz"
 	"github.com/tilesieve/tilesieve/shared/images/xyz/terrain"
@@ -49,7 +50,7 @@ type cogTileset struct {
 func openTileset(d *dataset, name string) (formats.Dataset, error) {
 	g, err := d.f.Georeferencing()
 	switch {
-	case errors.Is(err, ErrNotGeoreferenced):
+	case errors.Is(err, tiff.ErrNotGeoreferenced):
 		return nil, fmt.Errorf("tiff: %s: %w", name, formats.ErrNotTileset)
 	case err != nil:
 		return nil, formats.Invalid(err)
@@ -57,7 +58,7 @@ func openTileset(d *dataset, name string) (formats.Dataset, error) {
 	top := d.f.Levels[0]
 	r := xyz.Raster{EPSG: g.EPSG, Transform: g.GeoTransform, Bands: top.Bands,
 		HasAlpha: top.Alpha >= 0, HasMask: top.Mask != nil, NoData: d.f.NoData,
-		Float: top.Bits > 8 || top.SampleFormat == SampleFloat}
+		Float: top.Bits > 8 || top.SampleFormat == tiff.SampleFloat}
 	if r.Float {
 		r.Bands = 1
 	}
@@ -91,12 +92,12 @@ func (c *cogTileset) Accepts(r formats.TileRequest) bool {
 	case r.Variant != "":
 		return false
 	case ext == "webp":
-		return d0(c).Compression == CompressionWebP
+		return d0(c).Compression == tiff.CompressionWebP
 	}
 	return ext == "png" || ext == "jpg" || ext == "jpeg"
 }
 
-func d0(c *cogTileset) *Level { return c.f.Levels[0] }
+func d0(c *cogTileset) *tiff.Level { return c.f.Levels[0] }
 
 func (c *cogTileset) Tile(ctx context.Context, r formats.TileRequest) (formats.Tile, error) {
 	if !c.Accepts(r) {
@@ -139,12 +140,12 @@ func (c *cogTileset) stored(ctx context.Context, p xyz.Plan, ext string) ([]byte
 	}
 	l := c.f.Levels[p.Level]
 	ext = strings.ToLower(ext)
-	jpg := (ext == "jpg" || ext == "jpeg") && l.Compression == CompressionJPEG && l.Photometric != PhotometricMinIsWhite
-	webp := ext == "webp" && l.Compression == CompressionWebP
+	jpg := (ext == "jpg" || ext == "jpeg") && l.Compression == tiff.CompressionJPEG && l.Photometric != tiff.PhotometricMinIsWhite
+	webp := ext == "webp" && l.Compression == tiff.CompressionWebP
 	if !jpg && !webp {
 		return nil, "", false, nil
 	}
-	raws, _, err := l.ReadTiles(ctx, c.src, []image.Point{{X: p.Stored.X, Y: p.Stored.Y}}, ReadOptions{})
+	raws, _, err := l.ReadTiles(ctx, c.src, []image.Point{{X: p.Stored.X, Y: p.Stored.Y}}, tiff.ReadOptions{})
 	switch {
 	case err != nil:
 		return nil, "", true, err
@@ -205,9 +206,9 @@ func (c *cogTileset) TileJSON(_ context.Context, baseURL, name string) (tileset.
 	a := tileset.Archive{Ext: "png", MinZoom: m.MinZoom, MaxZoom: m.MaxZoom, Bounds: m.Bounds, Center: m.Center}
 	switch {
 	case c.float:
-	case d0(c).Compression == CompressionJPEG:
+	case d0(c).Compression == tiff.CompressionJPEG:
 		a.Ext = "jpg" // the stored tiles, passed on as they are where the grid matches
-	case d0(c).Compression == CompressionWebP:
+	case d0(c).Compression == tiff.CompressionWebP:
 		a.Ext = "webp"
 	}
 	meta := map[string]string{"name": name}
@@ -231,10 +232,10 @@ func (c *cogTileset) TileJSON(_ context.Context, baseURL, name string) (tileset.
 // blocks is the xyz.TileSource of one tile: the stored tiles it covers,
 // read together first, each decoded when asked.
 type blocks struct {
-	l    *Level
-	src  RangeReader
+	l    *tiff.Level
+	src  tiff.RangeReader
 	at   map[xyz.TileIndex]int
-	raws []Raw
+	raws []tiff.Raw
 	err  error
 }
 
@@ -245,7 +246,7 @@ func (b *blocks) prefetch(ctx context.Context, tiles []xyz.TileIndex) {
 		pts[i] = image.Pt(t.X, t.Y)
 		b.at[t] = i
 	}
-	b.raws, _, b.err = b.l.ReadTiles(ctx, b.src, pts, ReadOptions{Mask: b.l.Mask != nil})
+	b.raws, _, b.err = b.l.ReadTiles(ctx, b.src, pts, tiff.ReadOptions{Mask: b.l.Mask != nil})
 }
 
 func (b *blocks) Tile(_ context.Context, level, x, y int) (xyz.Block, error) {

@@ -1,22 +1,28 @@
-package tiff
+// Package dataset is a TIFF read by package tiff seen as a formats.Dataset:
+// as an image, a formats.Pyramid of the levels tiff decodes (the IIIF
+// service derives its answers from it); as a tileset, a georeferenced TIFF
+// (a Cloud Optimized GeoTIFF) served as XYZ tiles through
+// shared/images/xyz, stored tiles passed on where a level sits on the web
+// map grid.
+package dataset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"image"
 
 	"github.com/tilesieve/tilesieve/shared/formats"
+	"github.com/tilesieve/tilesieve/shared/formats/tiff"
 	"github.com/tilesieve/tilesieve/shared/formats/tileset"
 	"github.com/tilesieve/tilesieve/shared/tile"
 )
 
-// OpenDataset opens one version of a TIFF as a formats.Dataset that is a
+// Open opens one version of a TIFF as a formats.Dataset that is a
 // formats.Pyramid: its header and IFDs read once (what the probe read first
 // is not read again), its tiles by range afterwards. A file this package
 // cannot serve (not a TIFF, stored in strips, a compression it does not
 // read) is refused (formats.ErrInvalid), with what to run in the message.
-func OpenDataset(ctx context.Context, obj formats.Object, opts formats.Options) (formats.Dataset, error) {
+func Open(ctx context.Context, obj formats.Object, opts formats.Options) (formats.Dataset, error) {
 	d, err := open(ctx, obj, opts)
 	if err != nil || opts.View != formats.ViewTiles {
 		return d, err
@@ -27,36 +33,32 @@ func OpenDataset(ctx context.Context, obj formats.Object, opts formats.Options) 
 // open opens the image: the levels this package decodes.
 func open(ctx context.Context, obj formats.Object, opts formats.Options) (*dataset, error) {
 	src := formats.Prefetched(obj.First, obj.Range)
-	f, err := Open(ctx, src, obj.Size, Options{MaxStoredTileBytes: opts.MaxTileBytes})
-	var re *readError
+	f, err := tiff.Open(ctx, src, obj.Size, tiff.Options{MaxStoredTileBytes: opts.MaxTileBytes})
 	switch {
-	case errors.As(err, &re):
+	case tiff.IsReadError(err):
 		return nil, err // the object could not be read: passing
 	case err != nil:
 		return nil, formats.Invalid(err)
 	}
 	d := &dataset{f: f, src: src}
 	for i, l := range f.Levels {
-		err := l.checkDecodable(false)
-		if err == nil && l.Mask != nil {
-			err = l.Mask.checkDecodable(true)
-		}
+		err := l.Decodable()
 		if err != nil {
 			if i == 0 {
-				return nil, formats.Invalid(fmt.Errorf("%w; rewrite it: %s", err, Fix))
+				return nil, formats.Invalid(fmt.Errorf("%w; rewrite it: %s", err, tiff.Fix))
 			}
 			break // the levels above it serve
 		}
 		d.levels = append(d.levels, formats.PyramidLevel{Width: l.Width, Height: l.Height,
-			TileWidth: l.TileWidth, TileHeight: l.TileHeight, JPEG: l.storedJPEG()})
+			TileWidth: l.TileWidth, TileHeight: l.TileHeight, JPEG: storedJPEG(l)})
 	}
 	return d, nil
 }
 
 // dataset is an open TIFF version.
 type dataset struct {
-	f      *File
-	src    RangeReader
+	f      *tiff.File
+	src    tiff.RangeReader
 	levels []formats.PyramidLevel // the levels it serves: f.Levels' first ones
 }
 
@@ -79,7 +81,7 @@ func (d *dataset) Levels() []formats.PyramidLevel { return d.levels }
 
 func (d *dataset) Bands() (gray, alpha bool) {
 	l := d.f.Levels[0]
-	return l.Photometric == PhotometricMinIsBlack || l.Photometric == PhotometricMinIsWhite, l.Alpha >= 0 || l.Mask != nil
+	return l.Photometric == tiff.PhotometricMinIsBlack || l.Photometric == tiff.PhotometricMinIsWhite, l.Alpha >= 0 || l.Mask != nil
 }
 
 func (d *dataset) Pictured() error {
@@ -89,9 +91,9 @@ func (d *dataset) Pictured() error {
 	}
 	kind := "unsigned"
 	switch l.SampleFormat {
-	case SampleFloat:
+	case tiff.SampleFloat:
 		kind = "float"
-	case SampleInt:
+	case tiff.SampleInt:
 		kind = "signed"
 	}
 	return &formats.NotPictureError{Reason: fmt.Sprintf("its samples are %d-bit %s, heights or measurements rather than colours", l.Bits, kind)}
@@ -102,7 +104,7 @@ func (d *dataset) StoredJPEG(ctx context.Context, l int, at image.Point) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	raws, _, err := lv.ReadTiles(ctx, d.src, []image.Point{at}, ReadOptions{})
+	raws, _, err := lv.ReadTiles(ctx, d.src, []image.Point{at}, tiff.ReadOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +119,7 @@ func (d *dataset) ReadTiles(ctx context.Context, l int, at []image.Point) (func(
 	if err != nil {
 		return nil, err
 	}
-	raws, _, err := lv.ReadTiles(ctx, d.src, at, ReadOptions{Mask: lv.Mask != nil})
+	raws, _, err := lv.ReadTiles(ctx, d.src, at, tiff.ReadOptions{Mask: lv.Mask != nil})
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +136,7 @@ func (d *dataset) ReadTiles(ctx context.Context, l int, at []image.Point) (func(
 }
 
 // level is the served level l.
-func (d *dataset) level(l int) (*Level, error) {
+func (d *dataset) level(l int) (*tiff.Level, error) {
 	if l < 0 || l >= len(d.levels) {
 		return nil, fmt.Errorf("tiff: no level %d of %d", l, len(d.levels))
 	}
@@ -144,8 +146,8 @@ func (d *dataset) level(l int) (*Level, error) {
 // storedJPEG reports whether the level's stored tiles can be answered as
 // they are, made whole: JPEG of a photometric browsers show as stored,
 // without a mask that would make parts transparent.
-func (l *Level) storedJPEG() bool {
-	return l.Compression == CompressionJPEG && l.Photometric != PhotometricMinIsWhite && l.Mask == nil && l.Alpha < 0
+func storedJPEG(l *tiff.Level) bool {
+	return l.Compression == tiff.CompressionJPEG && l.Photometric != tiff.PhotometricMinIsWhite && l.Mask == nil && l.Alpha < 0
 }
 
 // masked is img with the transparency of mask, as non-premultiplied RGBA.
