@@ -169,7 +169,7 @@ func RunStoragePair(ctx context.Context, pool tileset.Pool, p StoragePairParams)
 	for i, k := range keys {
 		paths[i] = "/" + k
 	}
-	configs := storagePairConfigs(sp.MemBudget)
+	configs := storagePairConfigs(sp.fullBudget(set.Bytes()))
 	for _, c := range configs {
 		res.Configs = append(res.Configs, c.name+": "+c.env)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,19 @@ func TestStoragePairSmoke(t *testing.T) {
 			t.Errorf("%s: server CPU per request %+v", p.What, p.CPU)
 		}
 		t.Logf("%s: before %v, after %v; %s", p.What, p.Values.Before, p.Values.After, p.Note)
+	}
+}
+
+// TestStoragePairBudget: the comparison runs section 2's full tier, the
+// set's bytes over FullShare, as RunStorage does; with the budget left to
+// RunStorage to set, the comparison once passed MEM_CACHE_BYTES=0 and the
+// tile server refused to start.
+func TestStoragePairBudget(t *testing.T) {
+	sp := DefaultStorageParams("/repo", "/repo/bench", true)
+	const setBytes = 7 << 20
+	configs := storagePairConfigs(sp.fullBudget(setBytes))
+	want := "MEM_CACHE_BYTES=" + strconv.Itoa(8<<20)
+	if !strings.Contains(configs[1].env, want) {
+		t.Errorf("the full tier's configuration %q: want %s", configs[1].env, want)
 	}
 }

@@ -58,6 +58,12 @@ func DefaultStorageParams(repoRoot, benchDir string, quick bool) StorageParams {
 	return p
 }
 
+// fullBudget is MEM_CACHE_BYTES of the memory-hit run over a set of
+// setBytes: the set fills FullShare of it.
+func (p StorageParams) fullBudget(setBytes int64) int64 {
+	return int64(math.Ceil(float64(setBytes) / p.FullShare))
+}
+
 // ServerRow is one server × load tool.
 type ServerRow struct {
 	Server string        `json:"server"`
@@ -119,7 +125,7 @@ const adminToken = "e2e-bench-token"
 // loopback port, and loads each with ab and wrk.
 func RunStorage(ctx context.Context, pool tileset.Pool, p StorageParams) (StorageResult, error) {
 	set := tileset.Build(tileset.XYZ("osm", "jpg", 0, p.MaxZoom), pool)
-	p.MemBudget = int64(math.Ceil(float64(set.Bytes()) / p.FullShare))
+	p.MemBudget = p.fullBudget(set.Bytes())
 	roomy := int64(p.Roomy) * set.Bytes()
 	res := StorageResult{Tiles: len(set), Bytes: set.Bytes(), Params: p, ABPath: p.ABPath}
 	for _, t := range set {
