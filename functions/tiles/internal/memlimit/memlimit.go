@@ -101,7 +101,18 @@ func OnLambda(lim *Limit, cfg config.Tiles, log *slog.Logger) {
 	}
 	bound := cfg.FunctionMemoryBytes * 9 / 10
 	lim.SetBound(bound)
-	log.Info("Go memory limit set from the function's memory, less the memory tier's bytes off the heap", "bound_bytes", bound)
+	log.Info("Go memory limit set from the function's memory, less the memory tier's bytes off the heap", "bound_bytes", bound,
+		"gc_percent", raiseGCPercent())
+}
+
+// raiseGCPercent sets GOGC to GCPercent unless the environment sets it, and
+// returns the GOGC the process runs at.
+func raiseGCPercent() string {
+	if v := os.Getenv("GOGC"); v != "" {
+		return v
+	}
+	debug.SetGCPercent(GCPercent)
+	return strconv.Itoa(GCPercent)
 }
 
 // OffLambda keeps the process within what it was configured
@@ -115,7 +126,7 @@ func OnLambda(lim *Limit, cfg config.Tiles, log *slog.Logger) {
 // leaves to the collector with that twentieth: at least MinCollectorRoom.
 // GOMEMLIMIT, when set, wins; on Lambda OnLambda has set the bound
 // from the function's memory. With the heap bounded, GOGC (unless set) is
-// raised to GCPercentOffLambda.
+// raised to GCPercent.
 func OffLambda(lim *Limit, cfg config.Tiles, log *slog.Logger) {
 	if !limitedOffLambda(cfg) {
 		return
@@ -127,11 +138,7 @@ func OffLambda(lim *Limit, cfg config.Tiles, log *slog.Logger) {
 	lim.onTop = true // IIIF_RENDER_BYTES is beside MEM_CACHE_BYTES: what renders hold comes on top
 	lim.mu.Unlock()
 	lim.SetBound(base + tier + max(cfg.MemBytes-tier+cfg.MemBytes/20, MinCollectorRoom))
-	gcPercent := os.Getenv("GOGC")
-	if gcPercent == "" {
-		debug.SetGCPercent(GCPercentOffLambda)
-		gcPercent = strconv.Itoa(GCPercentOffLambda)
-	}
+	gcPercent := raiseGCPercent()
 	log.Info("Go memory limit set from MEM_CACHE_BYTES, less the memory tier's bytes off the heap", "limit_bytes", lim.Current(),
 		"base_bytes", base, "gc_percent", gcPercent)
 }
@@ -145,17 +152,22 @@ func OffLambda(lim *Limit, cfg config.Tiles, log *slog.Logger) {
 // MEM_CACHE_BYTES × 1.1 + base by the difference.
 const MinCollectorRoom = 4 << 20
 
-// GCPercentOffLambda is the collector's GOGC once OffLambda
-// has bounded the heap, unless GOGC is set. The limit, not GOGC, keeps the
+// GCPercent is the collector's GOGC once OnLambda or OffLambda has
+// bounded the heap, unless GOGC is set. The limit, not GOGC, keeps the
 // process within its bound; GOGC decides how far below it the heap goal
 // lies while the limit is far away. With the tier's bodies off the heap
-// the live heap is a few MB whatever the tier holds, and at 200 its goal
-// (three times the live heap, at least 8 MiB) leaves the collector about
-// the room a full tier's limit does: 49 collections per 100,000 memory
-// hits with a tier four times the set, 65 with the set filling 7/8 of it
-// (94 at 400, 24 with the roomy tier; wrk -c 20 over 1,365 tiles of
-// 20-46 KB, GODEBUG=gctrace=1), for the same CPU per hit within the noise.
-const GCPercentOffLambda = 200
+// the live heap is a few MB whatever the tier holds, and at the default
+// 100 its goal is a few MB too, so the garbage of each answer brings the
+// next collection: a buffered 300 KB memory hit (BenchmarkInvokeBuffered,
+// which leaves some 960 KB of the runtime's garbage) took 433-440 µs at
+// 100, 264-270 at 200 and 172-176 at 400, the same binary in alternating
+// runs. Off Lambda, at 200 the goal (three times the live heap, at least
+// 8 MiB) leaves the collector about the room a full tier's limit does: 49
+// collections per 100,000 memory hits with a tier four times the set, 65
+// with the set filling 7/8 of it (94 at 400, 24 with the roomy tier;
+// wrk -c 20 over 1,365 tiles of 20-46 KB, GODEBUG=gctrace=1), for the same
+// CPU per hit within the noise.
+const GCPercent = 200
 
 // limitedOffLambda reports whether OffLambda sets a limit.
 func limitedOffLambda(cfg config.Tiles) bool {

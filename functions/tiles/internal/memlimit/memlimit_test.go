@@ -23,7 +23,7 @@ import (
 // after init (IIIF_RENDER_BYTES is not in it: see
 // TestRenderingRaisesTheLimitOffLambda) (the other 0.05 of the bound is for the collector's
 // overshoot), init's garbage not counted, and GOGC is raised to
-// GCPercentOffLambda unless set; GOMEMLIMIT, when set, wins everywhere.
+// GCPercent unless set, on Lambda too; GOMEMLIMIT, when set, wins everywhere.
 // garbage is where the test leaves init's garbage.
 var garbage []byte
 
@@ -61,6 +61,8 @@ func TestMemoryLimit(t *testing.T) {
 			}
 			debug.SetMemoryLimit(math.MaxInt64)
 			log := slog.New(slog.DiscardHandler)
+			gcBefore := debug.SetGCPercent(100)
+			t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
 			lim := &Limit{}
 			OnLambda(lim, cfg, log) // before init
 			min, max := tt.min, tt.max
@@ -73,8 +75,6 @@ func TestMemoryLimit(t *testing.T) {
 				clear(garbage)
 				garbage = nil
 			}
-			gcBefore := debug.SetGCPercent(100)
-			t.Cleanup(func() { debug.SetGCPercent(gcBefore) })
 			OffLambda(lim, cfg, log)
 			if got := debug.SetMemoryLimit(-1); got < min || got > max {
 				t.Errorf("got limit %d, want within [%d, %d]", got, min, max)
@@ -82,8 +82,8 @@ func TestMemoryLimit(t *testing.T) {
 			// GOGC is raised where the limit was derived off Lambda, and
 			// only there.
 			wantGC := 100
-			if tt.plusBase {
-				wantGC = GCPercentOffLambda
+			if tt.gomemlimit == "" {
+				wantGC = GCPercent
 			}
 			if got := debug.SetGCPercent(100); got != wantGC {
 				t.Errorf("got GOGC %d, want %d", got, wantGC)
