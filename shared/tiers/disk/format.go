@@ -214,7 +214,7 @@ func readHeader(r io.ReaderAt, size int64) (parsedHeader, meta, int64, error) {
 // may take as "read it as an unknown file".
 func readKnownHeader(f io.Reader, off int) (parsedHeader, meta, error) {
 	var small [headerGuess]byte
-	h := small[:0]
+	var h []byte
 	if off <= len(small) {
 		h = small[:off]
 	} else {
