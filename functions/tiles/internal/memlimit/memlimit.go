@@ -11,6 +11,7 @@ package memlimit
 
 import (
 	"log/slog"
+	"math/bits"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -34,6 +35,11 @@ type Limit struct {
 	// memory beside MEM_CACHE_BYTES; on Lambda both share the function's).
 	rendering int64
 	onTop     bool
+	// spare is the part of the bound's overshoot room (MEM_CACHE_BYTES ×
+	// 1.1 + base, against the limit's × 1.05) the tier's bytes off the heap
+	// give back to the collector, in proportion to how full tier (its
+	// MemBytes) is of them: off Lambda only.
+	spare, tier int64
 }
 
 // SetBound makes b the bound and sets the limit from it.
@@ -71,11 +77,17 @@ func (m *Limit) apply() {
 
 // current is the limit: the bound less the off-heap bytes, never below an
 // eighth of the bound (leased blocks of evicted entries briefly add to what
-// the tier holds), plus the pixels being made off Lambda. m.mu is held.
+// the tier holds), plus the pixels being made off Lambda, plus the share of
+// spare the off-heap bytes release (Limit.spare). m.mu is held.
 func (m *Limit) current() int64 {
 	l := max(m.bound-m.offHeap, m.bound/8)
 	if m.onTop {
 		l += m.rendering
+	}
+	if m.spare > 0 && m.tier > 0 {
+		hi, lo := bits.Mul64(uint64(m.spare), uint64(min(max(m.offHeap, 0), m.tier)))
+		q, _ := bits.Div64(hi, lo, uint64(m.tier)) // hi < tier: offHeap ≤ tier
+		l += int64(q)
 	}
 	return l
 }
@@ -124,7 +136,11 @@ func raiseGCPercent() string {
 // (MEM_CACHE_BYTES × 1.1 + base) is for the collector's overshoot. The tier
 // holds MEM_CACHE_BYTES less a twelfth (TierConfig), which a full tier
 // leaves to the collector with that twentieth: at least MinCollectorRoom.
-// GOMEMLIMIT, when set, wins; on Lambda OnLambda has set the bound
+// The twentieth kept back for overshoot is the collector's too as the tier
+// fills off the heap: overshoot is live heap the collector cannot free
+// (entries on the heap, as a flood of 404s leaves), and the arena's bytes
+// are counted exactly, so a full tier of bodies off the heap leaves the
+// collector the whole bound's room (Limit.spare). GOMEMLIMIT, when set, wins; on Lambda OnLambda has set the bound
 // from the function's memory. With the heap bounded, GOGC (unless set) is
 // raised to GCPercent.
 func OffLambda(lim *Limit, cfg config.Tiles, log *slog.Logger) {
@@ -134,10 +150,14 @@ func OffLambda(lim *Limit, cfg config.Tiles, log *slog.Logger) {
 	debug.FreeOSMemory()
 	base := GoMemoryInUse()
 	tier := TierConfig(cfg).MemBytes
+	room := cfg.MemBytes - tier + cfg.MemBytes/20
 	lim.mu.Lock()
 	lim.onTop = true // IIIF_RENDER_BYTES is beside MEM_CACHE_BYTES: what renders hold comes on top
+	// The overshoot twentieth, less what MinCollectorRoom already gave.
+	lim.spare = max(0, min(cfg.MemBytes/20, room+cfg.MemBytes/20-MinCollectorRoom))
+	lim.tier = tier
 	lim.mu.Unlock()
-	lim.SetBound(base + tier + max(cfg.MemBytes-tier+cfg.MemBytes/20, MinCollectorRoom))
+	lim.SetBound(base + tier + max(room, MinCollectorRoom))
 	gcPercent := raiseGCPercent()
 	log.Info("Go memory limit set from MEM_CACHE_BYTES, less the memory tier's bytes off the heap", "limit_bytes", lim.Current(),
 		"base_bytes", base, "gc_percent", gcPercent)
