@@ -182,11 +182,12 @@ const MinCollectorRoom = 4 << 20
 // which leaves some 960 KB of the runtime's garbage) took 433-440 µs at
 // 100, 264-270 at 200 and 172-176 at 400, the same binary in alternating
 // runs. Off Lambda, at 200 the goal (three times the live heap, at least
-// 8 MiB) leaves the collector about the room a full tier's limit does: 49
-// collections per 100,000 memory hits with a tier four times the set, 65
-// with the set filling 7/8 of it (94 at 400, 24 with the roomy tier;
-// wrk -c 20 over 1,365 tiles of 20-46 KB, GODEBUG=gctrace=1), for the same
-// CPU per hit within the noise.
+// 8 MiB) leaves the collector about the room a full tier's limit does: 51
+// collections per 100,000 memory hits with a tier four times the set, 68
+// with the set filling 7/8 of it (wrk -c 20 over 1,365 tiles of 20-46 KB,
+// GODEBUG=gctrace=1, docs/BENCHMARKS.md section 2); at 400 the roomy tier
+// collected half as often and the full one more often, for the same CPU
+// per hit within the noise.
 const GCPercent = 200
 
 // limitedOffLambda reports whether OffLambda sets a limit.
