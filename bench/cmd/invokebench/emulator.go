@@ -139,7 +139,7 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 	}
 	defer os.RemoveAll(tmp)
 	bins := map[string]string{"tilesieve": filepath.Join(tmp, "tiles", "bootstrap"), "floor": filepath.Join(tmp, "floor", "bootstrap"),
-		"minimal": filepath.Join(tmp, "minimal", "bootstrap")}
+		"minimal": filepath.Join(tmp, "minimal", "bootstrap"), "required": filepath.Join(tmp, "required", "bootstrap")}
 	logf("building the bootstraps")
 	if err := lambdarie.Build(ctx, root, bins["tilesieve"], "./functions/tiles"); err != nil {
 		return res, err
@@ -148,6 +148,9 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 		return res, err
 	}
 	if err := lambdarie.Build(ctx, filepath.Join(root, "bench"), bins["minimal"], "./cmd/minlambda"); err != nil {
+		return res, err
+	}
+	if err := lambdarie.Build(ctx, filepath.Join(root, "bench"), bins["required"], "./cmd/reqlambda"); err != nil {
 		return res, err
 	}
 	if res.Arm64, res.Budgets, err = productSizes(root, tmp); err != nil {
@@ -277,7 +280,7 @@ func RunEmulator(ctx context.Context, root string, o options) (EmulatorResult, e
 		return res, err
 	}
 	tilesEnv := func(disk string) []string { return fnEnv("tilesieve", disk) }
-	if res.HealthRuns, res.Inits, err = runHealth(ctx, rie, bins["tilesieve"], bins["minimal"], tilesEnv, health, tmp, o); err != nil {
+	if res.HealthRuns, res.Inits, err = runHealth(ctx, rie, healthBins{bins["tilesieve"], bins["minimal"], bins["required"]}, tilesEnv, health, tmp, o); err != nil {
 		return res, err
 	}
 	res.LoadAfter = sysinfo.LoadAvg()

@@ -15,24 +15,32 @@ import (
 	"github.com/tilesieve/tilesieve/bench/e2e/lambdarie"
 )
 
-// HealthPair is one pair of cold starts to a health answer: the tile
-// function's bootstrap (to /_tilesieve/health) and the minimal one (to its
-// fixed answer), started one after the other, each with
-// GODEBUG=inittrace=1.
+// HealthPair is one round of cold starts to a health answer: the tile
+// function's bootstrap (to /_tilesieve/health), the minimal one and the
+// required-packages one (to their fixed answers), started one after the
+// other, each with GODEBUG=inittrace=1. It is named for the pair the
+// targets compare.
 type HealthPair struct {
 	Tilesieve time.Duration `json:"tilesieve"` // the emulator's process start → the first answer
 	Minimal   time.Duration `json:"minimal"`
-	// TilesieveInit and MinimalInit are the summed clock of their package
-	// initialisers (inittrace).
+	Required  time.Duration `json:"required,omitempty"`
+	// TilesieveInit, MinimalInit and RequiredInit are the summed clock of
+	// their package initialisers (inittrace).
 	TilesieveInit time.Duration `json:"tilesieve_init"`
 	MinimalInit   time.Duration `json:"minimal_init"`
+	RequiredInit  time.Duration `json:"required_init,omitempty"`
 }
 
 // HealthRun is one run of paired cold starts.
 type HealthRun struct {
 	Pairs     []HealthPair `json:"pairs"`
-	Ratio     float64      `json:"ratio"`      // median of the pairs' cold start ratios
-	InitRatio float64      `json:"init_ratio"` // median of the pairs' package init ratios
+	Ratio     float64      `json:"ratio"`      // median of the pairs' cold start ratios, tilesieve over minimal
+	InitRatio float64      `json:"init_ratio"` // median of the pairs' package init ratios, tilesieve over minimal
+	// ReqRatio and ReqInitRatio are the same medians for the
+	// required-packages bootstrap over the minimal one: the least any
+	// function linking the S3 client scores.
+	ReqRatio     float64 `json:"req_ratio,omitempty"`
+	ReqInitRatio float64 `json:"req_init_ratio,omitempty"`
 }
 
 // InitPkg is one package initialiser of the tile function's bootstrap: the
@@ -44,28 +52,36 @@ type InitPkg struct {
 	Allocs int64         `json:"allocs"`
 	Ours   bool          `json:"ours"` // a package of this module
 	InMin  bool          `json:"in_minimal"`
+	InReq  bool          `json:"in_required,omitempty"`
 }
 
-// runHealth starts both bootstraps o.healthPairs times in each of
-// o.healthRuns runs, the order alternating, and times each to its first
+// healthBins are the bootstraps runHealth starts, by name.
+type healthBins struct{ tiles, minimal, required string }
+
+// runHealth starts the three bootstraps o.healthPairs times in each of
+// o.healthRuns runs, the order rotating, and times each to its first
 // health answer.
-func runHealth(ctx context.Context, rie, tiles, minimal string, tilesEnv func(disk string) []string, health []byte, tmp string, o options) ([]HealthRun, []InitPkg, error) {
+func runHealth(ctx context.Context, rie string, bins healthBins, tilesEnv func(disk string) []string, health []byte, tmp string, o options) ([]HealthRun, []InitPkg, error) {
 	var runs []HealthRun
-	tsInits, minInits := map[string][]initLine{}, map[string]bool{}
+	tsInits, minInits, reqInits := map[string][]initLine{}, map[string]bool{}, map[string]bool{}
 	for run := range o.healthRuns {
 		var hr HealthRun
-		var ratios, initRatios []float64
+		var ratios, initRatios, reqRatios, reqInitRatios []float64
 		for pair := range o.healthPairs {
-			order := []string{"tilesieve", "minimal"}
+			order := []string{"tilesieve", "minimal", "required"}
+			order = append(order[pair%3:], order[:pair%3]...)
 			if pair%2 == 1 {
 				slices.Reverse(order)
 			}
 			var p HealthPair
 			for _, fn := range order {
 				log := filepath.Join(tmp, fmt.Sprintf("health-%s-%d-%d.log", fn, run, pair))
-				bin, env := minimal, []string{"GODEBUG=inittrace=1"}
-				if fn == "tilesieve" {
-					bin, env = tiles, append(tilesEnv(fmt.Sprintf("health-disk-%d-%d", run, pair)), "GODEBUG=inittrace=1")
+				bin, env, seen := bins.minimal, []string{"GODEBUG=inittrace=1"}, minInits
+				switch fn {
+				case "tilesieve":
+					bin, env = bins.tiles, append(tilesEnv(fmt.Sprintf("health-disk-%d-%d", run, pair)), "GODEBUG=inittrace=1")
+				case "required":
+					bin, seen = bins.required, reqInits
 				}
 				emu, cold, err := lambdarie.Start(ctx, rie, bin, env, log, health)
 				if err != nil {
@@ -82,24 +98,30 @@ func runHealth(ctx context.Context, rie, tiles, minimal string, tilesEnv func(di
 					if fn == "tilesieve" {
 						tsInits[l.pkg] = append(tsInits[l.pkg], l)
 					} else {
-						minInits[l.pkg] = true
+						seen[l.pkg] = true
 					}
 				}
-				if fn == "tilesieve" {
+				switch fn {
+				case "tilesieve":
 					p.Tilesieve, p.TilesieveInit = cold, sum
-				} else {
+				case "minimal":
 					p.Minimal, p.MinimalInit = cold, sum
+				default:
+					p.Required, p.RequiredInit = cold, sum
 				}
 			}
 			hr.Pairs = append(hr.Pairs, p)
 			ratios = append(ratios, float64(p.Tilesieve)/float64(p.Minimal))
+			reqRatios = append(reqRatios, float64(p.Required)/float64(p.Minimal))
 			if p.MinimalInit > 0 {
 				initRatios = append(initRatios, float64(p.TilesieveInit)/float64(p.MinimalInit))
+				reqInitRatios = append(reqInitRatios, float64(p.RequiredInit)/float64(p.MinimalInit))
 			}
 		}
 		hr.Ratio, hr.InitRatio = median(ratios), median(initRatios)
-		logf("  health run %d/%d: cold start %.2fx the minimal bootstrap's, package init %.2fx (medians of %d pairs)",
-			run+1, o.healthRuns, hr.Ratio, hr.InitRatio, len(hr.Pairs))
+		hr.ReqRatio, hr.ReqInitRatio = median(reqRatios), median(reqInitRatios)
+		logf("  health run %d/%d: cold start %.2fx the minimal bootstrap's, package init %.2fx; the required packages' %.2fx and %.2fx (medians of %d)",
+			run+1, o.healthRuns, hr.Ratio, hr.InitRatio, hr.ReqRatio, hr.ReqInitRatio, len(hr.Pairs))
 		runs = append(runs, hr)
 	}
 	var pkgs []InitPkg
@@ -110,7 +132,7 @@ func runHealth(ctx context.Context, rie, tiles, minimal string, tilesEnv func(di
 		}
 		last := ls[len(ls)-1]
 		pkgs = append(pkgs, InitPkg{Pkg: pkg, Clock: time.Duration(median(clocks)), Bytes: last.bytes, Allocs: last.allocs,
-			Ours: strings.HasPrefix(pkg, "github.com/tilesieve/"), InMin: minInits[pkg]})
+			Ours: strings.HasPrefix(pkg, "github.com/tilesieve/"), InMin: minInits[pkg], InReq: reqInits[pkg]})
 	}
 	slices.SortFunc(pkgs, func(a, b InitPkg) int { return int(b.Clock - a.Clock) })
 	return runs, pkgs, nil
@@ -174,6 +196,11 @@ func healthTargets(runs []HealthRun) []e2e.Target {
 				Want: 1.1, Got: r.Ratio, Unit: "x"}.Check(),
 			e2e.Target{What: fmt.Sprintf("under the emulator, run %d: package init (GODEBUG=inittrace=1, summed clock) vs the minimal bootstrap's (median of %d pairs)", i+1, len(r.Pairs)),
 				Want: 1.5, Got: r.InitRatio, Unit: "x"}.Check())
+		if r.ReqInitRatio > 0 {
+			n := len(ts) - 2
+			ts[n].Reason = fmt.Sprintf("a bootstrap linking aws-lambda-go and the S3 client alone (bench/cmd/reqlambda): %.2fx", r.ReqRatio)
+			ts[n+1].Reason = fmt.Sprintf("a bootstrap linking aws-lambda-go and the S3 client alone (bench/cmd/reqlambda): %.2fx", r.ReqInitRatio)
+		}
 	}
 	return ts
 }

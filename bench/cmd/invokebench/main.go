@@ -70,7 +70,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds under the emulator")
 	flag.IntVar(&o.coldPairs, "cold-pairs", 25, "paired cold starts under the emulator after the rounds (each bootstrap started, answering its first invocation, stopped)")
 	flag.IntVar(&o.healthRuns, "health-runs", 3, "runs of paired cold starts to /_tilesieve/health against a bootstrap linking only aws-lambda-go")
-	flag.IntVar(&o.healthPairs, "health-pairs", 8, "paired cold starts in each health run")
+	flag.IntVar(&o.healthPairs, "health-pairs", 9, "paired cold starts in each health run")
 	flag.IntVar(&o.invokes, "invokes", 3000, "at most this many timed invocations per function, tile and round")
 	flag.DurationVar(&o.perRun, "time", 4*time.Second, "at most this long per function, tile and round")
 	flag.DurationVar(&o.latTime, "latency-time", 6*time.Second, "per function and round, memory hits timed one by one with S3 at 20 ms (0 skips)")

@@ -141,8 +141,8 @@ func renderEmulator(p func(string, ...any), r EmulatorResult) {
 		if _, a, ok := strings.Cut(r.Build, "GOARCH="); ok {
 			arch = "linux/" + strings.Fields(a)[0]
 		}
-		p("Bootstrap sizes as built for this run (%s): tilesieve %d bytes, floor %d bytes, minimal (`bench/cmd/minlambda`, aws-lambda-go alone) %d bytes.",
-			arch, r.Bootstrap["tilesieve"], r.Bootstrap["floor"], r.Bootstrap["minimal"])
+		p("Bootstrap sizes as built for this run (%s): tilesieve %d bytes, floor %d bytes, minimal (`bench/cmd/minlambda`, aws-lambda-go alone) %d bytes, S3 client only (`bench/cmd/reqlambda`) %d bytes.",
+			arch, r.Bootstrap["tilesieve"], r.Bootstrap["floor"], r.Bootstrap["minimal"], r.Bootstrap["required"])
 		if len(r.Arm64) > 0 {
 			p(" As `make build` builds them (linux/arm64), against their budgets in .ci/size-budget (`make size-check` fails past 5%% over): tiles %s, worker %s.",
 				sizeVsBudget(r.Arm64["tiles"], r.Budgets["tiles"]), sizeVsBudget(r.Arm64["worker"], r.Budgets["worker"]))
@@ -298,23 +298,25 @@ func renderHealth(p func(string, ...any), r EmulatorResult) {
 		return
 	}
 	p("#### Cold start to the health check, against a bootstrap linking only aws-lambda-go\n\n")
-	p("%d runs of %d pairs: the tile function's bootstrap (as above, with empty tiers, S3 on loopback) and `bench/cmd/minlambda` (aws-lambda-go and a fixed 200), "+
+	p("%d runs of %d rounds: the tile function's bootstrap (as above, with empty tiers, S3 on loopback), `bench/cmd/minlambda` (aws-lambda-go and a fixed 200) "+
+		"and `bench/cmd/reqlambda` (the same with the S3 client of aws-sdk-go-v2 built at start: the packages every function of the project must link), "+
 		"each started under `aws-lambda-rie` with `GODEBUG=inittrace=1` and timed from the emulator's process start to the first answer of `/_tilesieve/health` "+
-		"(`events/url-health.json`; the minimal bootstrap answers any event), the two one after the other, the order alternating. "+
-		"Package init is the summed clock of the `init` lines the bootstrap wrote.\n\n", len(r.HealthRuns), len(r.HealthRuns[0].Pairs))
-	p("| run | cold start, tilesieve (median) | minimal (median) | ratio (median of pairs) | pairs' ratios | package init, tilesieve | minimal | ratio (median of pairs) |\n|---:|---:|---:|---:|---|---:|---:|---:|\n")
+		"(`events/url-health.json`; the other two answer any event), one after the other, the order rotating. "+
+		"Package init is the summed clock of the `init` lines the bootstrap wrote. Ratios are the medians of the rounds' ratios to the minimal bootstrap.\n\n", len(r.HealthRuns), len(r.HealthRuns[0].Pairs))
+	p("| run | cold start, tilesieve (median) | minimal (median) | S3 client only (median) | tilesieve vs minimal | rounds' ratios | S3 client only vs minimal | package init, tilesieve | minimal | S3 client only | tilesieve vs minimal | S3 client only vs minimal |\n|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for i, run := range r.HealthRuns {
-		var ts, mn, ti, mi []float64
+		var ts, mn, rq, ti, mi, ri []float64
 		var rs []string
 		for _, pr := range run.Pairs {
-			ts, mn = append(ts, float64(pr.Tilesieve)), append(mn, float64(pr.Minimal))
-			ti, mi = append(ti, float64(pr.TilesieveInit)), append(mi, float64(pr.MinimalInit))
+			ts, mn, rq = append(ts, float64(pr.Tilesieve)), append(mn, float64(pr.Minimal)), append(rq, float64(pr.Required))
+			ti, mi, ri = append(ti, float64(pr.TilesieveInit)), append(mi, float64(pr.MinimalInit)), append(ri, float64(pr.RequiredInit))
 			rs = append(rs, fmt.Sprintf("%.2f", float64(pr.Tilesieve)/float64(pr.Minimal)))
 		}
-		p("| %d | %s | %s | %.2fx | %s | %s | %s | %.2fx |\n", i+1, durStr(time.Duration(median(ts))), durStr(time.Duration(median(mn))), run.Ratio,
-			strings.Join(rs, ", "), nsStr(median(ti)), nsStr(median(mi)), run.InitRatio)
+		p("| %d | %s | %s | %s | %.2fx | %s | %.2fx | %s | %s | %s | %.2fx | %.2fx |\n", i+1, durStr(time.Duration(median(ts))), durStr(time.Duration(median(mn))),
+			durStr(time.Duration(median(rq))), run.Ratio, strings.Join(rs, ", "), run.ReqRatio,
+			nsStr(median(ti)), nsStr(median(mi)), nsStr(median(ri)), run.InitRatio, run.ReqInitRatio)
 	}
-	p("\nThe tile function's package initialisers, largest first (median clock over every start; ours marked, and those the minimal bootstrap runs too):\n\n")
+	p("\nThe tile function's package initialisers, largest first (median clock over every start; ours marked, and those the minimal or the S3-client-only bootstrap runs too):\n\n")
 	p("| package | clock | bytes | allocs | |\n|---|---:|---:|---:|---|\n")
 	for i, pkg := range r.Inits {
 		if i == 15 {
@@ -326,6 +328,8 @@ func renderHealth(p func(string, ...any), r EmulatorResult) {
 			note = "this module"
 		case pkg.InMin:
 			note = "also the minimal bootstrap's"
+		case pkg.InReq:
+			note = "also the S3-client-only bootstrap's"
 		}
 		p("| `%s` | %s | %d | %d | %s |\n", pkg.Pkg, nsStr(float64(pkg.Clock)), pkg.Bytes, pkg.Allocs, note)
 	}
