@@ -22,7 +22,7 @@ import (
 // reads the process's allocation counters.
 func TestBufferedDiskHitLeavesNoGarbage(t *testing.T) {
 	if raceEnabled {
-		t.Skip("the race detector's sync.Pool drops buffers on purpose: run without -race")
+		t.Skip("the race detector's sync.Pool drops buffers on purpose: make test runs it without -race")
 	}
 	s3e := s3localtest.Start(t, "tiles")
 	body := compressible(300 << 10) // past the memory tier's entry limit: answered from disk

@@ -99,8 +99,13 @@ func TestSendToVerifiesAfterRestart(t *testing.T) {
 
 // TestSendToCopiesWithoutGarbage: a copy goes through a pooled buffer, not
 // one the size of the tile. Not parallel: it reads the process's
-// allocation counter.
+// allocation counter. Under -race, sync.Pool drops a quarter of what is put
+// back, on purpose, and the copies allocate their buffer again (3 runs in
+// 40 failed): make test runs it without -race (NO_RACE_TESTS).
 func TestSendToCopiesWithoutGarbage(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops buffers on purpose: make test runs it without -race")
+	}
 	s := open(t, t.TempDir(), 1<<30)
 	put(t, s, "big/1", &tile.Tile{Body: bigBody})
 	sendTo(t, s, "big/1", io.Discard) // the pool's first buffer
