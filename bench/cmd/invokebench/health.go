@@ -76,12 +76,16 @@ func runHealth(ctx context.Context, rie string, bins healthBins, tilesEnv func(d
 			var p HealthPair
 			for _, fn := range order {
 				log := filepath.Join(tmp, fmt.Sprintf("health-%s-%d-%d.log", fn, run, pair))
+				// Where this bootstrap's start, package init and initialisers go.
 				bin, env, seen := bins.minimal, []string{"GODEBUG=inittrace=1"}, minInits
+				coldTo, initTo := &p.Minimal, &p.MinimalInit
 				switch fn {
 				case "tilesieve":
 					bin, env = bins.tiles, append(tilesEnv(fmt.Sprintf("health-disk-%d-%d", run, pair)), "GODEBUG=inittrace=1")
+					coldTo, initTo = &p.Tilesieve, &p.TilesieveInit
 				case "required":
 					bin, seen = bins.required, reqInits
+					coldTo, initTo = &p.Required, &p.RequiredInit
 				}
 				emu, cold, err := lambdarie.Start(ctx, rie, bin, env, log, health)
 				if err != nil {
@@ -101,14 +105,7 @@ func runHealth(ctx context.Context, rie string, bins healthBins, tilesEnv func(d
 						seen[l.pkg] = true
 					}
 				}
-				switch fn {
-				case "tilesieve":
-					p.Tilesieve, p.TilesieveInit = cold, sum
-				case "minimal":
-					p.Minimal, p.MinimalInit = cold, sum
-				default:
-					p.Required, p.RequiredInit = cold, sum
-				}
+				*coldTo, *initTo = cold, sum
 			}
 			hr.Pairs = append(hr.Pairs, p)
 			ratios = append(ratios, float64(p.Tilesieve)/float64(p.Minimal))
@@ -197,9 +194,9 @@ func healthTargets(runs []HealthRun) []e2e.Target {
 			e2e.Target{What: fmt.Sprintf("under the emulator, run %d: package init (GODEBUG=inittrace=1, summed clock) vs the minimal bootstrap's (median of %d pairs)", i+1, len(r.Pairs)),
 				Want: 1.5, Got: r.InitRatio, Unit: "x"}.Check())
 		if r.ReqInitRatio > 0 {
+			const floor = "a bootstrap linking aws-lambda-go and the S3 client alone (bench/cmd/reqlambda): %.2fx"
 			n := len(ts) - 2
-			ts[n].Reason = fmt.Sprintf("a bootstrap linking aws-lambda-go and the S3 client alone (bench/cmd/reqlambda): %.2fx", r.ReqRatio)
-			ts[n+1].Reason = fmt.Sprintf("a bootstrap linking aws-lambda-go and the S3 client alone (bench/cmd/reqlambda): %.2fx", r.ReqInitRatio)
+			ts[n].Reason, ts[n+1].Reason = fmt.Sprintf(floor, r.ReqRatio), fmt.Sprintf(floor, r.ReqInitRatio)
 		}
 	}
 	return ts
